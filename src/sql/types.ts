@@ -1,0 +1,98 @@
+/**
+ * The SQL environment's contract: what every other module (eval, factory, rewards, agent) may rely on.
+ * Implementations live beside this file; change the contract only with everyone's callers in view.
+ */
+
+/** A cell as better-sqlite3 returns it (integers as JS numbers; blobs as bytes). */
+export type SqlValue = number | string | bigint | Uint8Array | null;
+export type Row = SqlValue[];
+
+export interface ExecOptions {
+  /** Wall-clock limit; the query is really stopped (its process killed) when it passes. Default 5000. */
+  timeoutMs?: number;
+  /** Rows kept before the result is cut and marked truncated. Default 10000. */
+  maxRows?: number;
+  /** Approximate bytes of cell data kept before the result is cut and marked truncated. Default 8 MiB. */
+  maxBytes?: number;
+}
+
+/** Why a query produced no result. */
+export type ExecErrorKind =
+  | 'refused' // not a single read-only statement: never ran
+  | 'syntax' // SQLite could not prepare it (syntax, unknown table/column)
+  | 'runtime' // failed while running
+  | 'timeout' // ran past timeoutMs and was killed
+  | 'no_database' // the database file does not exist
+  | 'bad_database'; // the file is not a readable SQLite database
+
+export type ExecResult =
+  | {
+      ok: true;
+      columns: string[];
+      rows: Row[];
+      /** True when maxRows or maxBytes cut the result: it is not the whole answer. */
+      truncated: boolean;
+      elapsedMs: number;
+    }
+  | { ok: false; error: ExecErrorKind; message: string; elapsedMs: number };
+
+/** Runs read-only SQL against database files. The pool implementation is in pool.ts. */
+export interface SqlExecutor {
+  execute(dbPath: string, sql: string, opts?: ExecOptions): Promise<ExecResult>;
+  close(): Promise<void>;
+}
+
+// ---- Schema model (introspect.ts produces it, render.ts prints it for prompts) ----
+
+export interface ColumnStats {
+  nullCount: number;
+  distinctCount: number;
+  min: SqlValue;
+  max: SqlValue;
+  /** A few distinct non-null values, most frequent first (strings cut to a sane length). */
+  samples: SqlValue[];
+}
+
+export interface Column {
+  name: string;
+  /** Declared type as written in the DDL (may be ''). */
+  type: string;
+  /** SQLite type affinity derived from the declared type. */
+  affinity: 'INTEGER' | 'REAL' | 'TEXT' | 'BLOB' | 'NUMERIC';
+  notNull: boolean;
+  /** 1-based position in the primary key, 0 when not part of it. */
+  pk: number;
+  stats: ColumnStats;
+}
+
+export interface ForeignKey {
+  fromTable: string;
+  fromColumns: string[];
+  toTable: string;
+  toColumns: string[];
+  /** True when not declared in the DDL but inferred from names, types and value containment. */
+  inferred: boolean;
+}
+
+export interface Table {
+  name: string;
+  kind: 'table' | 'view';
+  columns: Column[];
+  primaryKey: string[];
+  foreignKeys: ForeignKey[];
+  rowCount: number;
+}
+
+export interface DbSchema {
+  dbId: string;
+  path: string;
+  tables: Table[];
+}
+
+// ---- Result comparison (compare.ts) ----
+
+/**
+ * bird: set equality of rows (BIRD's official `set(pred) == set(gold)`).
+ * spider: multiset equality; order matters when the gold query has ORDER BY (Spider's exec eval).
+ */
+export type CompareMode = 'bird' | 'spider';

@@ -1,0 +1,22 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const BIN = fileURLToPath(new URL('../bin/agro.js', import.meta.url));
+
+function agro(...args: string[]) {
+  return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' });
+}
+
+test('agro --help lists the program and exits 0', () => {
+  const r = agro('--help');
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /Usage: agro/);
+});
+
+test('an unknown subcommand exits non-zero with a one-line reason', () => {
+  const r = agro('no-such-command');
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /error: (unknown command|too many arguments)/);
+});
