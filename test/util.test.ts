@@ -1,0 +1,35 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Rng } from '../src/util/rng.ts';
+import { writeJsonAtomic } from '../src/util/fs.ts';
+
+test('Rng is reproducible for a seed and restorable from its state', () => {
+  const a = new Rng(42);
+  const b = new Rng(42);
+  const xs = Array.from({ length: 5 }, () => a.next());
+  assert.deepEqual(xs, Array.from({ length: 5 }, () => b.next()));
+  assert.notDeepEqual(xs, Array.from({ length: 5 }, () => new Rng(43).next()));
+  const saved = a.state;
+  const next = a.next();
+  assert.equal(Rng.fromState(saved).next(), next);
+  for (const x of xs) assert.ok(x >= 0 && x < 1);
+});
+
+test('Rng.int stays in range and covers it', () => {
+  const r = new Rng(1);
+  const seen = new Set<number>();
+  for (let i = 0; i < 1000; i++) seen.add(r.int(7));
+  assert.deepEqual([...seen].sort(), [0, 1, 2, 3, 4, 5, 6]);
+});
+
+test('writeJsonAtomic leaves only the final file behind', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agro-fs-'));
+  const p = join(dir, 'sub', 'x.json');
+  writeJsonAtomic(p, { a: 1 });
+  writeJsonAtomic(p, { a: 2 });
+  assert.deepEqual(JSON.parse(readFileSync(p, 'utf8')), { a: 2 });
+  assert.deepEqual(readdirSync(join(dir, 'sub')), ['x.json']);
+});
