@@ -1,0 +1,176 @@
+/**
+ * Llama-family model configuration: one zod schema, the presets, and conversion to and from
+ * Hugging Face `config.json` (LlamaForCausalLM / Qwen2ForCausalLM), so checkpoints load in HF tools.
+ */
+import { z } from 'zod';
+import { AgroError } from '../errors.ts';
+
+export interface ModelConfig {
+  vocabSize: number;
+  hiddenSize: number;
+  intermediateSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim?: number;
+  maxPositions: number;
+  ropeTheta: number;
+  rmsNormEps: number;
+  tieEmbeddings: boolean;
+  /** Qwen2-style biases on the q/k/v projections. */
+  attentionBias: boolean;
+}
+
+export const PRESETS: Record<'tiny' | 'small', Omit<ModelConfig, 'vocabSize'>> = {
+  tiny: {
+    hiddenSize: 64, intermediateSize: 172, numLayers: 2, numHeads: 4, numKvHeads: 2,
+    maxPositions: 512, ropeTheta: 10000, rmsNormEps: 1e-5, tieEmbeddings: true, attentionBias: false,
+  },
+  // ~8M parameters with a 4k vocabulary: trainable on a laptop CPU in the quickstart.
+  small: {
+    hiddenSize: 256, intermediateSize: 688, numLayers: 8, numHeads: 8, numKvHeads: 4,
+    maxPositions: 1024, ropeTheta: 10000, rmsNormEps: 1e-5, tieEmbeddings: true, attentionBias: false,
+  },
+};
+
+const posInt = z.number().int().positive();
+const schema = z.object({
+  preset: z.enum(['tiny', 'small']).optional(),
+  vocabSize: posInt,
+  hiddenSize: posInt.optional(),
+  intermediateSize: posInt.optional(),
+  numLayers: posInt.optional(),
+  numHeads: posInt.optional(),
+  numKvHeads: posInt.optional(),
+  headDim: posInt.optional(),
+  maxPositions: posInt.optional(),
+  ropeTheta: z.number().positive().optional(),
+  rmsNormEps: z.number().positive().optional(),
+  tieEmbeddings: z.boolean().optional(),
+  attentionBias: z.boolean().optional(),
+});
+
+export function headDimOf(cfg: ModelConfig): number {
+  return cfg.headDim ?? cfg.hiddenSize / cfg.numHeads;
+}
+
+/**
+ * Validate a config. Accepts `{ preset: 'tiny', vocabSize, ...overrides }` or explicit numbers
+ * (missing fields come from the `tiny` preset). Throws AgroError('invalid_input') on one line.
+ */
+export function resolveModelConfig(input: unknown): ModelConfig {
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue.path.length ? issue.path.join('.') : 'config';
+    throw new AgroError('invalid_input', `model config: ${where}: ${issue.message}`);
+  }
+  const { preset, ...rest } = parsed.data;
+  const base = PRESETS[preset ?? 'tiny'];
+  const defined = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+  const cfg: ModelConfig = { ...base, ...defined } as ModelConfig;
+  checkShapes(cfg);
+  return cfg;
+}
+
+function checkShapes(cfg: ModelConfig): void {
+  const bad = (msg: string): never => {
+    throw new AgroError('invalid_input', `model config: ${msg}`);
+  };
+  if (cfg.headDim === undefined && cfg.hiddenSize % cfg.numHeads !== 0)
+    bad(`numHeads (${cfg.numHeads}) must divide hiddenSize (${cfg.hiddenSize})`);
+  if (cfg.numKvHeads > cfg.numHeads) bad(`numKvHeads (${cfg.numKvHeads}) must not exceed numHeads (${cfg.numHeads})`);
+  if (cfg.numHeads % cfg.numKvHeads !== 0)
+    bad(`numKvHeads (${cfg.numKvHeads}) must divide numHeads (${cfg.numHeads})`);
+  if (headDimOf(cfg) % 2 !== 0) bad(`head dimension (${headDimOf(cfg)}) must be even for rotary embeddings`);
+}
+
+export function parameterCount(cfg: ModelConfig): number {
+  const hd = headDimOf(cfg);
+  const H = cfg.hiddenSize;
+  const q = H * cfg.numHeads * hd;
+  const kv = 2 * H * cfg.numKvHeads * hd;
+  const o = cfg.numHeads * hd * H;
+  const bias = cfg.attentionBias ? (cfg.numHeads + 2 * cfg.numKvHeads) * hd : 0;
+  const mlp = 3 * H * cfg.intermediateSize;
+  const layer = q + kv + o + bias + mlp + 2 * H;
+  const emb = cfg.vocabSize * H;
+  return cfg.numLayers * layer + emb + H + (cfg.tieEmbeddings ? 0 : emb);
+}
+
+export function toHfConfig(
+  cfg: ModelConfig,
+  extra: { bosTokenId: number; eosTokenId: number; padTokenId?: number },
+): Record<string, unknown> {
+  const qwen = cfg.attentionBias;
+  return {
+    architectures: [qwen ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM'],
+    model_type: qwen ? 'qwen2' : 'llama',
+    vocab_size: cfg.vocabSize,
+    hidden_size: cfg.hiddenSize,
+    intermediate_size: cfg.intermediateSize,
+    num_hidden_layers: cfg.numLayers,
+    num_attention_heads: cfg.numHeads,
+    num_key_value_heads: cfg.numKvHeads,
+    head_dim: headDimOf(cfg),
+    max_position_embeddings: cfg.maxPositions,
+    rope_theta: cfg.ropeTheta,
+    rms_norm_eps: cfg.rmsNormEps,
+    tie_word_embeddings: cfg.tieEmbeddings,
+    ...(qwen ? {} : { attention_bias: false, mlp_bias: false }),
+    hidden_act: 'silu',
+    torch_dtype: 'float32',
+    bos_token_id: extra.bosTokenId,
+    eos_token_id: extra.eosTokenId,
+    ...(extra.padTokenId !== undefined ? { pad_token_id: extra.padTokenId } : {}),
+  };
+}
+
+const hfSchema = z.object({
+  architectures: z.array(z.string()).optional(),
+  model_type: z.string().optional(),
+  vocab_size: posInt,
+  hidden_size: posInt,
+  intermediate_size: posInt,
+  num_hidden_layers: posInt,
+  num_attention_heads: posInt,
+  num_key_value_heads: posInt.optional(),
+  head_dim: posInt.optional(),
+  max_position_embeddings: posInt.optional(),
+  rope_theta: z.number().positive().optional(),
+  rms_norm_eps: z.number().positive().optional(),
+  tie_word_embeddings: z.boolean().optional(),
+  attention_bias: z.boolean().optional(),
+  hidden_act: z.string().optional(),
+  rope_scaling: z.unknown().optional(),
+});
+
+export function fromHfConfig(json: unknown): ModelConfig {
+  const parsed = hfSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new AgroError('invalid_input', `config.json: ${issue.path.join('.') || 'root'}: ${issue.message}`);
+  }
+  const c = parsed.data;
+  const type = c.model_type ?? (c.architectures?.[0]?.startsWith('Qwen2') ? 'qwen2' : 'llama');
+  if (type !== 'llama' && type !== 'qwen2')
+    throw new AgroError('invalid_input', `config.json: unsupported architecture '${type}' (supported: llama, qwen2)`);
+  if (c.hidden_act !== undefined && c.hidden_act !== 'silu')
+    throw new AgroError('invalid_input', `config.json: unsupported hidden_act '${c.hidden_act}' (only silu)`);
+  if (c.rope_scaling !== undefined && c.rope_scaling !== null)
+    throw new AgroError('invalid_input', 'config.json: rope_scaling is not supported');
+  return resolveModelConfig({
+    vocabSize: c.vocab_size,
+    hiddenSize: c.hidden_size,
+    intermediateSize: c.intermediate_size,
+    numLayers: c.num_hidden_layers,
+    numHeads: c.num_attention_heads,
+    numKvHeads: c.num_key_value_heads ?? c.num_attention_heads,
+    headDim: c.head_dim,
+    maxPositions: c.max_position_embeddings ?? 2048,
+    ropeTheta: c.rope_theta ?? 10000,
+    rmsNormEps: c.rms_norm_eps ?? 1e-6,
+    tieEmbeddings: c.tie_word_embeddings ?? type === 'qwen2',
+    attentionBias: type === 'qwen2' ? true : (c.attention_bias ?? false),
+  });
+}
