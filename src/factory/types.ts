@@ -1,0 +1,98 @@
+/**
+ * The factory's shared contract: the item that flows through the stages, the stage interface,
+ * and the dataset row written to dataset.jsonl (BIRD field names, so `agro eval` reads it).
+ */
+import type { Rng } from '../util/rng.ts';
+import type { DbSchema, SqlExecutor } from '../sql/types.ts';
+import type { QueryAst } from './ast.ts';
+
+export type Difficulty = 'simple' | 'moderate' | 'challenging';
+export type QuestionStyle = 'formal' | 'colloquial' | 'imperative' | 'terse';
+export const QUESTION_STYLES: readonly QuestionStyle[] = ['formal', 'colloquial', 'imperative', 'terse'];
+
+export interface Provenance {
+  /** Stage names the pair went through, in order. */
+  stages: string[];
+  /** Checks it passed, e.g. 'exec', 'deterministic', 'variants:3', 'roundtrip', 'llm-audit'. */
+  checks: string[];
+  /** Refinement cycle that produced it (stage 8). */
+  cycle?: number;
+  /** Id of the pair this one was repaired from (re-realized or refined). */
+  repairedFrom?: string;
+  /** Structural template that produced the SQL (e.g. 'group-agg', 'in-subquery'). */
+  template?: string;
+}
+
+/** A question/SQL pair under construction. question/evidence are '' until realization. */
+export interface SynthPair {
+  id: string;
+  dbId: string;
+  sql: string;
+  ast: QueryAst;
+  question: string;
+  evidence: string;
+  style: QuestionStyle;
+  difficulty: Difficulty;
+  provenance: Provenance;
+  /** Row count of the result on the original database (set by verify). */
+  resultRows?: number;
+}
+
+/** One line of dataset.jsonl. */
+export interface DatasetRow {
+  question_id: number;
+  db_id: string;
+  question: string;
+  evidence: string;
+  SQL: string;
+  difficulty: Difficulty;
+  source: 'agro-synth';
+  style: QuestionStyle;
+  provenance: Provenance;
+}
+
+export interface ProgressSink {
+  start(stage: string, total: number): void;
+  tick(n?: number): void;
+  stop(): void;
+}
+
+export const silentProgress: ProgressSink = { start() {}, tick() {}, stop() {} };
+
+export interface StageContext {
+  dbId: string;
+  /** Original database file. */
+  dbPath: string;
+  schema: DbSchema;
+  executor: SqlExecutor;
+  rng: Rng;
+  progress: ProgressSink;
+  /** Variant database files (filled after augmentation; empty before). */
+  variants: string[];
+  /** Count a dropped item under a reason (short snake_case, e.g. 'empty_result'). */
+  reject(item: unknown, reason: string): void;
+  /** Per-query execution limit. */
+  timeoutMs: number;
+}
+
+export interface Stage<I, O> {
+  name: string;
+  run(items: I[], ctx: StageContext): Promise<O[]>;
+}
+
+export function toDatasetRow(p: SynthPair, questionId: number): DatasetRow {
+  return {
+    question_id: questionId,
+    db_id: p.dbId,
+    question: p.question,
+    evidence: p.evidence,
+    SQL: p.sql,
+    difficulty: p.difficulty,
+    source: 'agro-synth',
+    style: p.style,
+    provenance: p.provenance,
+  };
+}
+
+/** Rejection counts by stage then reason. */
+export type RejectionCounts = Record<string, Record<string, number>>;
