@@ -1,0 +1,131 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts';
+import { AgroError } from '../../src/errors.ts';
+
+/** GPT-2's byte alphabet written out the way GPT-2's vocab orders it: printable bytes, then the rest from U+0100. */
+function gpt2Alphabet(): Record<string, number> {
+  const v: Record<string, number> = {};
+  let id = 0;
+  const printable = (b: number): boolean => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  for (let b = 0; b < 256; b++) if (printable(b)) v[String.fromCharCode(b)] = id++;
+  let n = 0;
+  for (let b = 0; b < 256; b++) if (!printable(b)) v[String.fromCharCode(256 + n++)] = id++;
+  return v;
+}
+
+function hfFile(merges: unknown[], extraVocab: Record<string, number>, preTokenizer: unknown, added: { id: number; content: string }[]): unknown {
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: added.map((a) => ({ ...a, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+    normalizer: null, pre_tokenizer: preTokenizer, post_processor: null,
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab: { ...gpt2Alphabet(), ...extraVocab }, merges },
+  };
+}
+
+const GPT2_PRE = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
+const EXTRA = { 'Ġt': 256, he: 257, 'Ġthe': 258, SE: 259, SEL: 260 };
+const ADDED = [{ id: 261, content: '<|end|>' }, { id: 262, content: '<sql>' }];
+
+test('the GPT-2 alphabet has the ids GPT-2 gives them', () => {
+  const a = gpt2Alphabet();
+  assert.equal(a['!'], 0);
+  assert.equal(a['Ġ'], 220);
+  assert.equal(a['t'], 83);
+});
+
+for (const [label, merges] of [
+  ['"a b" string merges', ['Ġ t', 'h e', 'Ġt he', 'S E', 'SE L']],
+  ['[a, b] pair merges', [['Ġ', 't'], ['h', 'e'], ['Ġt', 'he'], ['S', 'E'], ['SE', 'L']]],
+] as const) {
+  test(`loads a handwritten HF tokenizer.json with ${label} and encodes by merge rank`, () => {
+    const tk = Tokenizer.fromJSON(hfFile([...merges], EXTRA, GPT2_PRE, ADDED));
+    assert.equal(tk.vocabSize, 263);
+    // "the" -> t + he (no "t h" merge); " theSEL" -> Ġt, he -> Ġthe; S E -> SE; SE L -> SEL.
+    assert.deepEqual(tk.encode('the theSEL<sql>SE'), [83, 257, 258, 260, 262, 259]);
+    assert.deepEqual(tk.encode('<|end|>'), [261]);
+    // "!" is byte 0x21 -> id 0; a newline is byte 10 -> the 11th non-printable -> 188 + 10.
+    assert.deepEqual(tk.encode('!\n'), [0, 198]);
+    assert.equal(tk.decode(tk.encode('the theSEL<sql>SE')), 'the theSEL<sql>SE');
+    assert.deepEqual(tk.specialTokens, ['<|end|>', '<sql>']);
+    assert.equal(tk.tokenId('<sql>'), 262);
+  });
+}
+
+test('a Llama-3 style Split + ByteLevel pre-tokenizer splits digits in threes and keeps case-insensitive contractions', () => {
+  const pre = {
+    type: 'Sequence',
+    pretokenizers: [
+      { type: 'Split', pattern: { Regex: "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+" }, behavior: 'Isolated', invert: false },
+      { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
+    ],
+  };
+  const tk = Tokenizer.fromJSON(hfFile(["' M", '1 2', '12 3', '3 4', 'Ġ 1'], { "'M": 256, '12': 257, '123': 258, '34': 259, 'Ġ1': 260 }, pre, []));
+  // Pieces: I | 'M | Ġ | 123 | 4  ("3 4" cannot merge across pieces, "Ġ 1" neither).
+  assert.deepEqual(tk.encode("I'M 1234"), [40, 256, 220, 258, 19]);
+  // Under GPT-2's regex the same merges give: I | ' | M | Ġ1234 -> Ġ,12,3,4 -> Ġ,123,4.
+  const gpt2 = Tokenizer.fromJSON(hfFile(["' M", '1 2', '12 3', '3 4', 'Ġ 1'], { "'M": 256, '12': 257, '123': 258, '34': 259, 'Ġ1': 260 }, GPT2_PRE, []));
+  assert.deepEqual(gpt2.encode("I'M 1234"), [40, 6, 44, 220, 258, 19]);
+});
+
+test('loading rejects non-BPE models, bad merges and missing files with clear errors', () => {
+  assert.throws(() => Tokenizer.fromJSON({ model: { type: 'WordPiece', vocab: {} } }), /only byte-level "BPE"/);
+  assert.throws(() => Tokenizer.fromJSON(hfFile(['abc'], EXTRA, GPT2_PRE, [])), /merge #0 "abc" is not "left right"/);
+  assert.throws(() => Tokenizer.fromJSON({ model: { type: 'BPE', vocab: { a: 0 }, merges: [] } }), /lacks the byte symbol/);
+  assert.throws(() => Tokenizer.load('/nonexistent/tokenizer.json'), (e: unknown) => e instanceof AgroError && e.kind === 'not_found');
+  const dir = mkdtempSync(join(tmpdir(), 'agro-tok-'));
+  writeFileSync(join(dir, 'tokenizer.json'), '{ not json');
+  assert.throws(() => Tokenizer.load(join(dir, 'tokenizer.json')), /not valid JSON/);
+});
+
+const CORPUS = [
+  'SELECT name FROM singer WHERE age > 30 ORDER BY name;',
+  'SELECT count(*) FROM concert WHERE year = 2014;',
+  'How many singers are older than 30?',
+  'CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, age INTEGER);',
+  '<think>join singer and concert</think><answer>SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.singer_id</answer>',
+  'What is the average age of singers from France?',
+];
+
+test('training is deterministic and independent of corpus order; save/load keeps encodings', () => {
+  const a = Tokenizer.train(CORPUS, { vocabSize: 400, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  const b = Tokenizer.train([...CORPUS].reverse(), { vocabSize: 400, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  assert.deepEqual(a.toJSON(), b.toJSON());
+  assert.ok(a.vocabSize > DEFAULT_SPECIAL_TOKENS.length + 256, 'learned some merges');
+  assert.ok(a.vocabSize <= 400);
+  // Merges compress: frequent SQL keywords are fewer tokens than bytes.
+  assert.ok(a.encode(' singer').length < ' singer'.length);
+  const dir = mkdtempSync(join(tmpdir(), 'agro-tok-'));
+  a.save(join(dir, 'tokenizer.json'));
+  const c = Tokenizer.load(join(dir, 'tokenizer.json'));
+  for (const s of CORPUS) assert.deepEqual(c.encode(s), a.encode(s));
+  assert.equal(c.vocabSize, a.vocabSize);
+  assert.throws(() => Tokenizer.train(CORPUS, { vocabSize: 100, specialTokens: DEFAULT_SPECIAL_TOKENS }), /vocabSize must be an integer >= 276/);
+});
+
+test('decode(encode(x)) === x for unicode, SQL and whitespace', () => {
+  const tk = Tokenizer.train(CORPUS, { vocabSize: 350, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  const cases = [
+    '', ' ', '   ', '\n\n\t  \r\n', 'héllo wörld', '日本語のテキスト', '🎉👩‍👩‍👧 emoji', 'Ω≈ç√∫˜µ≤≥÷',
+    "SELECT \"a b\", 'it''s' FROM `t` WHERE x <> 1.5e-3 -- comment\n  AND y IS NULL;",
+    '<think>x</think><sql>SELECT 1</sql><observation>[[1]]</observation><answer>SELECT 1</answer>',
+    '<|user|>hi<|end|>', 'a<sqlx>b </sql', '\u0000\u0001\u007f\u00ad', '  leading and trailing  ',
+  ];
+  for (const s of cases) assert.equal(tk.decode(tk.encode(s)), s, JSON.stringify(s));
+});
+
+test('special tokens are single ids, never split, and never produced from ordinary text', () => {
+  const tk = Tokenizer.train(CORPUS, { vocabSize: 350, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  for (const sp of DEFAULT_SPECIAL_TOKENS) {
+    assert.deepEqual(tk.encode(sp), [tk.tokenId(sp)]);
+    assert.deepEqual(tk.encode(`x${sp}y`), [...tk.encode('x'), tk.tokenId(sp), ...tk.encode('y')]);
+  }
+  const specialIds = new Set(DEFAULT_SPECIAL_TOKENS.map((s) => tk.tokenId(s)));
+  assert.ok(tk.encode('<sq l> think answer <|en d|>').every((id) => !specialIds.has(id)));
+  assert.equal(tk.decode(tk.encode('<sql>a</sql>'), { skipSpecial: true }), 'a');
+  assert.throws(() => tk.tokenId('<nope>'), /has no token "<nope>"/);
+});
