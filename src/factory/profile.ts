@@ -1,0 +1,79 @@
+/** Which columns synthesis may use, and how (filter literal kind, aggregate, projection). */
+import type { Column, DbSchema, Table } from '../sql/types.ts';
+import type { SchemaGraph } from './schema-graph.ts';
+import { colKey, type Lexicon } from './names.ts';
+
+export type ColumnRole = 'numeric' | 'category' | 'text' | 'date';
+
+export interface UsableColumn {
+  table: string;
+  column: string;
+  role: ColumnRole;
+  isKey: boolean;
+  nullable: boolean;
+}
+
+export interface TableProfile {
+  table: Table;
+  columns: UsableColumn[];
+  /** Primary key columns (for deterministic tie-breaks); empty when none is declared. */
+  pk: string[];
+}
+
+export interface Skipped {
+  what: string;
+  why: string;
+}
+
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$/;
+
+function roleOf(c: Column): ColumnRole | null {
+  const samples = c.stats.samples.filter((v) => v !== null);
+  if (c.affinity === 'BLOB' || samples.some((v) => v instanceof Uint8Array)) return null;
+  if (samples.some((v) => typeof v === 'string' && v.length > 80)) return null;
+  if (c.affinity === 'INTEGER' || c.affinity === 'REAL' || c.affinity === 'NUMERIC') {
+    return samples.length && samples.every((v) => typeof v === 'number') ? 'numeric' : samples.length ? null : 'numeric';
+  }
+  if (samples.length && samples.every((v) => typeof v === 'string' && ISO_DATE.test(v))) return 'date';
+  if (samples.some((v) => typeof v === 'number' || typeof v === 'bigint')) return null;
+  return c.stats.distinctCount <= 50 ? 'category' : 'text';
+}
+
+export function profileSchema(schema: DbSchema, graph: SchemaGraph, lex: Lexicon): { profiles: Map<string, TableProfile>; skipped: Skipped[] } {
+  const keyCols = new Set<string>();
+  for (const e of graph.edges) {
+    e.fromColumns.forEach((c) => keyCols.add(colKey(e.fromTable, c)));
+    e.toColumns.forEach((c) => keyCols.add(colKey(e.toTable, c)));
+  }
+  const profiles = new Map<string, TableProfile>();
+  const skipped: Skipped[] = [];
+  for (const t of schema.tables) {
+    if (t.kind === 'view') {
+      skipped.push({ what: `view ${t.name}`, why: 'views are not synthesized from (no keys, cannot be augmented)' });
+      continue;
+    }
+    if (t.rowCount === 0) {
+      skipped.push({ what: `table ${t.name}`, why: 'empty table: no values to draw filters from' });
+      continue;
+    }
+    const columns: UsableColumn[] = [];
+    for (const c of t.columns) {
+      const role = roleOf(c);
+      if (!role) {
+        skipped.push({ what: `column ${t.name}.${c.name}`, why: 'blob or long text column' });
+        continue;
+      }
+      if (lex.unspeakable.has(colKey(t.name, c.name))) {
+        skipped.push({ what: `column ${t.name}.${c.name}`, why: 'its spoken name is ambiguous or clashes with question keywords' });
+        continue;
+      }
+      columns.push({ table: t.name, column: c.name, role, isKey: c.pk > 0 || keyCols.has(colKey(t.name, c.name)), nullable: !c.notNull && c.pk === 0 });
+    }
+    if (!columns.length) {
+      skipped.push({ what: `table ${t.name}`, why: 'no usable columns' });
+      continue;
+    }
+    profiles.set(t.name, { table: t, columns, pk: t.primaryKey });
+  }
+  return { profiles, skipped };
+}

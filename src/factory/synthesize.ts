@@ -1,0 +1,400 @@
+/**
+ * Stage 2: structure-aware SQL synthesis. Query structures are sampled by template and built as
+ * an AST; filter literals come from a real row of the (joined) tables so that filters match data.
+ * Deterministic for a seed: every random choice goes through ctx.rng, and rows are sampled by
+ * OFFSET rather than ORDER BY random().
+ */
+import type { SqlValue } from '../sql/types.ts';
+import type { Rng } from '../util/rng.ts';
+import { col, emptySelect, lit, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst } from './ast.ts';
+import { printQuery, printSelect } from './print.ts';
+import type { TableProfile, UsableColumn } from './profile.ts';
+import { buildJoins, joinPaths, type SchemaGraph } from './schema-graph.ts';
+import type { Difficulty, StageContext, SynthPair } from './types.ts';
+
+export interface SynthEnv {
+  graph: SchemaGraph;
+  profiles: Map<string, TableProfile>;
+}
+
+interface Bound extends UsableColumn {
+  ref: ColRef;
+}
+
+interface Frame {
+  q: SelectAst;
+  cols: Bound[];
+  row: Map<string, SqlValue>;
+  related: string | null;
+}
+
+const key = (r: ColRef) => `${r.alias}.${r.column}`;
+
+async function frame(ctx: StageContext, env: SynthEnv, base: TableProfile, related: TableProfile | null): Promise<Frame | null> {
+  const q = emptySelect(base.table.name);
+  const built = buildJoins(env.graph, base.table.name, related ? [related.table.name] : []);
+  if (!built) return null;
+  q.joins = built.joins;
+  const cols: Bound[] = [];
+  for (const [t, alias] of built.aliasOf) {
+    const p = env.profiles.get(t);
+    if (!p) continue;
+    for (const c of p.columns) cols.push({ ...c, ref: col(alias, t, c.column) });
+  }
+  const probe: SelectAst = { ...q, columns: cols.map((c) => c.ref) };
+  const offset = ctx.rng.int(Math.max(1, Math.min(base.table.rowCount, 5000)));
+  let r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT 1 OFFSET ${offset}`, { timeoutMs: ctx.timeoutMs });
+  if (r.ok && r.rows.length === 0) r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT 1`, { timeoutMs: ctx.timeoutMs });
+  if (!r.ok || r.rows.length === 0) return null;
+  const row = new Map<string, SqlValue>();
+  cols.forEach((c, i) => row.set(key(c.ref), r.rows[0][i]));
+  return { q, cols, row, related: related?.table.name ?? null };
+}
+
+function okString(v: string): boolean {
+  return v.length > 0 && v.length <= 60 && !/['\n\r\t]/.test(v) && v.trim() === v;
+}
+
+/** A filter on `c` that the sampled row satisfies (mostly), or null. */
+function filterFor(c: Bound, v: SqlValue, rng: Rng): Cond | null {
+  if (v === null) return c.nullable && rng.next() < 0.3 ? { kind: 'null', expr: c.ref, negated: false } : null;
+  if (c.role === 'numeric' && typeof v === 'number') {
+    const op = rng.pick(['=', '>=', '<=', '>', '<', '>=', '<='] as const);
+    return { kind: 'cmp', left: c.ref, op, right: lit(Number.isInteger(v) ? v : Math.round(v * 100) / 100) };
+  }
+  if (typeof v !== 'string' || !okString(v)) return null;
+  if (c.role === 'date') {
+    return { kind: 'cmp', left: { kind: 'datepart', part: 'year', arg: c.ref }, op: '=', right: lit(v.slice(0, 4)) };
+  }
+  if (c.role === 'text' && rng.next() < 0.4) {
+    const ws = v.split(/\s+/).filter((w) => w.length >= 4 && /^[\p{L}\p{N}]+$/u.test(w));
+    if (ws.length) return { kind: 'like', expr: c.ref, pattern: `%${rng.pick(ws)}%` };
+  }
+  return { kind: 'cmp', left: c.ref, op: rng.next() < 0.1 ? '<>' : '=', right: lit(v) };
+}
+
+function filters(f: Frame, rng: Rng, n: number, exclude: Set<string> = new Set()): Cond[] {
+  const pool = rng.shuffle(f.cols.filter((c) => !c.isKey && !exclude.has(key(c.ref))));
+  const out: Cond[] = [];
+  for (const c of pool) {
+    if (out.length >= n) break;
+    const cond = filterFor(c, f.row.get(key(c.ref)) ?? null, rng);
+    if (cond) out.push(cond);
+  }
+  return out;
+}
+
+function pickBase(env: SynthEnv, rng: Rng, needRelated: boolean): { base: TableProfile; related: TableProfile | null } | null {
+  const tables = [...env.profiles.values()];
+  if (!tables.length) return null;
+  const base = rng.pick(tables);
+  if (!needRelated) return { base, related: null };
+  const rel = joinPaths(env.graph, base.table.name, 2).filter((p) => env.profiles.has(p.table));
+  if (!rel.length) return null;
+  return { base, related: env.profiles.get(rng.pick(rel).table)! };
+}
+
+const nonKey = (f: Frame, alias: string | null, role?: UsableColumn['role']) =>
+  f.cols.filter((c) => !c.isKey && (alias === null || c.ref.alias === alias) && (!role || c.role === role));
+
+/** Tie-breaker: the base table's primary key, so ORDER BY ... LIMIT has one answer. */
+function tieBreak(f: Frame, env: SynthEnv): ColRef[] | null {
+  const p = env.profiles.get(f.q.from.table)!;
+  if (!p.pk.length) return null;
+  return p.pk.map((c) => col(f.q.from.alias, f.q.from.table, c));
+}
+
+type Builder = (ctx: StageContext, env: SynthEnv) => Promise<QueryAst | null>;
+
+const withJoin = (rng: Rng, p: number) => rng.next() < p;
+
+const TEMPLATES: Record<string, Builder> = {
+  async projection(ctx, env) {
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.4));
+    if (!pick) return null;
+    const f = await frame(ctx, env, pick.base, pick.related);
+    if (!f) return null;
+    const targets = ctx.rng.shuffle(nonKey(f, 'T1').filter((c) => c.role !== 'date')).slice(0, 1 + ctx.rng.int(2));
+    if (!targets.length) return null;
+    f.q.columns = targets.map((c) => c.ref);
+    const fs = filters(f, ctx.rng, 1 + ctx.rng.int(2), new Set(targets.map((c) => key(c.ref))));
+    if (!fs.length) return null;
+    f.q.where = fs;
+    f.q.distinct = targets.length === 1 && targets[0].role === 'category';
+    return f.q;
+  },
+  async count(ctx, env) {
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.5));
+    if (!pick) return null;
+    const f = await frame(ctx, env, pick.base, pick.related);
+    if (!f) return null;
+    f.q.columns = [{ kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false }];
+    f.q.where = filters(f, ctx.rng, 1 + ctx.rng.int(2));
+    return f.q.where.length ? f.q : null;
+  },
+  async aggregate(ctx, env) {
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.4));
+    if (!pick) return null;
+    const f = await frame(ctx, env, pick.base, pick.related);
+    if (!f) return null;
+    const nums = nonKey(f, 'T1', 'numeric');
+    const cats = nonKey(f, 'T1', 'category');
+    if (nums.length && ctx.rng.next() < 0.8) {
+      const c = ctx.rng.pick(nums);
+      f.q.columns = [{ kind: 'agg', fn: ctx.rng.pick(['SUM', 'AVG', 'MIN', 'MAX'] as AggFn[]), arg: c.ref, distinct: false }];
+      f.q.where = filters(f, ctx.rng, 1, new Set([key(c.ref)]));
+    } else if (cats.length) {
+      const c = ctx.rng.pick(cats);
+      f.q.columns = [{ kind: 'agg', fn: 'COUNT', arg: c.ref, distinct: true }];
+      f.q.where = filters(f, ctx.rng, 1, new Set([key(c.ref)]));
+    } else return null;
+    return f.q.where.length ? f.q : null;
+  },
+  async groupAgg(ctx, env) {
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.6));
+    if (!pick) return null;
+    const f = await frame(ctx, env, pick.base, pick.related);
+    if (!f) return null;
+    const groupAlias = f.related ? [...f.q.joins].reverse()[0].alias : 'T1';
+    const groups = nonKey(f, groupAlias, 'category');
+    if (!groups.length) return null;
+    const g = ctx.rng.pick(groups);
+    const nums = nonKey(f, 'T1', 'numeric');
+    const agg: Expr =
+      nums.length && ctx.rng.next() < 0.5
+        ? { kind: 'agg', fn: ctx.rng.pick(['SUM', 'AVG', 'MAX', 'MIN'] as AggFn[]), arg: ctx.rng.pick(nums).ref, distinct: false }
+        : { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false };
+    f.q.columns = [g.ref, agg];
+    f.q.groupBy = [g.ref];
+    if (ctx.rng.next() < 0.3) f.q.where = filters(f, ctx.rng, 1, new Set([key(g.ref)]));
+    if (ctx.rng.next() < 0.35) {
+      const countStar: Expr = { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false };
+      f.q.having = [{ kind: 'cmp', left: countStar, op: '>', right: lit(1 + ctx.rng.int(3)) }];
+    }
+    if (ctx.rng.next() < 0.6) {
+      f.q.orderBy = [
+        { expr: agg, dir: 'DESC' },
+        { expr: g.ref, dir: 'ASC' },
+      ];
+      f.q.limit = 1 + ctx.rng.int(5);
+    }
+    return f.q;
+  },
+  async topK(ctx, env) {
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.3));
+    if (!pick) return null;
+    const f = await frame(ctx, env, pick.base, pick.related);
+    if (!f) return null;
+    const tb = tieBreak(f, env);
+    const nums = nonKey(f, 'T1', 'numeric');
+    const targets = nonKey(f, 'T1').filter((c) => c.role !== 'numeric' && c.role !== 'date');
+    if (!tb || !nums.length || !targets.length) return null;
+    const by = ctx.rng.pick(nums);
+    const t = ctx.rng.pick(targets);
+    f.q.columns = [t.ref];
+    f.q.where = f.related || ctx.rng.next() < 0.5 ? filters(f, ctx.rng, 1, new Set([key(by.ref), key(t.ref)])) : [];
+    if (f.related && !f.q.where.length) return null;
+    f.q.orderBy = [{ expr: by.ref, dir: ctx.rng.next() < 0.6 ? 'DESC' : 'ASC' }, ...tb.map((c) => ({ expr: c as Expr, dir: 'ASC' as const }))];
+    f.q.limit = 1 + ctx.rng.int(5);
+    // NULLs sort first in SQLite: keep them out of "highest/lowest" questions.
+    f.q.where.push({ kind: 'null', expr: by.ref, negated: true });
+    return f.q;
+  },
+  async arithmetic(ctx, env) {
+    const pick = pickBase(env, ctx.rng, false);
+    if (!pick) return null;
+    const f = await frame(ctx, env, pick.base, null);
+    if (!f) return null;
+    const nums = nonKey(f, 'T1', 'numeric');
+    const names = nonKey(f, 'T1').filter((c) => c.role !== 'numeric');
+    if (nums.length < 2 || !names.length) return null;
+    const [a, b] = ctx.rng.shuffle([...nums]).slice(0, 2);
+    const op = ctx.rng.pick(['-', '+', '*', '/'] as const);
+    f.q.columns = [ctx.rng.pick(names).ref, { kind: 'arith', op, left: a.ref, right: b.ref }];
+    f.q.where = filters(f, ctx.rng, 1, new Set([key(a.ref), key(b.ref)]));
+    return f.q.where.length ? f.q : null;
+  },
+  async percentage(ctx, env) {
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.4));
+    if (!pick) return null;
+    const f = await frame(ctx, env, pick.base, pick.related);
+    if (!f) return null;
+    const [c] = filters(f, ctx.rng, 1);
+    if (!c) return null;
+    f.q.columns = [{ kind: 'pct', cond: c }];
+    return f.q;
+  },
+  async aboveAverage(ctx, env) {
+    const pick = pickBase(env, ctx.rng, false);
+    if (!pick) return null;
+    const f = await frame(ctx, env, pick.base, null);
+    if (!f) return null;
+    const nums = nonKey(f, 'T1', 'numeric');
+    const names = nonKey(f, 'T1').filter((c) => c.role !== 'numeric' && c.role !== 'date');
+    if (!nums.length || !names.length) return null;
+    const n = ctx.rng.pick(nums);
+    const sub = emptySelect(pick.base.table.name, 'S1');
+    const fn = ctx.rng.pick(['AVG', 'AVG', 'MAX', 'MIN'] as AggFn[]);
+    sub.columns = [{ kind: 'agg', fn, arg: col('S1', n.table, n.column), distinct: false }];
+    const op = fn === 'MAX' ? '=' : fn === 'MIN' ? '=' : ctx.rng.pick(['>', '<'] as const);
+    f.q.columns = [ctx.rng.pick(names).ref];
+    f.q.where = [{ kind: 'cmp', left: n.ref, op, right: { kind: 'scalar', query: sub } }];
+    return f.q;
+  },
+  async inSubquery(ctx, env) {
+    // child rows whose foreign key is among the keys of parent rows matching a filter
+    const edges = env.graph.edges.filter((e) => e.fromTable !== e.toTable && e.fromColumns.length === 1 && env.profiles.has(e.fromTable) && env.profiles.has(e.toTable));
+    if (!edges.length) return null;
+    const e = ctx.rng.pick(edges);
+    const child = env.profiles.get(e.fromTable)!;
+    const parent = env.profiles.get(e.toTable)!;
+    const pf = await frame(ctx, env, parent, null);
+    if (!pf) return null;
+    const [pc] = filters(pf, ctx.rng, 1);
+    if (!pc) return null;
+    const sub = emptySelect(parent.table.name, 'S1');
+    sub.columns = [col('S1', parent.table.name, e.toColumns[0])];
+    sub.where = [renameAlias(pc, 'T1', 'S1')];
+    const q = emptySelect(child.table.name);
+    const names = child.columns.filter((c) => !c.isKey && c.role !== 'numeric' && c.role !== 'date');
+    if (!names.length) return null;
+    q.columns = [col('T1', child.table.name, ctx.rng.pick(names).column)];
+    q.distinct = true;
+    const fk = child.columns.find((c) => c.column === e.fromColumns[0]);
+    if (!fk) return null;
+    q.where = [{ kind: 'in', expr: col('T1', child.table.name, e.fromColumns[0]), query: sub, negated: ctx.rng.next() < 0.25 }];
+    return q;
+  },
+  async exists(ctx, env) {
+    const edges = env.graph.edges.filter((e) => e.fromTable !== e.toTable && e.fromColumns.length === 1 && env.profiles.has(e.fromTable) && env.profiles.has(e.toTable));
+    if (!edges.length) return null;
+    const e = ctx.rng.pick(edges);
+    const child = env.profiles.get(e.fromTable)!;
+    const parent = env.profiles.get(e.toTable)!;
+    const cf = await frame(ctx, env, child, null);
+    if (!cf) return null;
+    const [cc] = filters(cf, ctx.rng, 1);
+    if (!cc) return null;
+    const names = parent.columns.filter((c) => !c.isKey && c.role !== 'numeric' && c.role !== 'date');
+    if (!names.length) return null;
+    const sub = emptySelect(child.table.name, 'S1');
+    sub.columns = [{ kind: 'star' }];
+    sub.where = [
+      { kind: 'cmp', left: col('S1', child.table.name, e.fromColumns[0]), op: '=', right: col('T1', parent.table.name, e.toColumns[0]) },
+      renameAlias(cc, 'T1', 'S1'),
+    ];
+    const q = emptySelect(parent.table.name);
+    q.columns = [col('T1', parent.table.name, ctx.rng.pick(names).column)];
+    q.where = [{ kind: 'exists', query: sub, negated: ctx.rng.next() < 0.3 }];
+    return q;
+  },
+  async setOperation(ctx, env) {
+    const pick = pickBase(env, ctx.rng, false);
+    if (!pick) return null;
+    const a = await frame(ctx, env, pick.base, null);
+    const b = await frame(ctx, env, pick.base, null);
+    if (!a || !b) return null;
+    const targets = nonKey(a, 'T1').filter((c) => c.role === 'category' || c.role === 'text');
+    if (!targets.length) return null;
+    const t = ctx.rng.pick(targets);
+    const fa = filters(a, ctx.rng, 1, new Set([key(t.ref)]));
+    const fb = filters(b, ctx.rng, 1, new Set([key(t.ref)]));
+    if (!fa.length || !fb.length) return null;
+    a.q.columns = [t.ref];
+    b.q.columns = [t.ref];
+    a.q.where = fa;
+    b.q.where = fb;
+    return { kind: 'setop', op: ctx.rng.pick(['UNION', 'INTERSECT', 'EXCEPT'] as const), left: a.q, right: b.q };
+  },
+};
+
+export const TEMPLATE_NAMES = Object.keys(TEMPLATES);
+
+/** Relative frequency of each template: roughly 40% simple, 35% moderate, 25% challenging. */
+const WEIGHTS: Record<string, number> = {
+  projection: 5,
+  count: 4,
+  aggregate: 4,
+  groupAgg: 4,
+  topK: 3,
+  arithmetic: 2,
+  percentage: 2,
+  aboveAverage: 2,
+  inSubquery: 2,
+  exists: 2,
+  setOperation: 2,
+};
+
+function renameAlias(c: Cond, from: string, to: string): Cond {
+  return JSON.parse(JSON.stringify(c).replaceAll(`"alias":"${from}"`, `"alias":"${to}"`)) as Cond;
+}
+
+/**
+ * Difficulty from structure, with a score that counts what a solver must get right:
+ * +1 per join, +1 GROUP BY, +1 HAVING, +1 ORDER BY ... LIMIT, +1 per extra WHERE condition,
+ * +1 for computed values (arithmetic, date parts, percentages), +2 for a subquery or set operation.
+ * simple: score <= 1; moderate: 2-3; challenging: >= 4.
+ */
+export function difficultyOf(q: QueryAst): { difficulty: Difficulty; score: number } {
+  const score = q.kind === 'setop' ? 2 + scoreSelect(q.left) + scoreSelect(q.right) : scoreSelect(q);
+  return { difficulty: score <= 1 ? 'simple' : score <= 3 ? 'moderate' : 'challenging', score };
+}
+
+function scoreSelect(q: SelectAst): number {
+  let s = q.joins.length + (q.groupBy.length ? 1 : 0) + (q.having.length ? 1 : 0) + (q.limit !== null ? 1 : 0);
+  const visible = q.where.filter((c) => !(c.kind === 'null' && c.negated && q.limit !== null));
+  s += Math.max(0, visible.length - 1);
+  const json = JSON.stringify(q.columns) + JSON.stringify(q.where);
+  if (/"kind":"(arith|datepart|pct)"/.test(json)) s += 1;
+  if (/"kind":"(scalar|in|exists)"/.test(json)) s += 2;
+  return s;
+}
+
+export function astSignature(q: QueryAst): string {
+  return printQuery(q);
+}
+
+/** Synthesizes up to `n` distinct candidates; attempts are bounded so a poor schema ends early. */
+export async function synthesize(ctx: StageContext, env: SynthEnv, n: number): Promise<SynthPair[]> {
+  const names = TEMPLATE_NAMES;
+  const total = names.reduce((a, t) => a + WEIGHTS[t], 0);
+  const out: SynthPair[] = [];
+  const seen = new Set<string>();
+  ctx.progress.start('synthesize', n);
+  for (let attempt = 0; attempt < n * 6 && out.length < n; attempt++) {
+    let r = ctx.rng.next() * total;
+    let template = names[0];
+    for (const t of names) {
+      r -= WEIGHTS[t];
+      if (r < 0) {
+        template = t;
+        break;
+      }
+    }
+    const ast = await TEMPLATES[template](ctx, env);
+    if (!ast) {
+      ctx.reject({ template }, 'no_structure');
+      continue;
+    }
+    const sql = printQuery(ast);
+    if (seen.has(sql)) {
+      ctx.reject({ sql }, 'duplicate_sql');
+      continue;
+    }
+    seen.add(sql);
+    out.push({
+      id: `${ctx.dbId}-${out.length}`,
+      dbId: ctx.dbId,
+      sql,
+      ast,
+      question: '',
+      evidence: '',
+      style: 'formal',
+      difficulty: difficultyOf(ast).difficulty,
+      provenance: { stages: ['synthesize'], checks: [], template },
+    });
+    ctx.progress.tick();
+  }
+  ctx.progress.stop();
+  return out;
+}
