@@ -1,0 +1,68 @@
+import { readFileSync } from 'node:fs';
+import { AgroError } from '../errors.ts';
+
+/** Reads a text file, turning a missing or unreadable file into a one-line not_found error. */
+export function readText(path: string, what: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new AgroError('not_found', `${what} file not found: ${path}`);
+    if (code === 'EISDIR') throw new AgroError('invalid_input', `${what} path is a directory, not a file: ${path}`);
+    throw new AgroError('not_found', `cannot read ${what} file ${path}: ${(err as Error).message}`);
+  }
+}
+
+/** V8's JSON messages may quote the whole input; keep the reason and turn the position into a line. */
+function describeJsonError(text: string, err: unknown): string {
+  let msg = err instanceof Error ? err.message : String(err);
+  msg = msg.replace(/, ".*" is not valid JSON$/s, '');
+  const pos = /at position (\d+)/.exec(msg);
+  if (pos) {
+    const offset = Number(pos[1]);
+    const line = text.slice(0, offset).split('\n').length;
+    msg = `line ${line}: ${msg.replace(/ in JSON at position \d+.*$/s, '')}`;
+  }
+  return msg.replace(/\s*\n\s*/g, ' ');
+}
+
+export function parseJson(text: string, path: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new AgroError('invalid_input', `${path}: malformed JSON: ${describeJsonError(text, err)}`);
+  }
+}
+
+export interface JsonlLine {
+  line: number;
+  value: unknown;
+}
+
+/** One JSON value per non-blank line; errors name the line. */
+export function parseJsonl(text: string, path: string): JsonlLine[] {
+  const out: JsonlLine[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const raw = lines[i].trim();
+    if (raw === '') continue;
+    try {
+      out.push({ line: i + 1, value: JSON.parse(raw) });
+    } catch (err) {
+      throw new AgroError('invalid_input', `${path}: line ${i + 1}: malformed JSON: ${describeJsonError(raw, err).replace(/^line 1: /, '')}`);
+    }
+  }
+  return out;
+}
+
+/** JSONL by extension; for other extensions, JSONL unless the whole text is one JSON value. */
+export function isJsonl(path: string, text: string): boolean {
+  if (/\.jsonl$/i.test(path)) return true;
+  if (/\.json$/i.test(path)) return false;
+  try {
+    JSON.parse(text);
+    return false;
+  } catch {
+    return true;
+  }
+}
