@@ -1,0 +1,149 @@
+/**
+ * The RL algorithm configuration: one zod schema whose defaults are verl's GRPO, and named presets that
+ * override it. `resolveAlgo('dapo', { loss: { clipHigh: 0.3 } })` gives a validated config.
+ */
+import { z } from 'zod';
+import { AgroError } from '../errors.ts';
+import { ADVANTAGE_NAMES, type AdvantageParams } from './advantages.ts';
+import { AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSS_NAMES, type LossConfig } from './losses.ts';
+
+const advantageSchema = z.strictObject({
+  name: z.enum(ADVANTAGE_NAMES).default('grpo'),
+  eps: z.number().min(0).default(1e-6),
+  std: z.enum(['sample', 'population']).default('sample'),
+  scale: z.enum(['group', 'batch', 'none']).default('group'),
+  singleton: z.enum(['identity', 'zero']).default('identity'),
+  gamma: z.number().min(0).max(1).default(1),
+  alpha: z.number().min(0).default(0.5),
+  entityNorm: z.enum(['group_max', 'none']).default('group_max'),
+});
+
+const lossSchema = z.strictObject({
+  name: z.enum(POLICY_LOSS_NAMES).default('ppo'),
+  clipLow: z.number().min(0).max(1).default(0.2),
+  clipHigh: z.number().min(0).default(0.2),
+  dualClip: z.number().gt(1).nullable().default(3),
+  logRatioClamp: z.number().positive().nullable().default(20),
+  aggregation: z.enum(AGGREGATIONS).default('token-mean'),
+  aggNormalizer: z.number().positive().nullable().default(null),
+  seqLogRatioMax: z.number().default(10),
+});
+
+const klSchema = z.strictObject({
+  coef: z.number().min(0).default(0.001),
+  estimator: z.enum(KL_ESTIMATORS).default('k3'),
+  clamp: z.boolean().default(true),
+});
+
+const rewardSpecSchema = z.strictObject({
+  name: z.string().min(1),
+  weight: z.number().default(1),
+  params: z.record(z.string(), z.unknown()).default({}),
+  label: z.string().min(1).optional(),
+});
+
+export const algoConfigSchema = z.strictObject({
+  advantage: advantageSchema.prefault({}),
+  loss: lossSchema.prefault({}),
+  kl: klSchema.prefault({}),
+  entropyCoef: z.number().default(0),
+  rewards: z.array(rewardSpecSchema).min(1).default([
+    { name: 'execution', weight: 1, params: {} },
+    { name: 'format', weight: 0.1, params: {} },
+  ]),
+  dynamicSampling: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      /** Extra generation rounds to refill dropped groups before training on what there is. */
+      maxRounds: z.number().int().min(0).default(3),
+    })
+    .prefault({}),
+});
+
+export type AlgoConfig = z.infer<typeof algoConfigSchema>;
+export type AlgoConfigInput = z.input<typeof algoConfigSchema>;
+
+type DeepPartial<T> = T extends readonly unknown[] ? T : T extends object ? { [K in keyof T]?: DeepPartial<T[K]> } : T;
+export type AlgoOverrides = DeepPartial<AlgoConfigInput>;
+
+const SQL_REWARDS = [
+  { name: 'execution', weight: 1 },
+  { name: 'format', weight: 0.1 },
+];
+
+/** Each preset is a set of overrides on the schema defaults (= verl GRPO). */
+export const PRESETS = {
+  /** verl GRPO: eps 1e-6, sample std, ε 0.2/0.2, dual clip 3, ±20 clamp, token-mean, k3 KL loss 0.001. */
+  grpo: {},
+  /** Dr.GRPO: no std division, constant-normalizer aggregation, no KL. */
+  dr_grpo: { advantage: { name: 'dr_grpo' }, loss: { aggregation: 'seq-mean-token-sum-norm' }, kl: { coef: 0 } },
+  /** DAPO: clip-higher 0.2/0.28, token-mean, dynamic sampling, soft overlong punishment, no KL. */
+  dapo: {
+    loss: { clipLow: 0.2, clipHigh: 0.28, aggregation: 'token-mean' },
+    kl: { coef: 0 },
+    dynamicSampling: { enabled: true },
+    rewards: [...SQL_REWARDS, { name: 'overlong', weight: 1, params: { maxLen: 1024, cache: 256 } }],
+  },
+  /** GSPO: sequence-level ratio, clip 3e-4/4e-4 (the paper's), seq-mean-token-mean, no KL. */
+  gspo: { loss: { name: 'gspo', clipLow: 3e-4, clipHigh: 4e-4, dualClip: null, aggregation: 'seq-mean-token-mean' }, kl: { coef: 0 } },
+  rloo: { advantage: { name: 'rloo' } },
+  reinforce_pp: { advantage: { name: 'reinforce_pp' } },
+  reinforce_pp_baseline: { advantage: { name: 'reinforce_pp_baseline' } },
+  /** GDPO: per-reward group normalization then batch whitening; eps 1e-4 as NVlabs/GDPO and TRL. */
+  gdpo: { advantage: { name: 'gdpo', eps: 1e-4 }, rewards: [{ name: 'execution', weight: 1 }, { name: 'format', weight: 1 }] },
+  /** E-GRPO for search agents: entity-aware rewards for wrong answers, then GRPO. */
+  egrpo: { advantage: { name: 'egrpo', alpha: 0.5, entityNorm: 'group_max' }, rewards: [{ name: 'exact_match', weight: 1 }] },
+  gpg: { advantage: { name: 'gpg' }, loss: { name: 'gpg' }, kl: { coef: 0 } },
+  /** TRL GRPOTrainer defaults: eps 1e-4, a group of one gets 0, ε 0.2, no dual clip, no log-ratio clamp, loss_type dapo (token-mean), β = 0. */
+  trl_grpo: {
+    advantage: { eps: 1e-4, singleton: 'zero' },
+    loss: { dualClip: null, logRatioClamp: null, aggregation: 'token-mean' },
+    kl: { coef: 0, clamp: false },
+  },
+} satisfies Record<string, AlgoOverrides>;
+
+export type PresetName = keyof typeof PRESETS;
+export const PRESET_NAMES = Object.keys(PRESETS) as PresetName[];
+
+function isPlainObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+/** Objects merge key by key; arrays and scalars in `b` replace those in `a`. */
+export function deepMerge(a: unknown, b: unknown): unknown {
+  if (b === undefined) return a;
+  if (isPlainObject(a) && isPlainObject(b)) {
+    const out: Record<string, unknown> = { ...a };
+    for (const [k, v] of Object.entries(b)) out[k] = deepMerge(a[k], v);
+    return out;
+  }
+  return b;
+}
+
+/** Validate a config object (defaults filled in); errors are one line, kind invalid_input. */
+export function parseAlgoConfig(raw: unknown): AlgoConfig {
+  const r = algoConfigSchema.safeParse(raw);
+  if (!r.success) {
+    const msg = r.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`).join('; ');
+    throw new AgroError('invalid_input', `invalid algorithm config: ${msg}`);
+  }
+  return r.data;
+}
+
+/** The named preset with `overrides` merged on top, validated. Unknown name: a one-line usage error listing the known ones. */
+export function resolveAlgo(name: string, overrides: AlgoOverrides | Record<string, unknown> = {}): AlgoConfig {
+  const preset = (PRESETS as Record<string, AlgoOverrides | undefined>)[name];
+  if (!preset) throw new AgroError('usage', `unknown algorithm "${name}" (known: ${PRESET_NAMES.join(', ')})`);
+  return parseAlgoConfig(deepMerge(deepMerge({}, preset), overrides));
+}
+
+/** The parts of a config the advantage estimator takes. */
+export function advantageParams(cfg: AlgoConfig): AdvantageParams {
+  const { name: _name, ...p } = cfg.advantage;
+  return p;
+}
+
+/** The parts of a config computePolicyLoss takes. */
+export function lossConfig(cfg: AlgoConfig): LossConfig {
+  return { loss: cfg.loss, kl: cfg.kl, entropyCoef: cfg.entropyCoef };
+}
