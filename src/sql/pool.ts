@@ -117,6 +117,7 @@ export class SqlPool implements SqlExecutor {
       job?.resolve({ ok: false, error: 'runtime', message: 'the SQL pool was closed while the query ran', elapsedMs: performance.now() - slot.startedAt });
       if (child && child.exitCode === null && child.signalCode === null) {
         exits.push(new Promise((res) => child.once('exit', () => res())));
+        child.ref(); // an idle child is unref'd; without this the loop could empty before 'exit' arrives
         child.kill('SIGKILL');
       }
     }

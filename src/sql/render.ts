@@ -30,6 +30,8 @@ export function sqlName(name: string): string {
 function literal(v: SqlValue): string {
   if (v === null) return 'NULL';
   if (typeof v === 'number' || typeof v === 'bigint') return String(v);
+  // introspect.ts summarizes blobs as this text; show it as a description, not a string literal.
+  if (typeof v === 'string' && /^<blob \d+ bytes>$/.test(v)) return v;
   if (typeof v === 'string') return `'${v.replace(/'/g, "''").replace(/[\r\n\t]+/g, ' ')}'`;
   return `<blob ${v.byteLength} bytes>`;
 }

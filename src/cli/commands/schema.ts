@@ -1,0 +1,23 @@
+import type { Command } from 'commander';
+import { introspectSchema } from '../../sql/introspect.ts';
+import { renderSchema } from '../../sql/render.ts';
+import { positiveInt } from './sql.ts';
+
+export function register(program: Command): void {
+  program
+    .command('schema')
+    .description('Print the schema of a SQLite database as prompt-ready DDL with sample values.')
+    .requiredOption('--db <path>', 'SQLite database file')
+    .option('--json', 'print the full DbSchema (columns, keys, row counts, column statistics) as JSON')
+    .option('--max-chars <n>', 'trim the text to at most this many characters', positiveInt('--max-chars'))
+    .option('--samples <n>', 'sample values per column', positiveInt('--samples', true), 3)
+    .action((opts: { db: string; json?: boolean; maxChars?: number; samples: number }) => {
+      const schema = introspectSchema(opts.db, { samples: opts.samples });
+      if (opts.json) {
+        const replacer = (_k: string, v: unknown) => (typeof v === 'bigint' ? v.toString() : v);
+        process.stdout.write(`${JSON.stringify(schema, replacer, 2)}\n`);
+        return;
+      }
+      process.stdout.write(`${renderSchema(schema, { maxChars: opts.maxChars, samples: opts.samples })}\n`);
+    });
+}

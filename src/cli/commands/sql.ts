@@ -1,0 +1,74 @@
+import type { Command } from 'commander';
+import { AgroError, type ErrorKind } from '../../errors.ts';
+import { SqlPool } from '../../sql/pool.ts';
+import type { ExecErrorKind, Row, SqlValue } from '../../sql/types.ts';
+
+const KIND: Record<ExecErrorKind, ErrorKind> = {
+  refused: 'refused',
+  syntax: 'sql_error',
+  runtime: 'sql_error',
+  timeout: 'timeout',
+  no_database: 'not_found',
+  bad_database: 'invalid_input',
+};
+
+export function positiveInt(flag: string, allowZero = false): (v: string) => number {
+  return (v: string) => {
+    const n = Number(v);
+    if (!/^\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || (!allowZero && n === 0)) {
+      throw new AgroError('usage', `${flag} must be a ${allowZero ? 'non-negative' : 'positive'} integer (got '${v}')`);
+    }
+    return n;
+  };
+}
+
+function cellText(v: SqlValue, width: number): string {
+  let s: string;
+  if (v === null) s = 'NULL';
+  else if (v instanceof Uint8Array) s = `<blob ${v.byteLength} bytes>`;
+  else s = String(v).replace(/[\r\n\t]+/g, ' ');
+  return s.length > width ? `${s.slice(0, width - 1)}…` : s;
+}
+
+/** An aligned text table; numbers right-aligned, every cell cut to 40 characters. */
+export function formatTable(columns: string[], rows: Row[]): string {
+  const cells = rows.map((r) => r.map((v) => cellText(v, 40)));
+  const widths = columns.map((c, i) => Math.max(Math.min(c.length, 40), ...cells.map((r) => r[i].length)));
+  const numeric = columns.map((_, i) => rows.length > 0 && rows.every((r) => r[i] === null || typeof r[i] === 'number' || typeof r[i] === 'bigint'));
+  const line = (vals: string[]) => vals.map((v, i) => (numeric[i] ? v.padStart(widths[i]) : v.padEnd(widths[i]))).join(' | ').trimEnd();
+  return [line(columns.map((c) => cellText(c, 40))), widths.map((w) => '-'.repeat(w)).join('-+-'), ...cells.map(line)].join('\n');
+}
+
+function jsonSafe(v: SqlValue): unknown {
+  if (typeof v === 'bigint') return v.toString();
+  if (v instanceof Uint8Array) return { blob: Buffer.from(v).toString('base64') };
+  return v;
+}
+
+export function register(program: Command): void {
+  program
+    .command('sql')
+    .description('Run one read-only query against a SQLite database (sandboxed: time limit, row and byte caps).')
+    .argument('<query>', 'a single SELECT / WITH / VALUES statement')
+    .requiredOption('--db <path>', 'SQLite database file')
+    .option('--json', 'print {columns, rows, truncated, elapsedMs} as JSON (blobs as {blob: base64})')
+    .option('--timeout <ms>', 'wall-clock limit in milliseconds', positiveInt('--timeout'), 5000)
+    .option('--max-rows <n>', 'rows kept before the result is cut', positiveInt('--max-rows', true), 10_000)
+    .action(async (query: string, opts: { db: string; json?: boolean; timeout: number; maxRows: number }) => {
+      const pool = new SqlPool({ size: 1 });
+      try {
+        const r = await pool.execute(opts.db, query, { timeoutMs: opts.timeout, maxRows: opts.maxRows });
+        if (!r.ok) throw new AgroError(KIND[r.error], r.message);
+        if (opts.json) {
+          const out = { columns: r.columns, rows: r.rows.map((row) => row.map(jsonSafe)), truncated: r.truncated, elapsedMs: Math.round(r.elapsedMs * 10) / 10 };
+          process.stdout.write(`${JSON.stringify(out)}\n`);
+          return;
+        }
+        const n = r.rows.length;
+        const note = r.truncated ? ` (truncated: the result has more; raise --max-rows to see them)` : '';
+        process.stdout.write(`${formatTable(r.columns, r.rows)}\n${n} row${n === 1 ? '' : 's'}${note} in ${r.elapsedMs.toFixed(1)} ms\n`);
+      } finally {
+        await pool.close();
+      }
+    });
+}
