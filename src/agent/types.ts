@@ -1,16 +1,15 @@
+import type { RewardContext, RewardDeps } from '../rl/rewards.ts';
+import type { ChatMessage } from '../model/chat.ts';
+
+export type { ChatMessage, ChatRole as Role } from '../model/chat.ts';
+
 /**
  * The seam between the trainer and any task it trains on (SQL agent, search agent, ...).
  * The trainer knows only this file: it renders `Episode.opening` with the chat template, samples the
  * policy's turn, hands the raw text to `step`, appends the observation as a tool turn, and repeats
- * until `done`. Rewards are computed once the episode is over, from the whole transcript.
+ * until `done`. Once the episode is over, the environment turns the transcript into a RewardContext and
+ * the reward registry (src/rl/rewards.ts) scores it, so environments never hard-code reward weights.
  */
-
-export type Role = 'system' | 'user' | 'assistant' | 'tool';
-
-export interface ChatMessage {
-  role: Role;
-  content: string;
-}
 
 /** What every task row has; environments extend it with their own fields. */
 export interface TaskBase {
@@ -35,9 +34,6 @@ export interface Episode {
   step(policyText: string): Promise<StepResult>;
 }
 
-/** Reward components by name (e.g. { execution: 1, format: 1, tool_cost: 0.8 }) with reasons. */
-export type RewardParts = Record<string, { value: number; reason: string }>;
-
 /** One finished episode, as the trainer and the reward functions see it. */
 export interface Transcript {
   messages: ChatMessage[];
@@ -54,7 +50,12 @@ export interface Transcript {
 export interface Environment<T extends TaskBase = TaskBase> {
   readonly name: string;
   start(task: T): Promise<Episode>;
-  /** Reward parts for a finished episode; pure given the transcript and whatever the task carries. */
-  score(task: T, transcript: Transcript): Promise<RewardParts>;
+  /**
+   * What the reward registry needs to score a finished episode (execution results, answer, tool calls...).
+   * `correct` must be set: group-level rewards (OTC's tool efficiency) and accuracy metrics read it.
+   */
+  rewardContext(task: T, transcript: Transcript): Promise<RewardContext & { correct: boolean }>;
+  /** Functions the rewards need for this task (e.g. the SQL result comparison in the task's mode). */
+  rewardDeps?(task: T): RewardDeps;
   close?(): Promise<void>;
 }
