@@ -88,7 +88,12 @@ export class SqlPool implements SqlExecutor {
 
   execute(dbPath: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
     if (this.closed) return Promise.reject(new AgroError('usage', 'the SQL pool is closed'));
-    const merged = { ...this.defaults, ...parseExecOptions(opts, 'execute') };
+    let merged: Required<ExecOptions>;
+    try {
+      merged = { ...this.defaults, ...parseExecOptions(opts, 'execute') };
+    } catch (err) {
+      return Promise.reject(err);
+    }
     try {
       assertSingleReadQuery(sql);
     } catch (err) {
