@@ -350,6 +350,50 @@ function scoreSelect(q: SelectAst): number {
   return s;
 }
 
+/**
+ * Keeps only the joins the spoken query needs: tables mentioned (in the realizer's order) are
+ * joined by their shortest paths from the base, exactly as the round-trip parser will rebuild them.
+ */
+export function normalizeJoins(q: QueryAst, g: SchemaGraph): QueryAst | null {
+  if (q.kind === 'setop') {
+    const l = normalizeJoins(q.left, g);
+    const r = normalizeJoins(q.right, g);
+    return l && r ? { ...q, left: l as SelectAst, right: r as SelectAst } : null;
+  }
+  const order: string[] = [];
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(visit);
+    else if (node && typeof node === 'object') {
+      const o = node as Record<string, unknown>;
+      if (o.kind === 'col' && typeof o.alias === 'string' && o.alias.startsWith('T') && !order.includes(o.table as string)) order.push(o.table as string);
+      if (o.kind === 'scalar' || o.kind === 'in' || o.kind === 'exists') return;
+      for (const v of Object.values(o)) visit(v);
+    }
+  };
+  visit(q.groupBy.length ? q.columns.slice(1) : q.columns);
+  visit(q.groupBy);
+  visit(q.where);
+  visit(q.having);
+  visit(q.orderBy);
+  const built = buildJoins(g, q.from.table, order.filter((t) => t !== q.from.table));
+  if (!built) return null;
+  const fix = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(fix);
+    else if (node && typeof node === 'object') {
+      const o = node as Record<string, unknown>;
+      if (o.kind === 'col' && typeof o.alias === 'string' && o.alias.startsWith('T')) o.alias = built.aliasOf.get(o.table as string) ?? o.alias;
+      if (o.kind === 'scalar' || o.kind === 'in') return;
+      for (const v of Object.values(o)) fix(v);
+    }
+  };
+  const out = JSON.parse(JSON.stringify(q)) as SelectAst;
+  out.joins = built.joins;
+  for (const part of [out.columns, out.where, out.having, out.orderBy, out.groupBy]) fix(part);
+  // EXISTS subqueries reference the outer base (always T1) from inside: fix those links too.
+  for (const c of out.where) if (c.kind === 'exists') fix(c.query.where[0]);
+  return out;
+}
+
 export function astSignature(q: QueryAst): string {
   return printQuery(q);
 }
@@ -371,7 +415,8 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number): P
         break;
       }
     }
-    const ast = await TEMPLATES[template](ctx, env);
+    const raw = await TEMPLATES[template](ctx, env);
+    const ast = raw && normalizeJoins(raw, env.graph);
     if (!ast) {
       ctx.reject({ template }, 'no_structure');
       continue;

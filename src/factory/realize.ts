@@ -1,0 +1,214 @@
+/**
+ * Stage 5: the built-in realizer. Turns a query AST into a question in one of several styles,
+ * plus a BIRD-style evidence line stating the domain knowledge the SQL needs (literal encodings,
+ * formulas). The grammar is closed and written down here so that align.ts can parse it back:
+ *
+ *   question := PREFIX core SUFFIX
+ *   core     := targets [" for each " COLUMN] [" where " cond (" and " cond)*]
+ *               [", keeping only groups where " cond] [", sorted by " expr (" from highest to lowest" | " from lowest to highest")]
+ *               [", showing only the first " N]
+ *             | core (", together with " | ", that are also among " | ", excluding ") core
+ *   targets  := expr ((", " | " and ") expr)*
+ *
+ * Implicit (not spoken, restored by the parser by the same rule): the tie-breaker of a ranked
+ * query (the base table's primary key, or the group), and the NOT NULL guard on a ranked column.
+ */
+import type { Cond, Expr, QueryAst, SelectAst } from './ast.ts';
+import { columnPhrase, tablePlural, tableSingular } from './names.ts';
+import { printLiteral, quoteIdent } from './print.ts';
+import type { QuestionStyle, Stage, SynthPair } from './types.ts';
+import { QUESTION_STYLES } from './types.ts';
+
+export const OP_WORDS: Record<string, string> = { '-': 'minus', '+': 'plus', '*': 'multiplied by', '/': 'divided by' };
+export const CMP_WORDS: Record<string, string> = {
+  '=': 'is',
+  '<>': 'is not',
+  '>': 'is greater than',
+  '<': 'is less than',
+  '>=': 'is at least',
+  '<=': 'is at most',
+};
+export const AGG_WORDS: Record<string, string> = { SUM: 'total', AVG: 'average', MAX: 'highest', MIN: 'lowest' };
+export const SET_WORDS: Record<string, string> = { UNION: ', together with ', INTERSECT: ', that are also among ', EXCEPT: ', excluding ' };
+
+function litText(v: string | number | null, asNumber = false): string {
+  if (typeof v === 'number') return String(v);
+  if (v === null) return 'missing';
+  return asNumber ? v : `'${v}'`;
+}
+
+function expr(e: Expr, base: string): string {
+  switch (e.kind) {
+    case 'col':
+      return `the ${columnPhrase(e.table, e.column)}`;
+    case 'lit':
+      return litText(e.value);
+    case 'star':
+      return 'everything';
+    case 'agg':
+      if (e.fn === 'COUNT') {
+        if (e.arg.kind === 'star') return `the number of ${tablePlural(base)}`;
+        if (e.arg.kind === 'col') return `the number of ${e.distinct ? 'distinct ' : ''}${columnPhrase(e.arg.table, e.arg.column)} values`;
+        throw new Error('unrealizable COUNT');
+      }
+      if (e.arg.kind !== 'col') throw new Error('unrealizable aggregate');
+      return `the ${AGG_WORDS[e.fn]} ${columnPhrase(e.arg.table, e.arg.column)}`;
+    case 'arith':
+      return `${expr(e.left, base)} ${OP_WORDS[e.op]} ${expr(e.right, base)}`;
+    case 'datepart':
+      return `the ${e.part} of ${expr(e.arg, base)}`;
+    case 'pct':
+      return `the percentage of ${tablePlural(base)} for which ${cond(e.cond, base)}`;
+    case 'scalar': {
+      const inner = e.query.columns[0];
+      return expr(inner, e.query.from.table);
+    }
+  }
+}
+
+function cond(c: Cond, base: string): string {
+  switch (c.kind) {
+    case 'cmp': {
+      const asNumber = c.left.kind === 'datepart';
+      const right = c.right.kind === 'lit' ? litText(c.right.value, asNumber) : expr(c.right, base);
+      return `${expr(c.left, base)} ${CMP_WORDS[c.op]} ${right}`;
+    }
+    case 'like':
+      return `${expr(c.expr, base)} contains '${c.pattern.replace(/^%|%$/g, '')}'`;
+    case 'null':
+      return `${expr(c.expr, base)} is ${c.negated ? 'known' : 'missing'}`;
+    case 'in': {
+      const sub = c.query;
+      const target = sub.columns[0];
+      if (target.kind !== 'col') throw new Error('unrealizable IN');
+      return `${expr(c.expr, base)} ${c.negated ? 'is not one of' : 'is one of'} the ${columnPhrase(target.table, target.column)} values for which ${cond(sub.where[0], sub.from.table)}`;
+    }
+    case 'exists': {
+      const sub = c.query;
+      return `there is ${c.negated ? 'no' : 'at least one'} ${tableSingular(sub.from.table)} for which ${cond(sub.where[1], sub.from.table)}`;
+    }
+  }
+}
+
+function core(q: SelectAst): string {
+  const base = q.from.table;
+  const targets = q.groupBy.length ? q.columns.slice(1) : q.columns;
+  const parts = targets.map((e) => (q.distinct && e.kind === 'col' ? `the different ${columnPhrase(e.table, e.column)}` : expr(e, base)));
+  let s = parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0];
+  if (q.groupBy.length) s += ` for each ${columnPhrase(q.groupBy[0].table, q.groupBy[0].column)}`;
+  const where = q.where.filter((c) => !(c.kind === 'null' && c.negated && q.limit !== null));
+  if (where.length) s += ` where ${where.map((c) => cond(c, base)).join(' and ')}`;
+  if (q.having.length) s += `, keeping only groups where ${cond(q.having[0], base)}`;
+  if (q.orderBy.length) s += `, sorted by ${expr(q.orderBy[0].expr, base)} ${q.orderBy[0].dir === 'DESC' ? 'from highest to lowest' : 'from lowest to highest'}`;
+  if (q.limit !== null) s += `, showing only the first ${q.limit}`;
+  return s;
+}
+
+export function realizeCore(q: QueryAst): string {
+  if (q.kind === 'select') return core(q);
+  return `${core(q.left)}${SET_WORDS[q.op]}${core(q.right)}`;
+}
+
+function singleValue(q: QueryAst): boolean {
+  return q.kind === 'select' && !q.groupBy.length && q.columns.length === 1 && (q.columns[0].kind === 'agg' || q.columns[0].kind === 'pct');
+}
+
+const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+
+/** Style wrappers; align.ts strips exactly these. */
+export const STYLE_PREFIXES: Record<QuestionStyle, string[]> = {
+  formal: ['What is ', 'What are '],
+  colloquial: ['Could you tell me ', "I'd like to know "],
+  imperative: ['List ', 'Find ', 'Show '],
+  terse: [''],
+};
+
+export function realizeQuestion(q: QueryAst, style: QuestionStyle, variant = 0): string {
+  const c = realizeCore(q);
+  switch (style) {
+    case 'formal':
+      return `${singleValue(q) ? 'What is' : 'What are'} ${c}?`;
+    case 'colloquial':
+      return variant % 2 === 0 ? `Could you tell me ${c}?` : `I'd like to know ${c}.`;
+    case 'imperative':
+      return `${['List', 'Find', 'Show'][variant % 3]} ${c}.`;
+    case 'terse':
+      return `${cap(c.replace(/^the /, ''))}.`;
+  }
+}
+
+/** Evidence: what each literal refers to and the formulas behind computed values. */
+export function realizeEvidence(q: QueryAst): string {
+  const notes: string[] = [];
+  const seen = new Set<string>();
+  const add = (s: string) => {
+    if (!seen.has(s)) {
+      seen.add(s);
+      notes.push(s);
+    }
+  };
+  const colSql = (t: string, c: string) => `${quoteIdent(t)}.${quoteIdent(c)}`;
+  const visitCond = (c: Cond) => {
+    if (c.kind === 'cmp') {
+      if (c.left.kind === 'col' && c.right.kind === 'lit' && typeof c.right.value === 'string') {
+        add(`'${c.right.value}' refers to ${colSql(c.left.table, c.left.column)} = ${printLiteral(c.right.value)}`);
+      }
+      if (c.left.kind === 'datepart') {
+        const a = c.left.arg;
+        add(`the ${c.left.part} of ${columnPhrase(a.table, a.column)} refers to strftime('${c.left.part === 'year' ? '%Y' : '%m'}', ${colSql(a.table, a.column)})`);
+      }
+      if (c.right.kind === 'scalar') visitExpr(c.right);
+    }
+    if (c.kind === 'like') add(`contains '${c.pattern.replace(/^%|%$/g, '')}' refers to ${colSql(c.expr.table, c.expr.column)} LIKE ${printLiteral(c.pattern)}`);
+    if (c.kind === 'in' || c.kind === 'exists') visitSelect(c.query);
+  };
+  const visitExpr = (e: Expr) => {
+    if (e.kind === 'arith' && e.left.kind === 'col' && e.right.kind === 'col') {
+      add(`${columnPhrase(e.left.table, e.left.column)} ${OP_WORDS[e.op]} ${columnPhrase(e.right.table, e.right.column)} = ${colSql(e.left.table, e.left.column)} ${e.op} ${colSql(e.right.table, e.right.column)}`);
+    }
+    if (e.kind === 'pct') {
+      add('percentage = COUNT(rows meeting the condition) * 100 / COUNT(all rows)');
+      visitCond(e.cond);
+    }
+    if (e.kind === 'agg' && e.arg.kind === 'col' && e.fn !== 'COUNT') add(`${AGG_WORDS[e.fn]} ${columnPhrase(e.arg.table, e.arg.column)} refers to ${e.fn}(${colSql(e.arg.table, e.arg.column)})`);
+    if (e.kind === 'scalar') visitSelect(e.query);
+  };
+  const visitSelect = (s: SelectAst) => {
+    s.columns.forEach(visitExpr);
+    s.where.forEach(visitCond);
+    s.having.forEach(visitCond);
+  };
+  if (q.kind === 'select') visitSelect(q);
+  else {
+    visitSelect(q.left);
+    visitSelect(q.right);
+  }
+  return notes.join('; ');
+}
+
+export function realizePair(p: SynthPair, style: QuestionStyle, variant: number): void {
+  p.style = style;
+  p.question = realizeQuestion(p.ast, style, variant);
+  p.evidence = realizeEvidence(p.ast);
+}
+
+export const realizeStage: Stage<SynthPair, SynthPair> = {
+  name: 'realize',
+  async run(items, ctx) {
+    ctx.progress.start('realize', items.length);
+    const out: SynthPair[] = [];
+    for (const p of items) {
+      try {
+        realizePair(p, ctx.rng.pick(QUESTION_STYLES), ctx.rng.int(6));
+      } catch {
+        ctx.reject(p, 'unrealizable');
+        continue;
+      }
+      p.provenance.stages.push('realize');
+      out.push(p);
+      ctx.progress.tick();
+    }
+    ctx.progress.stop();
+    return out;
+  },
+};
