@@ -77,3 +77,80 @@ test('each kind of corrupt safetensors file gets its own clear error', () => {
   writeFileSync(p, good.subarray(0, 20));
   assert.throws(() => readSafetensors(p), corrupt(/bad\.safetensors: corrupt safetensors file/));
 });
+
+// ---- checkpoints ----
+import { readdirSync, rmSync } from 'node:fs';
+import { initBackend } from '../../src/model/backend.ts';
+import { LlamaModel } from '../../src/model/llama.ts';
+import { resolveModelConfig } from '../../src/model/config.ts';
+import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts';
+import { saveCheckpoint, loadCheckpoint } from '../../src/model/checkpoint.ts';
+
+const TOK = Tokenizer.train(['SELECT name FROM singer WHERE age > 30', 'How many singers are there?'], { vocabSize: 300, specialTokens: DEFAULT_SPECIAL_TOKENS });
+
+function tinyModel(vocabSize: number, seed: number, extra: Record<string, unknown> = {}): LlamaModel {
+  return new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize, numLayers: 1, ...extra }), { seed });
+}
+
+function bits(w: Map<string, { shape: number[]; data: Float32Array }>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of w) out[k] = `${v.shape}:${Buffer.from(v.data.buffer, v.data.byteOffset, v.data.byteLength).toString('base64')}`;
+  return out;
+}
+
+test('checkpoint round trip is bit-exact for weights, tokenizer, trainer and optimizer state', async () => {
+  await initBackend('cpu');
+  for (const extra of [{}, { tieEmbeddings: false, attentionBias: true }]) {
+    const model = tinyModel(320, 7, extra); // tokenizer smaller than the embedding: allowed
+    const dir = join(tmp(), 'ck');
+    const opt = new Map([['adam.m.0', { shape: [2], data: new Float32Array([0.1, -0.2]) }]]);
+    saveCheckpoint(dir, { model, tokenizer: TOK, trainerState: { step: 3, rng: 12345 }, optimizerState: opt });
+    assert.deepEqual(readdirSync(dir).sort(), ['config.json', 'model.safetensors', 'optimizer.safetensors', 'tokenizer.json', 'trainer_state.json']);
+    const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
+    assert.equal(cfg.vocab_size, 320);
+    assert.equal(cfg.bos_token_id, TOK.tokenId('<|bos|>'));
+    const back = loadCheckpoint(dir);
+    assert.deepEqual({ ...back.model.config, headDim: 16 }, { ...model.config, headDim: 16 });
+    assert.deepEqual(bits(back.model.exportWeights()), bits(model.exportWeights()));
+    assert.deepEqual(back.tokenizer.toJSON(), TOK.toJSON());
+    assert.deepEqual(back.trainerState, { step: 3, rng: 12345 });
+    assert.deepEqual(bits(back.optimizerState!), bits(opt));
+    // Saving again over an existing checkpoint swaps it whole and leaves no temp dirs behind.
+    const other = tinyModel(320, 8, extra);
+    saveCheckpoint(dir, { model: other, tokenizer: TOK });
+    assert.deepEqual(readdirSync(join(dir, '..')), ['ck']);
+    assert.deepEqual(readdirSync(dir).sort(), ['config.json', 'model.safetensors', 'tokenizer.json']);
+    assert.deepEqual(bits(loadCheckpoint(dir).model.exportWeights()), bits(other.exportWeights()));
+    model.dispose(); other.dispose(); back.model.dispose();
+  }
+});
+
+test('loading reports missing files, corrupt weights, vocab and shape mismatches clearly', async () => {
+  await initBackend('cpu');
+  const model = tinyModel(300, 1);
+  const dir = join(tmp(), 'ck');
+  saveCheckpoint(dir, { model, tokenizer: TOK });
+  const kind = (k: string, re: RegExp) => (e: unknown): boolean => e instanceof AgroError && e.kind === k && re.test(e.message);
+  assert.throws(() => loadCheckpoint(join(dir, 'nope')), kind('not_found', /checkpoint directory not found/));
+  const cfgPath = join(dir, 'config.json');
+  const cfg = JSON.parse(readFileSync(cfgPath, 'utf8'));
+  // Tokenizer larger than the embedding.
+  const v = TOK.vocabSize;
+  writeFileSync(cfgPath, JSON.stringify({ ...cfg, vocab_size: v - 1 }));
+  assert.throws(() => loadCheckpoint(dir), kind('invalid_input', new RegExp(`tokenizer has ${v} ids but the model embedding has only ${v - 1} rows`)));
+  // Config says a wider embedding than the stored tensor.
+  writeFileSync(cfgPath, JSON.stringify({ ...cfg, vocab_size: 310 }));
+  assert.throws(() => loadCheckpoint(dir), kind('invalid_input', /model\.embed_tokens\.weight has shape \[300,64\], expected \[310,64\]/));
+  writeFileSync(cfgPath, JSON.stringify({ ...cfg, num_hidden_layers: 2 }));
+  assert.throws(() => loadCheckpoint(dir), kind('invalid_input', /missing tensor model\.layers\.1\./));
+  writeFileSync(cfgPath, JSON.stringify(cfg));
+  const w = readFileSync(join(dir, 'model.safetensors'));
+  writeFileSync(join(dir, 'model.safetensors'), w.subarray(0, w.length - 100));
+  assert.throws(() => loadCheckpoint(dir), kind('invalid_input', /corrupt safetensors file: .*truncated/));
+  rmSync(join(dir, 'tokenizer.json'));
+  assert.throws(() => loadCheckpoint(dir), kind('not_found', /missing tokenizer\.json/));
+  const small = tinyModel(v - 2, 1);
+  assert.throws(() => saveCheckpoint(join(tmp(), 'x'), { model: small, tokenizer: TOK }), new RegExp(`tokenizer has ${v} ids but the model embedding has ${v - 2} rows`));
+  small.dispose();
+  model.dispose();
+});

@@ -1,0 +1,106 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { AgroError } from '../errors.ts';
+import { writeJsonAtomic } from '../util/fs.ts';
+import { fromHfConfig, toHfConfig } from './config.ts';
+import { LlamaModel } from './llama.ts';
+import type { WeightMap } from './llama.ts';
+import { readSafetensors, writeSafetensors } from './safetensors.ts';
+import { Tokenizer } from './tokenizer.ts';
+
+/**
+ * A checkpoint is a directory in the Hugging Face layout, loadable by `transformers`:
+ *   config.json            LlamaForCausalLM / Qwen2ForCausalLM config
+ *   model.safetensors      F32 weights under HF names
+ *   tokenizer.json         HF tokenizer
+ *   trainer_state.json     optional: step, RNG state, data order... (resume)
+ *   optimizer.safetensors  optional: optimizer moments (resume)
+ * The tokenizer may have fewer ids than the model's embedding (rows past it are simply never
+ * used, as with HF models padded to a multiple of 64); more ids than rows is an error.
+ */
+export interface Checkpoint {
+  model: LlamaModel;
+  tokenizer: Tokenizer;
+  trainerState?: object;
+  optimizerState?: WeightMap;
+}
+
+const FILES = { config: 'config.json', weights: 'model.safetensors', tokenizer: 'tokenizer.json', trainer: 'trainer_state.json', optimizer: 'optimizer.safetensors' };
+
+function specialId(tk: Tokenizer, names: string[]): number | undefined {
+  for (const n of names) if (tk.hasToken(n)) return tk.tokenId(n);
+  return undefined;
+}
+
+/** Write the whole checkpoint into a sibling temp dir, then swap it in: readers never see half of one. */
+export function saveCheckpoint(dir: string, ck: Checkpoint): void {
+  if (ck.tokenizer.vocabSize > ck.model.config.vocabSize) {
+    throw new AgroError('invalid_input', `cannot save checkpoint: tokenizer has ${ck.tokenizer.vocabSize} ids but the model embedding has ${ck.model.config.vocabSize} rows`);
+  }
+  const parent = dirname(dir);
+  mkdirSync(parent, { recursive: true });
+  const stamp = `${process.pid}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
+  const tmp = join(parent, `.${basename(dir)}.tmp-${stamp}`);
+  mkdirSync(tmp);
+  try {
+    const bos = specialId(ck.tokenizer, ['<|bos|>', '<|begin_of_text|>', '<s>']) ?? 0;
+    const eos = specialId(ck.tokenizer, ['<|eos|>', '<|end_of_text|>', '</s>', '<|endoftext|>']) ?? bos;
+    const pad = specialId(ck.tokenizer, ['<|pad|>']);
+    writeJsonAtomic(join(tmp, FILES.config), toHfConfig(ck.model.config, { bosTokenId: bos, eosTokenId: eos, padTokenId: pad }));
+    writeSafetensors(join(tmp, FILES.weights), ck.model.exportWeights(), { format: 'pt' });
+    ck.tokenizer.save(join(tmp, FILES.tokenizer));
+    if (ck.trainerState !== undefined) writeJsonAtomic(join(tmp, FILES.trainer), ck.trainerState);
+    if (ck.optimizerState !== undefined) writeSafetensors(join(tmp, FILES.optimizer), ck.optimizerState);
+    if (existsSync(dir)) {
+      const old = join(parent, `.${basename(dir)}.old-${stamp}`);
+      renameSync(dir, old);
+      renameSync(tmp, dir);
+      rmSync(old, { recursive: true, force: true });
+    } else {
+      renameSync(tmp, dir);
+    }
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+function readJson(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new AgroError('invalid_input', `${path} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** Load a checkpoint directory (ours or a Hugging Face Llama/Qwen2 one with F32/F16/BF16 weights). */
+export function loadCheckpoint(dir: string): Checkpoint {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new AgroError('not_found', `checkpoint directory not found: ${dir}`);
+  for (const f of [FILES.config, FILES.weights, FILES.tokenizer]) {
+    if (!existsSync(join(dir, f))) throw new AgroError('not_found', `checkpoint ${dir} is missing ${f}`);
+  }
+  const config = fromHfConfig(readJson(join(dir, FILES.config)));
+  const tokenizer = Tokenizer.load(join(dir, FILES.tokenizer));
+  if (tokenizer.vocabSize > config.vocabSize) {
+    throw new AgroError('invalid_input', `checkpoint ${dir}: tokenizer has ${tokenizer.vocabSize} ids but the model embedding has only ${config.vocabSize} rows`);
+  }
+  const { tensors } = readSafetensors(join(dir, FILES.weights));
+  // A tied model saved by HF may still carry lm_head.weight; an untied one must have it.
+  if (config.tieEmbeddings) tensors.delete('lm_head.weight');
+  const model = new LlamaModel(config);
+  try {
+    model.importWeights(tensors);
+  } catch (err) {
+    model.dispose();
+    if (err instanceof AgroError) throw new AgroError(err.kind, `checkpoint ${dir}: ${err.message}`);
+    throw err;
+  }
+  const ck: Checkpoint = { model, tokenizer };
+  if (existsSync(join(dir, FILES.trainer))) {
+    const s = readJson(join(dir, FILES.trainer));
+    if (typeof s !== 'object' || s === null || Array.isArray(s)) throw new AgroError('invalid_input', `${join(dir, FILES.trainer)} is not a JSON object`);
+    ck.trainerState = s;
+  }
+  if (existsSync(join(dir, FILES.optimizer))) ck.optimizerState = readSafetensors(join(dir, FILES.optimizer)).tensors;
+  return ck;
+}
