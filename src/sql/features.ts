@@ -99,18 +99,28 @@ const AGGREGATES = new Set(['count', 'sum', 'avg', 'min', 'max', 'total', 'group
 const FN = '\u0001';
 const COMPARISON = new Set(['=', '==', '!=', '<>', '<', '>', '<=', '>=']);
 
+/** Canonical text of a query with its literals kept: equal for queries that differ only in layout or case. */
+export function normalizeSql(sql: string): string {
+  return sqlSkeleton(sql, { maskLiterals: false });
+}
+
 /**
  * Canonical skeleton for dedup: keywords upper-cased, literals masked as `?`, IN lists collapsed,
  * identifiers lower-cased (or masked as `_` with maskIdentifiers). Double-quoted text right after a
  * comparison or LIKE is a value (SQLite's lenient rule that BIRD's gold SQL leans on), not a name.
  */
-export function sqlSkeleton(sql: string, opts: { maskIdentifiers?: boolean } = {}): string {
+export function sqlSkeleton(sql: string, opts: { maskIdentifiers?: boolean; maskLiterals?: boolean } = {}): string {
+  const maskLiterals = opts.maskLiterals ?? true;
   const toks = tokenize(sql.trim().replace(/;\s*$/, ''));
   const parts: string[] = [];
   for (let k = 0; k < toks.length; k++) {
     const t = toks[k];
     const prev = k > 0 ? toks[k - 1] : undefined;
     const afterCompare = prev !== undefined && (COMPARISON.has(prev.text) || /^(like|glob)$/i.test(prev.text));
+    if (!maskLiterals && (t.kind === 'str' || t.kind === 'num' || (t.kind === 'qid' && afterCompare))) {
+      parts.push(t.kind === 'qid' ? `'${t.text.replace(/'/g, "''")}'` : t.text);
+      continue;
+    }
     if (t.kind === 'str' || t.kind === 'num' || (t.kind === 'qid' && afterCompare)) {
       // A unary minus belongs to the literal: `a = -5` and `a = 5` share a skeleton; `a - 5` keeps its minus.
       const before = k >= 2 ? toks[k - 2] : undefined;
@@ -142,7 +152,7 @@ export function sqlSkeleton(sql: string, opts: { maskIdentifiers?: boolean } = {
     .replace(/ \)/g, ')')
     .replace(/ ,/g, ',');
   // IN (?, ?, ?) → IN (?): the number of listed values is not structure.
-  s = s.replace(/\((\?(?:, \?)+)\)/g, '(?)');
+  if (maskLiterals) s = s.replace(/\((\?(?:, \?)+)\)/g, '(?)');
   if (opts.maskIdentifiers) s = s.replace(/_\._/g, '_');
   return s;
 }
@@ -416,8 +426,22 @@ function visitSelect(sel: Node, acc: Acc, depth: number): void {
   }
 }
 
+/** Parsing costs milliseconds; dedup, embedding and hardness ask about the same queries again. */
+const CACHE_MAX = 20_000;
+const cache = new Map<string, SqlFeatures>();
+
 /** Structure features of one query. Never throws: unparseable SQL gets token-level features. */
 export function sqlFeatures(sql: string): SqlFeatures {
+  let f = cache.get(sql);
+  if (!f) {
+    f = computeFeatures(sql);
+    if (cache.size >= CACHE_MAX) cache.clear();
+    cache.set(sql, f);
+  }
+  return structuredClone(f);
+}
+
+function computeFeatures(sql: string): SqlFeatures {
   const ast = parseSelect(sql);
   if (!ast) return tokenFeatures(sql);
   const acc = newAcc();
@@ -513,8 +537,7 @@ export function spiderHardnessCounts(sql: string): { component1: number; compone
 }
 
 export function spiderHardness(sql: string): SpiderHardness {
-  const c = spiderHardnessCounts(sql);
-  return classify(c.component1, c.component2, c.others);
+  return sqlFeatures(sql).hardness;
 }
 
 function classify(c1: number, c2: number, others: number): SpiderHardness {

@@ -1,0 +1,16 @@
+/** Small deterministic string hashes (no crypto needed: these only spread tokens over buckets). */
+
+/** 32-bit FNV-1a over UTF-16 code units, with a seed mixed into the offset basis. */
+export function fnv1a(text: string, seed = 0): number {
+  let h = (0x811c9dc5 ^ Math.imul(seed, 0x9e3779b1)) >>> 0;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  // Final avalanche so nearby seeds give unrelated hashes (murmur3 fmix32).
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b) >>> 0;
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35) >>> 0;
+  return (h ^ (h >>> 16)) >>> 0;
+}

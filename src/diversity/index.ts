@@ -1,0 +1,12 @@
+export { dedup, jaccard, minhash, shingles } from './dedup.ts';
+export type { DedupItem, DedupOptions, DedupResult, DuplicateReason } from './dedup.ts';
+export { embedHybrid, structureVector, sqDist } from './embed.ts';
+export type { EmbedInput, HybridOptions } from './embed.ts';
+export { fitTextEmbedder, words } from './text-embed.ts';
+export { kCenterGreedy, clusterBalanced, kMeans, quotasFor, selectIndices, randomIndices } from './select.ts';
+export type { SelectionMethod, SelectOptions } from './select.ts';
+export { coverage } from './coverage.ts';
+export type { Coverage } from './coverage.ts';
+export { resultFingerprint } from './fingerprint.ts';
+export { diversityStage } from './stage.ts';
+export type { DiversityStageOptions } from './stage.ts';

@@ -1,0 +1,214 @@
+/**
+ * Subset selection that covers the embedding space: k-center greedy (farthest point first, a
+ * 2-approximation of the minimax cover) with per-group quotas, and a cluster-balanced
+ * alternative (k-means, then round-robin over clusters, nearest-to-centroid first). Pure and
+ * deterministic for a seed.
+ */
+import { Rng } from '../util/rng.ts';
+import { sqDist } from './embed.ts';
+
+export type SelectionMethod = 'kcenter' | 'cluster';
+
+export interface SelectOptions {
+  seed?: number;
+  /** Group label per vector (e.g. difficulty); needed when `mix` is given. */
+  groups?: readonly string[];
+  /** Wanted share of each group, e.g. { simple: 0.3, moderate: 0.5, challenging: 0.2 }. */
+  mix?: Readonly<Record<string, number>>;
+}
+
+/**
+ * Turn shares into whole quotas summing to n (largest remainder), capped by what each group has;
+ * the shortfall of a small group goes to the others in proportion to their shares.
+ */
+export function quotasFor(n: number, mix: Readonly<Record<string, number>>, available: Readonly<Record<string, number>>): Record<string, number> {
+  const names = Object.keys(mix).filter((g) => mix[g] > 0 && (available[g] ?? 0) > 0).sort();
+  const quota: Record<string, number> = Object.fromEntries(names.map((g) => [g, 0]));
+  let left = Math.min(n, names.reduce((s, g) => s + available[g], 0));
+  let open = names.slice();
+  while (left > 0 && open.length > 0) {
+    const total = open.reduce((s, g) => s + mix[g], 0);
+    const raw = open.map((g) => ({ g, x: (left * mix[g]) / total }));
+    const give = raw.map((r) => ({ g: r.g, n: Math.floor(r.x), rem: r.x - Math.floor(r.x) }));
+    let rest = left - give.reduce((s, r) => s + r.n, 0);
+    for (const r of [...give].sort((a, b) => b.rem - a.rem || (a.g < b.g ? -1 : 1))) {
+      if (rest <= 0) break;
+      r.n++;
+      rest--;
+    }
+    let placed = 0;
+    for (const r of give) {
+      const room = available[r.g] - quota[r.g];
+      const take = Math.min(room, r.n);
+      quota[r.g] += take;
+      placed += take;
+    }
+    left -= placed;
+    open = open.filter((g) => quota[g] < available[g]);
+    if (placed === 0) break;
+  }
+  return quota;
+}
+
+/** Farthest-point selection of `k` indices, honoring quotas per group when a mix is given. */
+export function kCenterGreedy(vectors: readonly ArrayLike<number>[], k: number, opts: SelectOptions = {}): number[] {
+  const n = vectors.length;
+  k = Math.min(k, n);
+  if (k <= 0) return [];
+  const rng = new Rng(opts.seed ?? 0);
+  const quota = groupQuotas(n, k, opts);
+  const taken = new Map<string, number>();
+  const allowed = (i: number): boolean => {
+    if (!quota) return true;
+    const g = opts.groups![i];
+    return (taken.get(g) ?? 0) < (quota[g] ?? 0);
+  };
+  const minDist = new Float64Array(n).fill(Infinity);
+  const chosen: number[] = [];
+  const picked = new Uint8Array(n);
+  const pick = (i: number): void => {
+    chosen.push(i);
+    picked[i] = 1;
+    if (quota) taken.set(opts.groups![i], (taken.get(opts.groups![i]) ?? 0) + 1);
+    for (let j = 0; j < n; j++) {
+      if (picked[j]) continue;
+      const d = sqDist(vectors[i], vectors[j]);
+      if (d < minDist[j]) minDist[j] = d;
+    }
+  };
+  const firstPool = [...Array(n).keys()].filter(allowed);
+  pick(firstPool[rng.int(firstPool.length)]);
+  while (chosen.length < k) {
+    let best = -1;
+    let bestD = -1;
+    for (let j = 0; j < n; j++) {
+      if (picked[j] || !allowed(j)) continue;
+      // Ties (e.g. exact duplicates of chosen points at distance 0) go to the lowest index.
+      if (minDist[j] > bestD) {
+        bestD = minDist[j];
+        best = j;
+      }
+    }
+    if (best < 0) break;
+    pick(best);
+  }
+  return chosen;
+}
+
+function groupQuotas(n: number, k: number, opts: SelectOptions): Record<string, number> | null {
+  if (!opts.mix) return null;
+  if (!opts.groups || opts.groups.length !== n) throw new RangeError('a mix needs one group label per vector');
+  const available: Record<string, number> = {};
+  for (const g of opts.groups) available[g] = (available[g] ?? 0) + 1;
+  return quotasFor(k, opts.mix, available);
+}
+
+/** Lloyd's k-means with k-means++ seeding; returns the cluster of each vector and the centroids. */
+export function kMeans(vectors: readonly ArrayLike<number>[], k: number, opts: { seed?: number; iterations?: number } = {}): { assign: number[]; centroids: Float64Array[] } {
+  const n = vectors.length;
+  k = Math.max(1, Math.min(k, n));
+  const dim = n > 0 ? vectors[0].length : 0;
+  const rng = new Rng(opts.seed ?? 0);
+  const centroids: Float64Array[] = [Float64Array.from(vectors[rng.int(n)])];
+  const d2 = new Float64Array(n).fill(Infinity);
+  while (centroids.length < k) {
+    const last = centroids[centroids.length - 1];
+    let total = 0;
+    for (let i = 0; i < n; i++) {
+      d2[i] = Math.min(d2[i], sqDist(vectors[i], last));
+      total += d2[i];
+    }
+    if (total === 0) break; // fewer distinct points than k
+    let r = rng.next() * total;
+    let idx = n - 1;
+    for (let i = 0; i < n; i++) {
+      r -= d2[i];
+      if (r <= 0) {
+        idx = i;
+        break;
+      }
+    }
+    centroids.push(Float64Array.from(vectors[idx]));
+  }
+  const assign = new Array<number>(n).fill(-1);
+  for (let it = 0; it < (opts.iterations ?? 25); it++) {
+    let moved = false;
+    for (let i = 0; i < n; i++) {
+      let best = 0;
+      let bd = Infinity;
+      for (let c = 0; c < centroids.length; c++) {
+        const d = sqDist(vectors[i], centroids[c]);
+        if (d < bd) {
+          bd = d;
+          best = c;
+        }
+      }
+      if (assign[i] !== best) moved = true;
+      assign[i] = best;
+    }
+    const sums = centroids.map(() => new Float64Array(dim));
+    const counts = new Array<number>(centroids.length).fill(0);
+    for (let i = 0; i < n; i++) {
+      counts[assign[i]]++;
+      const s = sums[assign[i]];
+      const v = vectors[i];
+      for (let j = 0; j < dim; j++) s[j] += v[j];
+    }
+    for (let c = 0; c < centroids.length; c++) if (counts[c] > 0) for (let j = 0; j < dim; j++) centroids[c][j] = sums[c][j] / counts[c];
+    if (!moved) break;
+  }
+  return { assign, centroids };
+}
+
+/**
+ * k-means into `clusters` groups (default: k), then take from each cluster in turn, nearest to
+ * its centroid first, so small clusters are represented as well as big ones. Quotas per group
+ * are honored the same way as in kCenterGreedy.
+ */
+export function clusterBalanced(vectors: readonly ArrayLike<number>[], k: number, opts: SelectOptions & { clusters?: number } = {}): number[] {
+  const n = vectors.length;
+  k = Math.min(k, n);
+  if (k <= 0) return [];
+  const { assign, centroids } = kMeans(vectors, opts.clusters ?? k, { seed: opts.seed });
+  const queues: number[][] = centroids.map(() => []);
+  for (let i = 0; i < n; i++) queues[assign[i]].push(i);
+  for (let c = 0; c < queues.length; c++) {
+    const dist = (i: number): number => sqDist(vectors[i], centroids[c]);
+    queues[c].sort((a, b) => dist(a) - dist(b) || a - b);
+  }
+  // Bigger clusters go first in each round, so when k is not a multiple they get the extra.
+  const order = [...queues.keys()].sort((a, b) => queues[b].length - queues[a].length || a - b);
+  const quota = groupQuotas(n, k, opts);
+  const taken = new Map<string, number>();
+  const chosen: number[] = [];
+  const pos = new Array<number>(queues.length).fill(0);
+  while (chosen.length < k) {
+    let progressed = false;
+    for (const c of order) {
+      if (chosen.length >= k) break;
+      const q = queues[c];
+      while (pos[c] < q.length) {
+        const i = q[pos[c]++];
+        if (quota) {
+          const g = opts.groups![i];
+          if ((taken.get(g) ?? 0) >= (quota[g] ?? 0)) continue;
+          taken.set(g, (taken.get(g) ?? 0) + 1);
+        }
+        chosen.push(i);
+        progressed = true;
+        break;
+      }
+    }
+    if (!progressed) break;
+  }
+  return chosen;
+}
+
+export function selectIndices(vectors: readonly ArrayLike<number>[], k: number, method: SelectionMethod, opts: SelectOptions = {}): number[] {
+  return method === 'cluster' ? clusterBalanced(vectors, k, opts) : kCenterGreedy(vectors, k, opts);
+}
+
+/** A seeded uniform random subset: the baseline the diversity methods should beat. */
+export function randomIndices(n: number, k: number, seed: number): number[] {
+  return new Rng(seed).shuffle([...Array(n).keys()]).slice(0, Math.min(k, n));
+}
