@@ -170,7 +170,7 @@ export function fromHfConfig(json: unknown): ModelConfig {
     maxPositions: c.max_position_embeddings ?? 2048,
     ropeTheta: c.rope_theta ?? 10000,
     rmsNormEps: c.rms_norm_eps ?? 1e-6,
-    tieEmbeddings: c.tie_word_embeddings ?? type === 'qwen2',
+    tieEmbeddings: c.tie_word_embeddings ?? false,
     attentionBias: type === 'qwen2' ? true : (c.attention_bias ?? false),
   });
 }

@@ -1,0 +1,393 @@
+/**
+ * Decoder-only Llama-family transformer on TensorFlow.js: RMSNorm, rotary embeddings (HF
+ * rotate_half convention), SwiGLU MLP, grouped-query attention, optional tied embeddings and
+ * Qwen2 q/k/v biases.
+ *
+ * Layout choices for speed: projections are stored as [in, out] so every linear is one plain 2-D
+ * matmul; q/k/v and gate/up are fused into one matmul each (split after). Export and import
+ * convert to and from Hugging Face names and [out, in] layouts.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { AgroError } from '../errors.ts';
+import { Rng } from '../util/rng.ts';
+import { headDimOf, resolveModelConfig } from './config.ts';
+import type { ModelConfig } from './config.ts';
+
+export type WeightMap = Map<string, { shape: number[]; data: Float32Array }>;
+
+/** Per-layer key/value cache: [rows * numKvHeads, length, headDim]. */
+export interface KvCache {
+  k: tf.Tensor3D[];
+  v: tf.Tensor3D[];
+}
+
+export interface ForwardOptions {
+  /** int32 [B, T] absolute positions; default 0..T-1 (after the cache length). */
+  positions?: tf.Tensor2D;
+  /** Additive mask [B or 1, 1, 1, T, L] over the L = past + T keys; default causal. */
+  mask?: tf.Tensor;
+  cache?: KvCache;
+}
+
+interface Layer {
+  ln1: tf.Variable;
+  wqkv: tf.Variable; // [H, (nh + 2 nkv) hd]
+  bqkv?: tf.Variable;
+  wo: tf.Variable; // [nh hd, H]
+  ln2: tf.Variable;
+  wgu: tf.Variable; // [H, 2 I]: gate then up
+  wdown: tf.Variable; // [I, H]
+}
+
+const NEG = -1e9;
+
+/** Embedding lookup whose gradient is a scatter-add (the stock gather gradient needs UnsortedSegmentSum, which wasm lacks). */
+export function embedLookup(table: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
+  const idx = tf.reshape(ids, [-1, 1]);
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const w = args[0] as tf.Tensor;
+    const save = args[1] as tf.GradSaveFunc;
+    // Tensors the backward pass needs must go through save(): the forward scope disposes the rest.
+    save([idx]);
+    return {
+      value: tf.gather(w, ids),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.scatterND(saved[0], dy, w.shape),
+    };
+  });
+  return f(table) as tf.Tensor2D;
+}
+
+/**
+ * log softmax(logits)[target] per row, with a fused gradient dy * (onehot - softmax): no
+ * [N, V] log-softmax is kept for the backward pass and no gather gradient is needed.
+ */
+export function selectLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
+  const [N, V] = logits.shape;
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const x = args[0] as tf.Tensor;
+    const save = args[1] as tf.GradSaveFunc;
+    const lse = tf.logSumExp(x, -1);
+    // gather with batchDims crashes the wasm backend; gatherND over (row, target) pairs does not.
+    const rows = tf.range(0, targets.shape[0], 1, 'int32');
+    const picked = tf.gatherND(x, tf.stack([rows, targets], 1)) as tf.Tensor1D;
+    save([x, lse, tf.stack([rows, targets], 1)]);
+    return {
+      value: tf.sub(picked, lse),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [xs, l, pairs] = saved;
+        const p = tf.exp(tf.sub(xs, tf.reshape(l, [-1, 1])));
+        // dy * (onehot - softmax), the onehot part as a scatter of dy into [N, V].
+        return tf.sub(tf.scatterND(pairs, dy, [N, V]), tf.mul(p, tf.reshape(dy, [-1, 1])));
+      },
+    };
+  });
+  return f(logits) as tf.Tensor1D;
+}
+
+function rmsNorm(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D {
+  const ms = tf.mean(tf.square(x), -1, true);
+  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), w);
+}
+
+/** HF rotate_half rotary embedding on x [B, T, heads, hd] with cos/sin [B|1, T, 1, hd/2]. */
+function rope(x: tf.Tensor4D, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor4D {
+  const [x1, x2] = tf.split(x, 2, 3);
+  return tf.concat([tf.sub(tf.mul(x1, cos), tf.mul(x2, sin)), tf.add(tf.mul(x2, cos), tf.mul(x1, sin))], 3) as tf.Tensor4D;
+}
+
+export class LlamaModel {
+  readonly config: ModelConfig;
+  readonly headDim: number;
+  private embed: tf.Variable; // [V, H]
+  private lmHead?: tf.Variable; // [H, V] when untied
+  private norm: tf.Variable;
+  private layers: Layer[];
+  private cosTable: tf.Tensor2D; // [maxPositions, hd/2]
+  private sinTable: tf.Tensor2D;
+  private causalCache = new Map<number, tf.Tensor>();
+
+  constructor(config: ModelConfig, opts: { seed?: number } = {}) {
+    this.config = resolveModelConfig(config);
+    const c = this.config;
+    const hd = (this.headDim = headDimOf(c));
+    const rng = new Rng(opts.seed ?? 0);
+    const H = c.hiddenSize;
+    const qkvOut = (c.numHeads + 2 * c.numKvHeads) * hd;
+    const normal = (shape: number[], std: number, name: string): tf.Variable => {
+      const n = shape.reduce((a, b) => a * b, 1);
+      const data = new Float32Array(n);
+      for (let i = 0; i < n; i++) data[i] = rng.normal() * std;
+      return tf.variable(tf.tensor(data, shape), true, name);
+    };
+    const ones = (n: number, name: string): tf.Variable => tf.variable(tf.ones([n]), true, name);
+    const uid = Math.floor(Math.random() * 1e9).toString(36); // tf variable names are global
+    const std = 0.02;
+    const outStd = std / Math.sqrt(2 * c.numLayers);
+    this.embed = normal([c.vocabSize, H], std, `${uid}.embed`);
+    this.layers = [];
+    for (let i = 0; i < c.numLayers; i++) {
+      this.layers.push({
+        ln1: ones(H, `${uid}.${i}.ln1`),
+        wqkv: normal([H, qkvOut], std, `${uid}.${i}.wqkv`),
+        bqkv: c.attentionBias ? tf.variable(tf.zeros([qkvOut]), true, `${uid}.${i}.bqkv`) : undefined,
+        wo: normal([c.numHeads * hd, H], outStd, `${uid}.${i}.wo`),
+        ln2: ones(H, `${uid}.${i}.ln2`),
+        wgu: normal([H, 2 * c.intermediateSize], std, `${uid}.${i}.wgu`),
+        wdown: normal([c.intermediateSize, H], outStd, `${uid}.${i}.wdown`),
+      });
+    }
+    this.norm = ones(H, `${uid}.norm`);
+    if (!c.tieEmbeddings) this.lmHead = normal([H, c.vocabSize], std, `${uid}.lm_head`);
+    // Rotary tables in float64 then rounded, like HF's inv_freq computation.
+    const half = hd / 2;
+    const cosD = new Float32Array(c.maxPositions * half);
+    const sinD = new Float32Array(c.maxPositions * half);
+    for (let p = 0; p < c.maxPositions; p++)
+      for (let j = 0; j < half; j++) {
+        const invFreq = Math.fround(1 / Math.pow(c.ropeTheta, (2 * j) / hd));
+        const a = Math.fround(p * invFreq);
+        cosD[p * half + j] = Math.cos(a);
+        sinD[p * half + j] = Math.sin(a);
+      }
+    this.cosTable = tf.tensor2d(cosD, [c.maxPositions, half]);
+    this.sinTable = tf.tensor2d(sinD, [c.maxPositions, half]);
+  }
+
+  trainableVariables(): tf.Variable[] {
+    const vs: tf.Variable[] = [this.embed];
+    for (const l of this.layers) {
+      vs.push(l.ln1, l.wqkv);
+      if (l.bqkv) vs.push(l.bqkv);
+      vs.push(l.wo, l.ln2, l.wgu, l.wdown);
+    }
+    vs.push(this.norm);
+    if (this.lmHead) vs.push(this.lmHead);
+    return vs;
+  }
+
+  private causalMask(T: number): tf.Tensor {
+    let m = this.causalCache.get(T);
+    if (!m) {
+      const d = new Float32Array(T * T);
+      for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) d[i * T + j] = NEG;
+      m = tf.keep(tf.tensor(d, [1, 1, 1, T, T]));
+      this.causalCache.set(T, m);
+    }
+    return m;
+  }
+
+  /**
+   * Hidden states after the final norm, [B*T, H], and the updated cache (when one was given or
+   * `wantCache`). Call inside tf.tidy; the returned cache tensors must be kept by the caller.
+   */
+  forwardHidden(
+    ids: tf.Tensor2D,
+    opts: ForwardOptions & { wantCache?: boolean } = {},
+  ): { hidden: tf.Tensor2D; cache?: KvCache } {
+    const c = this.config;
+    const [B, T] = ids.shape;
+    const hd = this.headDim;
+    const nh = c.numHeads;
+    const nkv = c.numKvHeads;
+    const g = nh / nkv;
+    const past = opts.cache ? opts.cache.k[0].shape[1] : 0;
+    if (past + T > c.maxPositions && !opts.positions)
+      throw new AgroError('invalid_input', `sequence of ${past + T} tokens exceeds maxPositions ${c.maxPositions}`);
+    let cos: tf.Tensor;
+    let sin: tf.Tensor;
+    if (opts.positions) {
+      const flat = tf.reshape(opts.positions, [-1]) as tf.Tensor1D;
+      cos = tf.reshape(tf.gather(this.cosTable, flat), [B, T, 1, hd / 2]);
+      sin = tf.reshape(tf.gather(this.sinTable, flat), [B, T, 1, hd / 2]);
+    } else {
+      cos = tf.reshape(tf.slice(this.cosTable, [past, 0], [T, hd / 2]), [1, T, 1, hd / 2]);
+      sin = tf.reshape(tf.slice(this.sinTable, [past, 0], [T, hd / 2]), [1, T, 1, hd / 2]);
+    }
+    const mask = opts.mask ?? (past === 0 ? this.causalMask(T) : undefined);
+    if (!mask && T > 1) throw new AgroError('internal', 'forwardHidden: a mask is required for multi-token steps with a cache');
+    const scale = 1 / Math.sqrt(hd);
+    const newCache: KvCache | undefined = opts.cache || opts.wantCache ? { k: [], v: [] } : undefined;
+
+    let x: tf.Tensor2D = embedLookup(this.embed as tf.Tensor2D, tf.reshape(ids, [-1]) as tf.Tensor1D); // [N, H]
+    this.layers.forEach((layer, li) => {
+      const h = rmsNorm(x, layer.ln1, c.rmsNormEps);
+      let qkv: tf.Tensor2D = tf.matMul(h, layer.wqkv);
+      if (layer.bqkv) qkv = tf.add(qkv, layer.bqkv);
+      const [qf, kf, vf] = tf.split(qkv, [nh * hd, nkv * hd, nkv * hd], 1);
+      const q = rope(tf.reshape(qf, [B, T, nh, hd]), cos, sin);
+      const kr = rope(tf.reshape(kf, [B, T, nkv, hd]), cos, sin);
+      // [B, T, nkv, g, hd] -> [B, nkv, g, T, hd] -> [B*nkv, g*T, hd]; kv head j serves heads j*g..j*g+g-1 (HF repeat_kv).
+      const q3 = tf.reshape(tf.transpose(tf.reshape(q, [B, T, nkv, g, hd]), [0, 2, 3, 1, 4]), [B * nkv, g * T, hd]) as tf.Tensor3D;
+      let k3 = tf.reshape(tf.transpose(kr, [0, 2, 1, 3]), [B * nkv, T, hd]) as tf.Tensor3D;
+      let v3 = tf.reshape(tf.transpose(tf.reshape(vf, [B, T, nkv, hd]), [0, 2, 1, 3]), [B * nkv, T, hd]) as tf.Tensor3D;
+      if (opts.cache) {
+        k3 = tf.concat([opts.cache.k[li], k3], 1);
+        v3 = tf.concat([opts.cache.v[li], v3], 1);
+      }
+      if (newCache) {
+        newCache.k.push(k3);
+        newCache.v.push(v3);
+      }
+      const L = k3.shape[1];
+      let scores: tf.Tensor = tf.matMul(q3, k3, false, true); // [B*nkv, g*T, L]
+      scores = tf.mul(scores, scale);
+      if (mask) scores = tf.add(tf.reshape(scores, [B, nkv, g, T, L]), mask);
+      const probs = tf.softmax(tf.reshape(scores, [B * nkv, g * T, L]) as tf.Tensor3D);
+      const pv = tf.reshape(tf.matMul(probs, v3), [B, nkv, g, T, hd]);
+      const att = tf.reshape(tf.transpose(pv, [0, 3, 1, 2, 4]), [B * T, nh * hd]) as tf.Tensor2D;
+      x = tf.add(x, tf.matMul(att, layer.wo));
+      const h2 = rmsNorm(x, layer.ln2, c.rmsNormEps);
+      const [gate, up] = tf.split(tf.matMul(h2, layer.wgu), 2, 1);
+      const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
+      x = tf.add(x, tf.matMul(act, layer.wdown));
+    });
+    return { hidden: rmsNorm(x, this.norm, c.rmsNormEps), cache: newCache };
+  }
+
+  /** Logits [N, V] from hidden states [N, H]. */
+  logits(hidden: tf.Tensor2D): tf.Tensor2D {
+    return this.lmHead ? tf.matMul(hidden, this.lmHead) : tf.matMul(hidden, this.embed, false, true);
+  }
+
+  /** Full forward pass: logits [B, T, V]. */
+  forward(ids: tf.Tensor2D, opts: ForwardOptions = {}): tf.Tensor3D {
+    return tf.tidy(() => {
+      const [B, T] = ids.shape;
+      return tf.reshape(this.logits(this.forwardHidden(ids, opts).hidden), [B, T, this.config.vocabSize]);
+    });
+  }
+
+  /** Per-token log-probs of targets, differentiable (call inside tf.variableGrads). ids/targets: int32 [B,T]. */
+  tokenLogProbs(
+    ids: tf.Tensor2D,
+    targets: tf.Tensor2D,
+    opts: { withEntropy?: boolean } = {},
+  ): { logp: tf.Tensor2D; entropy?: tf.Tensor2D } {
+    const [B, T] = ids.shape;
+    if (targets.shape[0] !== B || targets.shape[1] !== T)
+      throw new AgroError('invalid_input', `targets shape [${targets.shape}] differs from ids shape [${ids.shape}]`);
+    const logits = this.logits(this.forwardHidden(ids).hidden);
+    const logp = tf.reshape(selectLogProbs(logits, tf.reshape(targets, [-1]) as tf.Tensor1D), [B, T]) as tf.Tensor2D;
+    if (!opts.withEntropy) return { logp };
+    const p = tf.softmax(logits);
+    const entropy = tf.reshape(tf.sub(tf.logSumExp(logits, -1), tf.sum(tf.mul(p, logits), -1)), [B, T]) as tf.Tensor2D;
+    return { logp, entropy };
+  }
+
+
+  exportWeights(): WeightMap {
+    const c = this.config;
+    const hd = this.headDim;
+    const out: WeightMap = new Map();
+    const put = (name: string, t: tf.Tensor): void => {
+      out.set(name, { shape: t.shape.slice(), data: t.dataSync() as Float32Array });
+      t.dispose();
+    };
+    const put1 = (name: string, v: tf.Variable): void => put(name, tf.clone(v));
+    put('model.embed_tokens.weight', tf.clone(this.embed));
+    this.layers.forEach((l, i) => {
+      const p = `model.layers.${i}`;
+      const sizes = [c.numHeads * hd, c.numKvHeads * hd, c.numKvHeads * hd];
+      const parts = tf.split(l.wqkv, sizes, 1);
+      ['q', 'k', 'v'].forEach((n, j) => put(`${p}.self_attn.${n}_proj.weight`, tf.tidy(() => tf.transpose(parts[j]))));
+      parts.forEach((t) => t.dispose());
+      if (l.bqkv) {
+        const bs = tf.split(l.bqkv, sizes, 0);
+        ['q', 'k', 'v'].forEach((n, j) => put(`${p}.self_attn.${n}_proj.bias`, bs[j]));
+      }
+      put(`${p}.self_attn.o_proj.weight`, tf.tidy(() => tf.transpose(l.wo)));
+      const [gate, up] = tf.split(l.wgu, 2, 1);
+      put(`${p}.mlp.gate_proj.weight`, tf.tidy(() => tf.transpose(gate)));
+      put(`${p}.mlp.up_proj.weight`, tf.tidy(() => tf.transpose(up)));
+      gate.dispose();
+      up.dispose();
+      put(`${p}.mlp.down_proj.weight`, tf.tidy(() => tf.transpose(l.wdown)));
+      put1(`${p}.input_layernorm.weight`, l.ln1);
+      put1(`${p}.post_attention_layernorm.weight`, l.ln2);
+    });
+    put1('model.norm.weight', this.norm);
+    if (this.lmHead) put('lm_head.weight', tf.tidy(() => tf.transpose(this.lmHead!)));
+    return out;
+  }
+
+  importWeights(w: WeightMap): void {
+    const c = this.config;
+    const hd = this.headDim;
+    const H = c.hiddenSize;
+    const I = c.intermediateSize;
+    const get = (name: string, shape: number[]): tf.Tensor => {
+      const e = w.get(name);
+      if (!e) throw new AgroError('invalid_input', `weights: missing tensor ${name}`);
+      const n = shape.reduce((a, b) => a * b, 1);
+      if (e.shape.length !== shape.length || e.shape.some((d, i) => d !== shape[i]) || e.data.length !== n)
+        throw new AgroError('invalid_input', `weights: ${name} has shape [${e.shape}], expected [${shape}]`);
+      return tf.tensor(e.data, shape, 'float32');
+    };
+    // Validate everything first so a bad map leaves the model untouched.
+    const staged: [tf.Variable, () => tf.Tensor][] = [];
+    const stage = (v: tf.Variable, make: () => tf.Tensor): void => void staged.push([v, make]);
+    const T = (name: string, shape: number[]): (() => tf.Tensor) => () => tf.transpose(get(name, shape));
+    const names: [string, number[]][] = [['model.embed_tokens.weight', [c.vocabSize, H]]];
+    this.layers.forEach((_, i) => {
+      const p = `model.layers.${i}`;
+      names.push(
+        [`${p}.self_attn.q_proj.weight`, [c.numHeads * hd, H]],
+        [`${p}.self_attn.k_proj.weight`, [c.numKvHeads * hd, H]],
+        [`${p}.self_attn.v_proj.weight`, [c.numKvHeads * hd, H]],
+        [`${p}.self_attn.o_proj.weight`, [H, c.numHeads * hd]],
+        [`${p}.mlp.gate_proj.weight`, [I, H]],
+        [`${p}.mlp.up_proj.weight`, [I, H]],
+        [`${p}.mlp.down_proj.weight`, [H, I]],
+        [`${p}.input_layernorm.weight`, [H]],
+        [`${p}.post_attention_layernorm.weight`, [H]],
+      );
+      if (c.attentionBias)
+        names.push(
+          [`${p}.self_attn.q_proj.bias`, [c.numHeads * hd]],
+          [`${p}.self_attn.k_proj.bias`, [c.numKvHeads * hd]],
+          [`${p}.self_attn.v_proj.bias`, [c.numKvHeads * hd]],
+        );
+    });
+    names.push(['model.norm.weight', [H]]);
+    if (!c.tieEmbeddings) names.push(['lm_head.weight', [c.vocabSize, H]]);
+    for (const [n, s] of names) tf.tidy(() => void get(n, s)); // throws on the first problem
+    stage(this.embed, () => get('model.embed_tokens.weight', [c.vocabSize, H]));
+    this.layers.forEach((l, i) => {
+      const p = `model.layers.${i}`;
+      stage(l.wqkv, () =>
+        tf.concat(
+          [
+            T(`${p}.self_attn.q_proj.weight`, [c.numHeads * hd, H])(),
+            T(`${p}.self_attn.k_proj.weight`, [c.numKvHeads * hd, H])(),
+            T(`${p}.self_attn.v_proj.weight`, [c.numKvHeads * hd, H])(),
+          ],
+          1,
+        ),
+      );
+      if (l.bqkv)
+        stage(l.bqkv, () =>
+          tf.concat([
+            get(`${p}.self_attn.q_proj.bias`, [c.numHeads * hd]),
+            get(`${p}.self_attn.k_proj.bias`, [c.numKvHeads * hd]),
+            get(`${p}.self_attn.v_proj.bias`, [c.numKvHeads * hd]),
+          ]),
+        );
+      stage(l.wo, T(`${p}.self_attn.o_proj.weight`, [H, c.numHeads * hd]));
+      stage(l.wgu, () => tf.concat([T(`${p}.mlp.gate_proj.weight`, [I, H])(), T(`${p}.mlp.up_proj.weight`, [I, H])()], 1));
+      stage(l.wdown, T(`${p}.mlp.down_proj.weight`, [H, I]));
+      stage(l.ln1, () => get(`${p}.input_layernorm.weight`, [H]));
+      stage(l.ln2, () => get(`${p}.post_attention_layernorm.weight`, [H]));
+    });
+    stage(this.norm, () => get('model.norm.weight', [H]));
+    if (this.lmHead) stage(this.lmHead, T('lm_head.weight', [c.vocabSize, H]));
+    for (const [v, make] of staged) tf.tidy(() => v.assign(make()));
+  }
+
+  dispose(): void {
+    for (const v of this.trainableVariables()) v.dispose();
+    this.cosTable.dispose();
+    this.sinTable.dispose();
+    for (const m of this.causalCache.values()) m.dispose();
+    this.causalCache.clear();
+  }
+}
