@@ -68,8 +68,9 @@ export class SearchCorpus {
         fuzzy: false,
         combineWith: 'OR',
         // MiniSearch scores with BM25+, whose δ (`d`) adds a floor to every matching term; with d = 0
-        // the formula is plain Okapi BM25: idf · tf(k1+1) / (tf + k1(1 − b + b·len/avglen)),
-        // idf = ln(1 + (N − n + 0.5)/(n + 0.5)).
+        // the formula is Okapi BM25: idf · tf(k1+1) / (tf + k1(1 − b + b·len/avglen)),
+        // idf = ln(1 + (N − n + 0.5)/(n + 0.5)). One MiniSearch convention stays: `len` is the number
+        // of distinct terms in the document, not of tokens (the coordination factor is undone in search()).
         bm25: { k: CORPUS_DEFAULTS.k1, b: CORPUS_DEFAULTS.b, d: 0 },
       },
     });
