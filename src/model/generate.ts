@@ -1,0 +1,318 @@
+/**
+ * Batched generation with a KV cache, shared-prefix group sampling, and batched log-prob
+ * recomputation. Tensor work stays in TF.js; only the [rows, V] logits of each step come back to
+ * JS, where the seeded sampler (src/util/rng.ts) draws the next tokens.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { AgroError } from '../errors.ts';
+import { Rng } from '../util/rng.ts';
+import type { KvCache, LlamaModel } from './llama.ts';
+
+export interface SampleOptions {
+  maxNewTokens: number;
+  /** 0 = greedy. Default 1. */
+  temperature?: number;
+  /** Nucleus mass in (0, 1]. Default 1 (off). */
+  topP?: number;
+  /** Keep the k most likely tokens; 0 = off (default). */
+  topK?: number;
+  /** Generation stops after one of these is produced (it is included in `tokens`). */
+  stopTokenIds?: number[];
+  seed?: number;
+}
+
+export interface Sample {
+  tokens: number[];
+  /** log p(token | prefix) under the model itself (temperature 1, no top-k/top-p), as needed for importance ratios. */
+  logprobs: number[];
+  finish: 'stop' | 'length';
+}
+
+const NEG = -1e9;
+
+function checkTokens(model: LlamaModel, seq: number[], what: string): void {
+  const V = model.config.vocabSize;
+  for (const t of seq)
+    if (!Number.isInteger(t) || t < 0 || t >= V)
+      throw new AgroError('invalid_input', `${what}: token id ${t} is outside the vocabulary [0, ${V})`);
+}
+
+function checkOptions(o: SampleOptions): Required<Omit<SampleOptions, 'seed'>> & { seed: number } {
+  const bad = (m: string): never => {
+    throw new AgroError('invalid_input', `sampling: ${m}`);
+  };
+  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0) bad(`maxNewTokens must be a non-negative integer, got ${o.maxNewTokens}`);
+  const temperature = o.temperature ?? 1;
+  if (!(temperature >= 0) || !Number.isFinite(temperature)) bad(`temperature must be >= 0, got ${o.temperature}`);
+  const topP = o.topP ?? 1;
+  if (!(topP > 0 && topP <= 1)) bad(`topP must be in (0, 1], got ${o.topP}`);
+  const topK = o.topK ?? 0;
+  if (!Number.isInteger(topK) || topK < 0) bad(`topK must be a non-negative integer, got ${o.topK}`);
+  return { maxNewTokens: o.maxNewTokens, temperature, topP, topK, stopTokenIds: o.stopTokenIds ?? [], seed: o.seed ?? 0 };
+}
+
+/** Draw one token from a logits row; returns the token. Pure apart from the rng draw. */
+export function drawToken(
+  logits: Float32Array,
+  opts: { temperature: number; topP: number; topK: number },
+  rng: Rng,
+): number {
+  const V = logits.length;
+  let best = 0;
+  for (let i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
+  if (opts.temperature === 0 || opts.topK === 1) return best;
+  const inv = 1 / opts.temperature;
+  const maxL = logits[best];
+  let cand: number[] | null = null;
+  if ((opts.topK > 0 && opts.topK < V) || opts.topP < 1) {
+    cand = Array.from({ length: V }, (_, i) => i).sort((a, b) => logits[b] - logits[a] || a - b);
+    if (opts.topK > 0 && opts.topK < V) cand.length = opts.topK;
+  }
+  const ids = cand ?? null;
+  const n = ids ? ids.length : V;
+  const w = new Float64Array(n);
+  let total = 0;
+  for (let j = 0; j < n; j++) {
+    const i = ids ? ids[j] : j;
+    w[j] = Math.exp((logits[i] - maxL) * inv);
+    total += w[j];
+  }
+  let keep = n;
+  if (opts.topP < 1) {
+    // Smallest prefix (in descending order) whose mass reaches topP.
+    let acc = 0;
+    for (let j = 0; j < n; j++) {
+      acc += w[j] / total;
+      if (acc >= opts.topP) {
+        keep = j + 1;
+        break;
+      }
+    }
+    total = 0;
+    for (let j = 0; j < keep; j++) total += w[j];
+  }
+  let u = rng.next() * total;
+  for (let j = 0; j < keep; j++) {
+    u -= w[j];
+    if (u < 0) return ids ? ids[j] : j;
+  }
+  return ids ? ids[keep - 1] : keep - 1;
+}
+
+function logSoftmaxAt(logits: Float32Array, tok: number): number {
+  let m = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > m) m = logits[i];
+  let s = 0;
+  for (let i = 0; i < logits.length; i++) s += Math.exp(logits[i] - m);
+  return logits[tok] - m - Math.log(s);
+}
+
+function disposeCache(c: KvCache): void {
+  for (const t of c.k) t.dispose();
+  for (const t of c.v) t.dispose();
+}
+
+/** Repeat each prompt's cache rows `g` times: [P*nkv, L, hd] -> [P*g*nkv, L, hd]. */
+function expandCache(c: KvCache, P: number, g: number): KvCache {
+  const rep = (t: tf.Tensor3D): tf.Tensor3D =>
+    tf.tidy(() => {
+      const [rows, L, hd] = t.shape;
+      const nkv = rows / P;
+      return tf.reshape(tf.tile(tf.reshape(t, [P, 1, nkv, L, hd]), [1, g, 1, 1, 1]), [P * g * nkv, L, hd]) as tf.Tensor3D;
+    });
+  return { k: c.k.map(rep), v: c.v.map(rep) };
+}
+
+/** Keep cache rows `rows` (indices into the current row order). */
+function selectRows(c: KvCache, R: number, rows: number[]): KvCache {
+  const idx = tf.tensor1d(rows, 'int32');
+  const pick = (t: tf.Tensor3D): tf.Tensor3D =>
+    tf.tidy(() => {
+      const [all, L, hd] = t.shape;
+      const nkv = all / R;
+      return tf.reshape(tf.gather(tf.reshape(t, [R, nkv, L, hd]), idx), [rows.length * nkv, L, hd]) as tf.Tensor3D;
+    });
+  const out = { k: c.k.map(pick), v: c.v.map(pick) };
+  idx.dispose();
+  return out;
+}
+
+/**
+ * G samples for each prompt. All prompts are prefilled together (left-padded, masked); each
+ * prompt's KV cache is computed once and repeated for its G samples, which then decode as one
+ * batch. Rows that finish are dropped from the batch.
+ */
+export async function sampleGroups(
+  model: LlamaModel,
+  prompts: number[][],
+  groupSize: number,
+  options: SampleOptions,
+): Promise<Sample[][]> {
+  const o = checkOptions(options);
+  if (!Number.isInteger(groupSize) || groupSize < 1)
+    throw new AgroError('invalid_input', `sampling: groupSize must be a positive integer, got ${groupSize}`);
+  if (prompts.length === 0) return [];
+  const cfg = model.config;
+  prompts.forEach((p, i) => {
+    if (p.length === 0) throw new AgroError('invalid_input', `sampling: prompt ${i} is empty`);
+    checkTokens(model, p, `sampling: prompt ${i}`);
+    if (p.length + o.maxNewTokens > cfg.maxPositions)
+      throw new AgroError(
+        'invalid_input',
+        `sampling: prompt ${i} (${p.length} tokens) + maxNewTokens ${o.maxNewTokens} exceeds maxPositions ${cfg.maxPositions}`,
+      );
+  });
+  const stops = new Set(o.stopTokenIds);
+  const P = prompts.length;
+  const G = groupSize;
+  const out: Sample[][] = prompts.map(() =>
+    Array.from({ length: G }, () => ({ tokens: [] as number[], logprobs: [] as number[], finish: 'length' as Sample['finish'] })),
+  );
+  if (o.maxNewTokens === 0) return out;
+
+  const Lp = Math.max(...prompts.map((p) => p.length));
+  const pad = prompts.map((p) => Lp - p.length);
+  const V = cfg.vocabSize;
+  const base = new Rng(o.seed);
+  const rngs = Array.from({ length: P * G }, (_, r) => base.fork(r));
+
+  // Prefill: left-padded prompts, real positions, causal mask that also hides the padding.
+  const idsD = new Int32Array(P * Lp);
+  const posD = new Int32Array(P * Lp);
+  const maskD = new Float32Array(P * Lp * Lp);
+  for (let p = 0; p < P; p++) {
+    for (let i = 0; i < Lp; i++) {
+      idsD[p * Lp + i] = i >= pad[p] ? prompts[p][i - pad[p]] : 0;
+      posD[p * Lp + i] = Math.max(0, i - pad[p]);
+      for (let j = 0; j < Lp; j++) {
+        const ok = (j <= i && j >= pad[p]) || (i < pad[p] && j === i);
+        maskD[(p * Lp + i) * Lp + j] = ok ? 0 : NEG;
+      }
+    }
+  }
+  let cache: KvCache;
+  let logitsD: Float32Array;
+  {
+    const ids = tf.tensor2d(idsD, [P, Lp], 'int32');
+    const pos = tf.tensor2d(posD, [P, Lp], 'int32');
+    const mask = tf.tensor(maskD, [P, 1, 1, Lp, Lp]);
+    const res = tf.tidy(() => {
+      const r = model.forwardHidden(ids, { positions: pos, mask, wantCache: true });
+      const last = tf.reshape(tf.slice(tf.reshape(r.hidden, [P, Lp, -1]), [0, Lp - 1, 0], [P, 1, -1]), [P, -1]) as tf.Tensor2D;
+      return { logits: model.logits(last), k: r.cache!.k, v: r.cache!.v };
+    });
+    ids.dispose();
+    pos.dispose();
+    mask.dispose();
+    const promptCache = { k: res.k, v: res.v };
+    logitsD = (await res.logits.data()) as Float32Array;
+    res.logits.dispose();
+    cache = G > 1 ? expandCache(promptCache, P, G) : promptCache;
+    if (G > 1) disposeCache(promptCache);
+  }
+  // Row r of the batch is sample rows[r] = p * G + g; prompt logits are shared by the group.
+  let rows = Array.from({ length: P * G }, (_, r) => r);
+  let rowLogits = (r: number): Float32Array => {
+    const p = Math.floor(rows[r] / G);
+    return logitsD.subarray(p * V, (p + 1) * V);
+  };
+  try {
+    for (let step = 0; ; step++) {
+      const next: number[] = [];
+      const alive: number[] = [];
+      rows.forEach((s, r) => {
+        const lg = rowLogits(r);
+        const tok = drawToken(lg, o, rngs[s]);
+        const smp = out[Math.floor(s / G)][s % G];
+        smp.tokens.push(tok);
+        smp.logprobs.push(logSoftmaxAt(lg, tok));
+        if (stops.has(tok)) smp.finish = 'stop';
+        else if (step + 1 < o.maxNewTokens) {
+          alive.push(r);
+          next.push(tok);
+        }
+      });
+      if (alive.length === 0) break;
+      if (alive.length < rows.length) {
+        const kept = selectRows(cache, rows.length, alive);
+        disposeCache(cache);
+        cache = kept;
+        rows = alive.map((r) => rows[r]);
+      }
+      const R = rows.length;
+      const L = Lp + step + 1;
+      const posStep = new Int32Array(R);
+      const maskStep = new Float32Array(R * L);
+      rows.forEach((s, r) => {
+        const p = Math.floor(s / G);
+        posStep[r] = prompts[p].length + step;
+        for (let j = 0; j < pad[p]; j++) maskStep[r * L + j] = NEG;
+      });
+      const ids = tf.tensor2d(Int32Array.from(next), [R, 1], 'int32');
+      const pos = tf.tensor2d(posStep, [R, 1], 'int32');
+      const mask = tf.tensor(maskStep, [R, 1, 1, 1, L]);
+      const prev = cache;
+      const res = tf.tidy(() => {
+        const r = model.forwardHidden(ids, { positions: pos, mask, cache: prev });
+        return { logits: model.logits(r.hidden), k: r.cache!.k, v: r.cache!.v };
+      });
+      ids.dispose();
+      pos.dispose();
+      mask.dispose();
+      disposeCache(prev);
+      cache = { k: res.k, v: res.v };
+      logitsD = (await res.logits.data()) as Float32Array;
+      res.logits.dispose();
+      rowLogits = (r: number): Float32Array => logitsD.subarray(r * V, (r + 1) * V);
+    }
+  } finally {
+    disposeCache(cache);
+  }
+  return out;
+}
+
+/**
+ * Per-token log-probs of seq[t] given seq[<t] for t >= 1 (so length-1 numbers per sequence), in
+ * right-padded batches; no gradient.
+ */
+export async function sequenceLogProbs(
+  model: LlamaModel,
+  seqs: number[][],
+  opts: { batchSize?: number } = {},
+): Promise<number[][]> {
+  const cfg = model.config;
+  seqs.forEach((s, i) => {
+    checkTokens(model, s, `sequence ${i}`);
+    if (s.length > cfg.maxPositions)
+      throw new AgroError('invalid_input', `sequence ${i} has ${s.length} tokens, more than maxPositions ${cfg.maxPositions}`);
+  });
+  const out: number[][] = seqs.map(() => []);
+  const order = seqs.map((_, i) => i).filter((i) => seqs[i].length >= 2);
+  // Similar lengths together waste less padding.
+  order.sort((a, b) => seqs[a].length - seqs[b].length);
+  const bs = opts.batchSize ?? 16;
+  for (let start = 0; start < order.length; start += bs) {
+    const chunk = order.slice(start, start + bs);
+    const T = Math.max(...chunk.map((i) => seqs[i].length)) - 1;
+    const idsD = new Int32Array(chunk.length * T);
+    const tgD = new Int32Array(chunk.length * T);
+    chunk.forEach((i, b) => {
+      const s = seqs[i];
+      for (let t = 0; t < s.length - 1; t++) {
+        idsD[b * T + t] = s[t];
+        tgD[b * T + t] = s[t + 1];
+      }
+    });
+    const ids = tf.tensor2d(idsD, [chunk.length, T], 'int32');
+    const tg = tf.tensor2d(tgD, [chunk.length, T], 'int32');
+    const lp = tf.tidy(() => model.tokenLogProbs(ids, tg).logp);
+    const d = (await lp.data()) as Float32Array;
+    ids.dispose();
+    tg.dispose();
+    lp.dispose();
+    chunk.forEach((i, b) => {
+      out[i] = Array.from(d.subarray(b * T, b * T + seqs[i].length - 1));
+    });
+  }
+  return out;
+}
