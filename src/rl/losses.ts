@@ -176,7 +176,8 @@ export const POLICY_LOSS_NAMES = Object.keys(POLICY_LOSSES) as PolicyLossName[];
  * verl agg_loss (core_algos.py:1025-1081). token-mean: Σ m·l / Σ m; seq-mean-token-sum: mean over sequences
  * of Σ_t m·l; seq-mean-token-mean: mean over sequences of Σ_t m·l / n_tok; seq-mean-token-sum-norm (Dr.GRPO):
  * Σ m·l / normalizer (default T), not divided by the number of sequences. Fully masked sequences are left out
- * of the seq-* means; with no policy token at all the loss is 0 (verl would give 0/0).
+ * of the seq-* means; with no policy token at all the loss is 0 (verl would give 0/0). Per-sequence token counts
+ * are clamped to ≥ 1 (TRL's form) where verl adds 1e-8: the two differ by < 1e-8 relative.
  */
 export function aggregate(lossMat: tf.Tensor2D, mask: tf.Tensor2D, mode: Aggregation, normalizer: number | null = null, maskData?: number[][]): tf.Scalar {
   const m = maskData ?? (mask.arraySync() as number[][]);
@@ -261,7 +262,12 @@ function checkTensors(input: PolicyLossInput, needRef: boolean): void {
     ['entropy', input.entropy],
     ['logits', input.logits],
   ];
-  for (const [name, t] of named) if (t) assertFiniteData(name, t.dataSync() as Float32Array);
+  for (const [name, t] of named) {
+    if (!t) continue;
+    // One boolean crosses to JS on the normal path; the element-wise scan only runs to name the culprit.
+    const bad = tf.tidy(() => tf.any(tf.logicalNot(tf.isFinite(t))).dataSync()[0]);
+    if (bad) assertFiniteData(name, t.dataSync() as Float32Array);
+  }
   const md = input.mask.dataSync();
   for (let i = 0; i < md.length; i++) if (md[i] !== 0 && md[i] !== 1) throw invalid(`mask contains ${md[i]}: expected 0 or 1`);
 }
