@@ -32,14 +32,14 @@ test('agro eval --gold prints the table at 100% and exits 0', () => {
 
 test('agro eval on partly-wrong predictions: exit 0, JSON report on stdout and written atomically to --out', () => {
   const out = join(tmp, 'report.json');
-  const r = agro('--data', 'data/dev.json', '--db-root', 'data/databases', '--pred', 'data/predictions/partly-wrong.json', '--timeout', '1000', '--out', out, '--json');
+  const r = agro('--data', 'data/dev.json', '--db-root', 'data/databases', '--pred', 'data/predictions/partly-wrong.json', '--timeout', '4000', '--out', out, '--json');
   assert.equal(r.status, 0, r.stderr);
   const printed = JSON.parse(r.stdout);
   assert.equal(printed.summary.correct, 38);
   assert.deepEqual(printed.summary.byDifficulty.map((b: { correct: number }) => b.correct), [13, 15, 10]);
   assert.equal(printed.questions.length, 45);
   assert.equal(printed.questions[22].outcome, 'timeout');
-  assert.equal(printed.timeoutMs, 1000);
+  assert.equal(printed.timeoutMs, 4000);
   const written = JSON.parse(readFileSync(out, 'utf8'));
   assert.deepEqual(written.summary, printed.summary);
 });

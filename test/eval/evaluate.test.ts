@@ -56,7 +56,7 @@ test('gold against itself scores 100% on all three databases, in both modes', as
 //   which BIRD (sets) accepts and Spider (gold has ORDER BY) rejects: spider mode gives 37/45, moderate 14/18.
 test('the partly-wrong predictions give exactly the hand-computed figures (bird mode)', async () => {
   const preds = readPredictions(join(DATA, 'predictions', 'partly-wrong.json'), dev.items);
-  const rep = await evaluate(dev, preds, pool, { dbRoot: DB_ROOT, timeoutMs: 1000 });
+  const rep = await evaluate(dev, preds, pool, { dbRoot: DB_ROOT, timeoutMs: 4000 });
   const s = rep.summary;
   assert.equal(s.count, 45);
   assert.equal(s.correct, 38);
@@ -89,7 +89,7 @@ test('the partly-wrong predictions give exactly the hand-computed figures (bird 
 
 test('spider mode: an ORDER BY gold rejects the right rows in the wrong order', async () => {
   const preds = readPredictions(join(DATA, 'predictions', 'partly-wrong.json'), dev.items);
-  const rep = await evaluate(dev, preds, pool, { dbRoot: DB_ROOT, mode: 'spider', timeoutMs: 1000 });
+  const rep = await evaluate(dev, preds, pool, { dbRoot: DB_ROOT, mode: 'spider', timeoutMs: 4000 });
   assert.equal(rep.summary.correct, 37);
   assert.deepEqual(rep.summary.byDifficulty.map((b) => b.correct), [13, 14, 10]);
   assert.equal(rep.questions[20].outcome, 'mismatch');
