@@ -40,3 +40,141 @@ test('chat template refuses a tokenizer without the chat tokens', () => {
   const plain = Tokenizer.train(['abc'], { vocabSize: 260, specialTokens: [] });
   assert.throws(() => renderChat(plain, [{ role: 'user', content: 'x' }]), /tokenizer lacks the chat token <\|bos\|>/);
 });
+
+// ---- SFT ----
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import { initBackend } from '../../src/model/backend.ts';
+import { LlamaModel } from '../../src/model/llama.ts';
+import { resolveModelConfig } from '../../src/model/config.ts';
+import { loadCheckpoint } from '../../src/model/checkpoint.ts';
+import { AdamW, clipByGlobalNorm, epochBatches, evaluateLoss, listCheckpoints, lrAt, resolveSftConfig, runSft } from '../../src/rl/sft.ts';
+import type { SftSample } from '../../src/rl/sft.ts';
+import { Rng } from '../../src/util/rng.ts';
+import { AgroError } from '../../src/errors.ts';
+
+const close = (a: number, b: number, tol = 1e-6): void => assert.ok(Math.abs(a - b) <= tol, `${a} vs ${b}`);
+
+test('LR schedule: linear warmup, then cosine to lr * minLrRatio', () => {
+  const c = { lr: 1e-3, minLrRatio: 0.1, warmupSteps: 10, steps: 110 };
+  close(lrAt(5, c), 5e-4, 1e-12);
+  close(lrAt(10, c), 1e-3, 1e-12);
+  close(lrAt(35, c), 1e-4 + 9e-4 * 0.5 * (1 + Math.SQRT1_2), 1e-12); // a quarter of the way: cos(pi/4)
+  close(lrAt(60, c), 5.5e-4, 1e-12); // half way: the midpoint of 1e-3 and 1e-4
+  close(lrAt(110, c), 1e-4, 1e-12);
+  close(lrAt(1, { ...c, warmupSteps: 0 }), 1e-4 + 9e-4 * 0.5 * (1 + Math.cos(Math.PI / 110)), 1e-12);
+});
+
+test('AdamW: one step matches the hand computation, decay only on matrices', async () => {
+  await initBackend('cpu');
+  const w = tf.variable(tf.tensor2d([[1, -2]]));
+  const b = tf.variable(tf.tensor1d([0.5]));
+  const opt = new AdamW([w, b], { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.1 });
+  opt.apply([tf.tensor2d([[0.1, -0.3]]), tf.tensor1d([2])], 0.01);
+  // m = 0.1 g, v = 0.001 g^2; bias-corrected they are g and g^2, so the Adam step is lr * sign(g).
+  // Matrix: p * (1 - 0.01 * 0.1) - 0.01 * sign(g) = [0.999 - 0.01, -1.998 + 0.01]. Vector: 0.5 - 0.01, no decay.
+  const wv = w.dataSync(), bv = b.dataSync();
+  close(wv[0], 0.989); close(wv[1], -1.988); close(bv[0], 0.49);
+  const mv = opt.m[0].dataSync(), vv = opt.v[0].dataSync();
+  close(mv[0], 0.01); close(mv[1], -0.03); close(vv[0], 1e-5, 1e-9); close(vv[1], 9e-5, 1e-9);
+  const st = opt.exportState();
+  assert.deepEqual([...st.keys()].sort(), ['adamw.m.0', 'adamw.m.1', 'adamw.v.0', 'adamw.v.1']);
+  assert.throws(() => opt.importState(new Map(), 1), /adamw\.m\.0 is missing/);
+  opt.dispose(); w.dispose(); b.dispose();
+});
+
+test('gradient clipping by global norm and length-bucketed epochs', async () => {
+  await initBackend('cpu');
+  const { grads, norm } = clipByGlobalNorm([tf.tensor1d([3]), tf.tensor1d([4])], 1);
+  close(norm, 5);
+  close(grads[0].dataSync()[0], 0.6, 1e-5); close(grads[1].dataSync()[0], 0.8, 1e-5);
+  const small = [tf.tensor1d([0.3])];
+  const unclipped = clipByGlobalNorm(small, 1);
+  close(unclipped.norm, 0.3);
+  assert.equal(unclipped.grads, small, 'under the limit the gradients pass through untouched');
+  const lengths = Array.from({ length: 50 }, (_, i) => (i * 37) % 23 + 2);
+  const a = epochBatches(lengths, 4, new Rng(9));
+  assert.deepEqual(a, epochBatches(lengths, 4, new Rng(9)), 'deterministic for a seed');
+  assert.deepEqual(a.flat().sort((x, y) => x - y), lengths.map((_, i) => i), 'every sample exactly once');
+  for (const batch of a) for (let i = 1; i < batch.length; i++) assert.ok(lengths[batch[i - 1]] <= lengths[batch[i]], 'sorted by length inside a batch');
+});
+
+/** A tiny synthetic text-to-SQL set: the answer template is learnable in a few dozen steps. */
+function synthetic(n: number): SftSample[] {
+  const names = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi'];
+  const cols = ['age', 'city', 'salary'];
+  const out: SftSample[] = [];
+  for (let i = 0; i < n; i++) {
+    const who = names[i % names.length], col = cols[i % cols.length];
+    out.push(renderChat(TOK, [
+      { role: 'user', content: `What is the ${col} of ${who}?` },
+      { role: 'assistant', content: `<answer>SELECT ${col} FROM people WHERE name = '${who}'</answer>` },
+    ]));
+  }
+  return out;
+}
+
+const MODEL_CFG = { preset: 'tiny', vocabSize: TOK.vocabSize, hiddenSize: 32, intermediateSize: 64, numHeads: 2, numKvHeads: 1, numLayers: 1, maxPositions: 128 };
+const newModel = (seed: number): LlamaModel => new LlamaModel(resolveModelConfig(MODEL_CFG), { seed });
+const tmp = (): string => mkdtempSync(join(tmpdir(), 'agro-sft-'));
+
+test('SFT on a tiny model lowers the held-out loss and writes metrics and a checkpoint', async () => {
+  await initBackend('cpu');
+  const model = newModel(1);
+  const data = synthetic(40);
+  const heldOut = synthetic(48).slice(40);
+  const before = evaluateLoss(model, heldOut, 8, TOK.tokenId('<|pad|>'));
+  const out = tmp();
+  const res = await runSft({ outDir: out, model, tokenizer: TOK, samples: data, heldOut, config: { steps: 30, batchSize: 8, lr: 1e-2, warmupSteps: 3, evalEvery: 10, checkpointEvery: 0 } });
+  assert.equal(res.steps, 30);
+  assert.ok(res.heldOutLoss !== null && res.heldOutLoss < before * 0.6, `held-out loss ${res.heldOutLoss} vs ${before} before`);
+  const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(lines.length, 30);
+  assert.deepEqual(Object.keys(lines[0]).sort(), ['elapsed_s', 'grad_norm', 'loss', 'lr', 'step', 'tokens', 'tokens_per_s']);
+  assert.deepEqual(lines.filter((l) => 'heldout_loss' in l).map((l) => l.step), [10, 20, 30]);
+  close(lines[0].lr, 1e-2 / 3, 1e-12);
+  assert.deepEqual(listCheckpoints(out).map((c) => c.step), [30]);
+  model.dispose();
+});
+
+test('an interrupted and resumed run ends with exactly the weights of an uninterrupted one', async () => {
+  await initBackend('cpu');
+  const data = synthetic(24);
+  const config = { steps: 6, batchSize: 4, gradAccum: 2, lr: 5e-3, warmupSteps: 2, checkpointEvery: 2, heldOutFraction: 0.1, evalEvery: 3, seed: 4 };
+  const full = newModel(3);
+  const outA = tmp();
+  await runSft({ outDir: outA, model: full, tokenizer: TOK, samples: data, config });
+  const part = newModel(3);
+  const outB = tmp();
+  const first = await runSft({ outDir: outB, model: part, tokenizer: TOK, samples: data, config, stopAfter: 3 });
+  assert.equal(first.interrupted, true);
+  assert.equal(first.steps, 3);
+  part.dispose();
+  // Resume the way the CLI does: from the newest checkpoint (step 3, written on interruption).
+  const latest = listCheckpoints(outB).at(-1)!;
+  assert.equal(latest.step, 3);
+  const ck = loadCheckpoint(latest.dir);
+  const second = await runSft({ outDir: outB, model: ck.model, tokenizer: ck.tokenizer, samples: data, config, resumeFrom: { trainerState: ck.trainerState!, optimizerState: ck.optimizerState } });
+  assert.equal(second.steps, 6);
+  const wa = full.exportWeights(), wb = ck.model.exportWeights();
+  for (const [name, t] of wa) assert.deepEqual(wb.get(name)!.data, t.data, name);
+  const la = readFileSync(join(outA, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const lb = readFileSync(join(outB, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(lb.map((l) => [l.step, l.loss, l.grad_norm, l.heldout_loss]), la.map((l) => [l.step, l.loss, l.grad_norm, l.heldout_loss]));
+  full.dispose(); ck.model.dispose();
+});
+
+test('bad configs and empty datasets fail before training with one-line errors', async () => {
+  await initBackend('cpu');
+  const bad = (re: RegExp) => (e: unknown): boolean => e instanceof AgroError && e.kind === 'invalid_input' && re.test(e.message);
+  assert.throws(() => resolveSftConfig({ steps: 0 }), bad(/sft config: steps:/));
+  assert.throws(() => resolveSftConfig({ stpes: 5 }), bad(/sft config: .*stpes/));
+  assert.throws(() => resolveSftConfig({ steps: 5, warmupSteps: 6 }), bad(/warmupSteps \(6\) exceeds steps \(5\)/));
+  const model = newModel(1);
+  await assert.rejects(runSft({ outDir: tmp(), model, tokenizer: TOK, samples: [] }), bad(/no training samples/));
+  // A sample with nothing assistant-side to learn is as good as none.
+  await assert.rejects(runSft({ outDir: tmp(), model, tokenizer: TOK, samples: [renderChat(TOK, [{ role: 'user', content: 'hi' }])] }), bad(/no training samples/));
+  model.dispose();
+});

@@ -1,0 +1,441 @@
+/**
+ * Supervised fine-tuning (the cold start): next-token loss on the assistant tokens of chat-rendered
+ * samples only (the mask from renderChat), AdamW with decoupled weight decay, linear warmup then
+ * cosine decay, global-norm gradient clipping, gradient accumulation, held-out loss, checkpoints
+ * and exact resume.
+ *
+ * Batching is length bucketing, not packing: each epoch shuffles the samples, cuts the order into
+ * pools of 16 batches, sorts every pool by length, cuts it into batches and shuffles the batches.
+ * Sequences in a batch are right-padded; with causal attention padding after a sequence never
+ * reaches its real tokens, and padded targets are masked out of the loss. No attention can cross
+ * sample boundaries because every row holds one sample.
+ *
+ * Resume is exact: a checkpoint stores weights, AdamW moments, the step, and the data position (the
+ * RNG state at the start of the current epoch plus the index of the next batch), so the batches
+ * after a resume are the ones an uninterrupted run would have drawn.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { existsSync, readdirSync, readFileSync, appendFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import cliProgress from 'cli-progress';
+import { AgroError } from '../errors.ts';
+import { Rng } from '../util/rng.ts';
+import { writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
+import type { LlamaModel, WeightMap } from '../model/llama.ts';
+import type { Tokenizer } from '../model/tokenizer.ts';
+import { saveCheckpoint } from '../model/checkpoint.ts';
+
+// ---------------------------------------------------------------- config
+
+/** Every SFT default lives here. */
+export const sftConfigSchema = z.object({
+  steps: z.number().int().positive().default(200),
+  /** Sequences per micro-batch. */
+  batchSize: z.number().int().positive().default(8),
+  /** Micro-batches per optimizer step. */
+  gradAccum: z.number().int().positive().default(1),
+  lr: z.number().positive().default(1e-3),
+  /** The cosine decays to lr * minLrRatio. */
+  minLrRatio: z.number().min(0).max(1).default(0.1),
+  warmupSteps: z.number().int().min(0).default(10),
+  weightDecay: z.number().min(0).default(0.01),
+  beta1: z.number().min(0).lt(1).default(0.9),
+  beta2: z.number().min(0).lt(1).default(0.95),
+  eps: z.number().positive().default(1e-8),
+  /** Clip the global gradient norm to this; 0 disables clipping. */
+  clipNorm: z.number().min(0).default(1),
+  /** Longer samples are truncated to this many tokens (the model's maxPositions caps it too). */
+  maxSeqLen: z.number().int().min(2).default(512),
+  /** Fraction of the samples held out for evaluation (at least one when there are two or more). */
+  heldOutFraction: z.number().min(0).lt(1).default(0.05),
+  /** Held-out loss every N steps (and at the end); 0 = only at the end. */
+  evalEvery: z.number().int().min(0).default(50),
+  /** Checkpoint every N steps (and always at the end); 0 = only at the end. */
+  checkpointEvery: z.number().int().min(0).default(100),
+  seed: z.number().int().min(0).default(0),
+});
+export type SftConfig = z.infer<typeof sftConfigSchema>;
+export type SftConfigInput = z.input<typeof sftConfigSchema>;
+
+export function resolveSftConfig(input: unknown): SftConfig {
+  const r = sftConfigSchema.strict().safeParse(input ?? {});
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new AgroError('invalid_input', `sft config: ${issue.path.join('.') || 'config'}: ${issue.message}`);
+  }
+  if (r.data.warmupSteps > r.data.steps) throw new AgroError('invalid_input', `sft config: warmupSteps (${r.data.warmupSteps}) exceeds steps (${r.data.steps})`);
+  return r.data;
+}
+
+// ---------------------------------------------------------------- pure math
+
+/** Learning rate at optimizer step `step` (1-based): linear warmup to lr, then cosine down to lr * minLrRatio at `steps`. */
+export function lrAt(step: number, c: Pick<SftConfig, 'lr' | 'minLrRatio' | 'warmupSteps' | 'steps'>): number {
+  if (c.warmupSteps > 0 && step <= c.warmupSteps) return (c.lr * step) / c.warmupSteps;
+  const span = Math.max(1, c.steps - c.warmupSteps);
+  const progress = Math.min(1, Math.max(0, (step - c.warmupSteps) / span));
+  const min = c.lr * c.minLrRatio;
+  return min + (c.lr - min) * 0.5 * (1 + Math.cos(Math.PI * progress));
+}
+
+export interface AdamWHyper { beta1: number; beta2: number; eps: number; weightDecay: number }
+
+/**
+ * AdamW (Loshchilov & Hutter; PyTorch's torch.optim.AdamW): p <- p - lr * wd * p, then the Adam step
+ * with bias-corrected moments. Weight decay applies to matrices only (rank >= 2), not to norms or biases.
+ */
+export class AdamW {
+  readonly m: tf.Variable[];
+  readonly v: tf.Variable[];
+  step = 0;
+  constructor(readonly params: tf.Variable[], readonly hp: AdamWHyper) {
+    this.m = params.map((p) => tf.variable(tf.zerosLike(p), false));
+    this.v = params.map((p) => tf.variable(tf.zerosLike(p), false));
+  }
+
+  apply(grads: tf.Tensor[], lr: number): void {
+    this.step += 1;
+    const { beta1, beta2, eps, weightDecay } = this.hp;
+    const bc1 = 1 - Math.pow(beta1, this.step);
+    const bc2 = 1 - Math.pow(beta2, this.step);
+    tf.tidy(() => {
+      this.params.forEach((p, i) => {
+        const g = grads[i];
+        const m = tf.add(tf.mul(this.m[i], beta1), tf.mul(g, 1 - beta1));
+        const v = tf.add(tf.mul(this.v[i], beta2), tf.mul(tf.square(g), 1 - beta2));
+        this.m[i].assign(m);
+        this.v[i].assign(v);
+        const decayed = weightDecay > 0 && p.rank >= 2 ? tf.mul(p, 1 - lr * weightDecay) : p;
+        const update = tf.mul(tf.div(tf.div(m, bc1), tf.add(tf.sqrt(tf.div(v, bc2)), eps)), lr);
+        p.assign(tf.sub(decayed, update));
+      });
+    });
+  }
+
+  /** Moments as a WeightMap for optimizer.safetensors (index i = params[i]). */
+  exportState(): WeightMap {
+    const out: WeightMap = new Map();
+    this.params.forEach((p, i) => {
+      out.set(`adamw.m.${i}`, { shape: p.shape.slice(), data: this.m[i].dataSync() as Float32Array });
+      out.set(`adamw.v.${i}`, { shape: p.shape.slice(), data: this.v[i].dataSync() as Float32Array });
+    });
+    return out;
+  }
+
+  importState(state: WeightMap, step: number): void {
+    this.params.forEach((p, i) => {
+      for (const [kind, vars] of [['m', this.m], ['v', this.v]] as const) {
+        const e = state.get(`adamw.${kind}.${i}`);
+        if (!e || e.shape.join(',') !== p.shape.join(',')) {
+          throw new AgroError('invalid_input', `optimizer state: adamw.${kind}.${i} is ${e ? `[${e.shape}]` : 'missing'}, expected [${p.shape}] (was the checkpoint made with another model config?)`);
+        }
+        vars[i].assign(tf.tensor(e.data, e.shape, 'float32'));
+      }
+    });
+    this.step = step;
+  }
+
+  dispose(): void {
+    for (const x of [...this.m, ...this.v]) x.dispose();
+  }
+}
+
+/** Scale gradients so their global L2 norm is at most maxNorm; returns the norm before clipping. */
+export function clipByGlobalNorm(grads: tf.Tensor[], maxNorm: number): { grads: tf.Tensor[]; norm: number } {
+  const norm = Math.sqrt(tf.tidy(() => tf.addN(grads.map((g) => tf.sum(tf.square(g)))).dataSync()[0]));
+  if (maxNorm <= 0 || !(norm > maxNorm)) return { grads, norm };
+  const scale = maxNorm / (norm + 1e-6);
+  return { grads: grads.map((g) => tf.mul(g, scale)), norm };
+}
+
+// ---------------------------------------------------------------- data
+
+export interface SftSample { ids: number[]; mask: number[] }
+
+/** Split off the held-out samples deterministically for a seed. */
+export function splitHeldOut<T>(samples: T[], fraction: number, seed: number): { train: T[]; heldOut: T[] } {
+  const order = new Rng(seed ^ 0x5eed).shuffle(samples.map((_, i) => i));
+  const k = samples.length >= 2 && fraction > 0 ? Math.max(1, Math.floor(samples.length * fraction)) : 0;
+  const held = new Set(order.slice(0, k));
+  return { train: samples.filter((_, i) => !held.has(i)), heldOut: samples.filter((_, i) => held.has(i)) };
+}
+
+const POOL_BATCHES = 16;
+
+/** One epoch of batches (lists of sample indices), length-bucketed; consumes rng. */
+export function epochBatches(lengths: number[], batchSize: number, rng: Rng): number[][] {
+  const order = rng.shuffle(lengths.map((_, i) => i));
+  const batches: number[][] = [];
+  const pool = batchSize * POOL_BATCHES;
+  for (let s = 0; s < order.length; s += pool) {
+    const chunk = order.slice(s, s + pool).sort((a, b) => lengths[a] - lengths[b] || a - b);
+    for (let i = 0; i < chunk.length; i += batchSize) batches.push(chunk.slice(i, i + batchSize));
+  }
+  return rng.shuffle(batches);
+}
+
+interface Batch { ids: tf.Tensor2D; targets: tf.Tensor2D; mask: tf.Tensor2D; tokens: number; positions: number }
+
+/** Right-padded inputs/targets/mask for samples (next-token shift: inputs t, targets t+1, mask of t+1). */
+function makeBatch(samples: SftSample[], padId: number): Batch {
+  const T = Math.max(...samples.map((s) => s.ids.length)) - 1;
+  const B = samples.length;
+  const ids = new Int32Array(B * T).fill(padId);
+  const tg = new Int32Array(B * T).fill(padId);
+  const mk = new Float32Array(B * T);
+  let tokens = 0;
+  samples.forEach((s, b) => {
+    for (let t = 0; t + 1 < s.ids.length; t++) {
+      ids[b * T + t] = s.ids[t];
+      tg[b * T + t] = s.ids[t + 1];
+      mk[b * T + t] = s.mask[t + 1];
+      tokens += s.mask[t + 1];
+    }
+  });
+  return { ids: tf.tensor2d(ids, [B, T], 'int32'), targets: tf.tensor2d(tg, [B, T], 'int32'), mask: tf.tensor2d(mk, [B, T]), tokens, positions: B * T };
+}
+
+function disposeBatch(b: Batch): void {
+  b.ids.dispose(); b.targets.dispose(); b.mask.dispose();
+}
+
+/** Drop samples with nothing to learn, truncate long ones; errors on an empty result. */
+export function prepareSamples(samples: SftSample[], maxLen: number, what: string): SftSample[] {
+  const out: SftSample[] = [];
+  for (const [i, s] of samples.entries()) {
+    if (s.ids.length !== s.mask.length) throw new AgroError('invalid_input', `${what} sample ${i}: ids and mask lengths differ (${s.ids.length} vs ${s.mask.length})`);
+    const ids = s.ids.slice(0, maxLen);
+    const mask = s.mask.slice(0, maxLen);
+    if (ids.length >= 2 && mask.slice(1).some((m) => m > 0)) out.push({ ids, mask });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- training loop
+
+export interface SftTrainerState {
+  step: number;
+  epoch: number;
+  /** Index of the next batch in the current epoch. */
+  batchPos: number;
+  /** Rng state at the start of the current epoch (regenerates its batch order). */
+  epochRngState: number;
+  tokensSeen: number;
+  lastHeldOutLoss: number | null;
+}
+
+export interface StepMetrics {
+  step: number;
+  loss: number;
+  lr: number;
+  grad_norm: number;
+  tokens: number;
+  tokens_per_s: number;
+  heldout_loss?: number;
+  elapsed_s: number;
+}
+
+export interface SftRunOptions {
+  outDir: string;
+  model: LlamaModel;
+  tokenizer: Tokenizer;
+  samples: SftSample[];
+  /** Given held-out samples; by default a fraction of `samples` is held out. */
+  heldOut?: SftSample[];
+  config?: SftConfigInput;
+  /** Continue from a checkpoint made by this trainer (model weights must already be loaded). */
+  resumeFrom?: { trainerState: object; optimizerState?: WeightMap };
+  /** Show a progress bar on stderr. */
+  progress?: boolean;
+  onStep?: (m: StepMetrics) => void;
+  /** Stop after this step as if interrupted (a checkpoint is written first). */
+  stopAfter?: number;
+  /** Abort (e.g. on SIGINT): checkpoint the current step and return. */
+  signal?: AbortSignal;
+}
+
+export interface SftResult {
+  steps: number;
+  finalLoss: number | null;
+  heldOutLoss: number | null;
+  checkpoint: string;
+  interrupted: boolean;
+}
+
+const trainerStateSchema = z.object({
+  step: z.number().int().min(0),
+  epoch: z.number().int().min(0),
+  batchPos: z.number().int().min(0),
+  epochRngState: z.number().int().min(0),
+  tokensSeen: z.number().min(0),
+  lastHeldOutLoss: z.number().nullable(),
+});
+
+/** Checkpoints of a run directory, newest last: checkpoints/step-N. */
+export function listCheckpoints(outDir: string): { step: number; dir: string }[] {
+  const root = join(outDir, 'checkpoints');
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .map((n) => /^step-(\d+)$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ step: Number(m[1]), dir: join(root, m[0]) }))
+    .filter((c) => existsSync(join(c.dir, 'trainer_state.json')))
+    .sort((a, b) => a.step - b.step);
+}
+
+export async function runSft(opts: SftRunOptions): Promise<SftResult> {
+  const cfg = resolveSftConfig(opts.config ?? {});
+  const { model, tokenizer } = opts;
+  if (tokenizer.vocabSize > model.config.vocabSize) {
+    throw new AgroError('invalid_input', `tokenizer has ${tokenizer.vocabSize} ids but the model embedding has ${model.config.vocabSize} rows`);
+  }
+  const maxLen = Math.min(cfg.maxSeqLen, model.config.maxPositions);
+  let train: SftSample[];
+  let heldOut: SftSample[];
+  if (opts.heldOut) {
+    train = prepareSamples(opts.samples, maxLen, 'training');
+    heldOut = prepareSamples(opts.heldOut, maxLen, 'held-out');
+  } else {
+    const split = splitHeldOut(prepareSamples(opts.samples, maxLen, 'training'), cfg.heldOutFraction, cfg.seed);
+    train = split.train;
+    heldOut = split.heldOut;
+  }
+  if (train.length === 0) throw new AgroError('invalid_input', 'sft: no training samples with assistant tokens to learn from (empty dataset?)');
+  for (const s of [...train, ...heldOut]) for (const id of s.ids) {
+    if (!(id >= 0 && id < model.config.vocabSize)) throw new AgroError('invalid_input', `sft: token id ${id} is outside the model vocabulary (${model.config.vocabSize})`);
+  }
+  const padId = tokenizer.hasToken('<|pad|>') ? tokenizer.tokenId('<|pad|>') : 0;
+  const lengths = train.map((s) => s.ids.length);
+
+  let state: SftTrainerState = { step: 0, epoch: 0, batchPos: 0, epochRngState: new Rng(cfg.seed).state, tokensSeen: 0, lastHeldOutLoss: null };
+  const params = model.trainableVariables();
+  const opt = new AdamW(params, cfg);
+  if (opts.resumeFrom) {
+    const parsed = trainerStateSchema.safeParse(opts.resumeFrom.trainerState);
+    if (!parsed.success) throw new AgroError('invalid_input', `resume: trainer_state.json is not an SFT trainer state (${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message})`);
+    state = parsed.data;
+    if (!opts.resumeFrom.optimizerState) throw new AgroError('invalid_input', 'resume: the checkpoint has no optimizer.safetensors');
+    opt.importState(opts.resumeFrom.optimizerState, state.step);
+  }
+
+  mkdirSync(opts.outDir, { recursive: true });
+  const metricsPath = join(opts.outDir, 'metrics.jsonl');
+  truncateMetrics(metricsPath, state.step);
+  writeJsonAtomic(join(opts.outDir, 'sft_config.json'), { ...cfg, model: model.config, trainSamples: train.length, heldOutSamples: heldOut.length });
+
+  let epochRng = Rng.fromState(state.epochRngState);
+  let batches = epochBatches(lengths, cfg.batchSize, epochRng);
+  const nextBatch = (): SftSample[] => {
+    if (state.batchPos >= batches.length) {
+      state.epoch += 1;
+      state.batchPos = 0;
+      state.epochRngState = epochRng.state;
+      epochRng = Rng.fromState(state.epochRngState);
+      batches = epochBatches(lengths, cfg.batchSize, epochRng);
+    }
+    return batches[state.batchPos++].map((i) => train[i]);
+  };
+
+  const bar = opts.progress
+    ? new cliProgress.SingleBar({ format: 'sft |{bar}| {value}/{total} steps | loss {loss} | {tps} tok/s | eta {eta_formatted}', hideCursor: true, stream: process.stderr }, cliProgress.Presets.shades_classic)
+    : null;
+  bar?.start(cfg.steps, state.step, { loss: '-', tps: '-' });
+
+  const t0 = performance.now();
+  let lastLoss: number | null = null;
+  let lastCkStep = -1;
+  let interrupted = false;
+  const checkpoint = (): string => {
+    const dir = join(opts.outDir, 'checkpoints', `step-${state.step}`);
+    if (lastCkStep === state.step) return dir;
+    saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state }, optimizerState: opt.exportState() });
+    lastCkStep = state.step;
+    return dir;
+  };
+
+  try {
+    while (state.step < cfg.steps) {
+      if (opts.signal?.aborted) { interrupted = true; break; }
+      const stepStart = performance.now();
+      const micro = Array.from({ length: cfg.gradAccum }, () => nextBatch());
+      const built = micro.map((m) => makeBatch(m, padId));
+      // Token-mean over the whole optimizer step, so accumulation equals one big batch.
+      const totalTokens = built.reduce((a, b) => a + b.tokens, 0);
+      let summed: tf.Tensor[] | null = null;
+      let lossSum = 0;
+      for (const b of built) {
+        const { value, grads } = tf.variableGrads(() => {
+          const { logp } = model.tokenLogProbs(b.ids, b.targets);
+          return tf.div(tf.neg(tf.sum(tf.mul(logp, b.mask))), Math.max(1, totalTokens)) as tf.Scalar;
+        }, params);
+        lossSum += value.dataSync()[0];
+        value.dispose();
+        const g = params.map((p) => grads[p.name]);
+        if (summed === null) summed = g;
+        else {
+          const prev: tf.Tensor[] = summed;
+          summed = prev.map((x, i) => tf.add(x, g[i]));
+          prev.forEach((x) => x.dispose());
+          g.forEach((x) => x.dispose());
+        }
+        disposeBatch(b);
+      }
+      const raw = summed as tf.Tensor[];
+      const { grads: clipped, norm } = clipByGlobalNorm(raw, cfg.clipNorm);
+      const lr = lrAt(state.step + 1, cfg);
+      opt.apply(clipped, lr);
+      if (clipped !== raw) clipped.forEach((x) => x.dispose());
+      raw.forEach((x) => x.dispose());
+      state.step += 1;
+      state.tokensSeen += totalTokens;
+      lastLoss = lossSum;
+      const sec = (performance.now() - stepStart) / 1000;
+      const m: StepMetrics = { step: state.step, loss: lossSum, lr, grad_norm: norm, tokens: totalTokens, tokens_per_s: Math.round(totalTokens / Math.max(sec, 1e-9)), elapsed_s: Math.round((performance.now() - t0) / 10) / 100 };
+      if (heldOut.length && ((cfg.evalEvery > 0 && state.step % cfg.evalEvery === 0) || state.step === cfg.steps)) {
+        m.heldout_loss = evaluateLoss(model, heldOut, cfg.batchSize, padId);
+        state.lastHeldOutLoss = m.heldout_loss;
+      }
+      appendFileSync(metricsPath, JSON.stringify(m) + '\n');
+      opts.onStep?.(m);
+      bar?.update(state.step, { loss: lossSum.toFixed(3), tps: m.tokens_per_s });
+      if (cfg.checkpointEvery > 0 && state.step % cfg.checkpointEvery === 0) checkpoint();
+      if (opts.stopAfter !== undefined && state.step >= opts.stopAfter && state.step < cfg.steps) { interrupted = true; break; }
+      // Let a SIGINT handler run between steps.
+      await new Promise<void>((r) => setImmediate(r));
+    }
+  } finally {
+    bar?.stop();
+  }
+  const dir = checkpoint();
+  opt.dispose();
+  return { steps: state.step, finalLoss: lastLoss, heldOutLoss: state.lastHeldOutLoss, checkpoint: dir, interrupted };
+}
+
+/** Mean next-token loss over the masked tokens of samples (no gradients). */
+export function evaluateLoss(model: LlamaModel, samples: SftSample[], batchSize: number, padId: number): number {
+  const order = samples.map((_, i) => i).sort((a, b) => samples[a].ids.length - samples[b].ids.length || a - b);
+  let sum = 0;
+  let n = 0;
+  for (let i = 0; i < order.length; i += batchSize) {
+    const b = makeBatch(order.slice(i, i + batchSize).map((j) => samples[j]), padId);
+    sum += tf.tidy(() => tf.neg(tf.sum(tf.mul(model.tokenLogProbs(b.ids, b.targets).logp, b.mask))).dataSync()[0]);
+    n += b.tokens;
+    disposeBatch(b);
+  }
+  return n ? sum / n : NaN;
+}
+
+/** On resume, forget metric lines past the resumed step so the file reads like one run. */
+function truncateMetrics(path: string, step: number): void {
+  if (!existsSync(path)) return;
+  const kept = readFileSync(path, 'utf8').split('\n').filter((line) => {
+    if (!line.trim()) return false;
+    try {
+      return (JSON.parse(line) as { step: number }).step <= step;
+    } catch {
+      return false;
+    }
+  });
+  writeFileAtomic(path, kept.map((l) => l + '\n').join(''));
+}
