@@ -8,7 +8,7 @@ import { computePolicyLoss } from '../../src/rl/losses.ts';
 import { prepareRewards } from '../../src/rl/rewards.ts';
 import { setupTf } from './tf_setup.ts';
 
-await setupTf();
+await setupTf({ gradients: false });
 
 test('every preset resolves to a valid config whose rewards and names are known', () => {
   for (const name of PRESET_NAMES) {

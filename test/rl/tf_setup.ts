@@ -21,8 +21,9 @@ export async function resolve(spec, ctx, next) {
   return next(spec, ctx);
 }`;
 
-export async function setupTf(): Promise<void> {
-  if (tf.getGradient('RealDiv') === undefined) {
+/** `gradients: false` skips loading the gradient definitions (a few seconds) for forward-only tests. */
+export async function setupTf({ gradients = true } = {}): Promise<void> {
+  if (gradients && tf.getGradient('RealDiv') === undefined) {
     register('data:text/javascript,' + encodeURIComponent(HOOK));
     await import('@tensorflow/tfjs-core/dist/register_all_gradients.js');
   }

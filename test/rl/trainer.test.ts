@@ -1,0 +1,178 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { initBackend } from '../../src/model/backend.ts';
+import { LlamaModel } from '../../src/model/llama.ts';
+import { resolveModelConfig } from '../../src/model/config.ts';
+import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts';
+import { loadCheckpoint } from '../../src/model/checkpoint.ts';
+import { CHAT_TOKENS } from '../../src/model/chat.ts';
+import type { Environment, Episode, TaskBase, Transcript } from '../../src/agent/types.ts';
+import { SqlEnvironment, type SqlTask } from '../../src/agent/sql-env.ts';
+import { SqlPool } from '../../src/sql/pool.ts';
+import { rollout } from '../../src/rl/rollout.ts';
+import { runGrpo, microBatchShare, resolveTrainConfig, epochOrder, type StepRecord } from '../../src/rl/trainer.ts';
+import { Rng } from '../../src/util/rng.ts';
+
+const TOK = Tokenizer.train(
+  ['SELECT name FROM singer WHERE age > 30', 'How many singers are there? <think>count</think><sql>SELECT COUNT(*) FROM singer</sql>', 'abc def ghi'],
+  { vocabSize: 320, specialTokens: DEFAULT_SPECIAL_TOKENS },
+);
+const tinyModel = (seed: number): LlamaModel =>
+  new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: TOK.vocabSize, maxPositions: 256 }), { seed });
+
+before(async () => {
+  await initBackend();
+});
+
+/**
+ * A one-turn task whose reward is TRL's soft overlong punishment: short answers score 0, long ones
+ * down to -1. A random policy rarely stops early, so learning to emit <|end|> sooner is a real signal.
+ */
+interface ToyTask extends TaskBase {
+  difficulty?: string;
+}
+class ShortAnswerEnv implements Environment<ToyTask> {
+  readonly name = 'short';
+  async start(): Promise<Episode> {
+    return {
+      opening: [
+        { role: 'system', content: 'abc' },
+        { role: 'user', content: 'def' },
+      ],
+      step: async (text: string) => ({ done: true as const, reason: 'answer' as const, answer: text }),
+    };
+  }
+  async rewardContext(_task: ToyTask, t: Transcript) {
+    return { completionTokens: t.policyTokens, correct: t.policyTokens <= 2 };
+  }
+}
+const shortAlgo = {
+  algo: 'grpo',
+  algoOverrides: { kl: { coef: 0 }, rewards: [{ name: 'overlong', weight: 1, params: { maxLen: 9, cache: 8 } }] },
+};
+
+test('microBatchShare adds micro-batch losses up to the whole batch loss', () => {
+  assert.equal(microBatchShare('token-mean', 0.25, 0.5), 0.25);
+  assert.equal(microBatchShare('seq-mean-token-mean', 0.25, 0.5), 0.5);
+  assert.equal(microBatchShare('seq-mean-token-sum', 0.25, 0.5), 0.5);
+  assert.equal(microBatchShare('seq-mean-token-sum-norm', 0.25, 0.5), 1);
+  assert.equal(microBatchShare('seq-mean-token-sum-norm', 0, 0), 0);
+});
+
+test('train config: defaults, presets and one-line errors', () => {
+  const { train, algo } = resolveTrainConfig({ algo: 'dapo' });
+  assert.equal(train.groupSize, 4);
+  assert.equal(algo.loss.clipHigh, 0.28);
+  assert.throws(() => resolveTrainConfig({ algo: 'nope' }), /unknown algorithm "nope"/);
+  assert.throws(() => resolveTrainConfig({ groupSize: 0 }), /train config: groupSize/);
+  assert.throws(() => resolveTrainConfig({ maxTurnTokens: 500, maxResponseTokens: 100 }), /exceeds maxResponseTokens/);
+});
+
+test('easy_first curriculum orders tasks by difficulty within an epoch', () => {
+  const tasks = [{ difficulty: 'challenging' }, { difficulty: 'simple' }, { difficulty: 'moderate' }, { difficulty: 'simple' }];
+  const order = epochOrder(tasks, new Rng(3), 'easy_first');
+  assert.deepEqual(order.map((i) => tasks[i].difficulty), ['simple', 'simple', 'moderate', 'challenging']);
+  assert.deepEqual([...epochOrder(tasks, new Rng(3), 'shuffle')].sort(), [0, 1, 2, 3]);
+});
+
+const dir = mkdtempSync(join(tmpdir(), 'agro-grpo-'));
+const dbPath = join(dir, 'singers.sqlite');
+{
+  const db = new Database(dbPath);
+  db.exec('CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, age INTEGER)');
+  db.exec("INSERT INTO singer VALUES (1,'Ann',30),(2,'Bob',41)");
+  db.close();
+}
+const pool = new SqlPool({ size: 1 });
+after(() => pool.close());
+
+test('multi-turn rollouts: trained tokens are exactly the policy samples, tool turns are masked', async () => {
+  const env = new SqlEnvironment(pool, { schemaChars: 300, maxTurns: 3 });
+  const task: SqlTask = { id: 'q', dbId: 'singers', dbPath, question: 'How many singers?', goldSql: 'SELECT COUNT(*) FROM singer' };
+  const model = tinyModel(1);
+  const trajs = await rollout(env, [task], model, TOK, { groupSize: 3, maxTurnTokens: 12, maxResponseTokens: 60, temperature: 1, topP: 1, seed: 5 });
+  assert.equal(trajs.length, 3);
+  const endId = TOK.tokenId(CHAT_TOKENS.end);
+  for (const t of trajs) {
+    assert.equal(t.ids.length, t.mask.length);
+    assert.ok(t.mask.slice(0, t.promptLength).every((m) => m === 0), 'prompt tokens are never trained');
+    const trained = t.ids.filter((_, i) => t.mask[i] === 1);
+    assert.equal(trained.length, t.policyTokens);
+    // The policy's text per turn = its trained tokens, minus the <|end|> that closes each finished turn.
+    const assistantText = t.messages.filter((m) => m.role === 'assistant').map((m) => m.content).join('');
+    assert.equal(TOK.decode(trained.filter((id) => id !== endId)), assistantText);
+    assert.ok(t.ids.length <= t.promptLength + 60 + 40, 'response stays near its budget');
+    assert.equal(t.messages[0].role, 'system');
+  }
+  // Same seed, same trajectories.
+  const again = await rollout(env, [task], model, TOK, { groupSize: 3, maxTurnTokens: 12, maxResponseTokens: 60, temperature: 1, topP: 1, seed: 5 });
+  assert.deepEqual(again.map((t) => t.ids), trajs.map((t) => t.ids));
+  model.dispose();
+});
+
+test('GRPO raises the reward of a learnable task and logs every step', async () => {
+  const model = tinyModel(7);
+  const out = join(dir, 'short');
+  const records: StepRecord[] = [];
+  await runGrpo({
+    outDir: out,
+    env: new ShortAnswerEnv(),
+    tasks: [{ id: 'a' }, { id: 'b' }],
+    model,
+    tokenizer: TOK,
+    config: { ...shortAlgo, steps: 30, promptsPerStep: 2, groupSize: 8, lr: 1e-2, maxTurnTokens: 9, maxResponseTokens: 9, checkpointEvery: 0, seed: 1 },
+    onStep: (r) => records.push(r),
+  });
+  const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n');
+  assert.equal(lines.length, 30);
+  const first = records.slice(0, 5).reduce((a, r) => a + r.reward, 0) / 5;
+  const last = records.slice(-5).reduce((a, r) => a + r.reward, 0) / 5;
+  assert.ok(last > first + 0.2, `reward went from ${first.toFixed(3)} to ${last.toFixed(3)}`);
+  for (const r of records) {
+    assert.ok(Number.isFinite(r.loss) && Number.isFinite(r.entropy) && r.entropy > 0);
+    assert.equal(r.groups, 2);
+  }
+  assert.ok(existsSync(join(out, 'checkpoints', 'step-30', 'model.safetensors')));
+  model.dispose();
+});
+
+test('an interrupted run resumes exactly where it stopped', async () => {
+  const cfg = { ...shortAlgo, steps: 3, promptsPerStep: 2, groupSize: 4, lr: 1e-2, maxTurnTokens: 6, maxResponseTokens: 6, checkpointEvery: 1, seed: 2 };
+  const tasks = [{ id: 'a' }, { id: 'b' }, { id: 'c' }];
+  const straight = tinyModel(3);
+  await runGrpo({ outDir: join(dir, 'straight'), env: new ShortAnswerEnv(), tasks, model: straight, tokenizer: TOK, config: cfg });
+
+  const first = tinyModel(3);
+  const r1 = await runGrpo({ outDir: join(dir, 'resumed'), env: new ShortAnswerEnv(), tasks, model: first, tokenizer: TOK, config: cfg, stopAfter: 1 });
+  assert.equal(r1.interrupted, true);
+  assert.equal(r1.steps, 1);
+  const ck = loadCheckpoint(r1.checkpoint);
+  const r2 = await runGrpo({
+    outDir: join(dir, 'resumed'),
+    env: new ShortAnswerEnv(),
+    tasks,
+    model: ck.model,
+    tokenizer: ck.tokenizer,
+    config: cfg,
+    resumeFrom: { trainerState: ck.trainerState as object, optimizerState: ck.optimizerState },
+  });
+  assert.equal(r2.steps, 3);
+  const a = straight.exportWeights();
+  const b = ck.model.exportWeights();
+  for (const [name, w] of a) assert.deepEqual(b.get(name)?.data, w.data, `${name} differs after resume`);
+  const lines = readFileSync(join(dir, 'resumed', 'metrics.jsonl'), 'utf8').trim().split('\n');
+  assert.deepEqual(lines.map((l) => JSON.parse(l).step), [1, 2, 3]);
+});
+
+test('a task set that is empty or a KL without reference is refused before training', async () => {
+  const model = tinyModel(1);
+  await assert.rejects(runGrpo({ outDir: join(dir, 'x'), env: new ShortAnswerEnv(), tasks: [], model, tokenizer: TOK }), /no training tasks/);
+  await assert.rejects(
+    runGrpo({ outDir: join(dir, 'y'), env: new ShortAnswerEnv(), tasks: [{ id: 'a' }], model, tokenizer: TOK, config: { algo: 'grpo' } }),
+    /kl.coef 0.001 but no reference model/,
+  );
+});
