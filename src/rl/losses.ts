@@ -273,8 +273,9 @@ function checkTensors(input: PolicyLossInput, needRef: boolean): void {
 }
 
 /**
- * The full actor loss: agg(policy loss) + kl.coef·agg(KL) − entropyCoef·agg(entropy), with the metrics.
- * KL and entropy use the configured aggregation (verl's actor does the same), even when gspo forces its own.
+ * The full actor loss: agg(policy loss) + kl.coef·agg(KL) − entropyCoef·agg(entropy), with the metrics
+ * (verl verl/workers/actor/dp_actor.py:633-648). KL and entropy use the configured aggregation, as verl's actor
+ * does, even when gspo forces its own.
  */
 export function computePolicyLoss(input: PolicyLossInput, cfg: LossConfig): { loss: tf.Scalar; metrics: LossMetrics } {
   const entry = (POLICY_LOSSES as Record<string, { fn: PolicyLossFn } | undefined>)[cfg.loss.name];
