@@ -151,7 +151,7 @@ const TEMPLATES: Record<string, Builder> = {
     return f.q.where.length ? f.q : null;
   },
   async groupAgg(ctx, env) {
-    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.6));
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.75));
     if (!pick) return null;
     const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
@@ -225,9 +225,9 @@ const TEMPLATES: Record<string, Builder> = {
     return f.q;
   },
   async aboveAverage(ctx, env) {
-    const pick = pickBase(env, ctx.rng, false);
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.5));
     if (!pick) return null;
-    const f = await frame(ctx, env, pick.base, null);
+    const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
     const nums = nonKey(f, 'T1', 'numeric');
     const names = nonKey(f, 'T1').filter((c) => c.role !== 'numeric' && c.role !== 'date');
@@ -239,6 +239,7 @@ const TEMPLATES: Record<string, Builder> = {
     const op = fn === 'MAX' ? '=' : fn === 'MIN' ? '=' : ctx.rng.pick(['>', '<'] as const);
     f.q.columns = [ctx.rng.pick(names).ref];
     f.q.where = [{ kind: 'cmp', left: n.ref, op, right: { kind: 'scalar', query: sub } }];
+    if (f.related || ctx.rng.next() < 0.4) f.q.where.push(...filters(f, ctx.rng, 1, new Set([key(n.ref)])));
     return f.q;
   },
   async inSubquery(ctx, env) {
@@ -263,6 +264,10 @@ const TEMPLATES: Record<string, Builder> = {
     const fk = child.columns.find((c) => c.column === e.fromColumns[0]);
     if (!fk) return null;
     q.where = [{ kind: 'in', expr: col('T1', child.table.name, e.fromColumns[0]), query: sub, negated: ctx.rng.next() < 0.25 }];
+    if (ctx.rng.next() < 0.4) {
+      const cf = await frame(ctx, env, child, null);
+      if (cf) q.where.unshift(...filters(cf, ctx.rng, 1, new Set([`T1.${e.fromColumns[0]}`])));
+    }
     return q;
   },
   async exists(ctx, env) {
@@ -312,10 +317,10 @@ export const TEMPLATE_NAMES = Object.keys(TEMPLATES);
 
 /** Relative frequency of each template: roughly 40% simple, 35% moderate, 25% challenging. */
 const WEIGHTS: Record<string, number> = {
-  projection: 5,
+  projection: 4,
   count: 4,
   aggregate: 4,
-  groupAgg: 4,
+  groupAgg: 5,
   topK: 3,
   arithmetic: 2,
   percentage: 2,
@@ -331,22 +336,36 @@ function renameAlias(c: Cond, from: string, to: string): Cond {
 
 /**
  * Difficulty from structure, with a score that counts what a solver must get right:
- * +1 per join, +1 GROUP BY, +1 HAVING, +1 ORDER BY ... LIMIT, +1 per extra WHERE condition,
- * +1 for computed values (arithmetic, date parts, percentages), +2 for a subquery or set operation.
- * simple: score <= 1; moderate: 2-3; challenging: >= 4.
+ * +1 per join; +1 GROUP BY; +1 HAVING; +1 ORDER BY ... LIMIT; +1 per WHERE condition beyond the
+ * first; +1 for computed values (arithmetic, date parts, percentages); +2 per subquery plus the
+ * subquery's own score, +1 more when it is correlated (EXISTS); a set operation scores 3 plus both
+ * sides. simple: score <= 1; moderate: 2-3; challenging: >= 4.
  */
 export function difficultyOf(q: QueryAst): { difficulty: Difficulty; score: number } {
-  const score = q.kind === 'setop' ? 2 + scoreSelect(q.left) + scoreSelect(q.right) : scoreSelect(q);
+  const score = q.kind === 'setop' ? 3 + scoreSelect(q.left) + scoreSelect(q.right) : scoreSelect(q);
   return { difficulty: score <= 1 ? 'simple' : score <= 3 ? 'moderate' : 'challenging', score };
+}
+
+function subqueries(node: unknown, out: Array<{ q: SelectAst; correlated: boolean }>): void {
+  if (Array.isArray(node)) node.forEach((n) => subqueries(n, out));
+  else if (node && typeof node === 'object') {
+    const o = node as Record<string, unknown>;
+    if (o.kind === 'scalar' || o.kind === 'in' || o.kind === 'exists') {
+      out.push({ q: o.query as SelectAst, correlated: o.kind === 'exists' });
+      return;
+    }
+    for (const v of Object.values(o)) subqueries(v, out);
+  }
 }
 
 function scoreSelect(q: SelectAst): number {
   let s = q.joins.length + (q.groupBy.length ? 1 : 0) + (q.having.length ? 1 : 0) + (q.limit !== null ? 1 : 0);
   const visible = q.where.filter((c) => !(c.kind === 'null' && c.negated && q.limit !== null));
   s += Math.max(0, visible.length - 1);
-  const json = JSON.stringify(q.columns) + JSON.stringify(q.where);
-  if (/"kind":"(arith|datepart|pct)"/.test(json)) s += 1;
-  if (/"kind":"(scalar|in|exists)"/.test(json)) s += 2;
+  if (/"kind":"(arith|datepart|pct)"/.test(JSON.stringify(q.columns) + JSON.stringify(q.where))) s += 1;
+  const subs: Array<{ q: SelectAst; correlated: boolean }> = [];
+  subqueries([q.columns, q.where, q.having], subs);
+  for (const sub of subs) s += 2 + (sub.correlated ? 1 : 0) + scoreSelect(sub.q);
   return s;
 }
 

@@ -1,0 +1,95 @@
+import type { Command } from 'commander';
+import { z } from 'zod';
+import { AgroError } from '../../errors.ts';
+import { runFactory } from '../../factory/pipeline.ts';
+import { stageProgress } from '../../factory/progress.ts';
+import type { SynthPair } from '../../factory/types.ts';
+import { SqlPool } from '../../sql/pool.ts';
+import type { SqlExecutor } from '../../sql/types.ts';
+
+const optionsSchema = z.object({
+  db: z.string().min(1),
+  out: z.string().min(1),
+  n: z.coerce.number().int().min(1).max(1_000_000),
+  seed: z.coerce.number().int().min(0),
+  variants: z.coerce.number().int().min(0).max(20),
+  cycles: z.coerce.number().int().min(0).max(20),
+  llmUrl: z.string().optional(),
+  llmModel: z.string().optional(),
+  show: z.coerce.number().int().min(0),
+  timeout: z.coerce.number().int().positive(),
+  json: z.boolean().optional(),
+});
+
+function parseOptions(raw: unknown): z.infer<typeof optionsSchema> {
+  const r = optionsSchema.safeParse(raw);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    const flag = String(issue.path[0] ?? '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    throw new AgroError('usage', `synth: --${flag}: ${issue.message}`);
+  }
+  if (Boolean(r.data.llmUrl) !== Boolean(r.data.llmModel)) throw new AgroError('usage', 'synth: --llm-url and --llm-model go together');
+  return r.data;
+}
+
+const cell = (v: unknown) => (v === null ? 'NULL' : v instanceof Uint8Array ? `<${v.length} bytes>` : String(v).slice(0, 40));
+
+async function showExample(exec: SqlExecutor, db: string, p: SynthPair): Promise<string> {
+  const r = await exec.execute(db, p.sql, { maxRows: 3 });
+  const rows = r.ok ? r.rows.map((row) => `    | ${row.map(cell).join(' | ')}`).join('\n') : `    (error: ${r.message})`;
+  return [`[${p.difficulty}, ${p.style}, ${p.provenance.template}] ${p.question}`, `  evidence: ${p.evidence || '-'}`, `  SQL: ${p.sql}`, rows].join('\n');
+}
+
+async function run(raw: unknown): Promise<void> {
+  const o = parseOptions(raw);
+  const exec = new SqlPool({ size: 2 });
+  try {
+    const quiet = Boolean(o.json) || !process.stderr.isTTY;
+    const r = await runFactory(
+      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout },
+      { executor: exec, progress: stageProgress(!quiet) },
+    );
+    const m = r.manifest;
+    if (o.json) {
+      process.stdout.write(JSON.stringify({ dataset: r.datasetPath, manifest: r.manifestPath, rows: m.rows, difficulty: m.difficulty, stages: m.stages, skipped: m.skipped, variants: m.variants }) + '\n');
+      return;
+    }
+    const lines = [`wrote ${m.rows} pairs to ${r.datasetPath}`];
+    for (const s of m.stages) {
+      const rej = Object.entries(s.rejected)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ');
+      lines.push(`  ${s.stage.padEnd(11)} ${String(s.in).padStart(6)} -> ${String(s.out).padEnd(6)}${s.resumed ? ' (resumed)' : ''} ${rej}`);
+    }
+    lines.push(`  difficulty: ${Object.entries(m.difficulty).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    lines.push(`  variants: ${m.variants.length} in ${m.variants.length ? m.variants[0].replace(/\/[^/]+$/, '') : '-'} (caught ${m.caughtByVariants} pairs the original alone accepted)`);
+    for (const s of m.skipped) lines.push(`  skipped ${s.what}: ${s.why}`);
+    process.stdout.write(lines.join('\n') + '\n');
+    if (o.show > 0) {
+      const shown: string[] = [];
+      for (const p of r.pairs.slice(0, o.show)) shown.push(await showExample(exec, r.manifest.db, p));
+      process.stdout.write('\n' + shown.join('\n\n') + '\n');
+    }
+  } finally {
+    await exec.close();
+  }
+}
+
+export function register(program: Command): void {
+  program
+    .command('synth')
+    .description('Synthesize verified, aligned text-to-SQL pairs (and variant databases) from a SQLite database')
+    .requiredOption('--db <path>', 'SQLite database file')
+    .requiredOption('--out <dir>', 'output directory (dataset.jsonl, manifest.json, variants/)')
+    .option('--n <count>', 'pairs wanted', '200')
+    .option('--seed <n>', 'random seed', '0')
+    .option('--variants <count>', 'variant databases to build', '3')
+    .option('--cycles <k>', 'generate-then-check refinement cycles', '0')
+    .option('--llm-url <url>', 'OpenAI-compatible endpoint for question synthesis and audit')
+    .option('--llm-model <name>', 'model name at --llm-url')
+    .option('--show <count>', 'print this many examples with a few result rows', '0')
+    .option('--timeout <ms>', 'per-query time limit', '5000')
+    .option('--json', 'print a JSON summary instead of text (no progress bars)')
+    .action(run);
+}

@@ -1,0 +1,231 @@
+/**
+ * Stage 4: structure-aware database augmentation. Variant databases keep the original schema
+ * (its DDL copied verbatim) and get new rows, table by table in foreign-key topological order:
+ * keys stay consistent (child keys point at parent rows present in the variant), values are drawn
+ * from each column's observed values (numbers perturbed, columns sampled independently so new
+ * combinations appear, some NULLs where allowed), plus a share of copied original rows so that
+ * filters drawn from the original data still hit.
+ *
+ * The variants then (a) screen pairs whose question leaves a reading open (rule below) and
+ * (b) form a test suite for evaluation (`agro eval --suite <out>/variants/<db_id>`) and rewards.
+ */
+import Database from 'better-sqlite3';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { testSuiteMatch } from '../sql/testsuite.ts';
+import type { DbSchema, SqlValue } from '../sql/types.ts';
+import { Rng } from '../util/rng.ts';
+import { col, type Expr, type QueryAst, type SelectAst } from './ast.ts';
+import { printQuery, quoteIdent } from './print.ts';
+import type { SchemaGraph } from './schema-graph.ts';
+import type { Stage, StageContext, SynthPair } from './types.ts';
+
+export interface AugmentOptions {
+  count: number;
+  seed: number;
+  /** Directory that receives variant-N.sqlite. */
+  dir: string;
+  /** Rows per table in a variant (tables are cut to this). Default 2000. */
+  maxRowsPerTable?: number;
+  /** Share of each table's variant rows copied from the original. Default 0.3. */
+  copyShare?: number;
+  /** Probability that a nullable column gets NULL in a synthesized row. Default 0.1. */
+  nullShare?: number;
+}
+
+const READ_LIMIT = 5000;
+
+function perturb(v: SqlValue, rng: Rng, intLike: boolean): SqlValue {
+  if (typeof v !== 'number' || rng.next() < 0.4) return v;
+  const x = v * (1 + 0.25 * rng.normal()) + (rng.next() < 0.2 ? rng.normal() * 3 : 0);
+  return intLike ? Math.round(x) : Math.round(x * 100) / 100;
+}
+
+/** Builds one variant database file (atomically: temp file, then rename). */
+export function buildVariant(srcPath: string, schema: DbSchema, graph: SchemaGraph, outPath: string, rng: Rng, opts: AugmentOptions): void {
+  const maxRows = opts.maxRowsPerTable ?? 2000;
+  const copyShare = opts.copyShare ?? 0.3;
+  const nullShare = opts.nullShare ?? 0.1;
+  const tmp = `${outPath}.${process.pid}.tmp`;
+  rmSync(tmp, { force: true });
+  const src = new Database(srcPath, { readonly: true, fileMustExist: true });
+  const dst = new Database(tmp);
+  // Keys are kept consistent by construction; enforcement would only abort on cycles we leave NULL-free.
+  dst.pragma('foreign_keys = OFF');
+  dst.pragma('journal_mode = OFF');
+  dst.pragma('synchronous = OFF');
+  try {
+    const ddl = src
+      .prepare("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid")
+      .all() as Array<{ type: string; name: string; sql: string }>;
+    for (const d of ddl) if (d.type !== 'trigger') dst.exec(d.sql);
+    const keysOf = new Map<string, SqlValue[][]>(); // table -> rows of key columns, filled lazily
+    const keyTuples = (table: string, cols: string[]): SqlValue[][] => {
+      const k = `${table}\u0000${cols.join('\u0000')}`;
+      if (!keysOf.has(k)) {
+        const rows = dst
+          .prepare(`SELECT ${cols.map(quoteIdent).join(', ')} FROM ${quoteIdent(table)}`)
+          .raw()
+          .all() as SqlValue[][];
+        keysOf.set(k, rows);
+      }
+      return keysOf.get(k)!;
+    };
+    const done = new Set<string>();
+    for (const tname of graph.topoOrder) {
+      const table = schema.tables.find((t) => t.name === tname && t.kind === 'table');
+      if (!table) continue;
+      const colNames = table.columns.map((c) => c.name);
+      const source = src
+        .prepare(`SELECT ${colNames.map(quoteIdent).join(', ')} FROM ${quoteIdent(tname)} LIMIT ${READ_LIMIT}`)
+        .raw()
+        .all() as SqlValue[][];
+      done.add(tname);
+      if (!source.length) continue;
+      const fks = graph.edges.filter((e) => e.fromTable === tname);
+      const target = Math.min(table.rowCount, maxRows);
+      const nCopy = Math.round(target * copyShare);
+      const intLike = colNames.map((_, j) => source.every((r) => r[j] === null || (typeof r[j] === 'number' && Number.isInteger(r[j]))));
+      const pkIdx = table.primaryKey.length === 1 ? colNames.indexOf(table.primaryKey[0]) : -1;
+      let nextId = 1 + Math.max(0, ...source.map((r) => (pkIdx >= 0 && typeof r[pkIdx] === 'number' ? (r[pkIdx] as number) : 0)));
+      const insert = dst.prepare(`INSERT OR IGNORE INTO ${quoteIdent(tname)} (${colNames.map(quoteIdent).join(', ')}) VALUES (${colNames.map(() => '?').join(', ')})`);
+      const rows: SqlValue[][] = [];
+      for (const r of rng.shuffle([...source]).slice(0, nCopy)) rows.push([...r]);
+      for (let k = rows.length; k < target; k++) {
+        const row = colNames.map((_, j) => {
+          const c = table.columns[j];
+          const v = rng.pick(source)[j];
+          if (!c.notNull && c.pk === 0 && rng.next() < nullShare) return null;
+          return perturb(v, rng, intLike[j]);
+        });
+        if (pkIdx >= 0) {
+          if (intLike[pkIdx]) row[pkIdx] = nextId++;
+          else row[pkIdx] = `${String(rng.pick(source)[pkIdx])}-${k}`;
+        }
+        rows.push(row);
+      }
+      // Point every foreign key at a parent row that exists in this variant.
+      for (const fk of fks) {
+        const idx = fk.fromColumns.map((c) => colNames.indexOf(c));
+        if (idx.some((i) => i < 0)) continue;
+        const selfRef = fk.toTable === tname;
+        const parentReady = done.has(fk.toTable) && !selfRef;
+        const parents = parentReady ? keyTuples(fk.toTable, fk.toColumns) : [];
+        const present = new Set(parents.map((p) => JSON.stringify(p)));
+        const nullable = idx.every((i) => !table.columns[i].notNull);
+        for (const row of rows) {
+          const cur = idx.map((i) => row[i]);
+          if (cur.every((v) => v === null)) continue;
+          if (selfRef) {
+            // a self-reference points at a row of this table (copied keys) or nothing
+            if (nullable && rng.next() < 0.3) idx.forEach((i) => (row[i] = null));
+            continue;
+          }
+          if (!parentReady) {
+            if (nullable) idx.forEach((i) => (row[i] = null));
+            continue;
+          }
+          if (present.has(JSON.stringify(cur)) && rng.next() < 0.7) continue;
+          if (!parents.length) {
+            if (nullable) idx.forEach((i) => (row[i] = null));
+            continue;
+          }
+          const p = rng.pick(parents);
+          idx.forEach((i, j) => (row[i] = p[j]));
+        }
+      }
+      dst.transaction(() => {
+        for (const r of rows) insert.run(...r);
+      })();
+    }
+  } finally {
+    src.close();
+    dst.close();
+  }
+  renameSync(tmp, outPath);
+}
+
+/** Builds (or reuses, when already complete) opts.count variants; returns their paths. */
+export function buildVariants(srcPath: string, schema: DbSchema, graph: SchemaGraph, opts: AugmentOptions): string[] {
+  mkdirSync(opts.dir, { recursive: true });
+  const paths: string[] = [];
+  for (let i = 1; i <= opts.count; i++) {
+    const out = join(opts.dir, `variant-${i}.sqlite`);
+    if (!existsSync(out)) buildVariant(srcPath, schema, graph, out, new Rng(opts.seed * 1000 + i), opts);
+    paths.push(out);
+  }
+  return paths;
+}
+
+function flipTieBreakers(q: SelectAst): SelectAst | null {
+  if (q.orderBy.length < 2) return null;
+  return { ...q, orderBy: q.orderBy.map((o, i) => (i === 0 ? o : { ...o, dir: o.dir === 'ASC' ? 'DESC' : 'ASC' })) };
+}
+
+function countDistinctBase(q: SelectAst, schema: DbSchema): SelectAst | null {
+  if (!q.joins.length) return null;
+  const t = schema.tables.find((x) => x.name === q.from.table);
+  if (!t || t.primaryKey.length !== 1) return null;
+  const pk = col(q.from.alias, q.from.table, t.primaryKey[0]);
+  let changed = false;
+  const swap = (e: Expr): Expr => {
+    if (e.kind === 'agg' && e.fn === 'COUNT' && e.arg.kind === 'star') {
+      changed = true;
+      return { kind: 'agg', fn: 'COUNT', arg: pk, distinct: true };
+    }
+    return e;
+  };
+  const out: SelectAst = { ...q, columns: q.columns.map(swap), orderBy: q.orderBy.map((o) => ({ ...o, expr: swap(o.expr) })) };
+  return changed ? out : null;
+}
+
+/**
+ * The ambiguity rule. A question leaves some readings unstated: how ties at a LIMIT are broken
+ * (the tie-breaker is not spoken), and whether "the number of X" counts X rows or joined rows.
+ * For each such alternative reading, the pair is kept only if the alternative gives the same
+ * result as the pair's SQL on the original AND on every variant; otherwise the answer depends on
+ * an unstated choice and the pair is rejected (reason suffixed _on_variant when only a variant
+ * exposed it: the original alone would have accepted the pair). Every pair must also run without
+ * error on every variant.
+ */
+export function ambiguityStage(): Stage<SynthPair, SynthPair> {
+  return {
+    name: 'augment',
+    async run(items, ctx) {
+      const out: SynthPair[] = [];
+      ctx.progress.start('augment', items.length);
+      for (const p of items) {
+        const reason = await ambiguityReason(ctx, p);
+        ctx.progress.tick();
+        if (reason) {
+          ctx.reject(p, reason);
+          continue;
+        }
+        p.provenance.stages.push('augment');
+        p.provenance.checks.push(`variants:${ctx.variants.length}`, 'unambiguous');
+        out.push(p);
+      }
+      ctx.progress.stop();
+      return out;
+    },
+  };
+}
+
+export async function ambiguityReason(ctx: StageContext, p: SynthPair): Promise<string | null> {
+  for (const v of ctx.variants) {
+    const r = await ctx.executor.execute(v, p.sql, { timeoutMs: ctx.timeoutMs });
+    if (!r.ok) return r.error === 'timeout' ? 'variant_timeout' : 'variant_exec_error';
+  }
+  const q: QueryAst = p.ast;
+  if (q.kind !== 'select') return null;
+  const alts: Array<[string, SelectAst | null]> = [
+    ['ambiguous_ties', flipTieBreakers(q)],
+    ['ambiguous_count', countDistinctBase(q, ctx.schema)],
+  ];
+  for (const [name, alt] of alts) {
+    if (!alt) continue;
+    const r = await testSuiteMatch(ctx.executor, printQuery(alt), p.sql, [ctx.dbPath, ...ctx.variants], { mode: 'spider', timeoutMs: ctx.timeoutMs });
+    if (!r.match) return r.perDb[0].match ? `${name}_on_variant` : name;
+  }
+  return null;
+}

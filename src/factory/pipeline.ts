@@ -1,0 +1,256 @@
+/**
+ * Stage 7: the factory pipeline. Runs the stages in order, counts what each kept and rejected
+ * (by reason), checkpoints every stage's output to <out>/.work/<stage>.jsonl (atomically), and on
+ * a rerun with the same arguments continues after the last finished stage. Final outputs are
+ * written atomically: dataset.jsonl, manifest.json, variants/<db_id>/variant-N.sqlite.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { AgroError } from '../errors.ts';
+import { introspectSchema } from '../sql/introspect.ts';
+import { SqlPool } from '../sql/pool.ts';
+import type { DbSchema, SqlExecutor } from '../sql/types.ts';
+import { writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
+import { Rng } from '../util/rng.ts';
+import { alignStage, makeParseEnv } from './align.ts';
+import { ambiguityStage, buildVariants } from './augment.ts';
+import { buildLexicon } from './names.ts';
+import { loadOptionalStage } from './optional-stages.ts';
+import { profileSchema, type Skipped } from './profile.ts';
+import { realizeStage } from './realize.ts';
+import { buildSchemaGraph, inferForeignKeys, type SchemaGraph } from './schema-graph.ts';
+import { synthesize } from './synthesize.ts';
+import { silentProgress, toDatasetRow, type DatasetRow, type ProgressSink, type Stage, type StageContext, type SynthPair } from './types.ts';
+import { verifyStage } from './verify.ts';
+
+export const factoryConfigSchema = z.object({
+  db: z.string().min(1),
+  out: z.string().min(1),
+  /** Pairs wanted in the dataset. */
+  n: z.number().int().positive().default(200),
+  seed: z.number().int().nonnegative().default(0),
+  variants: z.number().int().nonnegative().max(20).default(3),
+  cycles: z.number().int().nonnegative().default(0),
+  llmUrl: z.string().optional(),
+  llmModel: z.string().optional(),
+  /** Candidates synthesized per wanted pair (verification and alignment drop some). */
+  oversample: z.number().positive().default(2.5),
+  timeoutMs: z.number().int().positive().default(5000),
+  /** Rows per table in a variant database. */
+  variantRows: z.number().int().positive().default(2000),
+  /** Difficulty mix for the diversity selection. */
+  mix: z.object({ simple: z.number(), moderate: z.number(), challenging: z.number() }).partial().optional(),
+});
+export type FactoryConfigInput = z.input<typeof factoryConfigSchema>;
+export type FactoryConfig = z.output<typeof factoryConfigSchema>;
+
+export interface StageReport {
+  stage: string;
+  in: number;
+  out: number;
+  rejected: Record<string, number>;
+  resumed: boolean;
+  seconds: number;
+}
+
+export interface Manifest {
+  dbId: string;
+  db: string;
+  seed: number;
+  args: FactoryConfig;
+  stages: StageReport[];
+  rejections: Record<string, Record<string, number>>;
+  rows: number;
+  difficulty: Record<string, number>;
+  templates: Record<string, number>;
+  styles: Record<string, number>;
+  coverage: unknown;
+  variants: string[];
+  schema: { tables: number; foreignKeys: number; inferredForeignKeys: number };
+  skipped: Skipped[];
+  /** Pairs the variant databases rejected that the original database alone would have accepted. */
+  caughtByVariants: number;
+}
+
+export interface FactoryResult {
+  manifest: Manifest;
+  rows: DatasetRow[];
+  pairs: SynthPair[];
+  datasetPath: string;
+  manifestPath: string;
+}
+
+export interface FactoryRunOptions {
+  executor?: SqlExecutor;
+  progress?: ProgressSink;
+  /** Stop (as if interrupted) after this stage has been checkpointed: for tests of resume. */
+  stopAfter?: string;
+}
+
+function stageSeed(seed: number, name: string): number {
+  return createHash('sha256').update(`${seed}:${name}`).digest().readUInt32LE(0);
+}
+
+function readJsonl<T>(path: string): T[] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as T);
+}
+
+const toJsonl = (items: unknown[]) => items.map((x) => JSON.stringify(x)).join('\n') + (items.length ? '\n' : '');
+
+function histogram(values: string[]): Record<string, number> {
+  const h: Record<string, number> = {};
+  for (const v of values) h[v] = (h[v] ?? 0) + 1;
+  return h;
+}
+
+export class FactoryStopped extends Error {}
+
+export function loadSchema(db: string): DbSchema {
+  if (!existsSync(db)) throw new AgroError('not_found', `database not found: ${db}`);
+  try {
+    return introspectSchema(db);
+  } catch (e) {
+    if (e instanceof AgroError) throw e;
+    throw new AgroError('invalid_input', `cannot read ${db} as a SQLite database: ${(e as Error).message}`);
+  }
+}
+
+export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOptions = {}): Promise<FactoryResult> {
+  const parsed = factoryConfigSchema.safeParse(input);
+  if (!parsed.success) throw new AgroError('usage', `bad factory config: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const cfg = parsed.data;
+  const dbPath = resolve(cfg.db);
+  const schema = loadSchema(dbPath);
+  const dbId = schema.dbId || basename(dbPath).replace(/\.(sqlite3?|db)$/i, '');
+  const out = resolve(cfg.out);
+  const work = join(out, '.work');
+  const argsKey = JSON.stringify({ ...cfg, db: dbPath, out });
+  const argsPath = join(work, 'args.json');
+  const variantDir = join(out, 'variants', dbId);
+  if (existsSync(argsPath) && readFileSync(argsPath, 'utf8').trim() !== argsKey) {
+    rmSync(work, { recursive: true, force: true });
+    rmSync(variantDir, { recursive: true, force: true });
+  }
+  mkdirSync(work, { recursive: true });
+  if (!existsSync(argsPath)) writeFileAtomic(argsPath, argsKey + '\n');
+
+  const ownExecutor = !opts.executor;
+  const executor = opts.executor ?? new SqlPool({ size: 2 });
+  const progress = opts.progress ?? silentProgress;
+  const rejections: Record<string, Record<string, number>> = {};
+  const reports: StageReport[] = [];
+  try {
+    // Stage 1: the schema graph (declared keys, or inferred ones when none are declared).
+    let graph: SchemaGraph = buildSchemaGraph(schema);
+    let inferred = 0;
+    if (graph.edges.length === 0) {
+      const fks = await inferForeignKeys(schema, executor, cfg.timeoutMs);
+      inferred = fks.length;
+      graph = buildSchemaGraph(schema, fks);
+    }
+    const lex = buildLexicon(schema);
+    const { profiles, skipped } = profileSchema(schema, graph, lex);
+    const tablesWithRows = schema.tables.filter((t) => t.kind === 'table' && t.rowCount > 0).length;
+    if (tablesWithRows === 0) skipped.push({ what: 'database', why: 'no table has rows: nothing to synthesize from' });
+
+    const ctxFor = (name: string, variants: string[]): StageContext => {
+      const counts = (rejections[name] ??= {});
+      return {
+        dbId,
+        dbPath,
+        schema,
+        executor,
+        rng: new Rng(stageSeed(cfg.seed, name)),
+        progress,
+        variants,
+        timeoutMs: cfg.timeoutMs,
+        reject: (_item, reason) => {
+          counts[reason] = (counts[reason] ?? 0) + 1;
+        },
+      };
+    };
+    const checkpoint = async (name: string, inputCount: number, variants: string[], run: (ctx: StageContext) => Promise<SynthPair[]>): Promise<SynthPair[]> => {
+      const file = join(work, `${name}.jsonl`);
+      const meta = join(work, `${name}.json`);
+      if (existsSync(file) && existsSync(meta)) {
+        const saved = JSON.parse(readFileSync(meta, 'utf8')) as StageReport;
+        rejections[name] = saved.rejected;
+        reports.push({ ...saved, resumed: true });
+        return readJsonl<SynthPair>(file);
+      }
+      const t0 = performance.now();
+      const ctx = ctxFor(name, variants);
+      const items = await run(ctx);
+      const report: StageReport = { stage: name, in: inputCount, out: items.length, rejected: rejections[name] ?? {}, resumed: false, seconds: (performance.now() - t0) / 1000 };
+      writeFileAtomic(file, toJsonl(items));
+      writeJsonAtomic(meta, report);
+      reports.push(report);
+      if (opts.stopAfter === name) throw new FactoryStopped(`stopped after ${name}`);
+      return items;
+    };
+    const asStage = (s: Stage<SynthPair, SynthPair>, items: SynthPair[], variants: string[]) => checkpoint(s.name, items.length, variants, (ctx) => s.run(items, ctx));
+
+    const want = Math.ceil(cfg.n * cfg.oversample);
+    let items = profiles.size ? await checkpoint('synthesize', want, [], (ctx) => synthesize(ctx, { graph, profiles }, want)) : [];
+    items = await asStage(verifyStage, items, []);
+    progress.start('variants', cfg.variants);
+    const variants = cfg.variants > 0 && profiles.size ? buildVariants(dbPath, schema, graph, { count: cfg.variants, seed: cfg.seed, dir: variantDir, maxRowsPerTable: cfg.variantRows }) : [];
+    progress.tick(variants.length);
+    progress.stop();
+    items = await asStage(ambiguityStage(), items, variants);
+    items = await asStage(realizeStage, items, variants);
+    items = await asStage(alignStage(makeParseEnv(schema, graph)), items, variants);
+    if (cfg.llmUrl && cfg.llmModel) {
+      const audit = await loadOptionalStage('llm-audit.ts', 'llmAuditStage');
+      if (audit) items = await asStage(audit({ url: cfg.llmUrl, model: cfg.llmModel, seed: cfg.seed }), items, variants);
+    }
+    const { diversityStage } = await import('../diversity/index.ts');
+    items = await asStage(diversityStage({ size: cfg.n, mix: cfg.mix ?? { simple: 0.35, moderate: 0.4, challenging: 0.25 } }), items, variants);
+    if (cfg.cycles > 0) {
+      const refine = await loadOptionalStage('refine.ts', 'refineStage');
+      if (refine) items = await asStage(refine({ cycles: cfg.cycles, llmUrl: cfg.llmUrl, llmModel: cfg.llmModel, variants, schema, graph }), items, variants);
+    }
+
+    const rows = items.map((p, i) => toDatasetRow(p, i));
+    const datasetPath = join(out, 'dataset.jsonl');
+    const manifestPath = join(out, 'manifest.json');
+    let cov: unknown = null;
+    try {
+      const d = await import('../diversity/index.ts');
+      const vectors = d.embedHybrid(items.map((p) => ({ sqls: [p.sql], text: `${p.question} ${p.evidence}` })));
+      cov = d.coverage(vectors, vectors.map((_, i) => i), { structures: items.map((p) => p.provenance.template ?? '') });
+    } catch (e) {
+      cov = { error: (e as Error).message };
+    }
+    const caught = Object.entries(rejections.augment ?? {})
+      .filter(([r]) => r.endsWith('_on_variant') || r.startsWith('variant_'))
+      .reduce((a, [, n]) => a + n, 0);
+    const manifest: Manifest = {
+      dbId,
+      db: dbPath,
+      seed: cfg.seed,
+      args: cfg,
+      stages: reports,
+      rejections,
+      rows: rows.length,
+      difficulty: histogram(items.map((p) => p.difficulty)),
+      templates: histogram(items.map((p) => p.provenance.template ?? 'unknown')),
+      styles: histogram(items.map((p) => p.style)),
+      coverage: cov,
+      variants,
+      schema: { tables: schema.tables.length, foreignKeys: graph.edges.length, inferredForeignKeys: inferred },
+      skipped,
+      caughtByVariants: caught,
+    };
+    writeFileAtomic(datasetPath, toJsonl(rows));
+    writeJsonAtomic(manifestPath, manifest);
+    return { manifest, rows, pairs: items, datasetPath, manifestPath };
+  } finally {
+    if (ownExecutor) await executor.close();
+  }
+}
