@@ -19,3 +19,21 @@ export class Semaphore {
     }
   }
 }
+
+/**
+ * map with at most `limit` calls in flight, results in input order. Unlike Promise.all over a
+ * semaphore, each call starts only when a slot frees, so it sees state (a tripped breaker) that
+ * earlier calls left behind.
+ */
+export async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return out;
+}
