@@ -1,0 +1,71 @@
+/** Small real SQLite databases for the factory tests, built in os.tmpdir(). */
+import Database from 'better-sqlite3';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Rng } from '../../src/util/rng.ts';
+
+export function tmpDir(prefix = 'agro-factory-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** A shop: customers <- orders <- order_items -> products (composite primary key on order_items). */
+export function makeShopDb(dir: string, name = 'shop'): string {
+  const path = join(dir, `${name}.sqlite`);
+  const db = new Database(path);
+  db.pragma('synchronous = OFF');
+  db.exec('BEGIN');
+  db.exec(`
+    CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT, city TEXT, signup_date TEXT);
+    CREATE TABLE products (product_id INTEGER PRIMARY KEY, title TEXT NOT NULL, category TEXT, price REAL, stock INTEGER);
+    CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer_id INTEGER NOT NULL REFERENCES customers(customer_id), order_date TEXT, status TEXT);
+    CREATE TABLE order_items (order_id INTEGER REFERENCES orders(order_id), product_id INTEGER REFERENCES products(product_id), quantity INTEGER, PRIMARY KEY (order_id, product_id));
+  `);
+  const rng = new Rng(7);
+  const countries = ['USA', 'Canada', 'France', 'Japan', 'Brazil'];
+  const cities = ['Springfield', 'Lyon', 'Osaka', 'Recife', 'Toronto', 'Austin'];
+  const firsts = ['Ada', 'Ben', 'Cleo', 'Dev', 'Eli', 'Fay', 'Gus', 'Hana', 'Ivo', 'Jun'];
+  const lasts = ['Stone', 'River', 'Hill', 'Marsh', 'Brook', 'Field'];
+  const ins = db.prepare('INSERT INTO customers VALUES (?, ?, ?, ?, ?)');
+  for (let i = 1; i <= 40; i++) {
+    ins.run(i, `${rng.pick(firsts)} ${rng.pick(lasts)} ${i}`, rng.pick(countries), rng.pick(cities), `20${10 + rng.int(12)}-0${1 + rng.int(9)}-1${rng.int(9)}`);
+  }
+  const cats = ['Books', 'Games', 'Music', 'Tools'];
+  const adj = ['Red', 'Quiet', 'Rapid', 'Golden', 'Hidden'];
+  const noun = ['Lamp', 'Atlas', 'Drum', 'Saw', 'Puzzle', 'Novel'];
+  const insP = db.prepare('INSERT INTO products VALUES (?, ?, ?, ?, ?)');
+  for (let i = 1; i <= 30; i++) insP.run(i, `${rng.pick(adj)} ${rng.pick(noun)} ${i}`, rng.pick(cats), Math.round((5 + rng.next() * 95) * 100) / 100, rng.int(50));
+  const insO = db.prepare('INSERT INTO orders VALUES (?, ?, ?, ?)');
+  const insI = db.prepare('INSERT OR IGNORE INTO order_items VALUES (?, ?, ?)');
+  for (let i = 1; i <= 120; i++) {
+    insO.run(i, 1 + rng.int(40), `202${rng.int(4)}-1${rng.int(3)}-2${rng.int(9)}`, rng.pick(['shipped', 'pending', 'returned']));
+    for (let k = 0; k < 1 + rng.int(4); k++) insI.run(i, 1 + rng.int(30), 1 + rng.int(5));
+  }
+  db.exec('COMMIT');
+  db.close();
+  return path;
+}
+
+/** Odd schema: no declared keys, a view, an empty table, odd column names, a blob and a huge text column. */
+export function makeOddDb(dir: string): string {
+  const path = join(dir, 'odd.sqlite');
+  const db = new Database(path);
+  db.pragma('synchronous = OFF');
+  db.exec('BEGIN');
+  db.exec(`
+    CREATE TABLE author (id INTEGER, "full name" TEXT, "select" TEXT, "quote""d" INTEGER, "städte" TEXT, photo BLOB, bio TEXT);
+    CREATE TABLE book (id INTEGER, author_id INTEGER, title TEXT, pages INTEGER);
+    CREATE TABLE empty_table (id INTEGER PRIMARY KEY, note TEXT);
+    CREATE VIEW long_books AS SELECT title FROM book WHERE pages > 300;
+  `);
+  const rng = new Rng(3);
+  const ins = db.prepare('INSERT INTO author VALUES (?, ?, ?, ?, ?, ?, ?)');
+  for (let i = 1; i <= 25; i++) {
+    ins.run(i, `Writer ${String.fromCharCode(65 + (i % 26))}${i}`, rng.pick(['alpha', 'beta', 'gamma']), rng.int(100), rng.pick(['Köln', 'Zürich', 'Malmö']), Buffer.alloc(64, i), 'x'.repeat(5000));
+  }
+  const insB = db.prepare('INSERT INTO book VALUES (?, ?, ?, ?)');
+  for (let i = 1; i <= 80; i++) insB.run(i, 1 + rng.int(25), `Book ${rng.pick(['of Sand', 'of Glass', 'of Rain', 'of Ash'])} ${i}`, 50 + rng.int(600));
+  db.exec('COMMIT');
+  db.close();
+  return path;
+}
