@@ -16,10 +16,11 @@ import type { ModelConfig } from './config.ts';
 export type WeightMap = Map<string, { shape: number[]; data: Float32Array }>;
 
 /** Per-layer key/value cache: [rows * numKvHeads, length, headDim]. */
-export interface KvCache {
+// A type alias (not an interface) so it is assignable to tf.TensorContainer and can leave a tf.tidy.
+export type KvCache = {
   k: tf.Tensor3D[];
   v: tf.Tensor3D[];
-}
+};
 
 export interface ForwardOptions {
   /** int32 [B, T] absolute positions; default 0..T-1 (after the cache length). */
