@@ -3,6 +3,6 @@ export { readDataset } from './read-dataset.ts';
 export { readPredictions } from './read-predictions.ts';
 export { resolveDatabase, resolveDatabases, suiteVariants } from './databases.ts';
 export { summarize, percent } from './metrics.ts';
-export { evaluate, closeExecutor, EVAL_DEFAULTS, type EvaluateOptions } from './run.ts';
+export { evaluate, EVAL_DEFAULTS, type EvaluateOptions } from './run.ts';
 export { formatReport } from './format.ts';
 export * from './types.ts';

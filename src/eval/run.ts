@@ -141,16 +141,3 @@ export async function evaluate(dataset: Dataset, predictions: readonly string[],
     questions,
   };
 }
-
-/**
- * Closes an executor while holding the event loop open: SqlPool.close() awaits its children's exit,
- * but idle children are unref'd, so without this a script's last `await` could be abandoned (exit 13).
- */
-export async function closeExecutor(exec: SqlExecutor): Promise<void> {
-  const keepAlive = setInterval(() => {}, 1000);
-  try {
-    await exec.close();
-  } finally {
-    clearInterval(keepAlive);
-  }
-}

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SqlPool } from '../../src/sql/pool.ts';
-import { closeExecutor, evaluate } from '../../src/eval/run.ts';
+import { evaluate } from '../../src/eval/run.ts';
 import { readDataset } from '../../src/eval/read-dataset.ts';
 import { readPredictions } from '../../src/eval/read-predictions.ts';
 import { resolveDatabase } from '../../src/eval/databases.ts';
@@ -15,7 +15,7 @@ import { formatReport } from '../../src/eval/format.ts';
 const DATA = fileURLToPath(new URL('../../data/', import.meta.url));
 const DB_ROOT = join(DATA, 'databases');
 const pool = new SqlPool({ size: 2 });
-after(() => closeExecutor(pool));
+after(() => pool.close());
 
 const dev = readDataset(join(DATA, 'dev.json'));
 

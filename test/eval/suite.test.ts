@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { SqlPool } from '../../src/sql/pool.ts';
-import { closeExecutor, evaluate } from '../../src/eval/run.ts';
+import { evaluate } from '../../src/eval/run.ts';
 import { readDataset } from '../../src/eval/read-dataset.ts';
 
 const DB_ROOT = fileURLToPath(new URL('../../data/databases/', import.meta.url));
 const pool = new SqlPool({ size: 2 });
-after(() => closeExecutor(pool));
+after(() => pool.close());
 
 // On music_store every customer's support rep is a Sales Support Agent, so dropping the title filter
 // from question 12's gold query gives the same rows: right only by accident. The variant database

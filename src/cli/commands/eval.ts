@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
-import { closeExecutor, EVAL_DEFAULTS, evaluate } from '../../eval/run.ts';
+import { EVAL_DEFAULTS, evaluate } from '../../eval/run.ts';
 import { formatReport } from '../../eval/format.ts';
 import { readDataset } from '../../eval/read-dataset.ts';
 import { readPredictions } from '../../eval/read-predictions.ts';
@@ -60,7 +60,7 @@ async function runEval(raw: unknown): Promise<void> {
     });
   } finally {
     bar?.stop();
-    await closeExecutor(pool);
+    await pool.close();
   }
   if (o.out) writeJsonAtomic(o.out, report);
   if (o.json) {
