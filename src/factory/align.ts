@@ -301,7 +301,8 @@ function parseCore(p: Parser, env: ParseEnv, stopAtSet: boolean): SelectAst {
 /** Rebuilds a query from a question of the realizer's grammar, or throws ParseError. */
 export function parseQuestion(question: string, env: ParseEnv): QueryAst {
   const lits: string[] = [];
-  let s = question.trim().replace(/'([^']*)'/g, (_m, v: string) => `\u27e6${lits.push(v) - 1}\u27e7`);
+  // A literal is a quoted span starting after a space (so the apostrophe of "I'd" is not one).
+  let s = question.trim().replace(/(^|\s)'([^']*)'(?=$|[\s,.?])/g, (_m, pre: string, v: string) => `${pre}\u27e6${lits.push(v) - 1}\u27e7`);
   s = s.replace(/[?.]$/, '');
   const prefixes = Object.values(STYLE_PREFIXES)
     .flat()
