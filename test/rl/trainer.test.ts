@@ -22,7 +22,7 @@ const TOK = Tokenizer.train(
   { vocabSize: 320, specialTokens: DEFAULT_SPECIAL_TOKENS },
 );
 const tinyModel = (seed: number): LlamaModel =>
-  new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: TOK.vocabSize, maxPositions: 256 }), { seed });
+  new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: TOK.vocabSize, maxPositions: 512 }), { seed });
 
 before(async () => {
   await initBackend();
@@ -96,15 +96,15 @@ test('multi-turn rollouts: trained tokens are exactly the policy samples, tool t
   const model = tinyModel(1);
   const trajs = await rollout(env, [task], model, TOK, { groupSize: 3, maxTurnTokens: 12, maxResponseTokens: 60, temperature: 1, topP: 1, seed: 5 });
   assert.equal(trajs.length, 3);
-  const endId = TOK.tokenId(CHAT_TOKENS.end);
+  const stopIds = [TOK.tokenId(CHAT_TOKENS.end), TOK.tokenId(CHAT_TOKENS.eos)];
   for (const t of trajs) {
     assert.equal(t.ids.length, t.mask.length);
     assert.ok(t.mask.slice(0, t.promptLength).every((m) => m === 0), 'prompt tokens are never trained');
     const trained = t.ids.filter((_, i) => t.mask[i] === 1);
     assert.equal(trained.length, t.policyTokens);
-    // The policy's text per turn = its trained tokens, minus the <|end|> that closes each finished turn.
+    // The policy's text per turn = its trained tokens, minus the stop token that closes each finished turn.
     const assistantText = t.messages.filter((m) => m.role === 'assistant').map((m) => m.content).join('');
-    assert.equal(TOK.decode(trained.filter((id) => id !== endId)), assistantText);
+    assert.equal(TOK.decode(trained.filter((id) => !stopIds.includes(id))), assistantText);
     assert.ok(t.ids.length <= t.promptLength + 60 + 40, 'response stays near its budget');
     assert.equal(t.messages[0].role, 'system');
   }
