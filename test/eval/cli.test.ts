@@ -44,12 +44,6 @@ test('agro eval on partly-wrong predictions: exit 0, JSON report on stdout and w
   assert.deepEqual(written.summary, printed.summary);
 });
 
-test('agro eval --mode spider on Spider data with a .sql predictions file', () => {
-  const r = agro('--data', 'data/dev_spider.json', '--pred', 'data/predictions/spider-sample.sql', '--mode', 'spider');
-  assert.equal(r.status, 0, r.stderr);
-  assert.match(r.stdout, /^all\s+6\s+4\s+66\.67$/m);
-});
-
 test('bad input exits non-zero with a one-line message and writes no report', () => {
   const out = join(tmp, 'never.json');
   assertOneLineFailure(agro('--data', 'data/nope.json', '--gold', '--out', out), 3, /data file not found: data\/nope\.json/);
@@ -62,5 +56,8 @@ test('bad input exits non-zero with a one-line message and writes no report', ()
   assertOneLineFailure(agro('--data', 'data/dev.json', '--pred', 'data/predictions/spider-sample.sql'), 4, /6 predictions for 45 questions/);
   assertOneLineFailure(agro('--data', 'data/dev.json'), 2, /exactly one of --pred <file> or --gold/);
   assertOneLineFailure(agro('--data', 'data/dev.json', '--gold', '--timeout', 'soon'), 2, /--timeout/);
+  const badMode = agro('--data', 'data/dev.json', '--gold', '--mode', 'cosql');
+  assert.notEqual(badMode.status, 0);
+  assert.match(badMode.stderr, /argument 'cosql' is invalid/);
   assert.equal(existsSync(out), false);
 });
