@@ -18,7 +18,7 @@ import { alignStage, makeParseEnv } from './align.ts';
 import { ambiguityStage, buildVariants } from './augment.ts';
 import { buildLexicon } from './names.ts';
 import { loadOptionalStage } from './optional-stages.ts';
-import { profileSchema, type Skipped } from './profile.ts';
+import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
 import { realizeStage } from './realize.ts';
 import { buildSchemaGraph, inferForeignKeys, type SchemaGraph } from './schema-graph.ts';
 import { synthesize } from './synthesize.ts';
@@ -154,7 +154,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       graph = buildSchemaGraph(schema, fks);
     }
     const lex = buildLexicon(schema);
-    const { profiles, skipped } = profileSchema(schema, graph, lex);
+    const { profiles, skipped } = profileSchema(schema, graph, lex, await longTextColumns(schema, executor, cfg.timeoutMs));
     const tablesWithRows = schema.tables.filter((t) => t.kind === 'table' && t.rowCount > 0).length;
     if (tablesWithRows === 0) skipped.push({ what: 'database', why: 'no table has rows: nothing to synthesize from' });
 

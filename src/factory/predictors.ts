@@ -63,7 +63,8 @@ export class PredictionsFilePredictor implements Predictor {
     }
     const values: Array<{ where: string; value: unknown }> = [];
     const trimmed = text.trim();
-    if (trimmed.startsWith('[') || (trimmed.startsWith('{') && !/\}\s*\n\s*\{/.test(trimmed))) {
+    const jsonl = /\.jsonl$/i.test(path) || /\}\s*\n\s*\{/.test(trimmed);
+    if (!jsonl) {
       let v: unknown;
       try {
         v = JSON.parse(trimmed);
@@ -71,6 +72,7 @@ export class PredictionsFilePredictor implements Predictor {
         throw new AgroError('invalid_input', `${path}: not valid JSON (${(e as Error).message})`);
       }
       if (Array.isArray(v)) v.forEach((x, i) => values.push({ where: `item ${i}`, value: x }));
+      else if (v && typeof v === 'object' && 'question' in v) values.push({ where: 'record', value: v });
       else if (v && typeof v === 'object') {
         const records: Array<{ question: string; sql: string }> = [];
         for (const [k, x] of Object.entries(v as Record<string, unknown>)) {

@@ -1,5 +1,6 @@
 /** Which columns synthesis may use, and how (filter literal kind, aggregate, projection). */
-import type { Column, DbSchema, Table } from '../sql/types.ts';
+import type { Column, DbSchema, SqlExecutor, Table } from '../sql/types.ts';
+import { quoteIdent } from './print.ts';
 import type { SchemaGraph } from './schema-graph.ts';
 import { colKey, type Lexicon } from './names.ts';
 
@@ -39,7 +40,7 @@ function roleOf(c: Column): ColumnRole | null {
   return c.stats.distinctCount <= 50 ? 'category' : 'text';
 }
 
-export function profileSchema(schema: DbSchema, graph: SchemaGraph, lex: Lexicon): { profiles: Map<string, TableProfile>; skipped: Skipped[] } {
+export function profileSchema(schema: DbSchema, graph: SchemaGraph, lex: Lexicon, longText: Set<string> = new Set()): { profiles: Map<string, TableProfile>; skipped: Skipped[] } {
   const keyCols = new Set<string>();
   for (const e of graph.edges) {
     e.fromColumns.forEach((c) => keyCols.add(colKey(e.fromTable, c)));
@@ -58,7 +59,7 @@ export function profileSchema(schema: DbSchema, graph: SchemaGraph, lex: Lexicon
     }
     const columns: UsableColumn[] = [];
     for (const c of t.columns) {
-      const role = roleOf(c);
+      const role = longText.has(colKey(t.name, c.name)) ? null : roleOf(c);
       if (!role) {
         skipped.push({ what: `column ${t.name}.${c.name}`, why: 'blob or long text column' });
         continue;
@@ -76,4 +77,24 @@ export function profileSchema(schema: DbSchema, graph: SchemaGraph, lex: Lexicon
     profiles.set(t.name, { table: t, columns, pk: t.primaryKey });
   }
   return { profiles, skipped };
+}
+
+/**
+ * Text columns whose values run long (over 200 characters in the first 1000 rows): introspection
+ * samples are cut short, so this asks the database, with a bounded query.
+ */
+export async function longTextColumns(schema: DbSchema, exec: SqlExecutor, timeoutMs = 2000): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const t of schema.tables) {
+    if (t.kind !== 'table' || t.rowCount === 0) continue;
+    const text = t.columns.filter((c) => c.affinity === 'TEXT' || c.affinity === 'BLOB' || c.type === '');
+    if (!text.length) continue;
+    const sql = `SELECT ${text.map((c) => `MAX(length(${quoteIdent(c.name)}))`).join(', ')} FROM (SELECT * FROM ${quoteIdent(t.name)} LIMIT 1000)`;
+    const r = await exec.execute(schema.path, sql, { timeoutMs });
+    if (!r.ok) continue;
+    text.forEach((c, i) => {
+      if (Number(r.rows[0][i] ?? 0) > 200) out.add(colKey(t.name, c.name));
+    });
+  }
+  return out;
 }
