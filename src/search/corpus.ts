@@ -27,11 +27,17 @@ export const CORPUS_DEFAULTS = {
   /** Okapi BM25 parameters; see the constructor for why d = 0. */
   k1: 1.2,
   b: 0.75,
+  /** Weight of a match in the title field relative to the text field. */
+  titleBoost: 3,
   snippetChars: 240,
   openChars: 2000,
 } as const;
 
 const docSchema = z.object({ id: z.string().min(1), title: z.string(), text: z.string() });
+
+const STOPWORDS = new Set(
+  'a an and are as at be by for from has have in is it its of on or that the this to was were what which who with'.split(' '),
+);
 
 /** Lowercased word tokens; the same split is used for indexing, queries and snippet scoring. */
 export function tokenize(text: string): string[] {
@@ -54,16 +60,20 @@ function clip(text: string, max: number): string {
 
 export class SearchCorpus {
   private readonly docs = new Map<string, SearchDoc>();
-  private readonly index: MiniSearch<SearchDoc & { body: string }>;
+  private readonly index: MiniSearch<SearchDoc>;
 
   constructor(docs: Iterable<SearchDoc> = []) {
-    this.index = new MiniSearch<SearchDoc & { body: string }>({
-      // One field (title + text) so the score is a single Okapi BM25 sum, not a per-field blend.
-      fields: ['body'],
+    this.index = new MiniSearch<SearchDoc>({
+      // Title and text are scored as two BM25 fields and summed, the title weighted by titleBoost:
+      // "Order 264" must beat the many pages that mention Order 264 in passing.
+      fields: ['title', 'text'],
       storeFields: [],
       tokenize,
-      processTerm: (t) => t,
+      // Function words are in every page ("The X of Y is Z."): idf ≈ 0, so dropping them changes
+      // scores by almost nothing and saves scoring every document for every query.
+      processTerm: (t) => (STOPWORDS.has(t) ? null : t),
       searchOptions: {
+        boost: { title: CORPUS_DEFAULTS.titleBoost },
         prefix: false,
         fuzzy: false,
         combineWith: 'OR',
@@ -84,7 +94,7 @@ export class SearchCorpus {
   add(doc: SearchDoc): void {
     if (this.docs.has(doc.id)) throw new AgroError('invalid_input', `duplicate document id ${JSON.stringify(doc.id)}`);
     this.docs.set(doc.id, doc);
-    this.index.add({ ...doc, body: `${doc.title}\n${doc.text}` });
+    this.index.add(doc);
   }
 
   has(id: string): boolean {
@@ -101,7 +111,7 @@ export class SearchCorpus {
 
   /** Top-k documents for a free-text query, best first; ties broken by id so results are stable. */
   search(query: string, k = 5, snippetChars: number = CORPUS_DEFAULTS.snippetChars): SearchHit[] {
-    const terms = tokenize(query);
+    const terms = tokenize(query).filter((t) => !STOPWORDS.has(t));
     if (terms.length === 0 || k <= 0) return [];
     const raw = this.index.search(terms.join(' '));
     const hits = raw.map((r) => ({

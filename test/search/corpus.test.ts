@@ -9,8 +9,8 @@ import { synthesize } from '../../src/search/synthesize.ts';
 import { buildMusicDb } from './fixture.ts';
 
 test('BM25 ranks a rare term above a repeated common one, unlike a plain term count (hand-computed)', () => {
-  // MiniSearch measures a document's length in distinct terms; every body here has 5 (title + 4 distinct
-  // words), so length normalization is 1 and BM25 reduces to
+  // Titles never match the query, so only the text field scores. MiniSearch measures a field's length
+  // in distinct terms; every text here has 4, so length normalization is 1 and BM25 reduces to
   // idf · tf(k1+1)/(tf+k1) with k1 = 1.2, idf = ln(1 + (N − n + 0.5)/(n + 0.5)), N = 4.
   //   apple in 3 docs: idf = ln(1 + 1.5/3.5) = 0.3566749;  zebra in 1 doc: idf = ln(1 + 3.5/1.5) = 1.2039728
   //   d1 (apple ×3): 0.3566749 · 3·2.2/4.2 = 0.5604892;  d2 (zebra ×1): 1.2039728 · 2.2/2.2 = 1.2039728
@@ -34,21 +34,22 @@ test('BM25 ranks a rare term above a repeated common one, unlike a plain term co
 });
 
 test('length normalization: the same single hit scores higher in a shorter document', () => {
-  // All words distinct, so token and distinct-term lengths agree. N = 3, "cat" in 2 docs: idf = ln(1 + 1.5/2.5) = 0.4700036. Lengths 2, 6, 4 → avg 4.
-  // short (len 2): tf part = 2.2 / (1 + 1.2·(0.25 + 0.75·0.5)) = 2.2/1.75 = 1.2571429 → 0.5908617
-  // long (len 6):  tf part = 2.2 / (1 + 1.2·(0.25 + 0.75·1.5)) = 2.2/2.65 = 0.8301887 → 0.3901917
+  // Text field only (titles do not match); all words distinct and none a stopword, so lengths are word
+  // counts: 5, 1, 3 → avg 3. N = 3, "cat" in 2 docs: idf = ln(1 + 1.5/2.5) = ln 1.6 = 0.4700036.
+  // short (len 1): tf part = 2.2 / (1 + 1.2·(0.25 + 0.75/3)) = 2.2/1.6 = 1.375 → 0.6462550
+  // long (len 5):  tf part = 2.2 / (1 + 1.2·(0.25 + 0.75·5/3)) = 2.2/2.8 = 0.7857143 → 0.3692885
   const corpus = new SearchCorpus([
-    { id: 'long', title: 'x', text: 'cat a b c d' },
+    { id: 'long', title: 'x', text: 'cat b c d e' },
     { id: 'short', title: 'y', text: 'cat' },
-    { id: 'other', title: 'z', text: 'dog e f' },
+    { id: 'other', title: 'z', text: 'dog f g' },
   ]);
   const hits = corpus.search('cat', 5);
   assert.deepEqual(
     hits.map((h) => h.id),
     ['short', 'long'],
   );
-  assert.ok(Math.abs(hits[0].score - 0.5908617) < 1e-6, String(hits[0].score));
-  assert.ok(Math.abs(hits[1].score - 0.3901917) < 1e-6, String(hits[1].score));
+  assert.ok(Math.abs(hits[0].score - 0.6462550) < 1e-6, String(hits[0].score));
+  assert.ok(Math.abs(hits[1].score - 0.3692885) < 1e-6, String(hits[1].score));
 });
 
 test('an entity document ranks first for its own title words', () => {
@@ -58,6 +59,14 @@ test('an entity document ranks first for its own title words', () => {
   assert.equal(corpus.search('harbor lights', 3)[0].id, 'albums:2');
   assert.equal(corpus.search('Signal Fire', 3)[0].id, 'tracks:1');
   assert.deepEqual(corpus.search('qqqq nothing', 3), []);
+  // Stopwords alone match nothing (they are not indexed).
+  assert.deepEqual(corpus.search('the of is', 3), []);
+  // Scoring the title as its own field puts the page titled "Order 7" above a page that mentions it in passing.
+  const orders = new SearchCorpus([
+    { id: 'item', title: 'Order item 7 / 1', text: 'The order of Order item 7 / 1 is Order 7. The quantity of Order item 7 / 1 is 2.' },
+    { id: 'order', title: 'Order 7', text: 'Order 7 is an order. The status of Order 7 is shipped.' },
+  ]);
+  assert.equal(orders.search('Order 7', 2)[0].id, 'order');
   assert.deepEqual(corpus.search('   ', 3), []);
 });
 
