@@ -1,11 +1,28 @@
 import type { Command } from 'commander';
-import { register as registerEval } from './eval.ts';
-import { register as registerSql } from './sql.ts';
-import { register as registerSchema } from './schema.ts';
-import { register as registerSynthSearch } from './synth-search.ts';
-import { register as registerSynth } from './synth.ts';
 
 /** Each subcommand lives in its own file and registers itself on the program. */
 export type RegisterCommand = (program: Command) => void;
 
-export const COMMANDS: RegisterCommand[] = [registerEval, registerSql, registerSchema, registerSynthSearch, registerSynth];
+type Loader = () => Promise<{ register: RegisterCommand }>;
+
+/**
+ * Command name → its module, loaded on demand: `agro sql` should not pay for loading TensorFlow.js.
+ * Order is the order of `agro --help`.
+ */
+export const COMMAND_LOADERS: Record<string, Loader> = {
+  synth: () => import('./synth.ts'),
+  sft: () => import('./sft.ts'),
+  train: () => import('./train.ts'),
+  eval: () => import('./eval.ts'),
+  sql: () => import('./sql.ts'),
+  schema: () => import('./schema.ts'),
+  'synth-search': () => import('./synth-search.ts'),
+};
+
+/** The registrations needed for argv: just the named subcommand when there is one, else all (for help). */
+export async function loadCommands(argv: readonly string[]): Promise<RegisterCommand[]> {
+  const first = argv.slice(2).find((a) => !a.startsWith('-'));
+  const names = first !== undefined && first in COMMAND_LOADERS ? [first] : Object.keys(COMMAND_LOADERS);
+  const mods = await Promise.all(names.map((n) => COMMAND_LOADERS[n]()));
+  return mods.map((m) => m.register);
+}

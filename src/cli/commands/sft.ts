@@ -1,0 +1,222 @@
+import type { Command } from 'commander';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { AgroError } from '../../errors.ts';
+import { initBackend } from '../../model/backend.ts';
+import type { BackendName } from '../../model/backend.ts';
+import { chatMessageSchema, renderChat } from '../../model/chat.ts';
+import type { ChatMessage } from '../../model/chat.ts';
+import { loadCheckpoint } from '../../model/checkpoint.ts';
+import { resolveModelConfig } from '../../model/config.ts';
+import { LlamaModel } from '../../model/llama.ts';
+import type { WeightMap } from '../../model/llama.ts';
+import { DEFAULT_SPECIAL_TOKENS, Tokenizer } from '../../model/tokenizer.ts';
+import { formatAction, SPECIAL_TOKENS as PROTOCOL_TOKENS } from '../../agent/protocol.ts';
+import { SqlEnvironment } from '../../agent/sql-env.ts';
+import type { ExecResult } from '../../sql/types.ts';
+import { resolveDatabase } from '../../eval/databases.ts';
+import { listCheckpoints, runSft } from '../../rl/sft.ts';
+import type { SftConfigInput } from '../../rl/sft.ts';
+
+/**
+ * `agro sft`: cold-start supervised fine-tuning of the built-in model on a dataset of BIRD-style
+ * rows (rendered as single-turn agent samples with the SQL agent's own prompt) or ready chat
+ * `messages` (multi-turn trajectories, used as they are).
+ */
+
+const sqlRow = z.object({
+  db_id: z.string().min(1),
+  question: z.string().min(1),
+  evidence: z.string().nullish(),
+  SQL: z.string().min(1).optional(),
+  query: z.string().min(1).optional(),
+  /** Optional reasoning to put in <think>; otherwise a short note naming the tables the SQL reads. */
+  think: z.string().optional(),
+});
+const messagesRow = z.object({ messages: z.array(chatMessageSchema).min(1) });
+
+/** Rows of a .jsonl file (one JSON object a line) or of a .json array (BIRD's dev.json). */
+export function readRows(path: string): { line: number; value: unknown }[] {
+  if (!existsSync(path)) throw new AgroError('not_found', `dataset not found: ${path}`);
+  const text = readFileSync(path, 'utf8');
+  if (text.trimStart().startsWith('[')) {
+    let arr: unknown;
+    try {
+      arr = JSON.parse(text);
+    } catch (err) {
+      throw new AgroError('invalid_input', `${path}: not valid JSON: ${(err as Error).message}`);
+    }
+    return (arr as unknown[]).map((value, i) => ({ line: i + 1, value }));
+  }
+  const rows: { line: number; value: unknown }[] = [];
+  text.split('\n').forEach((raw, i) => {
+    if (!raw.trim()) return;
+    try {
+      rows.push({ line: i + 1, value: JSON.parse(raw) });
+    } catch (err) {
+      throw new AgroError('invalid_input', `${path}:${i + 1}: not valid JSON: ${(err as Error).message}`);
+    }
+  });
+  return rows;
+}
+
+/** Tables a query reads (FROM/JOIN targets), for the default <think> note. */
+export function tablesOf(sql: string): string[] {
+  const out: string[] = [];
+  for (const m of sql.matchAll(/\b(?:FROM|JOIN)\s+("(?:[^"]|"")+"|`[^`]+`|\[[^\]]+\]|[A-Za-z_][\w$]*)/gi)) {
+    const name = m[1].replace(/^["`[]|["`\]]$/g, '');
+    if (!out.includes(name)) out.push(name);
+  }
+  return out;
+}
+
+/** The environment never executes anything while only building prompts. */
+const noExecution = {
+  execute: (): Promise<ExecResult> => Promise.reject(new AgroError('internal', 'sft builds prompts only; it runs no SQL')),
+  close: async (): Promise<void> => {},
+};
+
+/** Dataset rows to chat conversations: the SQL agent's opening + one answer turn, or the row's messages. */
+export function rowsToConversations(rows: { line: number; value: unknown }[], dbRoot: string, label: string): ChatMessage[][] {
+  const env = new SqlEnvironment(noExecution);
+  return rows.map(({ line, value }) => {
+    const asMessages = messagesRow.safeParse(value);
+    if (asMessages.success) return asMessages.data.messages;
+    const r = sqlRow.safeParse(value);
+    if (!r.success) {
+      const issue = r.error.issues[0];
+      throw new AgroError('invalid_input', `${label}:${line}: expected {db_id, question, evidence?, SQL} or {messages}: ${issue.path.join('.') || 'row'}: ${issue.message}`);
+    }
+    const sql = (r.data.SQL ?? r.data.query ?? '').trim();
+    if (!sql) throw new AgroError('invalid_input', `${label}:${line}: row has neither SQL nor query`);
+    const dbPath = resolveDatabase(dbRoot, r.data.db_id);
+    const opening = env.openingFor({ id: `${line}`, dbId: r.data.db_id, dbPath, question: r.data.question, evidence: r.data.evidence ?? undefined, goldSql: sql });
+    const tables = tablesOf(sql);
+    const think = r.data.think ?? (tables.length ? `The answer reads ${tables.join(', ')}.` : '');
+    return [...opening, { role: 'assistant' as const, content: formatAction({ kind: 'answer', content: sql, think }) }];
+  });
+}
+
+interface SftCliOptions {
+  data: string;
+  out: string;
+  init?: string;
+  preset: 'tiny' | 'small';
+  steps?: number;
+  seed?: number;
+  resume?: boolean;
+  dbRoot: string;
+  vocabSize: number;
+  batchSize?: number;
+  gradAccum?: number;
+  lr?: number;
+  maxSeqLen?: number;
+  evalEvery?: number;
+  checkpointEvery?: number;
+  backend?: BackendName;
+  json?: boolean;
+}
+
+function intArg(flag: string, min = 1): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new AgroError('usage', `${flag} must be an integer >= ${min}, got "${v}"`);
+    return n;
+  };
+}
+
+export async function runSftCommand(o: SftCliOptions): Promise<void> {
+  if (o.preset !== 'tiny' && o.preset !== 'small') throw new AgroError('usage', `--preset must be tiny or small, got "${o.preset}"`);
+  const config: SftConfigInput = {};
+  if (o.steps !== undefined) config.steps = o.steps;
+  if (o.seed !== undefined) config.seed = o.seed;
+  if (o.batchSize !== undefined) config.batchSize = o.batchSize;
+  if (o.gradAccum !== undefined) config.gradAccum = o.gradAccum;
+  if (o.lr !== undefined) config.lr = o.lr;
+  if (o.maxSeqLen !== undefined) config.maxSeqLen = o.maxSeqLen;
+  if (o.evalEvery !== undefined) config.evalEvery = o.evalEvery;
+  if (o.checkpointEvery !== undefined) config.checkpointEvery = o.checkpointEvery;
+  if (config.steps !== undefined && config.warmupSteps === undefined) config.warmupSteps = Math.min(10, Math.floor(config.steps / 10));
+
+  const conversations = rowsToConversations(readRows(o.data), o.dbRoot, o.data);
+  if (conversations.length === 0) throw new AgroError('invalid_input', `${o.data}: the dataset is empty`);
+  const existing = listCheckpoints(o.out);
+  if (existing.length && !o.resume) {
+    throw new AgroError('usage', `${o.out} already has checkpoints (newest ${existing.at(-1)?.dir}); pass --resume to continue or choose another --out`);
+  }
+  const log = (msg: string): void => { if (!o.json) process.stderr.write(`${msg}\n`); };
+  await initBackend(o.backend);
+
+  let model: LlamaModel;
+  let tokenizer: Tokenizer;
+  let resumeFrom: { trainerState: object; optimizerState?: WeightMap } | undefined;
+  if (o.resume && existing.length) {
+    const latest = existing[existing.length - 1];
+    const ck = loadCheckpoint(latest.dir);
+    model = ck.model;
+    tokenizer = ck.tokenizer;
+    if (!ck.trainerState) throw new AgroError('invalid_input', `${latest.dir} has no trainer_state.json to resume from`);
+    resumeFrom = { trainerState: ck.trainerState, optimizerState: ck.optimizerState };
+    log(`resuming from ${latest.dir}`);
+  } else if (o.init) {
+    const ck = loadCheckpoint(o.init);
+    model = ck.model;
+    tokenizer = ck.tokenizer;
+    log(`initialised from ${o.init}`);
+  } else {
+    const specials = [...new Set([...DEFAULT_SPECIAL_TOKENS, ...PROTOCOL_TOKENS])];
+    tokenizer = Tokenizer.train(conversations.flatMap((c) => c.map((m) => m.content)), { vocabSize: o.vocabSize, specialTokens: specials });
+    tokenizer.save(join(o.out, 'tokenizer.json'));
+    model = new LlamaModel(resolveModelConfig({ preset: o.preset, vocabSize: tokenizer.vocabSize }), { seed: o.seed ?? 0 });
+    log(`trained a ${tokenizer.vocabSize}-token tokenizer; new ${o.preset} model`);
+  }
+  const samples = conversations.map((c) => renderChat(tokenizer, c));
+  const controller = new AbortController();
+  const onSigint = (): void => controller.abort();
+  process.once('SIGINT', onSigint);
+  try {
+    const res = await runSft({
+      outDir: o.out, model, tokenizer, samples, config, resumeFrom,
+      progress: Boolean(process.stderr.isTTY) && !o.json,
+      signal: controller.signal,
+    });
+    const summary = { steps: res.steps, final_loss: res.finalLoss, heldout_loss: res.heldOutLoss, checkpoint: res.checkpoint, interrupted: res.interrupted, samples: samples.length };
+    if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');
+    else {
+      process.stdout.write(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps: loss ${res.finalLoss?.toFixed(4) ?? '-'}, held-out ${res.heldOutLoss?.toFixed(4) ?? '-'}\ncheckpoint: ${res.checkpoint}\n`);
+      if (res.interrupted) process.stdout.write(`continue with: agro sft --data ${o.data} --out ${o.out} --resume\n`);
+    }
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+    model.dispose();
+  }
+}
+
+export function register(program: Command): void {
+  program
+    .command('sft')
+    .description('Cold-start supervised fine-tuning of the built-in model (loss on the agent\'s tokens only).')
+    .requiredOption('--data <file>', 'dataset: .jsonl or .json rows {db_id, question, evidence?, SQL} or {messages: [...]}')
+    .requiredOption('--out <dir>', 'run directory (metrics.jsonl, checkpoints/step-N)')
+    .option('--init <checkpoint>', 'start from this checkpoint (its tokenizer and weights) instead of from scratch')
+    .option('--preset <name>', 'model size when training from scratch: tiny or small', 'small')
+    .option('--steps <n>', 'optimizer steps', intArg('--steps'))
+    .option('--seed <n>', 'seed for weights and data order', intArg('--seed', 0))
+    .option('--resume', 'continue from the newest checkpoint in --out')
+    .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
+    .option('--vocab-size <n>', 'tokenizer size when training from scratch', intArg('--vocab-size', 300), 4096)
+    .option('--batch-size <n>', 'sequences per micro-batch', intArg('--batch-size'))
+    .option('--grad-accum <n>', 'micro-batches per optimizer step', intArg('--grad-accum'))
+    .option('--lr <x>', 'peak learning rate', (v: string) => {
+      const x = Number(v);
+      if (!(x > 0)) throw new AgroError('usage', `--lr must be a positive number, got "${v}"`);
+      return x;
+    })
+    .option('--max-seq-len <n>', 'truncate samples to this many tokens', intArg('--max-seq-len', 2))
+    .option('--eval-every <n>', 'held-out loss every N steps (0: only at the end)', intArg('--eval-every', 0))
+    .option('--checkpoint-every <n>', 'checkpoint every N steps (0: only at the end)', intArg('--checkpoint-every', 0))
+    .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
+    .option('--json', 'print a JSON summary and no progress bar')
+    .action((opts: SftCliOptions) => runSftCommand(opts));
+}
