@@ -1,0 +1,53 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqlPool } from '../../src/sql/pool.ts';
+import { introspectSchema } from '../../src/sql/introspect.ts';
+import { emptySelect } from '../../src/factory/ast.ts';
+import { silentProgress } from '../../src/factory/types.ts';
+import type { Difficulty, SynthPair } from '../../src/factory/types.ts';
+import { Rng } from '../../src/util/rng.ts';
+import { diversityStage } from '../../src/diversity/stage.ts';
+
+function pair(id: string, sql: string, question: string, difficulty: Difficulty = 'simple'): SynthPair {
+  return { id, dbId: 'm', sql, ast: emptySelect('singer'), question, evidence: '', style: 'formal', difficulty, provenance: { stages: ['align'], checks: [] } };
+}
+
+test('diversity stage: dedup by SQL, by skeleton+result, by question; then a sized selection at a mix', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agro-div-'));
+  const dbPath = join(dir, 'm.sqlite');
+  const db = new Database(dbPath);
+  db.exec("CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT, age INTEGER); INSERT INTO singer VALUES (1,'Ann',30),(2,'Bo',41),(3,'Cy',52);");
+  db.close();
+  const pool = new SqlPool({ size: 1 });
+  const rejected: Record<string, number> = {};
+  const ctx = { dbId: 'm', dbPath, schema: introspectSchema(dbPath), executor: pool, rng: new Rng(3), progress: silentProgress, variants: [], timeoutMs: 3000, reject: (_: unknown, r: string) => void (rejected[r] = (rejected[r] ?? 0) + 1) };
+  try {
+    const items = [
+      pair('a', 'SELECT name FROM singer WHERE age > 35', 'Which singers are older than 35?'),
+      pair('b', 'select name from singer where age > 35', 'Name singers above thirty-five.'), // same SQL
+      pair('c', 'SELECT name FROM singer WHERE age > 36', 'Give singers with age over 36 years.'), // same skeleton, same rows
+      pair('d', 'SELECT name FROM singer WHERE age > 45', 'List the singers past 45.'), // same skeleton, other rows: kept
+      pair('e', 'SELECT count(*) FROM singer', 'Which singers are older than 35?'), // same question
+      pair('f', 'SELECT avg(age) FROM singer', 'What is the average singer age?', 'moderate'),
+      pair('g', 'SELECT name FROM singer ORDER BY age DESC LIMIT 1', 'Who is the oldest singer?', 'moderate'),
+      pair('h', 'SELECT max(age) - min(age) FROM singer', 'What is the age range of singers?', 'challenging'),
+    ];
+    const all = await diversityStage().run(items, ctx);
+    assert.deepEqual(all.map((p) => p.id), ['a', 'd', 'f', 'g', 'h']);
+    assert.deepEqual(rejected, { duplicate_exact_sql: 1, duplicate_skeleton_result: 1, duplicate_near_question: 1 });
+    assert.ok(all.every((p) => p.provenance.stages.at(-1) === 'diversify'));
+
+    for (const k of Object.keys(rejected)) delete rejected[k];
+    const some = await diversityStage({ size: 3, mix: { simple: 1 / 3, moderate: 1 / 3, challenging: 1 / 3 } }).run(items, ctx);
+    assert.equal(some.length, 3);
+    assert.deepEqual(some.map((p) => p.difficulty).sort(), ['challenging', 'moderate', 'simple']);
+    assert.equal(rejected.not_selected, 2);
+  } finally {
+    await pool.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
