@@ -1,20 +1,20 @@
 import { Command, CommanderError } from 'commander';
 import { AgroError, oneLine } from '../errors.ts';
-import { COMMANDS } from './commands/index.ts';
+import { loadCommands, type RegisterCommand } from './commands/index.ts';
 
-export function buildProgram(): Command {
+export function buildProgram(commands: readonly RegisterCommand[]): Command {
   const program = new Command('agro')
     .description('Turn a SQLite database into a trained text-to-SQL agent.')
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride();
-  for (const register of COMMANDS) register(program);
+  for (const register of commands) register(program);
   return program;
 }
 
 /** Runs the CLI and returns the process exit code; never throws for user errors. */
 export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
+  const program = buildProgram(await loadCommands(argv));
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
