@@ -32,6 +32,15 @@ export function numberToWords(n: number): string | undefined {
   return `${under1000(Math.floor(n / 1000))} thousand` + (rest ? ` ${under1000(rest)}` : '');
 }
 
+/** How a year is read aloud: 1999 → "nineteen ninety-nine", 1905 → "nineteen oh five", 2015 → "twenty fifteen". */
+export function yearWords(n: number): string | undefined {
+  if (!Number.isInteger(n) || n < 1100 || n > 2099 || (n >= 2000 && n < 2010)) return undefined;
+  const hi = Math.floor(n / 100);
+  const lo = n % 100;
+  const tail = lo === 0 ? 'hundred' : lo < 10 ? `oh ${ONES[lo]}` : numberToWords(lo)!;
+  return `${numberToWords(hi)} ${tail}`;
+}
+
 /** Variants of an answer value (the value itself first, then unique alternatives). */
 export function answerAliases(value: string): string[] {
   const out = [value];
@@ -44,6 +53,8 @@ export function answerAliases(value: string): string[] {
         const sign = num < 0 ? 'minus ' : '';
         out.push(sign + w);
         if (w.includes('-')) out.push(sign + w.replace(/-/g, ' '));
+        const year = yearWords(num);
+        if (year) out.push(year, year.replace(/-/g, ' '));
       }
     } else {
       // Money-like reals: "9.9" is also written "9.90".

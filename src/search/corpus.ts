@@ -19,7 +19,7 @@ export interface SearchHit {
   title: string;
   /** The best-matching window of sentences, at most `snippetChars` characters. */
   snippet: string;
-  /** Plain BM25 score (summed over query terms). */
+  /** BM25 summed over the query terms and the two fields (title × titleBoost, text). */
   score: number;
 }
 
@@ -80,7 +80,7 @@ export class SearchCorpus {
         // MiniSearch scores with BM25+, whose δ (`d`) adds a floor to every matching term; with d = 0
         // the formula is Okapi BM25: idf · tf(k1+1) / (tf + k1(1 − b + b·len/avglen)),
         // idf = ln(1 + (N − n + 0.5)/(n + 0.5)). One MiniSearch convention stays: `len` is the number
-        // of distinct terms in the document, not of tokens (the coordination factor is undone in search()).
+        // of distinct terms in the field, not of tokens (its coordination factor is undone in search()).
         bm25: { k: CORPUS_DEFAULTS.k1, b: CORPUS_DEFAULTS.b, d: 0 },
       },
     });

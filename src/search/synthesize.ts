@@ -169,7 +169,7 @@ function attempt(graph: EntityGraph, rng: Rng, hops: number, depths: Map<string,
     answer = renderCell(last.values[col])!;
   }
   // "What is the course id of Section CS101 / 2024-SP?" gives itself away.
-  if (normalizeAnswer(question).includes(normalizeAnswer(answer))) return { ok: false, reason: 'answer_in_question' };
+  if (` ${normalizeAnswer(question)} `.includes(` ${normalizeAnswer(answer)} `)) return { ok: false, reason: 'answer_in_question' };
   const ansAliases =
     kind === 'entity' ? entityAliases(answer, graph.tables.get(last.table)!.person) : answerAliases(answer).slice(1);
   return {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { bestF1, entityMatchRate, exactMatch, normalizeAnswer, tokenF1 } from '../../src/search/match.ts';
-import { answerAliases, entityAliases, numberToWords } from '../../src/search/aliases.ts';
+import { answerAliases, entityAliases, numberToWords, yearWords } from '../../src/search/aliases.ts';
 
 const close = (a: number, b: number) => assert.ok(Math.abs(a - b) < 1e-9, `${a} vs ${b}`);
 
@@ -69,6 +69,12 @@ test('aliases: numbers in words, ISO dates spelled out, people as "Last, First",
   assert.equal(numberToWords(2001), 'two thousand one');
   assert.equal(numberToWords(375000), 'three hundred seventy-five thousand');
   assert.equal(numberToWords(1_000_000), undefined);
+  assert.equal(yearWords(1999), 'nineteen ninety-nine');
+  assert.equal(yearWords(1905), 'nineteen oh five');
+  assert.equal(yearWords(1900), 'nineteen hundred');
+  assert.equal(yearWords(2015), 'twenty fifteen');
+  assert.equal(yearWords(2005), undefined); // "two thousand five" is already the plain reading
+  assert.equal(yearWords(42), undefined);
   assert.deepEqual(answerAliases('42'), ['42', 'forty-two', 'forty two']);
   assert.deepEqual(answerAliases('9.9'), ['9.9', '9.90']);
   assert.deepEqual(answerAliases('2021-03-04'), ['2021-03-04', 'March 4, 2021', '4 March 2021']);

@@ -67,7 +67,7 @@ test('every answer is reachable along its chain, questions are unique, ambiguous
       q.entities.map((e) => e.name),
       q.chain.slice(1),
     );
-    assert.ok(!normalizeAnswer(q.question).includes(normalizeAnswer(q.answer)));
+    assert.ok(!` ${normalizeAnswer(q.question)} `.includes(` ${normalizeAnswer(q.answer)} `));
     // Two tracks are titled "Intro" and two artists "Nadia Okafor": neither may anchor a question or be
     // a page the agent must find (an entity answer's own page is never needed).
     assert.ok(!q.question.includes('"Intro"') && !q.question.includes('"Nadia Okafor"'), q.question);
@@ -97,7 +97,10 @@ test('a hand-checked 3-hop chain and its aliases', () => {
   assert.equal(e.hops, 2);
   const year = r.questions.find((x) => x.question === 'What is the release year of the album "Harbor Lights"?');
   assert.ok(year);
-  assert.deepEqual([year.answer, ...year.aliases], ['1999', 'one thousand nine hundred ninety-nine', 'one thousand nine hundred ninety nine']);
+  assert.deepEqual(
+    [year.answer, ...year.aliases],
+    ['1999', 'one thousand nine hundred ninety-nine', 'one thousand nine hundred ninety nine', 'nineteen ninety-nine', 'nineteen ninety nine'],
+  );
   assert.equal(year.hops, 1);
   assert.deepEqual(year.entities, []);
 });
