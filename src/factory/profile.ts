@@ -12,6 +12,9 @@ export interface UsableColumn {
   role: ColumnRole;
   isKey: boolean;
   nullable: boolean;
+  /** Distinct values and table rows (a column unique in its table makes a useless group). */
+  distinct: number;
+  rows: number;
 }
 
 export interface TableProfile {
@@ -68,7 +71,7 @@ export function profileSchema(schema: DbSchema, graph: SchemaGraph, lex: Lexicon
         skipped.push({ what: `column ${t.name}.${c.name}`, why: 'its spoken name is ambiguous or clashes with question keywords' });
         continue;
       }
-      columns.push({ table: t.name, column: c.name, role, isKey: c.pk > 0 || keyCols.has(colKey(t.name, c.name)), nullable: !c.notNull && c.pk === 0 });
+      columns.push({ table: t.name, column: c.name, role, isKey: c.pk > 0 || keyCols.has(colKey(t.name, c.name)), nullable: !c.notNull && c.pk === 0, distinct: c.stats.distinctCount, rows: t.rowCount });
     }
     if (!columns.length) {
       skipped.push({ what: `table ${t.name}`, why: 'no usable columns' });

@@ -110,7 +110,9 @@ export function realizeCore(q: QueryAst): string {
 }
 
 function singleValue(q: QueryAst): boolean {
-  return q.kind === 'select' && !q.groupBy.length && q.columns.length === 1 && (q.columns[0].kind === 'agg' || q.columns[0].kind === 'pct');
+  if (q.kind !== 'select') return false;
+  const targets = q.groupBy.length ? q.columns.slice(1) : q.columns;
+  return targets.length === 1 && (targets[0].kind === 'agg' || targets[0].kind === 'pct' || targets[0].kind === 'arith');
 }
 
 const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);

@@ -104,6 +104,18 @@ function tieBreak(f: Frame, env: SynthEnv): ColRef[] | null {
   return p.pk.map((c) => col(f.q.from.alias, f.q.from.table, c));
 }
 
+/** True when every join goes from a foreign key to the key it references, so base rows are not repeated. */
+function manyToOne(f: Frame, env: SynthEnv): boolean {
+  return f.q.joins.every((j) =>
+    env.graph.edges.some(
+      (e) => e.fromTable === j.on[0].left.table && e.toTable === j.table && e.fromColumns.join() === j.on.map((o) => o.left.column).join(),
+    ),
+  );
+}
+
+/** Columns whose sum or average means nothing (years, ids, codes, phone numbers). */
+const NOT_ADDITIVE = /(year|_id$|id$|code|zip|phone|number|_no$)/i;
+
 type Builder = (ctx: StageContext, env: SynthEnv) => Promise<QueryAst | null>;
 
 const withJoin = (rng: Rng, p: number) => rng.next() < p;
@@ -128,6 +140,7 @@ const TEMPLATES: Record<string, Builder> = {
     if (!pick) return null;
     const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
+    if (!manyToOne(f, env)) return null;
     f.q.columns = [{ kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false }];
     f.q.where = filters(f, ctx.rng, 1 + ctx.rng.int(2));
     return f.q.where.length ? f.q : null;
@@ -137,11 +150,13 @@ const TEMPLATES: Record<string, Builder> = {
     if (!pick) return null;
     const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
+    if (!manyToOne(f, env)) return null;
     const nums = nonKey(f, 'T1', 'numeric');
     const cats = nonKey(f, 'T1', 'category');
     if (nums.length && ctx.rng.next() < 0.8) {
       const c = ctx.rng.pick(nums);
-      f.q.columns = [{ kind: 'agg', fn: ctx.rng.pick(['SUM', 'AVG', 'MIN', 'MAX'] as AggFn[]), arg: c.ref, distinct: false }];
+      const fns: AggFn[] = NOT_ADDITIVE.test(c.column) ? ['MIN', 'MAX'] : ['SUM', 'AVG', 'MIN', 'MAX'];
+      f.q.columns = [{ kind: 'agg', fn: ctx.rng.pick(fns), arg: c.ref, distinct: false }];
       f.q.where = filters(f, ctx.rng, 1, new Set([key(c.ref)]));
     } else if (cats.length) {
       const c = ctx.rng.pick(cats);
@@ -156,10 +171,11 @@ const TEMPLATES: Record<string, Builder> = {
     const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
     const groupAlias = f.related ? [...f.q.joins].reverse()[0].alias : 'T1';
-    const groups = nonKey(f, groupAlias, 'category');
+    if (!manyToOne(f, env)) return null;
+    const groups = nonKey(f, groupAlias, 'category').filter((c) => c.distinct < c.rows);
     if (!groups.length) return null;
     const g = ctx.rng.pick(groups);
-    const nums = nonKey(f, 'T1', 'numeric');
+    const nums = nonKey(f, 'T1', 'numeric').filter((c) => !NOT_ADDITIVE.test(c.column));
     const agg: Expr =
       nums.length && ctx.rng.next() < 0.5
         ? { kind: 'agg', fn: ctx.rng.pick(['SUM', 'AVG', 'MAX', 'MIN'] as AggFn[]), arg: ctx.rng.pick(nums).ref, distinct: false }
@@ -219,6 +235,7 @@ const TEMPLATES: Record<string, Builder> = {
     if (!pick) return null;
     const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
+    if (!manyToOne(f, env)) return null;
     const [c] = filters(f, ctx.rng, 1);
     if (!c) return null;
     f.q.columns = [{ kind: 'pct', cond: c }];
