@@ -38,7 +38,7 @@ test('diversity stage: dedup by SQL, by skeleton+result, by question; then a siz
     ];
     const all = await diversityStage().run(items, ctx);
     assert.deepEqual(all.map((p) => p.id), ['a', 'd', 'f', 'g', 'h']);
-    assert.deepEqual(rejected, { duplicate_exact_sql: 1, duplicate_skeleton_result: 1, duplicate_near_question: 1 });
+    assert.deepEqual({ ...rejected }, { duplicate_exact_sql: 1, duplicate_skeleton_result: 1, duplicate_near_question: 1 });
     assert.ok(all.every((p) => p.provenance.stages.at(-1) === 'diversify'));
 
     for (const k of Object.keys(rejected)) delete rejected[k];
