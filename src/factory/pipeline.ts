@@ -206,6 +206,9 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     items = await asStage(realizeStage, items, variants);
     items = await asStage(alignStage(makeParseEnv(schema, graph)), items, variants);
     if (cfg.llmUrl && cfg.llmModel) {
+      // The round trip has checked the built-in question; the LLM rewrites it, and the LLM judge audits the rewrite.
+      const rewrite = await loadOptionalStage('llm-questions.ts', 'llmQuestionsStage');
+      if (rewrite) items = await asStage(rewrite({ llm: { baseUrl: cfg.llmUrl, model: cfg.llmModel } }), items, variants);
       const audit = await loadOptionalStage('llm-audit.ts', 'llmAuditStage');
       if (audit) items = await asStage(audit({ url: cfg.llmUrl, model: cfg.llmModel, seed: cfg.seed }), items, variants);
     }
