@@ -17,6 +17,25 @@ import { assertSingleReadQuery } from './guard.ts';
 import type { ExecErrorKind, ExecOptions, ExecResult, Row, SqlExecutor } from './types.ts';
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./pool-child.mjs', import.meta.url));
+/** Extra time a query may wait for its (re)started child to load before it counts as timed out. */
+const START_GRACE_MS = 30_000;
+
+/**
+ * Live children of every pool in this process. A child busy in native code never sees its parent
+ * disconnect, so when the parent exits without close() we SIGKILL them rather than leave orphans.
+ */
+const LIVE = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function track(child: ChildProcess): void {
+  LIVE.add(child);
+  child.once('exit', () => LIVE.delete(child));
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', () => {
+      for (const c of LIVE) c.kill('SIGKILL');
+    });
+  }
+}
 
 export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024 };
 
@@ -138,13 +157,14 @@ export class SqlPool implements SqlExecutor {
     // execArgv: [] so the child does not inherit `--import tsx` from a tsx-run parent (3-5x slower start).
     const child = fork(CHILD_SCRIPT, [], { serialization: 'advanced', execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     this.spawned++;
+    track(child);
     slot.child = child;
     slot.ready = false;
     child.on('message', (msg: ChildReply) => {
       if ('ready' in msg) {
         if (slot.child !== child) return;
         slot.ready = true;
-        if (slot.job && !slot.timer) this.startTimer(slot, slot.job);
+        if (slot.job) this.startTimer(slot, slot.job);
         return;
       }
       const job = slot.job;
@@ -205,8 +225,10 @@ export class SqlPool implements SqlExecutor {
     });
   }
 
+  /** The limit runs from when the child is ready; until then it gets START_GRACE_MS more to start. */
   private startTimer(slot: Slot, job: Job): void {
-    slot.timer = setTimeout(() => this.onTimeout(slot, job), job.opts.timeoutMs);
+    clearTimeout(slot.timer);
+    slot.timer = setTimeout(() => this.onTimeout(slot, job), job.opts.timeoutMs + (slot.ready ? 0 : START_GRACE_MS));
   }
 
   private pump(): void {
@@ -219,7 +241,7 @@ export class SqlPool implements SqlExecutor {
       slot.job = job;
       slot.startedAt = performance.now();
       this.busy(child);
-      if (slot.ready) this.startTimer(slot, job);
+      this.startTimer(slot, job);
       child.send({ id: job.id, dbPath: job.dbPath, sql: job.sql, maxRows: job.opts.maxRows, maxBytes: job.opts.maxBytes });
     }
   }
