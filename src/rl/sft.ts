@@ -45,7 +45,7 @@ export const sftConfigSchema = z.object({
   eps: z.number().positive().default(1e-8),
   /** Clip the global gradient norm to this; 0 disables clipping. */
   clipNorm: z.number().min(0).default(1),
-  /** Longer samples are truncated to this many tokens (the model's maxPositions caps it too). */
+  /** Longer samples are skipped (the model's maxPositions caps it too). */
   maxSeqLen: z.number().int().min(2).default(512),
   /** Fraction of the samples held out for evaluation (at least one when there are two or more). */
   heldOutFraction: z.number().min(0).lt(1).default(0.05),
@@ -175,7 +175,8 @@ export function epochBatches(lengths: number[], batchSize: number, rng: Rng): nu
   return rng.shuffle(batches);
 }
 
-interface Batch { ids: tf.Tensor2D; targets: tf.Tensor2D; mask: tf.Tensor2D; tokens: number; positions: number }
+/** tokens: trained (masked-in) targets; real: non-padding positions processed. */
+interface Batch { ids: tf.Tensor2D; targets: tf.Tensor2D; mask: tf.Tensor2D; tokens: number; real: number }
 
 /** Right-padded inputs/targets/mask for samples (next-token shift: inputs t, targets t+1, mask of t+1). */
 function makeBatch(samples: SftSample[], padId: number): Batch {
@@ -185,7 +186,9 @@ function makeBatch(samples: SftSample[], padId: number): Batch {
   const tg = new Int32Array(B * T).fill(padId);
   const mk = new Float32Array(B * T);
   let tokens = 0;
+  let real = 0;
   samples.forEach((s, b) => {
+    real += s.ids.length - 1;
     for (let t = 0; t + 1 < s.ids.length; t++) {
       ids[b * T + t] = s.ids[t];
       tg[b * T + t] = s.ids[t + 1];
@@ -193,23 +196,26 @@ function makeBatch(samples: SftSample[], padId: number): Batch {
       tokens += s.mask[t + 1];
     }
   });
-  return { ids: tf.tensor2d(ids, [B, T], 'int32'), targets: tf.tensor2d(tg, [B, T], 'int32'), mask: tf.tensor2d(mk, [B, T]), tokens, positions: B * T };
+  return { ids: tf.tensor2d(ids, [B, T], 'int32'), targets: tf.tensor2d(tg, [B, T], 'int32'), mask: tf.tensor2d(mk, [B, T]), tokens, real };
 }
 
 function disposeBatch(b: Batch): void {
   b.ids.dispose(); b.targets.dispose(); b.mask.dispose();
 }
 
-/** Drop samples with nothing to learn, truncate long ones; errors on an empty result. */
-export function prepareSamples(samples: SftSample[], maxLen: number, what: string): SftSample[] {
-  const out: SftSample[] = [];
+/**
+ * Keep the samples that fit in maxLen tokens and have something to learn. Long samples are skipped,
+ * not truncated: cutting the end would drop exactly the answer the sample is there to teach.
+ */
+export function prepareSamples(samples: SftSample[], maxLen: number, what: string): { kept: SftSample[]; tooLong: number } {
+  const kept: SftSample[] = [];
+  let tooLong = 0;
   for (const [i, s] of samples.entries()) {
     if (s.ids.length !== s.mask.length) throw new AgroError('invalid_input', `${what} sample ${i}: ids and mask lengths differ (${s.ids.length} vs ${s.mask.length})`);
-    const ids = s.ids.slice(0, maxLen);
-    const mask = s.mask.slice(0, maxLen);
-    if (ids.length >= 2 && mask.slice(1).some((m) => m > 0)) out.push({ ids, mask });
+    if (s.ids.length > maxLen) { tooLong++; continue; }
+    if (s.ids.length >= 2 && s.mask.slice(1).some((m) => m > 0)) kept.push(s);
   }
-  return out;
+  return { kept, tooLong };
 }
 
 // ---------------------------------------------------------------- training loop
@@ -230,7 +236,9 @@ export interface StepMetrics {
   loss: number;
   lr: number;
   grad_norm: number;
+  /** Target tokens in the loss (assistant tokens). */
   tokens: number;
+  /** All non-padding tokens processed per second (forward + backward). */
   tokens_per_s: number;
   heldout_loss?: number;
   elapsed_s: number;
@@ -261,6 +269,8 @@ export interface SftResult {
   heldOutLoss: number | null;
   checkpoint: string;
   interrupted: boolean;
+  /** Samples skipped for being longer than maxSeqLen / maxPositions. */
+  skippedTooLong: number;
 }
 
 const trainerStateSchema = z.object({
@@ -293,15 +303,20 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   const maxLen = Math.min(cfg.maxSeqLen, model.config.maxPositions);
   let train: SftSample[];
   let heldOut: SftSample[];
+  const prepared = prepareSamples(opts.samples, maxLen, 'training');
+  let tooLong = prepared.tooLong;
   if (opts.heldOut) {
-    train = prepareSamples(opts.samples, maxLen, 'training');
-    heldOut = prepareSamples(opts.heldOut, maxLen, 'held-out');
+    train = prepared.kept;
+    const h = prepareSamples(opts.heldOut, maxLen, 'held-out');
+    heldOut = h.kept;
+    tooLong += h.tooLong;
   } else {
-    const split = splitHeldOut(prepareSamples(opts.samples, maxLen, 'training'), cfg.heldOutFraction, cfg.seed);
-    train = split.train;
-    heldOut = split.heldOut;
+    ({ train, heldOut } = splitHeldOut(prepared.kept, cfg.heldOutFraction, cfg.seed));
   }
-  if (train.length === 0) throw new AgroError('invalid_input', 'sft: no training samples with assistant tokens to learn from (empty dataset?)');
+  if (train.length === 0) {
+    const why = tooLong ? ` (${tooLong} samples are longer than ${maxLen} tokens: raise maxSeqLen or use a model with more positions)` : ' (empty dataset?)';
+    throw new AgroError('invalid_input', `sft: no training samples with assistant tokens to learn from${why}`);
+  }
   for (const s of [...train, ...heldOut]) for (const id of s.ids) {
     if (!(id >= 0 && id < model.config.vocabSize)) throw new AgroError('invalid_input', `sft: token id ${id} is outside the model vocabulary (${model.config.vocabSize})`);
   }
@@ -322,7 +337,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   mkdirSync(opts.outDir, { recursive: true });
   const metricsPath = join(opts.outDir, 'metrics.jsonl');
   truncateMetrics(metricsPath, state.step);
-  writeJsonAtomic(join(opts.outDir, 'sft_config.json'), { ...cfg, model: model.config, trainSamples: train.length, heldOutSamples: heldOut.length });
+  writeJsonAtomic(join(opts.outDir, 'sft_config.json'), { ...cfg, model: model.config, trainSamples: train.length, heldOutSamples: heldOut.length, skippedTooLong: tooLong });
 
   let epochRng = Rng.fromState(state.epochRngState);
   let batches = epochBatches(lengths, cfg.batchSize, epochRng);
@@ -362,6 +377,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
       const built = micro.map((m) => makeBatch(m, padId));
       // Token-mean over the whole optimizer step, so accumulation equals one big batch.
       const totalTokens = built.reduce((a, b) => a + b.tokens, 0);
+      const realTokens = built.reduce((a, b) => a + b.real, 0);
       let summed: tf.Tensor[] | null = null;
       let lossSum = 0;
       for (const b of built) {
@@ -391,7 +407,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
       state.tokensSeen += totalTokens;
       lastLoss = lossSum;
       const sec = (performance.now() - stepStart) / 1000;
-      const m: StepMetrics = { step: state.step, loss: lossSum, lr, grad_norm: norm, tokens: totalTokens, tokens_per_s: Math.round(totalTokens / Math.max(sec, 1e-9)), elapsed_s: Math.round((performance.now() - t0) / 10) / 100 };
+      const m: StepMetrics = { step: state.step, loss: lossSum, lr, grad_norm: norm, tokens: totalTokens, tokens_per_s: Math.round(realTokens / Math.max(sec, 1e-9)), elapsed_s: Math.round((performance.now() - t0) / 10) / 100 };
       if (heldOut.length && ((cfg.evalEvery > 0 && state.step % cfg.evalEvery === 0) || state.step === cfg.steps)) {
         m.heldout_loss = evaluateLoss(model, heldOut, cfg.batchSize, padId);
         state.lastHeldOutLoss = m.heldout_loss;
@@ -409,7 +425,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   }
   const dir = checkpoint();
   opt.dispose();
-  return { steps: state.step, finalLoss: lastLoss, heldOutLoss: state.lastHeldOutLoss, checkpoint: dir, interrupted };
+  return { steps: state.step, finalLoss: lastLoss, heldOutLoss: state.lastHeldOutLoss, checkpoint: dir, interrupted, skippedTooLong: tooLong };
 }
 
 /** Mean next-token loss over the masked tokens of samples (no gradients). */

@@ -178,3 +178,68 @@ test('bad configs and empty datasets fail before training with one-line errors',
   await assert.rejects(runSft({ outDir: tmp(), model, tokenizer: TOK, samples: [renderChat(TOK, [{ role: 'user', content: 'hi' }])] }), bad(/no training samples/));
   model.dispose();
 });
+
+// ---- agro sft ----
+import { spawnSync } from 'node:child_process';
+import { writeFileSync, existsSync } from 'node:fs';
+import { readRows, rowsToConversations, runSftCommand, tablesOf } from '../../src/cli/commands/sft.ts';
+import { SQL_AGENT_SYSTEM_PROMPT } from '../../src/agent/sql-env.ts';
+import { prepareSamples } from '../../src/rl/sft.ts';
+
+test('dataset rows become the SQL agent opening plus an answer turn; messages rows pass through', () => {
+  const dir = tmp();
+  const path = join(dir, 'd.jsonl');
+  const msgs = [{ role: 'user', content: 'q' }, { role: 'assistant', content: '<think></think>\n<answer>SELECT 1</answer>' }];
+  writeFileSync(path, [
+    JSON.stringify({ db_id: 'school', question: 'How many students?', evidence: 'students are rows', SQL: 'SELECT count(*) FROM students AS s JOIN classes ON 1' }),
+    '',
+    JSON.stringify({ messages: msgs }),
+  ].join('\n'));
+  const conv = rowsToConversations(readRows(path), 'data/databases', path);
+  assert.equal(conv.length, 2);
+  const [sys, user, asst] = conv[0];
+  assert.equal(sys.role, 'system');
+  assert.ok(sys.content.startsWith(SQL_AGENT_SYSTEM_PROMPT + '\n'), 'the environment prompt, so SFT and RL see the same opening');
+  assert.match(sys.content, /CREATE TABLE/);
+  assert.deepEqual(user, { role: 'user', content: 'How many students?\nEvidence: students are rows' });
+  assert.deepEqual(asst, { role: 'assistant', content: '<think>The answer reads students, classes.</think>\n<answer>SELECT count(*) FROM students AS s JOIN classes ON 1</answer>' });
+  assert.deepEqual(conv[1], msgs);
+  assert.deepEqual(tablesOf('SELECT a FROM "odd ""name""" JOIN `b` ON x JOIN [c d]'), ['odd ""name""', 'b', 'c d']);
+  writeFileSync(path, JSON.stringify({ db_id: 'nope_db', question: 'q', SQL: 'SELECT 1' }) + '\n');
+  assert.throws(() => rowsToConversations(readRows(path), 'data/databases', path), /unknown db_id "nope_db"/);
+  writeFileSync(path, JSON.stringify({ question: 'q' }) + '\n{bad');
+  assert.throws(() => readRows(path), /d\.jsonl:2: not valid JSON/);
+  writeFileSync(path, JSON.stringify({ question: 'q' }) + '\n');
+  assert.throws(() => rowsToConversations(readRows(path), 'data/databases', path), /d\.jsonl:1: expected \{db_id, question, evidence\?, SQL\} or \{messages\}: db_id/);
+});
+
+test('samples longer than the context are skipped, not cut (cutting would drop the answer)', () => {
+  const { kept, tooLong } = prepareSamples([{ ids: [1, 2, 3, 4], mask: [0, 0, 1, 1] }, { ids: [1, 2], mask: [0, 1] }, { ids: [1, 2, 3], mask: [0, 0, 0] }], 3, 't');
+  assert.deepEqual(kept, [{ ids: [1, 2], mask: [0, 1] }]);
+  assert.equal(tooLong, 1);
+});
+
+test('agro sft trains from scratch, refuses to clobber a run, and resumes with --resume', async () => {
+  const dir = tmp();
+  const data = join(dir, 'd.jsonl');
+  const rows = [];
+  for (let i = 0; i < 12; i++) rows.push(JSON.stringify({ messages: [{ role: 'user', content: `count rows of t${i % 3}` }, { role: 'assistant', content: `<think></think>\n<answer>SELECT count(*) FROM t${i % 3}</answer>` }] }));
+  writeFileSync(data, rows.join('\n') + '\n');
+  const out = join(dir, 'run');
+  const args = ['bin/agro.js', 'sft', '--data', data, '--out', out, '--preset', 'tiny', '--vocab-size', '320', '--backend', 'cpu', '--batch-size', '4', '--checkpoint-every', '1', '--json'];
+  const first = spawnSync(process.execPath, [...args, '--steps', '2'], { encoding: 'utf8' });
+  assert.equal(first.status, 0, first.stderr);
+  const s1 = JSON.parse(first.stdout);
+  assert.equal(s1.steps, 2);
+  assert.equal(s1.samples, 12);
+  assert.ok(existsSync(join(out, 'tokenizer.json')) && existsSync(join(out, 'checkpoints', 'step-2', 'model.safetensors')));
+  await assert.rejects(runSftCommand({ data, out, preset: 'tiny', dbRoot: 'data/databases', vocabSize: 320, steps: 3, backend: 'cpu', json: true }), /already has checkpoints .* pass --resume/);
+  const second = spawnSync(process.execPath, [...args, '--steps', '3', '--resume'], { encoding: 'utf8' });
+  assert.equal(second.status, 0, second.stderr);
+  assert.equal(JSON.parse(second.stdout).steps, 3);
+  const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).step);
+  assert.deepEqual(lines, [1, 2, 3]);
+  const missing = spawnSync(process.execPath, ['bin/agro.js', 'sft', '--data', join(dir, 'none.jsonl'), '--out', out], { encoding: 'utf8' });
+  assert.equal(missing.status, 3);
+  assert.equal(missing.stderr.trim(), `agro: dataset not found: ${join(dir, 'none.jsonl')}`);
+});

@@ -181,7 +181,8 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
       progress: Boolean(process.stderr.isTTY) && !o.json,
       signal: controller.signal,
     });
-    const summary = { steps: res.steps, final_loss: res.finalLoss, heldout_loss: res.heldOutLoss, checkpoint: res.checkpoint, interrupted: res.interrupted, samples: samples.length };
+    if (res.skippedTooLong) log(`skipped ${res.skippedTooLong} samples longer than the model's context (raise --max-seq-len or use --preset small)`);
+    const summary = { steps: res.steps, final_loss: res.finalLoss, heldout_loss: res.heldOutLoss, checkpoint: res.checkpoint, interrupted: res.interrupted, samples: samples.length, skipped_too_long: res.skippedTooLong };
     if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');
     else {
       process.stdout.write(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps: loss ${res.finalLoss?.toFixed(4) ?? '-'}, held-out ${res.heldOutLoss?.toFixed(4) ?? '-'}\ncheckpoint: ${res.checkpoint}\n`);
