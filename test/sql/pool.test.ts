@@ -1,6 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqlPool } from '../../src/sql/pool.ts';
@@ -172,6 +172,20 @@ test('close() resolves pending queries and later calls are rejected', async () =
   assert.equal(failed(await running).error, 'runtime');
   assert.equal(failed(await queued).error, 'runtime');
   await assert.rejects(p.execute(DB, 'SELECT 1'), /closed/);
+});
+
+test('a database rewritten at the same path is reopened, not served from a stale handle', async () => {
+  const path = join(tmp.dir, 'variant.sqlite');
+  makeDb(path, 'CREATE TABLE v (x INTEGER); INSERT INTO v VALUES (1);');
+  const p = new SqlPool({ size: 1 });
+  try {
+    assert.deepEqual(ok(await p.execute(path, 'SELECT x FROM v')).rows, [[1]]);
+    makeDb(join(tmp.dir, 'next.sqlite'), 'CREATE TABLE v (x INTEGER); INSERT INTO v VALUES (2), (3);');
+    renameSync(join(tmp.dir, 'next.sqlite'), path);
+    assert.deepEqual(ok(await p.execute(path, 'SELECT x FROM v ORDER BY x')).rows, [[2], [3]]);
+  } finally {
+    await p.close();
+  }
 });
 
 test('bad options are a usage error', async () => {
