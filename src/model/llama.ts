@@ -85,6 +85,27 @@ export function selectLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Te
   return f(logits) as tf.Tensor1D;
 }
 
+/**
+ * 2-D matmul a @ b whose gradients use explicit transposes and plain matmuls. The wasm backend's
+ * BatchMatMul with transposeA/transposeB (what the stock gradient emits) falls off XNNPACK onto
+ * a naive loop, ~15x slower here; a transpose copy plus a plain matmul is far cheaper.
+ */
+export function mm(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [x, w] = args as [tf.Tensor2D, tf.Tensor2D];
+    (args[2] as tf.GradSaveFunc)([x, w]);
+    return {
+      value: tf.matMul(x, w),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [xs, ws] = saved as [tf.Tensor2D, tf.Tensor2D];
+        const d = dy as tf.Tensor2D;
+        return [tf.matMul(d, tf.transpose(ws)), tf.matMul(tf.transpose(xs), d)];
+      },
+    };
+  });
+  return f(a, b) as tf.Tensor2D;
+}
+
 function rmsNorm(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D {
   const ms = tf.mean(tf.square(x), -1, true);
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), w);
@@ -212,7 +233,7 @@ export class LlamaModel {
     let x: tf.Tensor2D = embedLookup(this.embed as tf.Tensor2D, tf.reshape(ids, [-1]) as tf.Tensor1D); // [N, H]
     this.layers.forEach((layer, li) => {
       const h = rmsNorm(x, layer.ln1, c.rmsNormEps);
-      let qkv: tf.Tensor2D = tf.matMul(h, layer.wqkv);
+      let qkv: tf.Tensor2D = mm(h, layer.wqkv as tf.Tensor2D);
       if (layer.bqkv) qkv = tf.add(qkv, layer.bqkv);
       const [qf, kf, vf] = tf.split(qkv, [nh * hd, nkv * hd, nkv * hd], 1);
       const q = rope(tf.reshape(qf, [B, T, nh, hd]), cos, sin);
@@ -236,18 +257,18 @@ export class LlamaModel {
       const probs = tf.softmax(tf.reshape(scores, [B * nkv, g * T, L]) as tf.Tensor3D);
       const pv = tf.reshape(tf.matMul(probs, v3), [B, nkv, g, T, hd]);
       const att = tf.reshape(tf.transpose(pv, [0, 3, 1, 2, 4]), [B * T, nh * hd]) as tf.Tensor2D;
-      x = tf.add(x, tf.matMul(att, layer.wo));
+      x = tf.add(x, mm(att, layer.wo as tf.Tensor2D));
       const h2 = rmsNorm(x, layer.ln2, c.rmsNormEps);
-      const [gate, up] = tf.split(tf.matMul(h2, layer.wgu), 2, 1);
+      const [gate, up] = tf.split(mm(h2, layer.wgu as tf.Tensor2D), 2, 1);
       const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
-      x = tf.add(x, tf.matMul(act, layer.wdown));
+      x = tf.add(x, mm(act as tf.Tensor2D, layer.wdown as tf.Tensor2D));
     });
     return { hidden: rmsNorm(x, this.norm, c.rmsNormEps), cache: newCache };
   }
 
   /** Logits [N, V] from hidden states [N, H]. */
   logits(hidden: tf.Tensor2D): tf.Tensor2D {
-    return this.lmHead ? tf.matMul(hidden, this.lmHead) : tf.matMul(hidden, this.embed, false, true);
+    return mm(hidden, (this.lmHead ?? tf.transpose(this.embed)) as tf.Tensor2D);
   }
 
   /** Full forward pass: logits [B, T, V]. */
