@@ -125,7 +125,7 @@ export async function run(args: string[]): Promise<void> {
     await pool.close();
     const parentMaxRss = process.resourceUsage().maxRSS; // KiB on Linux
     console.log(`\npeak RSS: parent ${(parentMaxRss / 1024).toFixed(0)} MiB (includes the direct runs), children ${childHwm.map((k) => `${(k / 1024).toFixed(0)} MiB`).join(', ')} (VmHWM of the live children)`);
-    console.log(`children spawned in total: ${pool.spawned} (${size} at start + 1 per timeout)`);
+    console.log(`children started in total: ${pool.spawned} (${size} at start, then per timeout one replacement taken from a warm spare, plus the first spare)`);
   } finally {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   }

@@ -67,8 +67,6 @@ interface Job {
 
 interface Slot {
   child?: ChildProcess;
-  /** The child has loaded better-sqlite3 and answered; the time limit only runs from then on. */
-  ready: boolean;
   job?: Job;
   timer?: NodeJS.Timeout;
   startedAt: number;
@@ -94,6 +92,13 @@ export class SqlPool implements SqlExecutor {
   private readonly queue: Job[] = [];
   private nextId = 1;
   private closed = false;
+  /** Children that have loaded better-sqlite3 and said so; a query's time limit runs from then on. */
+  private readonly ready = new WeakSet<ChildProcess>();
+  /**
+   * A started, idle child kept in reserve once a query has timed out: the slot whose child was
+   * killed takes it at once, so the next query does not wait for a process start (0.2-1 s).
+   */
+  private spare?: ChildProcess;
   /** Children started so far (first starts and respawns); the tests and the bench read it. */
   spawned = 0;
 
@@ -102,7 +107,7 @@ export class SqlPool implements SqlExecutor {
     if (!parsed.success) throw new AgroError('usage', 'SqlPool: size must be an integer from 1 to 64');
     this.size = parsed.data.size ?? Math.min(2, availableParallelism());
     this.defaults = { ...EXEC_DEFAULTS, ...parseExecOptions(options.defaults, 'SqlPool defaults') };
-    this.slots = Array.from({ length: this.size }, (): Slot => ({ startedAt: 0, ready: false }));
+    this.slots = Array.from({ length: this.size }, (): Slot => ({ startedAt: 0 }));
   }
 
   execute(dbPath: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
@@ -133,17 +138,22 @@ export class SqlPool implements SqlExecutor {
       job.resolve({ ok: false, error: 'runtime', message: 'the SQL pool was closed before the query ran', elapsedMs: 0 });
     }
     const exits: Promise<void>[] = [];
+    const kill = (child: ChildProcess | undefined): void => {
+      if (child && child.exitCode === null && child.signalCode === null) {
+        exits.push(new Promise((res) => child.once('exit', () => res())));
+        child.ref(); // an idle child is unref'd; without this the loop could empty before 'exit' arrives
+        child.kill('SIGKILL');
+      }
+    };
+    kill(this.spare);
+    this.spare = undefined;
     for (const slot of this.slots) {
       clearTimeout(slot.timer);
       const { child, job } = slot;
       slot.child = undefined;
       slot.job = undefined;
       job?.resolve({ ok: false, error: 'runtime', message: 'the SQL pool was closed while the query ran', elapsedMs: performance.now() - slot.startedAt });
-      if (child && child.exitCode === null && child.signalCode === null) {
-        exits.push(new Promise((res) => child.once('exit', () => res())));
-        child.ref(); // an idle child is unref'd; without this the loop could empty before 'exit' arrives
-        child.kill('SIGKILL');
-      }
+      kill(child);
     }
     await Promise.all(exits);
   }
@@ -153,22 +163,23 @@ export class SqlPool implements SqlExecutor {
     return this.slots.flatMap((s) => (s.child?.pid ? [s.child.pid] : []));
   }
 
-  private spawn(slot: Slot): ChildProcess {
+  private startChild(): ChildProcess {
     // execArgv: [] so the child does not inherit `--import tsx` from a tsx-run parent (3-5x slower start).
     const child = fork(CHILD_SCRIPT, [], { serialization: 'advanced', execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     this.spawned++;
     track(child);
-    slot.child = child;
-    slot.ready = false;
+    // The owning slot is looked up on each event: a spare changes hands after it starts.
+    const owner = (): Slot | undefined => this.slots.find((sl) => sl.child === child);
     child.on('message', (msg: ChildReply) => {
       if ('ready' in msg) {
-        if (slot.child !== child) return;
-        slot.ready = true;
-        if (slot.job) this.startTimer(slot, slot.job);
+        this.ready.add(child);
+        const slot = owner();
+        if (slot?.job) this.startTimer(slot, slot.job);
         return;
       }
-      const job = slot.job;
-      if (slot.child !== child || !job || job.id !== msg.id) return;
+      const slot = owner();
+      const job = slot?.job;
+      if (!slot || !job || job.id !== msg.id) return;
       const elapsedMs = performance.now() - slot.startedAt;
       this.finish(slot, msg.ok ? { ok: true, columns: msg.columns, rows: msg.rows, truncated: msg.truncated, elapsedMs } : { ok: false, error: msg.error, message: msg.message, elapsedMs });
     });
@@ -176,7 +187,12 @@ export class SqlPool implements SqlExecutor {
       // Spawn/IPC failures surface as an 'exit' too (or not at all when already gone); the exit handler recovers.
     });
     child.on('exit', (code, signal) => {
-      if (slot.child !== child) return; // killed on purpose (timeout/close): already handled
+      if (this.spare === child) {
+        this.spare = undefined;
+        return;
+      }
+      const slot = owner();
+      if (!slot) return; // killed on purpose (timeout/close): already handled
       slot.child = undefined;
       if (slot.job) {
         const how = signal ? `signal ${signal}` : `exit code ${code}`;
@@ -184,6 +200,18 @@ export class SqlPool implements SqlExecutor {
       }
     });
     return child;
+  }
+
+  /** A child for a slot that has none: the spare when there is one (then a new spare), else a fresh start. */
+  private childFor(slot: Slot): ChildProcess {
+    const spare = this.spare;
+    this.spare = undefined;
+    slot.child = spare ?? this.startChild();
+    if (spare && !this.closed) {
+      this.spare = this.startChild();
+      this.release(this.spare);
+    }
+    return slot.child;
   }
 
   private finish(slot: Slot, result: ExecResult): void {
@@ -198,8 +226,12 @@ export class SqlPool implements SqlExecutor {
 
   /** An idle child must not keep the process alive when a caller forgets close(). */
   private idle(slot: Slot): void {
-    slot.child?.unref();
-    slot.child?.channel?.unref();
+    if (slot.child) this.release(slot.child);
+  }
+
+  private release(child: ChildProcess): void {
+    child.unref();
+    child.channel?.unref();
   }
 
   private busy(child: ChildProcess): void {
@@ -212,10 +244,14 @@ export class SqlPool implements SqlExecutor {
     const child = slot.child;
     slot.child = undefined;
     child?.kill('SIGKILL');
-    // Respawn now, so the next query does not also pay the start cost inside its own time limit.
+    // Replace it now (from the spare when one is warm), and keep a spare from here on.
     if (!this.closed) {
-      this.spawn(slot);
+      this.childFor(slot);
       this.idle(slot);
+      if (!this.spare) {
+        this.spare = this.startChild();
+        this.release(this.spare);
+      }
     }
     this.finish(slot, {
       ok: false,
@@ -228,7 +264,7 @@ export class SqlPool implements SqlExecutor {
   /** The limit runs from when the child is ready; until then it gets START_GRACE_MS more to start. */
   private startTimer(slot: Slot, job: Job): void {
     clearTimeout(slot.timer);
-    slot.timer = setTimeout(() => this.onTimeout(slot, job), job.opts.timeoutMs + (slot.ready ? 0 : START_GRACE_MS));
+    slot.timer = setTimeout(() => this.onTimeout(slot, job), job.opts.timeoutMs + (slot.child && this.ready.has(slot.child) ? 0 : START_GRACE_MS));
   }
 
   private pump(): void {
@@ -237,7 +273,7 @@ export class SqlPool implements SqlExecutor {
       if (this.queue.length === 0) return;
       if (slot.job) continue;
       const job = this.queue.shift()!;
-      const child = slot.child ?? this.spawn(slot);
+      const child = slot.child ?? this.childFor(slot);
       slot.job = job;
       slot.startedAt = performance.now();
       this.busy(child);
