@@ -102,21 +102,22 @@ test('gradient clipping by global norm and length-bucketed epochs', async () => 
 });
 
 /** A tiny synthetic text-to-SQL set: the answer template is learnable in a few dozen steps. */
-function synthetic(n: number): SftSample[] {
+function syntheticConversations(n: number): ChatMessage[][] {
   const names = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi'];
   const cols = ['age', 'city', 'salary'];
-  const out: SftSample[] = [];
-  for (let i = 0; i < n; i++) {
+  return Array.from({ length: n }, (_, i) => {
     const who = names[i % names.length], col = cols[i % cols.length];
-    out.push(renderChat(TOK, [
-      { role: 'user', content: `What is the ${col} of ${who}?` },
-      { role: 'assistant', content: `<answer>SELECT ${col} FROM people WHERE name = '${who}'</answer>` },
-    ]));
-  }
-  return out;
+    return [
+      { role: 'user' as const, content: `What is the ${col} of ${who}?` },
+      { role: 'assistant' as const, content: `<answer>SELECT ${col} FROM people WHERE name = '${who}'</answer>` },
+    ];
+  });
 }
+/** A tokenizer fitted to that set keeps the sequences short, so the tests stay fast. */
+const STOK = Tokenizer.train(syntheticConversations(24).flat().map((m) => m.content), { vocabSize: 400, specialTokens: DEFAULT_SPECIAL_TOKENS });
+const synthetic = (n: number): SftSample[] => syntheticConversations(n).map((c) => renderChat(STOK, c));
 
-const MODEL_CFG = { preset: 'tiny', vocabSize: TOK.vocabSize, hiddenSize: 32, intermediateSize: 64, numHeads: 2, numKvHeads: 1, numLayers: 1, maxPositions: 128 };
+const MODEL_CFG = { preset: 'tiny', vocabSize: STOK.vocabSize, hiddenSize: 32, intermediateSize: 64, numHeads: 2, numKvHeads: 1, numLayers: 1, maxPositions: 128 };
 const newModel = (seed: number): LlamaModel => new LlamaModel(resolveModelConfig(MODEL_CFG), { seed });
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'agro-sft-'));
 
@@ -125,17 +126,17 @@ test('SFT on a tiny model lowers the held-out loss and writes metrics and a chec
   const model = newModel(1);
   const data = synthetic(40);
   const heldOut = synthetic(48).slice(40);
-  const before = evaluateLoss(model, heldOut, 8, TOK.tokenId('<|pad|>'));
+  const before = evaluateLoss(model, heldOut, 8, STOK.tokenId('<|pad|>'));
   const out = tmp();
-  const res = await runSft({ outDir: out, model, tokenizer: TOK, samples: data, heldOut, config: { steps: 30, batchSize: 8, lr: 1e-2, warmupSteps: 3, evalEvery: 10, checkpointEvery: 0 } });
-  assert.equal(res.steps, 30);
+  const res = await runSft({ outDir: out, model, tokenizer: STOK, samples: data, heldOut, config: { steps: 20, batchSize: 8, lr: 1e-2, warmupSteps: 2, evalEvery: 10, checkpointEvery: 0 } });
+  assert.equal(res.steps, 20);
   assert.ok(res.heldOutLoss !== null && res.heldOutLoss < before * 0.6, `held-out loss ${res.heldOutLoss} vs ${before} before`);
   const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  assert.equal(lines.length, 30);
+  assert.equal(lines.length, 20);
   assert.deepEqual(Object.keys(lines[0]).sort(), ['elapsed_s', 'grad_norm', 'loss', 'lr', 'step', 'tokens', 'tokens_per_s']);
-  assert.deepEqual(lines.filter((l) => 'heldout_loss' in l).map((l) => l.step), [10, 20, 30]);
-  close(lines[0].lr, 1e-2 / 3, 1e-12);
-  assert.deepEqual(listCheckpoints(out).map((c) => c.step), [30]);
+  assert.deepEqual(lines.filter((l) => 'heldout_loss' in l).map((l) => l.step), [10, 20]);
+  close(lines[0].lr, 1e-2 / 2, 1e-12);
+  assert.deepEqual(listCheckpoints(out).map((c) => c.step), [20]);
   model.dispose();
 });
 
@@ -145,10 +146,10 @@ test('an interrupted and resumed run ends with exactly the weights of an uninter
   const config = { steps: 6, batchSize: 4, gradAccum: 2, lr: 5e-3, warmupSteps: 2, checkpointEvery: 2, heldOutFraction: 0.1, evalEvery: 3, seed: 4 };
   const full = newModel(3);
   const outA = tmp();
-  await runSft({ outDir: outA, model: full, tokenizer: TOK, samples: data, config });
+  await runSft({ outDir: outA, model: full, tokenizer: STOK, samples: data, config });
   const part = newModel(3);
   const outB = tmp();
-  const first = await runSft({ outDir: outB, model: part, tokenizer: TOK, samples: data, config, stopAfter: 3 });
+  const first = await runSft({ outDir: outB, model: part, tokenizer: STOK, samples: data, config, stopAfter: 3 });
   assert.equal(first.interrupted, true);
   assert.equal(first.steps, 3);
   part.dispose();
