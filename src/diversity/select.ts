@@ -161,43 +161,46 @@ export function kMeans(vectors: readonly ArrayLike<number>[], k: number, opts: {
 }
 
 /**
- * k-means into `clusters` groups (default: k), then take from each cluster in turn, nearest to
- * its centroid first, so small clusters are represented as well as big ones. Quotas per group
- * are honored the same way as in kCenterGreedy.
+ * k-means into `clusters` groups (default: k), then take from each cluster in turn,
+ * so small clusters are represented as well as big ones. Within a cluster the pick is the member
+ * farthest from everything chosen so far (its most central member while nothing is chosen).
+ * Quotas per group are honored the same way as in kCenterGreedy.
  */
 export function clusterBalanced(vectors: readonly ArrayLike<number>[], k: number, opts: SelectOptions & { clusters?: number } = {}): number[] {
   const n = vectors.length;
   k = Math.min(k, n);
   if (k <= 0) return [];
-  const { assign, centroids } = kMeans(vectors, opts.clusters ?? k, { seed: opts.seed });
-  const queues: number[][] = centroids.map(() => []);
-  for (let i = 0; i < n; i++) queues[assign[i]].push(i);
-  for (let c = 0; c < queues.length; c++) {
+  // Default one cluster per pick. k-means costs n·clusters·dim per iteration: pass fewer clusters
+  // (strata with several picks each) for large k.
+  const clusters = opts.clusters ?? k;
+  const { assign, centroids } = kMeans(vectors, clusters, { seed: opts.seed });
+  const members: number[][] = centroids.map(() => []);
+  for (let i = 0; i < n; i++) members[assign[i]].push(i);
+  for (let c = 0; c < members.length; c++) {
     const dist = (i: number): number => sqDist(vectors[i], centroids[c]);
-    queues[c].sort((a, b) => dist(a) - dist(b) || a - b);
+    members[c].sort((a, b) => dist(a) - dist(b) || a - b);
   }
   // Bigger clusters go first in each round, so when k is not a multiple they get the extra.
-  const order = [...queues.keys()].sort((a, b) => queues[b].length - queues[a].length || a - b);
+  const order = [...members.keys()].sort((a, b) => members[b].length - members[a].length || a - b);
   const quota = groupQuotas(n, k, opts);
   const taken = new Map<string, number>();
   const chosen: number[] = [];
-  const pos = new Array<number>(queues.length).fill(0);
+  const picked = new Uint8Array(n);
+  // Farthest-from-chosen within a cluster: its later picks add variety rather than near-copies.
+  const minDist = new Float64Array(n).fill(Infinity);
+  const allowed = (i: number): boolean => !picked[i] && (!quota || (taken.get(opts.groups![i]) ?? 0) < (quota[opts.groups![i]] ?? 0));
   while (chosen.length < k) {
     let progressed = false;
     for (const c of order) {
       if (chosen.length >= k) break;
-      const q = queues[c];
-      while (pos[c] < q.length) {
-        const i = q[pos[c]++];
-        if (quota) {
-          const g = opts.groups![i];
-          if ((taken.get(g) ?? 0) >= (quota[g] ?? 0)) continue;
-          taken.set(g, (taken.get(g) ?? 0) + 1);
-        }
-        chosen.push(i);
-        progressed = true;
-        break;
-      }
+      let best = -1;
+      for (const i of members[c]) if (allowed(i) && (best < 0 || minDist[i] > minDist[best])) best = i;
+      if (best < 0) continue;
+      chosen.push(best);
+      picked[best] = 1;
+      if (quota) taken.set(opts.groups![best], (taken.get(opts.groups![best]) ?? 0) + 1);
+      for (let j = 0; j < n; j++) if (!picked[j]) minDist[j] = Math.min(minDist[j], sqDist(vectors[best], vectors[j]));
+      progressed = true;
     }
     if (!progressed) break;
   }
