@@ -106,15 +106,48 @@ export function mm(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
   return f(a, b) as tf.Tensor2D;
 }
 
-function rmsNorm(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D {
-  const ms = tf.mean(tf.square(x), -1, true);
-  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), w);
+/** RMSNorm x * rsqrt(mean(x^2) + eps) * w with a hand-written gradient (a few ops instead of a dozen). */
+export function rmsNorm(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D {
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [xs, ws] = args as [tf.Tensor2D, tf.Tensor1D];
+    const r = tf.rsqrt(tf.add(tf.mean(tf.square(xs), -1, true), eps));
+    const n = tf.mul(xs, r);
+    (args[2] as tf.GradSaveFunc)([n, r, ws]);
+    return {
+      value: tf.mul(n, ws),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [ns, rs, wv] = saved;
+        const dn = tf.mul(dy, wv);
+        // d/dx = r * (dn - n * mean(dn * n)); d/dw = sum over rows of dy * n.
+        const dx = tf.mul(rs, tf.sub(dn, tf.mul(ns, tf.mean(tf.mul(dn, ns), -1, true))));
+        return [dx, tf.sum(tf.mul(dy, ns), 0)];
+      },
+    };
+  });
+  return f(x, w) as tf.Tensor2D;
 }
 
-/** HF rotate_half rotary embedding on x [B, T, heads, hd] with cos/sin [B|1, T, 1, hd/2]. */
-function rope(x: tf.Tensor4D, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor4D {
-  const [x1, x2] = tf.split(x, 2, 3);
-  return tf.concat([tf.sub(tf.mul(x1, cos), tf.mul(x2, sin)), tf.add(tf.mul(x2, cos), tf.mul(x1, sin))], 3) as tf.Tensor4D;
+/** [x1, x2] -> [x2, x1] on the last axis; its own adjoint. */
+function swapHalves(x: tf.Tensor): tf.Tensor {
+  const [x1, x2] = tf.split(x, 2, -1);
+  return tf.concat([x2, x1], -1);
+}
+
+/**
+ * HF rotate_half rotary embedding: x * cos + rotate_half(x) * sin, written as
+ * x * [cos, cos] + swap(x) * [-sin, sin] over x [B, T, heads, hd] and tables [B|1, T, 1, hd].
+ * The gradient is dy * cos + swap(dy * sin).
+ */
+export function rope(x: tf.Tensor4D, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor4D {
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const xs = args[0] as tf.Tensor;
+    (args[1] as tf.GradSaveFunc)([cos, sin]);
+    return {
+      value: tf.add(tf.mul(xs, cos), tf.mul(swapHalves(xs), sin)),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.add(tf.mul(dy, saved[0]), swapHalves(tf.mul(dy, saved[1]))),
+    };
+  });
+  return f(x) as tf.Tensor4D;
 }
 
 export class LlamaModel {
@@ -124,8 +157,8 @@ export class LlamaModel {
   private lmHead?: tf.Variable; // [H, V] when untied
   private norm: tf.Variable;
   private layers: Layer[];
-  private cosTable: tf.Tensor2D; // [maxPositions, hd/2]
-  private sinTable: tf.Tensor2D;
+  private cosTable: tf.Tensor2D; // [maxPositions, hd]: [cos, cos]
+  private sinTable: tf.Tensor2D; // [-sin, sin]
   private causalCache = new Map<number, tf.Tensor>();
 
   constructor(config: ModelConfig, opts: { seed?: number } = {}) {
@@ -162,17 +195,18 @@ export class LlamaModel {
     if (!c.tieEmbeddings) this.lmHead = normal([H, c.vocabSize], std, `${uid}.lm_head`);
     // Rotary tables in float64 then rounded, like HF's inv_freq computation.
     const half = hd / 2;
-    const cosD = new Float32Array(c.maxPositions * half);
-    const sinD = new Float32Array(c.maxPositions * half);
+    const cosD = new Float32Array(c.maxPositions * hd);
+    const sinD = new Float32Array(c.maxPositions * hd);
     for (let p = 0; p < c.maxPositions; p++)
       for (let j = 0; j < half; j++) {
         const invFreq = Math.fround(1 / Math.pow(c.ropeTheta, (2 * j) / hd));
         const a = Math.fround(p * invFreq);
-        cosD[p * half + j] = Math.cos(a);
-        sinD[p * half + j] = Math.sin(a);
+        cosD[p * hd + j] = cosD[p * hd + j + half] = Math.cos(a);
+        sinD[p * hd + j] = -Math.sin(a);
+        sinD[p * hd + j + half] = Math.sin(a);
       }
-    this.cosTable = tf.tensor2d(cosD, [c.maxPositions, half]);
-    this.sinTable = tf.tensor2d(sinD, [c.maxPositions, half]);
+    this.cosTable = tf.tensor2d(cosD, [c.maxPositions, hd]);
+    this.sinTable = tf.tensor2d(sinD, [c.maxPositions, hd]);
   }
 
   trainableVariables(): tf.Variable[] {
@@ -219,11 +253,11 @@ export class LlamaModel {
     let sin: tf.Tensor;
     if (opts.positions) {
       const flat = tf.reshape(opts.positions, [-1]) as tf.Tensor1D;
-      cos = tf.reshape(tf.gather(this.cosTable, flat), [B, T, 1, hd / 2]);
-      sin = tf.reshape(tf.gather(this.sinTable, flat), [B, T, 1, hd / 2]);
+      cos = tf.reshape(tf.gather(this.cosTable, flat), [B, T, 1, hd]);
+      sin = tf.reshape(tf.gather(this.sinTable, flat), [B, T, 1, hd]);
     } else {
-      cos = tf.reshape(tf.slice(this.cosTable, [past, 0], [T, hd / 2]), [1, T, 1, hd / 2]);
-      sin = tf.reshape(tf.slice(this.sinTable, [past, 0], [T, hd / 2]), [1, T, 1, hd / 2]);
+      cos = tf.reshape(tf.slice(this.cosTable, [past, 0], [T, hd]), [1, T, 1, hd]);
+      sin = tf.reshape(tf.slice(this.sinTable, [past, 0], [T, hd]), [1, T, 1, hd]);
     }
     const mask = opts.mask ?? (past === 0 ? this.causalMask(T) : undefined);
     if (!mask && T > 1) throw new AgroError('internal', 'forwardHidden: a mask is required for multi-token steps with a cache');
@@ -235,9 +269,9 @@ export class LlamaModel {
       const h = rmsNorm(x, layer.ln1, c.rmsNormEps);
       let qkv: tf.Tensor2D = mm(h, layer.wqkv as tf.Tensor2D);
       if (layer.bqkv) qkv = tf.add(qkv, layer.bqkv);
-      const [qf, kf, vf] = tf.split(qkv, [nh * hd, nkv * hd, nkv * hd], 1);
-      const q = rope(tf.reshape(qf, [B, T, nh, hd]), cos, sin);
-      const kr = rope(tf.reshape(kf, [B, T, nkv, hd]), cos, sin);
+      // q and k are adjacent in the fused projection: one rotary call covers both.
+      const [qkf, vf] = tf.split(qkv, [(nh + nkv) * hd, nkv * hd], 1);
+      const [q, kr] = tf.split(rope(tf.reshape(qkf, [B, T, nh + nkv, hd]), cos, sin), [nh, nkv], 2);
       // [B, T, nkv, g, hd] -> [B, nkv, g, T, hd] -> [B*nkv, g*T, hd]; kv head j serves heads j*g..j*g+g-1 (HF repeat_kv).
       const q3 = tf.reshape(tf.transpose(tf.reshape(q, [B, T, nkv, g, hd]), [0, 2, 3, 1, 4]), [B * nkv, g * T, hd]) as tf.Tensor3D;
       let k3 = tf.reshape(tf.transpose(kr, [0, 2, 1, 3]), [B * nkv, T, hd]) as tf.Tensor3D;
