@@ -10,6 +10,7 @@ type Loader = () => Promise<{ register: RegisterCommand }>;
  * Order is the order of `agro --help`.
  */
 export const COMMAND_LOADERS: Record<string, Loader> = {
+  quickstart: () => import('./quickstart.ts'),
   synth: () => import('./synth.ts'),
   sft: () => import('./sft.ts'),
   train: () => import('./train.ts'),

@@ -1,0 +1,50 @@
+import type { Command } from 'commander';
+import { AgroError } from '../../errors.ts';
+import { runQuickstart, SMALL_QUICKSTART, type QuickstartConfigInput } from '../../quickstart.ts';
+
+interface QuickstartCliOptions {
+  db?: string;
+  out?: string;
+  small?: boolean;
+  seed?: string;
+  algo?: string;
+  json?: boolean;
+}
+
+export function register(program: Command): void {
+  program
+    .command('quickstart')
+    .description('The main job on one database with the built-in model: synthesize data → cold-start SFT → GRPO → evaluate.')
+    .option('--db <path>', 'SQLite database (default: the bundled music_store)')
+    .option('--out <dir>', 'run directory (default: runs/quickstart, or runs/quickstart-small with --small)')
+    .option('--small', 'a CI-sized run: tiny model, few pairs and steps (a couple of minutes)')
+    .option('--algo <name>', 'RL algorithm preset (default grpo)')
+    .option('--seed <n>', 'seed')
+    .option('--json', 'print the report as JSON instead of progress lines')
+    .action(async (o: QuickstartCliOptions) => {
+      const cfg: QuickstartConfigInput = o.small ? { ...SMALL_QUICKSTART, out: 'runs/quickstart-small' } : {};
+      if (o.db) cfg.db = o.db;
+      if (o.out) cfg.out = o.out;
+      if (o.algo) cfg.algo = o.algo;
+      if (o.seed !== undefined) {
+        const n = Number(o.seed);
+        if (!Number.isInteger(n) || n < 0) throw new AgroError('usage', `--seed must be a non-negative integer, got "${o.seed}"`);
+        cfg.seed = n;
+      }
+      const controller = new AbortController();
+      const onSigint = (): void => controller.abort();
+      process.once('SIGINT', onSigint);
+      const t0 = performance.now();
+      try {
+        const report = await runQuickstart(cfg, {
+          log: o.json ? undefined : (line) => process.stdout.write(line + '\n'),
+          progress: !o.json && Boolean(process.stderr.isTTY),
+          signal: controller.signal,
+        });
+        if (o.json) process.stdout.write(JSON.stringify(report) + '\n');
+        else process.stdout.write(`quickstart finished in ${((performance.now() - t0) / 60000).toFixed(1)} min\n`);
+      } finally {
+        process.removeListener('SIGINT', onSigint);
+      }
+    });
+}

@@ -1,0 +1,250 @@
+/**
+ * The main job end to end on one database, with the built-in model:
+ *   synthesize verified data (+ variant databases) → diversity-aware cold start (SFT) → GRPO → evaluate.
+ * Every stage writes into its own folder of the run directory and is skipped on a rerun once finished,
+ * so an interrupted quickstart resumes where it stopped. report.json gathers what each stage produced.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { AgroError } from './errors.ts';
+import { writeJsonAtomic, writeFileAtomic } from './util/fs.ts';
+import { Rng } from './util/rng.ts';
+import { runFactory, type Manifest } from './factory/pipeline.ts';
+import type { DatasetRow } from './factory/types.ts';
+import { SqlPool } from './sql/pool.ts';
+import { SqlEnvironment, type SqlTask } from './agent/sql-env.ts';
+import { synthesizeTrajectories } from './agent/trajectories.ts';
+import { SPECIAL_TOKENS as PROTOCOL_TOKENS } from './agent/protocol.ts';
+import { selectColdStart } from './rl/coldstart.ts';
+import { runSft } from './rl/sft.ts';
+import { runGrpo, evaluatePolicy, type PolicyEval, type StepRecord } from './rl/trainer.ts';
+import { initBackend, type BackendName } from './model/backend.ts';
+import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from './model/tokenizer.ts';
+import { LlamaModel } from './model/llama.ts';
+import { resolveModelConfig } from './model/config.ts';
+import { renderChat } from './model/chat.ts';
+import { loadCheckpoint } from './model/checkpoint.ts';
+import { sqlFeatures, structureKey } from './sql/features.ts';
+import { suiteVariants } from './eval/databases.ts';
+
+export const quickstartConfigSchema = z.strictObject({
+  db: z.string().default('data/databases/music_store/music_store.sqlite'),
+  out: z.string().default('runs/quickstart'),
+  /** Verified pairs to synthesize. */
+  pairs: z.number().int().min(10).default(400),
+  variants: z.number().int().min(0).default(2),
+  /** Share of the pairs held out for evaluation. */
+  heldOutShare: z.number().gt(0).lt(1).default(0.15),
+  /** Cold-start trajectories chosen by diversity from the training pairs (0 = all). */
+  coldStart: z.number().int().min(0).default(0),
+  /** Share of cold-start trajectories that run the query once before answering. */
+  verifyShare: z.number().min(0).max(1).default(0.3),
+  preset: z.enum(['tiny', 'small']).default('small'),
+  vocabSize: z.number().int().min(300).default(2048),
+  sftSteps: z.number().int().min(1).default(300),
+  sftBatch: z.number().int().min(1).default(8),
+  sftLr: z.number().positive().default(2e-3),
+  algo: z.string().default('grpo'),
+  rlSteps: z.number().int().min(1).default(30),
+  groupSize: z.number().int().min(2).default(4),
+  promptsPerStep: z.number().int().min(1).default(4),
+  rlLr: z.number().positive().default(5e-5),
+  /** Schema characters in the agent's prompt. */
+  schemaChars: z.number().int().min(200).default(1200),
+  seed: z.number().int().min(0).default(0),
+  backend: z.enum(['wasm', 'cpu']).optional(),
+});
+export type QuickstartConfig = z.infer<typeof quickstartConfigSchema>;
+export type QuickstartConfigInput = z.input<typeof quickstartConfigSchema>;
+
+/** The CI-sized run: every stage, a tiny model, a couple of minutes on 2 cores. */
+export const SMALL_QUICKSTART: QuickstartConfigInput = {
+  pairs: 60,
+  variants: 1,
+  heldOutShare: 0.2,
+  preset: 'tiny',
+  vocabSize: 700,
+  sftSteps: 40,
+  sftBatch: 8,
+  rlSteps: 3,
+  groupSize: 2,
+  promptsPerStep: 2,
+  schemaChars: 600,
+};
+
+export interface QuickstartReport {
+  config: QuickstartConfig;
+  synth?: { rows: number; difficulty: Record<string, number>; variants: number; caughtByVariants: number; seconds: number };
+  split?: { train: number; heldOut: number };
+  coldStart?: { candidates: number; selected: number; verify: number; structures: number; randomStructures: number };
+  sft?: { steps: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number; eval: PolicyEval };
+  rl?: { steps: number; checkpoint: string; seconds: number; eval: PolicyEval; firstReward: number; lastReward: number };
+}
+
+export interface QuickstartHooks {
+  log?: (line: string) => void;
+  progress?: boolean;
+  signal?: AbortSignal;
+}
+
+function readJsonl<T>(path: string): T[] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as T);
+}
+
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+
+export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
+  const parsed = quickstartConfigSchema.safeParse(input);
+  if (!parsed.success) {
+    const i = parsed.error.issues[0];
+    throw new AgroError('invalid_input', `quickstart config: ${i.path.join('.') || 'config'}: ${i.message}`);
+  }
+  const cfg = parsed.data;
+  const log = hooks.log ?? (() => {});
+  const db = resolve(cfg.db);
+  if (!existsSync(db)) throw new AgroError('not_found', `database not found: ${cfg.db}`);
+  const out = resolve(cfg.out);
+  const reportPath = join(out, 'report.json');
+  const report: QuickstartReport = existsSync(reportPath) ? (JSON.parse(readFileSync(reportPath, 'utf8')) as QuickstartReport) : { config: cfg };
+  if (JSON.stringify(report.config) !== JSON.stringify(cfg)) {
+    throw new AgroError('usage', `${out} holds a quickstart run with another configuration; choose another --out or delete it`);
+  }
+  const save = (): void => writeJsonAtomic(reportPath, report);
+  const backend = await initBackend(cfg.backend as BackendName | undefined);
+  const pool = new SqlPool();
+  const env = new SqlEnvironment(pool, { schemaChars: cfg.schemaChars });
+  try {
+    // ---- 1. data factory ----
+    const synthDir = join(out, 'synth');
+    if (!report.synth) {
+      log(`[1/4] synthesizing ${cfg.pairs} verified pairs from ${cfg.db} ...`);
+      const t0 = performance.now();
+      const res = await runFactory({ db, out: synthDir, n: cfg.pairs, seed: cfg.seed, variants: cfg.variants }, { executor: pool });
+      const m: Manifest = res.manifest;
+      report.synth = { rows: m.rows, difficulty: m.difficulty, variants: m.variants.length, caughtByVariants: m.caughtByVariants, seconds: Math.round((performance.now() - t0) / 100) / 10 };
+      save();
+    }
+    log(`[1/4] data: ${report.synth.rows} pairs (${Object.entries(report.synth.difficulty).map(([k, v]) => `${k} ${v}`).join(', ')}), ${report.synth.variants} variant databases, ${report.synth.caughtByVariants} pairs rejected only thanks to the variants`);
+    const rows = readJsonl<DatasetRow>(join(synthDir, 'dataset.jsonl'));
+    if (rows.length < 10) throw new AgroError('invalid_input', `the factory produced only ${rows.length} pairs from ${cfg.db}; the quickstart needs at least 10`);
+    const variantsDir = join(synthDir, 'variants');
+    const toTask = (r: DatasetRow): SqlTask => ({
+      id: String(r.question_id),
+      dbId: r.db_id,
+      dbPath: db,
+      question: r.question,
+      evidence: r.evidence,
+      goldSql: r.SQL,
+      difficulty: r.difficulty,
+      variantPaths: report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, r.db_id) : [],
+    });
+    const order = new Rng(cfg.seed ^ 0x9e37).shuffle(rows.map((_, i) => i));
+    const nHeld = Math.max(5, Math.round(rows.length * cfg.heldOutShare));
+    const heldOut = order.slice(0, nHeld).map((i) => toTask(rows[i]));
+    const train = order.slice(nHeld).map((i) => toTask(rows[i]));
+    report.split = { train: train.length, heldOut: heldOut.length };
+    writeFileAtomic(join(out, 'held_out.jsonl'), order.slice(0, nHeld).map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
+    writeFileAtomic(join(out, 'train.jsonl'), order.slice(nHeld).map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
+
+    // ---- 2. diversity-aware cold start ----
+    const sftDir = join(out, 'sft');
+    const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320, seed: cfg.seed };
+    if (!report.sft) {
+      const trajs = await synthesizeTrajectories(train, env, { verifyShare: cfg.verifyShare, seed: cfg.seed });
+      const size = cfg.coldStart > 0 ? Math.min(cfg.coldStart, trajs.length) : trajs.length;
+      const ids = new Set(selectColdStart(trajs, size, { seed: cfg.seed }));
+      const chosen = trajs.filter((t) => ids.has(t.id));
+      const structures = (ts: typeof trajs): number => new Set(ts.map((t) => structureKey(sqlFeatures(t.sqls[t.sqls.length - 1])))).size;
+      const random = new Rng(cfg.seed).shuffle([...trajs]).slice(0, size);
+      report.coldStart = { candidates: trajs.length, selected: chosen.length, verify: chosen.filter((t) => t.kind === 'verify').length, structures: structures(chosen), randomStructures: structures(random) };
+      writeFileAtomic(join(out, 'cold_start.jsonl'), chosen.map((t) => JSON.stringify({ id: t.id, difficulty: t.difficulty, messages: t.messages })).join('\n') + '\n');
+      log(`[2/4] cold start: ${chosen.length} of ${trajs.length} trajectories (${report.coldStart.verify} check the result with a tool call first), covering ${report.coldStart.structures} SQL structures (a random subset: ${report.coldStart.randomStructures})`);
+
+      const specials = [...new Set([...DEFAULT_SPECIAL_TOKENS, ...PROTOCOL_TOKENS])];
+      const texts = chosen.flatMap((t) => t.messages.map((m) => m.content));
+      const tokenizer = Tokenizer.train(texts, { vocabSize: cfg.vocabSize, specialTokens: specials });
+      const model = new LlamaModel(resolveModelConfig({ preset: cfg.preset, vocabSize: tokenizer.vocabSize }), { seed: cfg.seed });
+      const samples = chosen.map((t) => renderChat(tokenizer, t.messages));
+      const meanLen = Math.round(samples.reduce((a, s) => a + s.ids.length, 0) / samples.length);
+      log(`[2/4] SFT of a ${cfg.preset} model on ${backend} (${tokenizer.vocabSize}-token tokenizer, ${meanLen} tokens per sample), ${cfg.sftSteps} steps ...`);
+      const t0 = performance.now();
+      const res = await runSft({
+        outDir: sftDir,
+        model,
+        tokenizer,
+        samples,
+        config: { steps: cfg.sftSteps, batchSize: cfg.sftBatch, lr: cfg.sftLr, warmupSteps: Math.min(20, Math.floor(cfg.sftSteps / 10)), evalEvery: 0, checkpointEvery: 0, maxSeqLen: model.config.maxPositions, seed: cfg.seed },
+        progress: hooks.progress,
+        signal: hooks.signal,
+      });
+      if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during SFT; run it again to continue');
+      const seconds = Math.round((performance.now() - t0) / 100) / 10;
+      const ev = await evaluatePolicy(env, heldOut, model, tokenizer, evalOpts);
+      report.sft = { steps: res.steps, finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev };
+      save();
+      model.dispose();
+    }
+    log(`[2/4] after SFT: held-out loss ${report.sft.heldOutLoss?.toFixed(3) ?? '-'}, execution accuracy ${pct(report.sft.eval.accuracy)} on ${report.sft.eval.n} held-out questions (${report.sft.seconds}s)`);
+
+    // ---- 3. GRPO ----
+    const rlDir = join(out, 'grpo');
+    if (!report.rl) {
+      const ck = loadCheckpoint(report.sft.checkpoint);
+      log(`[3/4] ${cfg.algo}: ${cfg.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts, reward = execution on the original and ${report.synth.variants} variant databases ...`);
+      const t0 = performance.now();
+      const rewards: number[] = [];
+      const res = await runGrpo({
+        outDir: rlDir,
+        env,
+        tasks: train,
+        model: ck.model,
+        tokenizer: ck.tokenizer,
+        // As in DAPO and Dr.GRPO, no KL term: it would cost a reference forward pass per step on a CPU.
+        config: {
+          algo: cfg.algo,
+          algoOverrides: { kl: { coef: 0 } },
+          steps: cfg.rlSteps,
+          promptsPerStep: cfg.promptsPerStep,
+          groupSize: cfg.groupSize,
+          lr: cfg.rlLr,
+          maxTurnTokens: evalOpts.maxTurnTokens,
+          maxResponseTokens: evalOpts.maxResponseTokens,
+          checkpointEvery: 0,
+          seed: cfg.seed,
+        },
+        progress: hooks.progress,
+        signal: hooks.signal,
+        onStep: (r: StepRecord) => {
+          rewards.push(r.reward);
+          if (!hooks.progress) log(`      step ${r.step}: reward ${r.reward.toFixed(3)}, accuracy ${r.accuracy.toFixed(2)}, tool calls ${r.tool_calls.toFixed(2)}`);
+        },
+      });
+      if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during RL; run it again to continue');
+      const seconds = Math.round((performance.now() - t0) / 100) / 10;
+      const ev = await evaluatePolicy(env, heldOut, ck.model, ck.tokenizer, evalOpts);
+      const k = Math.max(1, Math.floor(rewards.length / 3));
+      const avg = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+      report.rl = { steps: res.steps, checkpoint: res.checkpoint, seconds, eval: ev, firstReward: avg(rewards.slice(0, k)), lastReward: avg(rewards.slice(-k)) };
+      save();
+      ck.model.dispose();
+    }
+    log(`[3/4] after ${cfg.algo}: execution accuracy ${pct(report.rl.eval.accuracy)} (tool calls per episode ${report.rl.eval.toolCalls.toFixed(2)}), mean reward ${report.rl.firstReward.toFixed(3)} → ${report.rl.lastReward.toFixed(3)} (${report.rl.seconds}s)`);
+
+    // ---- 4. summary ----
+    log(`[4/4] held-out execution accuracy: SFT ${pct(report.sft.eval.accuracy)} → ${cfg.algo} ${pct(report.rl.eval.accuracy)} on ${report.rl.eval.n} questions`);
+    for (const d of Object.keys(report.rl.eval.byDifficulty).sort()) {
+      const a = report.sft.eval.byDifficulty[d] ?? { n: 0, correct: 0 };
+      const b = report.rl.eval.byDifficulty[d];
+      log(`      ${d.padEnd(12)} ${a.correct}/${a.n} → ${b.correct}/${b.n}`);
+    }
+    log(`run directory: ${out} (report.json, synth/, sft/, grpo/); evaluate again with: agro eval --data ${join(out, 'held_out.jsonl')} ...`);
+    save();
+    return report;
+  } finally {
+    await pool.close();
+  }
+}
