@@ -1,0 +1,83 @@
+// `npm run bench -- factory [--n N] [--big-n N] [--no-big]`
+// The data factory end to end: final pairs per second per database, stage acceptance rates, how
+// many pairs the variant databases caught that the original alone would have accepted, and peak
+// RSS of this process (the SQL pool's child processes are not included). Runs on the bundled
+// databases and on a shop database of about a million rows built here (removed afterwards).
+import Database from 'better-sqlite3';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runFactory } from '../src/factory/pipeline.ts';
+import { SqlPool } from '../src/sql/pool.ts';
+
+export function buildBig(path: string): number {
+  const db = new Database(path);
+  db.pragma('journal_mode = OFF');
+  db.pragma('synchronous = OFF');
+  db.exec(`
+    CREATE TABLE customers (customer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, city TEXT, signup_date TEXT);
+    CREATE TABLE products (product_id INTEGER PRIMARY KEY, title TEXT, category TEXT, price REAL, stock INTEGER);
+    CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(customer_id), order_date TEXT, status TEXT);
+    CREATE TABLE order_items (item_id INTEGER PRIMARY KEY, order_id INTEGER REFERENCES orders(order_id), product_id INTEGER REFERENCES products(product_id), quantity INTEGER);
+    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 50000)
+      INSERT INTO customers SELECT x, 'customer ' || x, 'country ' || (x % 40), 'city ' || (x % 400), date('2015-01-01', '+' || (x % 3000) || ' days') FROM r;
+    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 2000)
+      INSERT INTO products SELECT x, 'product ' || x, 'category ' || (x % 25), (x * 37 % 10000) / 100.0, x % 300 FROM r;
+    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 400000)
+      INSERT INTO orders SELECT x, (x * 7919) % 50000 + 1, date('2020-01-01', '+' || (x % 1400) || ' days'), CASE x % 4 WHEN 0 THEN 'shipped' WHEN 1 THEN 'pending' WHEN 2 THEN 'returned' ELSE 'cancelled' END FROM r;
+    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 550000)
+      INSERT INTO order_items SELECT x, (x * 104729) % 400000 + 1, (x * 31) % 2000 + 1, x % 7 + 1 FROM r;
+    CREATE INDEX orders_customer ON orders(customer_id);
+    CREATE INDEX items_order ON order_items(order_id);
+    CREATE INDEX items_product ON order_items(product_id);
+  `);
+  const n = (db.prepare("SELECT (SELECT COUNT(*) FROM customers) + (SELECT COUNT(*) FROM products) + (SELECT COUNT(*) FROM orders) + (SELECT COUNT(*) FROM order_items) AS n").get() as { n: number }).n;
+  db.close();
+  return n;
+}
+
+function flag(args: string[], name: string, dflt: number): number {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args[i + 1]) : dflt;
+}
+
+export async function run(args: string[]): Promise<void> {
+  const n = flag(args, '--n', 200);
+  const bigN = flag(args, '--big-n', 100);
+  const tmp = mkdtempSync(join(tmpdir(), 'agro-bench-factory-'));
+  const pool = new SqlPool({ size: 2 });
+  const dbs: Array<[string, string, number]> = [];
+  for (const id of ['music_store', 'retail', 'school']) {
+    const p = join('data', 'databases', id, `${id}.sqlite`);
+    if (existsSync(p)) dbs.push([id, p, n]);
+  }
+  if (!args.includes('--no-big')) {
+    const big = join(tmp, 'big_shop.sqlite');
+    const t0 = performance.now();
+    const rows = buildBig(big);
+    console.log(`built big_shop: ${rows.toLocaleString()} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    dbs.push(['big_shop', big, bigN]);
+  }
+  try {
+    console.log('db           pairs   secs  pairs/s  verified/s  caught-by-variants  difficulty (s/m/c)');
+    const rates: string[] = [];
+    for (const [id, path, want] of dbs) {
+      const t0 = performance.now();
+      const r = await runFactory({ db: path, out: join(tmp, id), n: want, seed: 1, variants: 3 }, { executor: pool });
+      const secs = (performance.now() - t0) / 1000;
+      const m = r.manifest;
+      const verified = m.stages.find((s) => s.stage === 'verify')?.out ?? 0;
+      const d = m.difficulty;
+      console.log(
+        `${id.padEnd(12)} ${String(m.rows).padStart(5)} ${secs.toFixed(1).padStart(6)} ${(m.rows / secs).toFixed(2).padStart(8)} ${(verified / secs).toFixed(2).padStart(11)} ${String(m.caughtByVariants).padStart(19)}  ${d.simple ?? 0}/${d.moderate ?? 0}/${d.challenging ?? 0}`,
+      );
+      rates.push(`${id}: ` + m.stages.map((s) => `${s.stage} ${s.in ? ((100 * s.out) / s.in).toFixed(0) : '-'}%`).join(', '));
+    }
+    console.log('\nstage acceptance (out/in):');
+    for (const l of rates) console.log('  ' + l);
+    console.log(`\npeak RSS (this process): ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`);
+  } finally {
+    await pool.close();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
