@@ -88,6 +88,11 @@ export function printSelect(q: SelectAst, forceQualify = false): string {
   return sql;
 }
 
+/** A condition printed as it would be inside `q` (same alias qualification). */
+export function printCondIn(q: SelectAst, c: Cond): string {
+  return printCond(c, { qualify: q.joins.length > 0 || hasCorrelated(q) });
+}
+
 export function printQuery(q: QueryAst): string {
   if (q.kind === 'select') return printSelect(q);
   return `${printSelect(q.left)} ${q.op} ${printSelect(q.right)}`;

@@ -8,7 +8,7 @@
 import { resultsMatch } from '../sql/compare.ts';
 import type { ExecResult, Row } from '../sql/types.ts';
 import type { QueryAst, SelectAst } from './ast.ts';
-import { printQuery } from './print.ts';
+import { printCondIn, printQuery } from './print.ts';
 import type { Stage, StageContext, SynthPair } from './types.ts';
 
 export const MAX_RESULT_ROWS = 200;
@@ -69,6 +69,15 @@ async function degenerate(ctx: StageContext, q: QueryAst, r: Ok, ordered: boolea
   if (q.where.length && visible.length) {
     for (const i of visible) {
       const without: SelectAst = { ...q, where: q.where.filter((_, j) => j !== i) };
+      // Cheap first: is there any row the filter removes? (stops at the first one on big tables)
+      const probe: SelectAst = { ...without, columns: [{ kind: 'lit', value: 1 }], distinct: false, groupBy: [], having: [], orderBy: [], limit: null };
+      const cond = printCondIn(q, q.where[i]);
+      const probeSql = `${printQuery(probe)} ${without.where.length ? 'AND' : 'WHERE'} (${cond}) IS NOT 1 LIMIT 1`;
+      const pr = await run(ctx, probeSql);
+      if (pr.ok && pr.rows.length === 0) return 'redundant_filter'; // same input rows, same result
+      // A query that keeps every input row as an output row changes when a row is added.
+      const rowPreserving = !q.distinct && !q.groupBy.length && q.limit === null && q.columns.every((e) => e.kind === 'col' || e.kind === 'arith');
+      if (pr.ok && rowPreserving) continue;
       const s = await run(ctx, printQuery(without));
       if (s.ok && !s.truncated && same(s.rows, r.rows, ordered)) return 'redundant_filter';
     }
