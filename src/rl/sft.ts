@@ -33,6 +33,11 @@ export const sftConfigSchema = z.object({
   steps: z.number().int().positive().default(200),
   /** Sequences per micro-batch. */
   batchSize: z.number().int().positive().default(8),
+  /**
+   * Most padded tokens (rows x length) in one forward/backward pass: a batch over it runs as several
+   * passes whose gradients add up to the same step, which bounds memory (wasm has a few GB at most).
+   */
+  maxBatchTokens: z.number().int().min(2).default(2048),
   /** Micro-batches per optimizer step. */
   gradAccum: z.number().int().positive().default(1),
   lr: z.number().positive().default(1e-3),
@@ -45,8 +50,8 @@ export const sftConfigSchema = z.object({
   eps: z.number().positive().default(1e-8),
   /** Clip the global gradient norm to this; 0 disables clipping. */
   clipNorm: z.number().min(0).default(1),
-  /** Longer samples are skipped (the model's maxPositions caps it too). */
-  maxSeqLen: z.number().int().min(2).default(512),
+  /** Longer samples are skipped; default and cap: the model's maxPositions. */
+  maxSeqLen: z.number().int().min(2).optional(),
   /** Fraction of the samples held out for evaluation (at least one when there are two or more). */
   heldOutFraction: z.number().min(0).lt(1).default(0.05),
   /** Held-out loss every N steps (and at the end); 0 = only at the end. */
@@ -199,6 +204,25 @@ function makeBatch(samples: SftSample[], padId: number): Batch {
   return { ids: tf.tensor2d(ids, [B, T], 'int32'), targets: tf.tensor2d(tg, [B, T], 'int32'), mask: tf.tensor2d(mk, [B, T]), tokens, real };
 }
 
+/** Cut a batch into consecutive runs whose padded size (rows x longest) stays within maxTokens (one row at least). */
+export function splitByTokens(samples: SftSample[], maxTokens: number): SftSample[][] {
+  const out: SftSample[][] = [];
+  let cur: SftSample[] = [];
+  let longest = 0;
+  for (const s of samples) {
+    const len = Math.max(longest, s.ids.length - 1);
+    if (cur.length && (cur.length + 1) * len > maxTokens) {
+      out.push(cur);
+      cur = [];
+      longest = 0;
+    }
+    cur.push(s);
+    longest = Math.max(longest, s.ids.length - 1);
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}
+
 function disposeBatch(b: Batch): void {
   b.ids.dispose(); b.targets.dispose(); b.mask.dispose();
 }
@@ -300,7 +324,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   if (tokenizer.vocabSize > model.config.vocabSize) {
     throw new AgroError('invalid_input', `tokenizer has ${tokenizer.vocabSize} ids but the model embedding has ${model.config.vocabSize} rows`);
   }
-  const maxLen = Math.min(cfg.maxSeqLen, model.config.maxPositions);
+  const maxLen = Math.min(cfg.maxSeqLen ?? model.config.maxPositions, model.config.maxPositions);
   let train: SftSample[];
   let heldOut: SftSample[];
   const prepared = prepareSamples(opts.samples, maxLen, 'training');
@@ -374,7 +398,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
       if (opts.signal?.aborted) { interrupted = true; break; }
       const stepStart = performance.now();
       const micro = Array.from({ length: cfg.gradAccum }, () => nextBatch());
-      const built = micro.map((m) => makeBatch(m, padId));
+      const built = micro.flatMap((m) => splitByTokens(m, cfg.maxBatchTokens)).map((m) => makeBatch(m, padId));
       // Token-mean over the whole optimizer step, so accumulation equals one big batch.
       const totalTokens = built.reduce((a, b) => a + b.tokens, 0);
       const realTokens = built.reduce((a, b) => a + b.real, 0);

@@ -143,7 +143,7 @@ test('SFT on a tiny model lowers the held-out loss and writes metrics and a chec
 test('an interrupted and resumed run ends with exactly the weights of an uninterrupted one', async () => {
   await initBackend('cpu');
   const data = synthetic(24);
-  const config = { steps: 6, batchSize: 4, gradAccum: 2, lr: 5e-3, warmupSteps: 2, checkpointEvery: 2, heldOutFraction: 0.1, evalEvery: 3, seed: 4 };
+  const config = { steps: 6, batchSize: 4, gradAccum: 2, maxBatchTokens: 60, lr: 5e-3, warmupSteps: 2, checkpointEvery: 2, heldOutFraction: 0.1, evalEvery: 3, seed: 4 };
   const full = newModel(3);
   const outA = tmp();
   await runSft({ outDir: outA, model: full, tokenizer: STOK, samples: data, config });
@@ -185,7 +185,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync, existsSync } from 'node:fs';
 import { readRows, rowsToConversations, runSftCommand, tablesOf } from '../../src/cli/commands/sft.ts';
 import { SQL_AGENT_SYSTEM_PROMPT } from '../../src/agent/sql-env.ts';
-import { prepareSamples } from '../../src/rl/sft.ts';
+import { prepareSamples, splitByTokens } from '../../src/rl/sft.ts';
 
 test('dataset rows become the SQL agent opening plus an answer turn; messages rows pass through', () => {
   const dir = tmp();
@@ -212,6 +212,14 @@ test('dataset rows become the SQL agent opening plus an answer turn; messages ro
   assert.throws(() => readRows(path), /d\.jsonl:2: not valid JSON/);
   writeFileSync(path, JSON.stringify({ question: 'q' }) + '\n');
   assert.throws(() => rowsToConversations(readRows(path), 'data/databases', path), /d\.jsonl:1: expected \{db_id, question, evidence\?, SQL\} or \{messages\}: db_id/);
+});
+
+test('a batch over the token budget runs as several passes of consecutive samples', () => {
+  const mk = (n: number): SftSample => ({ ids: new Array(n).fill(1), mask: new Array(n).fill(1) });
+  const parts = splitByTokens([mk(3), mk(4), mk(5), mk(9), mk(9)], 10);
+  // Padded sizes (rows x (longest - 1)): [3,4,5] -> 3 x 4 = 12 > 10, so [3,4] (2 x 3 = 6), [5] then [9] alone (8), [9].
+  assert.deepEqual(parts.map((p) => p.map((s) => s.ids.length)), [[3, 4], [5], [9], [9]]);
+  assert.deepEqual(splitByTokens([mk(50)], 10).map((p) => p.length), [1]);
 });
 
 test('samples longer than the context are skipped, not cut (cutting would drop the answer)', () => {

@@ -110,6 +110,7 @@ interface SftCliOptions {
   vocabSize: number;
   batchSize?: number;
   gradAccum?: number;
+  maxBatchTokens?: number;
   lr?: number;
   maxSeqLen?: number;
   evalEvery?: number;
@@ -133,6 +134,7 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   if (o.seed !== undefined) config.seed = o.seed;
   if (o.batchSize !== undefined) config.batchSize = o.batchSize;
   if (o.gradAccum !== undefined) config.gradAccum = o.gradAccum;
+  if (o.maxBatchTokens !== undefined) config.maxBatchTokens = o.maxBatchTokens;
   if (o.lr !== undefined) config.lr = o.lr;
   if (o.maxSeqLen !== undefined) config.maxSeqLen = o.maxSeqLen;
   if (o.evalEvery !== undefined) config.evalEvery = o.evalEvery;
@@ -208,6 +210,7 @@ export function register(program: Command): void {
     .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
     .option('--vocab-size <n>', 'tokenizer size when training from scratch', intArg('--vocab-size', 300), 4096)
     .option('--batch-size <n>', 'sequences per micro-batch', intArg('--batch-size'))
+    .option('--max-batch-tokens <n>', 'most padded tokens per forward pass; bigger batches run in several passes (default 2048)', intArg('--max-batch-tokens', 2))
     .option('--grad-accum <n>', 'micro-batches per optimizer step', intArg('--grad-accum'))
     .option('--lr <x>', 'peak learning rate', (v: string) => {
       const x = Number(v);
