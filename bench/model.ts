@@ -115,7 +115,7 @@ export async function run(args: string[]): Promise<void> {
   }
   const refs: Result[] = [];
   if (!args.includes('--no-ref'))
-    for (const threads of [undefined, 1, 2]) {
+    for (const threads of [1, 2]) {
       const r = runTorch(steps, newTokens, threads);
       if (typeof r === 'string') {
         console.log(r);

@@ -192,6 +192,7 @@ export async function sampleGroups(
   }
   let cache: KvCache;
   let logitsD: Float32Array;
+  const head = model.inferenceHead();
   {
     const ids = tf.tensor2d(idsD, [P, Lp], 'int32');
     const pos = tf.tensor2d(posD, [P, Lp], 'int32');
@@ -199,7 +200,7 @@ export async function sampleGroups(
     const res = tf.tidy(() => {
       const r = model.forwardHidden(ids, { positions: pos, mask, wantCache: true });
       const last = tf.reshape(tf.slice(tf.reshape(r.hidden, [P, Lp, -1]), [0, Lp - 1, 0], [P, 1, -1]), [P, -1]) as tf.Tensor2D;
-      return { logits: model.logits(last), k: r.cache!.k, v: r.cache!.v };
+      return { logits: model.logits(last, head), k: r.cache!.k, v: r.cache!.v };
     });
     ids.dispose();
     pos.dispose();
@@ -254,7 +255,7 @@ export async function sampleGroups(
       const prev = cache;
       const res = tf.tidy(() => {
         const r = model.forwardHidden(ids, { positions: pos, mask, cache: prev });
-        return { logits: model.logits(r.hidden), k: r.cache!.k, v: r.cache!.v };
+        return { logits: model.logits(r.hidden, head), k: r.cache!.k, v: r.cache!.v };
       });
       ids.dispose();
       pos.dispose();
@@ -267,6 +268,7 @@ export async function sampleGroups(
     }
   } finally {
     disposeCache(cache);
+    head.dispose();
   }
   return out;
 }

@@ -273,9 +273,11 @@ export class LlamaModel {
       const [qkf, vf] = tf.split(qkv, [(nh + nkv) * hd, nkv * hd], 1);
       const [q, kr] = tf.split(rope(tf.reshape(qkf, [B, T, nh + nkv, hd]), cos, sin), [nh, nkv], 2);
       // [B, T, nkv, g, hd] -> [B, nkv, g, T, hd] -> [B*nkv, g*T, hd]; kv head j serves heads j*g..j*g+g-1 (HF repeat_kv).
-      const q3 = tf.reshape(tf.transpose(tf.reshape(q, [B, T, nkv, g, hd]), [0, 2, 3, 1, 4]), [B * nkv, g * T, hd]) as tf.Tensor3D;
-      let k3 = tf.reshape(tf.transpose(kr, [0, 2, 1, 3]), [B * nkv, T, hd]) as tf.Tensor3D;
-      let v3 = tf.reshape(tf.transpose(tf.reshape(vf, [B, T, nkv, hd]), [0, 2, 1, 3]), [B * nkv, T, hd]) as tf.Tensor3D;
+      // With one new token (decoding) the moved axis has size 1 and the transposes are reshapes.
+      const one = T === 1;
+      const q3 = tf.reshape(one ? q : tf.transpose(tf.reshape(q, [B, T, nkv, g, hd]), [0, 2, 3, 1, 4]), [B * nkv, g * T, hd]) as tf.Tensor3D;
+      let k3 = tf.reshape(one ? kr : tf.transpose(kr, [0, 2, 1, 3]), [B * nkv, T, hd]) as tf.Tensor3D;
+      let v3 = tf.reshape(one ? vf : tf.transpose(tf.reshape(vf, [B, T, nkv, hd]), [0, 2, 1, 3]), [B * nkv, T, hd]) as tf.Tensor3D;
       if (opts.cache) {
         k3 = tf.concat([opts.cache.k[li], k3], 1);
         v3 = tf.concat([opts.cache.v[li], v3], 1);
@@ -289,8 +291,8 @@ export class LlamaModel {
       scores = tf.mul(scores, scale);
       if (mask) scores = tf.add(tf.reshape(scores, [B, nkv, g, T, L]), mask);
       const probs = tf.softmax(tf.reshape(scores, [B * nkv, g * T, L]) as tf.Tensor3D);
-      const pv = tf.reshape(tf.matMul(probs, v3), [B, nkv, g, T, hd]);
-      const att = tf.reshape(tf.transpose(pv, [0, 3, 1, 2, 4]), [B * T, nh * hd]) as tf.Tensor2D;
+      const pv = tf.matMul(probs, v3);
+      const att = tf.reshape(one ? pv : tf.transpose(tf.reshape(pv, [B, nkv, g, T, hd]), [0, 3, 1, 2, 4]), [B * T, nh * hd]) as tf.Tensor2D;
       x = tf.add(x, mm(att, layer.wo as tf.Tensor2D));
       const h2 = rmsNorm(x, layer.ln2, c.rmsNormEps);
       const [gate, up] = tf.split(mm(h2, layer.wgu as tf.Tensor2D), 2, 1);
@@ -301,8 +303,17 @@ export class LlamaModel {
   }
 
   /** Logits [N, V] from hidden states [N, H]. */
-  logits(hidden: tf.Tensor2D): tf.Tensor2D {
+  logits(hidden: tf.Tensor2D, head?: tf.Tensor2D): tf.Tensor2D {
+    if (head) return tf.matMul(hidden, head);
     return mm(hidden, (this.lmHead ?? tf.transpose(this.embed)) as tf.Tensor2D);
+  }
+
+  /**
+   * The output projection as [H, V] for repeated no-gradient use (decoding): a fresh tensor the
+   * caller disposes, so the tied case transposes the embedding once instead of every step.
+   */
+  inferenceHead(): tf.Tensor2D {
+    return tf.tidy(() => (this.lmHead ? tf.clone(this.lmHead) : tf.transpose(this.embed)) as tf.Tensor2D);
   }
 
   /** Full forward pass: logits [B, T, V]. */
