@@ -60,17 +60,18 @@ export type QuickstartConfigInput = z.input<typeof quickstartConfigSchema>;
 
 /** The CI-sized run: every stage, a tiny model, a couple of minutes on 2 cores. */
 export const SMALL_QUICKSTART: QuickstartConfigInput = {
-  pairs: 60,
+  pairs: 40,
   variants: 1,
   heldOutShare: 0.2,
+  coldStart: 24,
   preset: 'tiny',
-  vocabSize: 700,
-  sftSteps: 40,
-  sftBatch: 8,
+  vocabSize: 600,
+  sftSteps: 30,
+  sftBatch: 4,
   rlSteps: 3,
   groupSize: 2,
   promptsPerStep: 2,
-  schemaChars: 600,
+  schemaChars: 500,
 };
 
 export interface QuickstartReport {
@@ -156,7 +157,8 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     if (!report.sft) {
       const trajs = await synthesizeTrajectories(train, env, { verifyShare: cfg.verifyShare, seed: cfg.seed });
       const size = cfg.coldStart > 0 ? Math.min(cfg.coldStart, trajs.length) : trajs.length;
-      const ids = new Set(selectColdStart(trajs, size, { seed: cfg.seed }));
+      // The reasoning here is templated from the SQL, so the SQL structure carries most of the signal.
+      const ids = new Set(selectColdStart(trajs, size, { seed: cfg.seed, sqlWeight: 0.8 }));
       const chosen = trajs.filter((t) => ids.has(t.id));
       const structures = (ts: typeof trajs): number => new Set(ts.map((t) => structureKey(sqlFeatures(t.sqls[t.sqls.length - 1])))).size;
       const random = new Rng(cfg.seed).shuffle([...trajs]).slice(0, size);
