@@ -9,6 +9,7 @@ import type { ExecResult } from '../sql/types.ts';
 import { parseAction, SQL_AGENT_ACTIONS, type ActionKind } from '../agent/protocol.ts';
 import { extractSqlFeatures, setF1 } from './sql_features.ts';
 import { invalid } from './validate.ts';
+import { entityMatchRate, exactMatch, type Entity } from '../search/match.ts';
 
 export interface RewardValue {
   value: number;
@@ -30,7 +31,10 @@ export interface RewardContext {
   /** Search agent: the final answer text and the gold answers / entities. */
   answer?: string;
   goldAnswers?: readonly string[];
-  goldEntities?: readonly string[];
+  /** Ground-truth entities (with aliases) for E-GRPO's entity match rate. */
+  goldEntities?: readonly (string | Entity)[];
+  /** The agent's reasoning text (think blocks and tool queries): where E-GRPO looks for the entities. */
+  reasoning?: string;
   /** Tool calls made in the episode, and the fewest made by a correct response of the same group (OTC's n). */
   toolCalls?: number;
   optimalToolCalls?: number | null;
@@ -148,36 +152,22 @@ function sqlOverlapReward(ctx: RewardContext, p: z.infer<typeof overlapParams>):
   return { value: sum / n, reason: `F1 ${scores.join(', ')}` };
 }
 
-/** Search-R1's answer normalization: lowercase, drop punctuation and articles, collapse spaces. */
-export function normalizeAnswer(s: string): string {
-  return s
-    .toLowerCase()
-    .replace(/[\p{P}\p{S}]/gu, ' ')
-    .replace(/\b(a|an|the)\b/g, ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
-
-/** Fraction of gold entities that occur (as whole words, after normalization) in the answer. */
-export function entityMatchRate(answer: string, entities: readonly string[]): number {
-  const ents = entities.map(normalizeAnswer).filter((e) => e !== '');
-  if (ents.length === 0) return 0;
-  const hay = ` ${normalizeAnswer(answer)} `;
-  return ents.filter((e) => hay.includes(` ${e} `)).length / ents.length;
-}
-
+/**
+ * E-GRPO's entity match rate γ (arXiv 2510.24694): the fraction of ground-truth entities the agent mentioned
+ * in its reasoning (`ctx.reasoning`; the final answer when no reasoning is given), word-bounded, aliases allowed.
+ */
 function entityMatchReward(ctx: RewardContext): RewardValue {
-  const ents = need(ctx.goldEntities, 'goldEntities', 'entity_match');
-  const answer = need(ctx.answer, 'answer', 'entity_match');
+  const ents = need(ctx.goldEntities, 'goldEntities', 'entity_match').map((e) => (typeof e === 'string' ? { name: e } : e));
+  const text = ctx.reasoning ?? need(ctx.answer, 'answer or reasoning', 'entity_match');
   if (ents.length === 0) return { value: 0, reason: 'no gold entities' };
-  const rate = entityMatchRate(answer, ents);
-  return { value: rate, reason: `${Math.round(rate * ents.length)}/${ents.length} entities found` };
+  const { rate, matched } = entityMatchRate(text, ents);
+  return { value: rate, reason: `${matched.length}/${ents.length} entities found` };
 }
 
+/** Search-R1's exact match: normalized answer equals a normalized gold answer or alias. */
 function exactMatchReward(ctx: RewardContext): RewardValue {
   const golds = need(ctx.goldAnswers, 'goldAnswers', 'exact_match');
-  const a = normalizeAnswer(need(ctx.answer, 'answer', 'exact_match'));
-  const hit = golds.some((g) => normalizeAnswer(g) === a);
+  const hit = exactMatch(need(ctx.answer, 'answer', 'exact_match'), golds);
   return { value: hit ? 1 : 0, reason: hit ? 'exact match' : 'no exact match' };
 }
 

@@ -202,7 +202,7 @@ export class SearchEnvironment implements Environment<SearchTask> {
       allowedActions: SEARCH_AGENT_ACTIONS,
       answer: f.answer,
       goldAnswers: f.golds,
-      goldEntities: f.entities.map((e) => e.name),
+      goldEntities: f.entities,
       toolCalls: f.executed,
       correct: f.em,
       completionTokens: transcript.policyTokens,

@@ -2,9 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgroError } from '../../src/errors.ts';
 import type { ExecResult } from '../../src/sql/types.ts';
+import { entityMatchRate, normalizeAnswer } from '../../src/search/match.ts';
 import {
-  entityMatchRate,
-  normalizeAnswer,
   otcOptimalCalls,
   otcToolReward,
   prepareRewards,
@@ -87,13 +86,17 @@ test('sql_overlap: F1 of tables, columns and values', () => {
 });
 
 test('entity match rate and exact match use Search-R1 normalization', () => {
-  assert.equal(normalizeAnswer('  The Eiffel-Tower, in PARIS! '), 'eiffel tower in paris');
+  // Search-R1 deletes punctuation (Python's string.punctuation), it does not turn it into spaces.
+  assert.equal(normalizeAnswer('  The Eiffel-Tower, in PARIS! '), 'eiffeltower in paris');
   // 'Paris' found, 'Berlin' not → 1/2; 'Par' must not match inside 'Paris'
-  assert.equal(entityMatchRate('The Eiffel Tower is in Paris, France', ['Paris', 'Berlin']), 0.5);
-  assert.equal(entityMatchRate('Paris', ['Par']), 0);
+  assert.equal(entityMatchRate('The Eiffel Tower is in Paris, France', [{ name: 'Paris' }, { name: 'Berlin' }]).rate, 0.5);
+  assert.equal(entityMatchRate('Paris', [{ name: 'Par' }]).rate, 0);
   const r = prepareRewards([{ name: 'entity_match', weight: 1 }, { name: 'exact_match', weight: 2 }]);
   const s = scoreEpisode({ answer: 'The Paris', goldEntities: ['paris', 'france'], goldAnswers: ['Paris'] }, r);
   assert.equal(s.parts.entity_match.value, 0.5);
+  // With reasoning given, E-GRPO counts the entities there, not in the answer.
+  const withReasoning = scoreEpisode({ answer: 'Paris', reasoning: 'It is in France, capital Paris', goldEntities: ['paris', { name: 'France', aliases: ['FR'] }], goldAnswers: ['Paris'] }, r);
+  assert.equal(withReasoning.parts.entity_match.value, 1);
   assert.equal(s.parts.exact_match.value, 1);
   assert.equal(s.total, 0.5 + 2);
 });
