@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { prepareRewards, scoreEpisode } from '../../src/rl/rewards.ts';
 import type { ChatMessage, StepResult, Transcript } from '../../src/agent/types.ts';
 import { AgroError } from '../../src/errors.ts';
 import { SearchCorpus } from '../../src/search/corpus.ts';
@@ -78,8 +79,12 @@ test('a scripted search → open → answer episode: observations, done, and eve
   assert.equal(ctx.toolCalls, 2);
   assert.equal(ctx.answer, 'canada');
   assert.deepEqual(ctx.goldAnswers, ['Canada']);
-  assert.deepEqual(ctx.goldEntities, ['Blue Harbor']);
+  assert.deepEqual(ctx.goldEntities, [{ name: 'Blue Harbor' }]);
   assert.equal(ctx.turns?.length, 3);
+  // The registry's E-GRPO entity reward reads the same reasoning and agrees with the environment's γ.
+  const scored = scoreEpisode(ctx, prepareRewards([{ name: 'entity_match', weight: 1 }, { name: 'exact_match', weight: 1 }]));
+  assert.equal(scored.parts.entity_match.value, ctx.entityRate);
+  assert.equal(scored.parts.exact_match.value, 1);
 });
 
 test('E-GRPO signals: a near miss keeps its entity credit, nonsense gets none, observations do not count', async () => {
