@@ -193,7 +193,7 @@ export async function sampleGroups(
   let cache: KvCache;
   let logitsD: Float32Array;
   const head = model.inferenceHead();
-  {
+  try {
     const ids = tf.tensor2d(idsD, [P, Lp], 'int32');
     const pos = tf.tensor2d(posD, [P, Lp], 'int32');
     const mask = tf.tensor(maskD, [P, 1, 1, Lp, Lp]);
@@ -210,6 +210,9 @@ export async function sampleGroups(
     res.logits.dispose();
     cache = G > 1 ? expandCache(promptCache, P, G) : promptCache;
     if (G > 1) disposeCache(promptCache);
+  } catch (e) {
+    head.dispose();
+    throw e;
   }
   // Row r of the batch is sample rows[r] = p * G + g; prompt logits are shared by the group.
   let rows = Array.from({ length: P * G }, (_, r) => r);

@@ -264,7 +264,9 @@ export class LlamaModel {
     const scale = 1 / Math.sqrt(hd);
     const newCache: KvCache | undefined = opts.cache || opts.wantCache ? { k: [], v: [] } : undefined;
 
-    let x: tf.Tensor2D = embedLookup(this.embed as tf.Tensor2D, tf.reshape(ids, [-1]) as tf.Tensor1D); // [N, H]
+    // Clamped for the same reason as targets in tokenLogProbs; the public sampling entry points reject bad ids.
+    const flatIds = tf.clipByValue(tf.reshape(ids, [-1]), 0, c.vocabSize - 1) as tf.Tensor1D;
+    let x: tf.Tensor2D = embedLookup(this.embed as tf.Tensor2D, flatIds); // [N, H]
     this.layers.forEach((layer, li) => {
       const h = rmsNorm(x, layer.ln1, c.rmsNormEps);
       let qkv: tf.Tensor2D = mm(h, layer.wqkv as tf.Tensor2D);
@@ -334,7 +336,9 @@ export class LlamaModel {
     if (targets.shape[0] !== B || targets.shape[1] !== T)
       throw new AgroError('invalid_input', `targets shape [${targets.shape}] differs from ids shape [${ids.shape}]`);
     const logits = this.logits(this.forwardHidden(ids).hidden);
-    const logp = tf.reshape(selectLogProbs(logits, tf.reshape(targets, [-1]) as tf.Tensor1D), [B, T]) as tf.Tensor2D;
+    // Out-of-range targets (e.g. -1 padding) would read outside the wasm heap: clamp them; callers mask those positions.
+    const tg = tf.clipByValue(tf.reshape(targets, [-1]), 0, this.config.vocabSize - 1) as tf.Tensor1D;
+    const logp = tf.reshape(selectLogProbs(logits, tg), [B, T]) as tf.Tensor2D;
     if (!opts.withEntropy) return { logp };
     const p = tf.softmax(logits);
     const entropy = tf.reshape(tf.sub(tf.logSumExp(logits, -1), tf.sum(tf.mul(p, logits), -1)), [B, T]) as tf.Tensor2D;

@@ -124,3 +124,21 @@ test('bad inputs are rejected with one-line errors', async () => {
   await assert.rejects(sampleGroups(model, [[1]], 1, { maxNewTokens: 64 }), /exceeds maxPositions 64/);
   await assert.rejects(sequenceLogProbs(model, [[1, -1]]), /token id -1/);
 });
+
+test('sampling and log-prob recomputation leave no tensors behind', async () => {
+  await sampleGroups(model, prompts, 2, { maxNewTokens: 3, seed: 1 });
+  await sequenceLogProbs(model, [[1, 2, 3]]);
+  const before = tf.memory().numTensors;
+  await sampleGroups(model, prompts, 3, { maxNewTokens: 6, temperature: 1, seed: 5, stopTokenIds: [1, 2, 3] });
+  await sequenceLogProbs(model, [[1, 2, 3], [4, 5]]);
+  assert.equal(tf.memory().numTensors, before);
+});
+
+test('tokenLogProbs clamps padding targets (-1) instead of reading out of bounds', () => {
+  const ids = tf.tensor2d([[1, 2, 3]], [1, 3], 'int32');
+  const lp = tf.tidy(() => model.tokenLogProbs(ids, tf.tensor2d([[2, -1, -1]], [1, 3], 'int32')).logp.arraySync()[0]);
+  const ref = tf.tidy(() => model.tokenLogProbs(ids, tf.tensor2d([[2, 0, 0]], [1, 3], 'int32')).logp.arraySync()[0]);
+  assert.deepEqual(lp, ref);
+  assert.ok(lp.every((v) => Number.isFinite(v) && v < 0));
+  ids.dispose();
+});
