@@ -37,7 +37,7 @@ export const sftConfigSchema = z.object({
    * Most padded tokens (rows x length) in one forward/backward pass: a batch over it runs as several
    * passes whose gradients add up to the same step, which bounds memory (wasm has a few GB at most).
    */
-  maxBatchTokens: z.number().int().min(2).default(2048),
+  maxBatchTokens: z.number().int().min(2).default(1024),
   /** Micro-batches per optimizer step. */
   gradAccum: z.number().int().positive().default(1),
   lr: z.number().positive().default(1e-3),

@@ -210,7 +210,7 @@ export function register(program: Command): void {
     .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
     .option('--vocab-size <n>', 'tokenizer size when training from scratch', intArg('--vocab-size', 300), 4096)
     .option('--batch-size <n>', 'sequences per micro-batch', intArg('--batch-size'))
-    .option('--max-batch-tokens <n>', 'most padded tokens per forward pass; bigger batches run in several passes (default 2048)', intArg('--max-batch-tokens', 2))
+    .option('--max-batch-tokens <n>', 'most padded tokens per forward pass; bigger batches run in several passes (default 1024)', intArg('--max-batch-tokens', 2))
     .option('--grad-accum <n>', 'micro-batches per optimizer step', intArg('--grad-accum'))
     .option('--lr <x>', 'peak learning rate', (v: string) => {
       const x = Number(v);
