@@ -248,6 +248,13 @@ test('agro sft trains from scratch, refuses to clobber a run, and resumes with -
   assert.equal(JSON.parse(second.stdout).steps, 3);
   const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).step);
   assert.deepEqual(lines, [1, 2, 3]);
+  // --init: a new run starting from that checkpoint's tokenizer and weights (no new tokenizer is trained).
+  const out2 = join(dir, 'run2');
+  const fromInit = spawnSync(process.execPath, ['bin/agro.js', 'sft', '--data', data, '--out', out2, '--init', join(out, 'checkpoints', 'step-3'), '--backend', 'cpu', '--steps', '1', '--json'], { encoding: 'utf8' });
+  assert.equal(fromInit.status, 0, fromInit.stderr);
+  assert.equal(JSON.parse(fromInit.stdout).steps, 1);
+  assert.equal(existsSync(join(out2, 'tokenizer.json')), false);
+  assert.equal(readFileSync(join(out2, 'checkpoints', 'step-1', 'tokenizer.json'), 'utf8'), readFileSync(join(out, 'checkpoints', 'step-3', 'tokenizer.json'), 'utf8'));
   const missing = spawnSync(process.execPath, ['bin/agro.js', 'sft', '--data', join(dir, 'none.jsonl'), '--out', out], { encoding: 'utf8' });
   assert.equal(missing.status, 3);
   assert.equal(missing.stderr.trim(), `agro: dataset not found: ${join(dir, 'none.jsonl')}`);
