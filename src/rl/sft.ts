@@ -298,6 +298,8 @@ export interface SftResult {
 }
 
 const trainerStateSchema = z.object({
+  /** Written as 'sft' so a GRPO trainer state is refused here (and the other way round). */
+  kind: z.literal('sft').optional(),
   step: z.number().int().min(0),
   epoch: z.number().int().min(0),
   batchPos: z.number().int().min(0),
@@ -353,7 +355,8 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   if (opts.resumeFrom) {
     const parsed = trainerStateSchema.safeParse(opts.resumeFrom.trainerState);
     if (!parsed.success) throw new AgroError('invalid_input', `resume: trainer_state.json is not an SFT trainer state (${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message})`);
-    state = parsed.data;
+    const { kind: _kind, ...rest } = parsed.data;
+    state = rest;
     if (!opts.resumeFrom.optimizerState) throw new AgroError('invalid_input', 'resume: the checkpoint has no optimizer.safetensors');
     opt.importState(opts.resumeFrom.optimizerState, state.step);
   }
@@ -388,7 +391,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   const checkpoint = (): string => {
     const dir = join(opts.outDir, 'checkpoints', `step-${state.step}`);
     if (lastCkStep === state.step) return dir;
-    saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state }, optimizerState: opt.exportState() });
+    saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, kind: 'sft' }, optimizerState: opt.exportState() });
     lastCkStep = state.step;
     return dir;
   };

@@ -157,6 +157,8 @@ test('an interrupted and resumed run ends with exactly the weights of an uninter
   const latest = listCheckpoints(outB).at(-1)!;
   assert.equal(latest.step, 3);
   const ck = loadCheckpoint(latest.dir);
+  assert.equal((ck.trainerState as { kind?: string }).kind, 'sft');
+  await assert.rejects(runSft({ outDir: tmp(), model: ck.model, tokenizer: ck.tokenizer, samples: data, config, resumeFrom: { trainerState: { ...ck.trainerState, kind: 'grpo' }, optimizerState: ck.optimizerState } }), /not an SFT trainer state/);
   const second = await runSft({ outDir: outB, model: ck.model, tokenizer: ck.tokenizer, samples: data, config, resumeFrom: { trainerState: ck.trainerState!, optimizerState: ck.optimizerState } });
   assert.equal(second.steps, 6);
   const wa = full.exportWeights(), wb = ck.model.exportWeights();
