@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { parseAction, SQL_AGENT_ACTIONS, formatObservation } from './protocol.ts';
-import type { ChatMessage, Environment, Episode, StepResult, TaskBase, Transcript } from './types.ts';
+import type { ChatMessage, Environment, Episode, EpisodeContext, StepResult, TaskBase, Transcript } from './types.ts';
 import type { RewardContext, RewardDeps } from '../rl/rewards.ts';
 import { introspectSchema } from '../sql/introspect.ts';
 import { renderSchema } from '../sql/render.ts';
@@ -126,7 +126,7 @@ export class SqlEnvironment implements Environment<SqlTask> {
   }
 
   /** Execution of the answer and the gold query on the original and every variant database. */
-  async rewardContext(task: SqlTask, t: Transcript): Promise<RewardContext & { correct: boolean }> {
+  async rewardContext(task: SqlTask, t: Transcript): Promise<EpisodeContext> {
     const turns = t.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
     const base: RewardContext = {
       turns,

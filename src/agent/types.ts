@@ -47,6 +47,16 @@ export interface Transcript {
   truncated: boolean;
 }
 
+/** What an environment reports about a finished episode: the reward registry's context plus the signals E-GRPO shapes from. */
+export type EpisodeContext = RewardContext & {
+  /** The final answer is right (execution match, exact match...). */
+  correct: boolean;
+  /** Every turn followed the protocol and the episode ended with an answer (E-GRPO gives malformed episodes 0). */
+  formatOk?: boolean;
+  /** E-GRPO's γ: fraction of ground-truth entities the agent mentioned in its reasoning. */
+  entityRate?: number;
+};
+
 export interface Environment<T extends TaskBase = TaskBase> {
   readonly name: string;
   start(task: T): Promise<Episode>;
@@ -54,7 +64,7 @@ export interface Environment<T extends TaskBase = TaskBase> {
    * What the reward registry needs to score a finished episode (execution results, answer, tool calls...).
    * `correct` must be set: group-level rewards (OTC's tool efficiency) and accuracy metrics read it.
    */
-  rewardContext(task: T, transcript: Transcript): Promise<RewardContext & { correct: boolean }>;
+  rewardContext(task: T, transcript: Transcript): Promise<EpisodeContext>;
   /** Functions the rewards need for this task (e.g. the SQL result comparison in the task's mode). */
   rewardDeps?(task: T): RewardDeps;
   close?(): Promise<void>;

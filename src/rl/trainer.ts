@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import { writeJsonAtomic } from '../util/fs.ts';
-import type { Environment, TaskBase } from '../agent/types.ts';
+import type { Environment, EpisodeContext, TaskBase } from '../agent/types.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { saveCheckpoint } from '../model/checkpoint.ts';
@@ -21,7 +21,7 @@ import { sequenceLogProbs } from '../model/generate.ts';
 import { resolveAlgo, advantageParams, lossConfig, type AlgoConfig } from './config.ts';
 import { computeAdvantages, dynamicSamplingFilter } from './advantages.ts';
 import { computePolicyLoss, stopGradient, type LossMetrics } from './losses.ts';
-import { otcOptimalCalls, prepareRewards, scoreEpisode, type RewardContext, type ScoredEpisode } from './rewards.ts';
+import { otcOptimalCalls, prepareRewards, scoreEpisode, type ScoredEpisode } from './rewards.ts';
 import { AdamW, clipByGlobalNorm, lrAt, listCheckpoints } from './sft.ts';
 import { rollout, type Trajectory } from './rollout.ts';
 
@@ -236,7 +236,7 @@ function truncateMetrics(path: string, step: number): void {
 
 interface Scored {
   traj: Trajectory;
-  ctx: RewardContext & { correct: boolean };
+  ctx: EpisodeContext;
   score: ScoredEpisode;
 }
 
@@ -401,8 +401,8 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
           componentWeights: rewards.map((r) => r.weight),
           egrpo: {
             correct: batch.map((s) => s.ctx.correct),
-            formatOk: batch.map((s) => (s.score.parts.format ? s.score.parts.format.value === 1 : true)),
-            entityRate: batch.map((s) => s.score.parts.entity_match?.value ?? 0),
+            formatOk: batch.map((s) => s.ctx.formatOk ?? (s.score.parts.format ? s.score.parts.format.value === 1 : true)),
+            entityRate: batch.map((s) => s.ctx.entityRate ?? s.score.parts.entity_match?.value ?? 0),
           },
         },
         advantageParams(algo),

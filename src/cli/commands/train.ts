@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { AgroError } from '../../errors.ts';
 import { initBackend, type BackendName } from '../../model/backend.ts';
 import { loadCheckpoint, type Checkpoint } from '../../model/checkpoint.ts';
@@ -12,6 +12,10 @@ import { SqlPool } from '../../sql/pool.ts';
 import { listCheckpoints } from '../../rl/sft.ts';
 import { resolveTrainConfig, runGrpo, type TrainConfigInput, type StepRecord } from '../../rl/trainer.ts';
 import { PRESET_NAMES } from '../../rl/config.ts';
+import type { Environment, TaskBase } from '../../agent/types.ts';
+import { SearchEnvironment, type SearchTask } from '../../search/env.ts';
+import { SearchCorpus } from '../../search/corpus.ts';
+import type { SearchQuestion } from '../../search/synthesize.ts';
 
 /**
  * `agro train`: group-relative RL of a checkpoint as a multi-turn SQL agent, on a dataset of BIRD-style
@@ -19,6 +23,7 @@ import { PRESET_NAMES } from '../../rl/config.ts';
  */
 
 interface TrainCliOptions {
+  task: string;
   data: string;
   init?: string;
   out: string;
@@ -33,6 +38,7 @@ interface TrainCliOptions {
   lr?: number;
   seed?: number;
   resume?: boolean;
+  schemaChars?: number;
   backend?: BackendName;
   json?: boolean;
 }
@@ -59,6 +65,31 @@ export function loadSqlTasks(dataPath: string, dbRoot: string, variantsDir?: str
     difficulty: it.difficulty,
     variantPaths: variantsDir ? suiteVariants(variantsDir, it.dbId) : [],
   }));
+}
+
+/** Questions of `agro synth-search` (its output folder, or questions.jsonl beside corpus.jsonl) as search tasks. */
+export function loadSearchTasks(path: string): { corpusPath: string; train: SearchTask[]; heldOut: SearchTask[] } {
+  const dir = existsSync(join(path, 'questions.jsonl')) ? path : dirname(path);
+  const qPath = join(dir, 'questions.jsonl');
+  const corpusPath = join(dir, 'corpus.jsonl');
+  for (const f of [qPath, corpusPath]) if (!existsSync(f)) throw new AgroError('not_found', `${f} not found (give the folder written by agro synth-search)`);
+  const rows = readFileSync(qPath, 'utf8').split('\n').flatMap((line, i) => {
+    if (!line.trim()) return [];
+    try {
+      return [JSON.parse(line) as SearchQuestion];
+    } catch (err) {
+      throw new AgroError('invalid_input', `${qPath}:${i + 1}: not valid JSON: ${(err as Error).message}`);
+    }
+  });
+  const toTask = (q: SearchQuestion): SearchTask & { difficulty: string } => ({
+    id: q.id,
+    question: q.question,
+    answer: q.answer,
+    aliases: q.aliases,
+    entities: q.entities,
+    difficulty: `${q.hops}-hop`,
+  });
+  return { corpusPath, train: rows.filter((q) => q.split !== 'heldout').map(toTask), heldOut: rows.filter((q) => q.split === 'heldout').map(toTask) };
 }
 
 function readConfigFile(path: string): TrainConfigInput {
@@ -90,8 +121,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   if (o.seed !== undefined) config.seed = o.seed;
   const { algo } = resolveTrainConfig(config); // fail on a bad config before loading anything heavy
 
-  const tasks = loadSqlTasks(o.data, o.dbRoot, o.variants);
-  const heldOut = o.heldOut ? loadSqlTasks(o.heldOut, o.dbRoot, o.variants) : undefined;
+  if (o.task !== 'sql' && o.task !== 'search') throw new AgroError('usage', `--task must be sql or search, got "${o.task}"`);
   const existing = listCheckpoints(o.out);
   if (existing.length && !o.resume) {
     throw new AgroError('usage', `${o.out} already has checkpoints (newest ${existing.at(-1)?.dir}); pass --resume to continue or choose another --out`);
@@ -120,8 +150,22 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
     reference = loadCheckpoint(resolveCheckpointDir(o.init)).model;
   }
 
-  const pool = new SqlPool();
-  const env = new SqlEnvironment(pool);
+  // Each task kind brings its environment and its questions; the trainer only sees the Environment interface.
+  let pool: SqlPool | undefined;
+  let env: Environment<TaskBase & { difficulty?: string }>;
+  let tasks: (TaskBase & { difficulty?: string })[];
+  let heldOut: (TaskBase & { difficulty?: string })[] | undefined;
+  if (o.task === 'search') {
+    const loaded = loadSearchTasks(o.data);
+    env = new SearchEnvironment(SearchCorpus.load(loaded.corpusPath));
+    tasks = loaded.train;
+    heldOut = o.heldOut ? loadSearchTasks(o.heldOut).heldOut : loaded.heldOut;
+  } else {
+    pool = new SqlPool();
+    env = new SqlEnvironment(pool, o.schemaChars !== undefined ? { schemaChars: o.schemaChars } : {});
+    tasks = loadSqlTasks(o.data, o.dbRoot, o.variants);
+    heldOut = o.heldOut ? loadSqlTasks(o.heldOut, o.dbRoot, o.variants) : undefined;
+  }
   const controller = new AbortController();
   const onSigint = (): void => controller.abort();
   process.once('SIGINT', onSigint);
@@ -144,12 +188,12 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
     if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');
     else {
       process.stdout.write(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps\ncheckpoint: ${res.checkpoint}\nmetrics: ${join(o.out, 'metrics.jsonl')}\n`);
-      if (res.finalEval) process.stdout.write(`held-out execution accuracy: ${(100 * res.finalEval.accuracy).toFixed(1)}% of ${res.finalEval.n} (tool calls per episode ${res.finalEval.toolCalls.toFixed(2)})\n`);
-      if (res.interrupted) process.stdout.write(`continue with: agro train --data ${o.data} --out ${o.out} --resume${o.init ? ` --init ${o.init}` : ''}\n`);
+      if (res.finalEval) process.stdout.write(`held-out ${o.task === 'sql' ? 'execution accuracy' : 'exact match'}: ${(100 * res.finalEval.accuracy).toFixed(1)}% of ${res.finalEval.n} (tool calls per episode ${res.finalEval.toolCalls.toFixed(2)})\n`);
+      if (res.interrupted) process.stdout.write(`continue with: agro train --task ${o.task} --data ${o.data} --out ${o.out} --resume${o.init ? ` --init ${o.init}` : ''}\n`);
     }
   } finally {
     process.removeListener('SIGINT', onSigint);
-    await pool.close();
+    await pool?.close();
     ck.model.dispose();
     reference?.dispose();
   }
@@ -158,21 +202,23 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
 export function register(program: Command): void {
   program
     .command('train')
-    .description('Group-relative RL (GRPO family) of a checkpoint as a multi-turn SQL agent, rewarded by execution.')
-    .requiredOption('--data <file>', 'training questions: BIRD-style .json/.jsonl rows {db_id, question, evidence?, SQL}')
+    .description('Group-relative RL (GRPO family) of a checkpoint as a multi-turn agent: SQL (rewarded by execution) or search (E-GRPO).')
+    .requiredOption('--data <file>', 'sql: BIRD-style .json/.jsonl rows {db_id, question, evidence?, SQL}; search: the folder of agro synth-search')
+    .option('--task <kind>', 'sql or search', 'sql')
     .requiredOption('--out <dir>', 'run directory (metrics.jsonl, checkpoints/step-N, eval.json)')
     .option('--init <checkpoint>', 'starting policy (and KL reference): a checkpoint or a run directory (its newest checkpoint)')
     .option('--algo <name>', `algorithm preset: ${PRESET_NAMES.join(', ')}`)
     .option('--config <file>', 'JSON train config (TrainConfig fields; flags override it)')
     .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
     .option('--variants <dir>', 'variant databases as <dir>/<db_id>/*.sqlite (e.g. the variants/ of `agro synth`): the reward needs a match on each')
-    .option('--held-out <file>', 'questions to evaluate on at the end (and every evalEvery steps)')
+    .option('--held-out <file>', 'questions to evaluate on at the end (search: default the heldout split of --data)')
     .option('--steps <n>', 'RL steps', num('--steps', 1, true))
     .option('--group-size <n>', 'responses per prompt (G)', num('--group-size', 1, true))
     .option('--prompts <n>', 'prompts per step', num('--prompts', 1, true))
     .option('--lr <x>', 'learning rate', num('--lr', 0, false))
     .option('--seed <n>', 'seed', num('--seed', 0, true))
     .option('--resume', 'continue from the newest checkpoint in --out')
+    .option('--schema-chars <n>', 'sql: characters of schema in the agent prompt (default 1800)', num('--schema-chars', 200, true))
     .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
     .option('--json', 'print a JSON summary and no progress')
     .action((opts: TrainCliOptions) => runTrainCommand(opts));
