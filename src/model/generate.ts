@@ -198,7 +198,7 @@ export async function sampleGroups(
     const pos = tf.tensor2d(posD, [P, Lp], 'int32');
     const mask = tf.tensor(maskD, [P, 1, 1, Lp, Lp]);
     const res = tf.tidy(() => {
-      const r = model.forwardHidden(ids, { positions: pos, mask, wantCache: true });
+      const r = model.forwardHidden(ids, { positions: pos, mask, wantCache: true, noGrad: true });
       const last = tf.reshape(tf.slice(tf.reshape(r.hidden, [P, Lp, -1]), [0, Lp - 1, 0], [P, 1, -1]), [P, -1]) as tf.Tensor2D;
       return { logits: model.logits(last, head), k: r.cache!.k, v: r.cache!.v };
     });
@@ -257,7 +257,7 @@ export async function sampleGroups(
       const mask = tf.tensor(maskStep, [R, 1, 1, 1, L]);
       const prev = cache;
       const res = tf.tidy(() => {
-        const r = model.forwardHidden(ids, { positions: pos, mask, cache: prev });
+        const r = model.forwardHidden(ids, { positions: pos, mask, cache: prev, noGrad: true });
         return { logits: model.logits(r.hidden, head), k: r.cache!.k, v: r.cache!.v };
       });
       ids.dispose();

@@ -28,6 +28,8 @@ export interface ForwardOptions {
   /** Additive mask [B or 1, 1, 1, T, L] over the L = past + T keys; default causal. */
   mask?: tf.Tensor;
   cache?: KvCache;
+  /** Inference only (decoding): plain ops without the custom-gradient wrappers, fewer dispatches per step. */
+  noGrad?: boolean;
 }
 
 interface Layer {
@@ -125,6 +127,14 @@ export function rmsNorm(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D 
     };
   });
   return f(x, w) as tf.Tensor2D;
+}
+
+function rmsNormForward(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D {
+  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps))), w);
+}
+
+function ropeForward(x: tf.Tensor4D, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor4D {
+  return tf.add(tf.mul(x, cos), tf.mul(swapHalves(x), sin));
 }
 
 /** [x1, x2] -> [x2, x1] on the last axis; its own adjoint. */
@@ -266,14 +276,18 @@ export class LlamaModel {
 
     // Clamped for the same reason as targets in tokenLogProbs; the public sampling entry points reject bad ids.
     const flatIds = tf.clipByValue(tf.reshape(ids, [-1]), 0, c.vocabSize - 1) as tf.Tensor1D;
-    let x: tf.Tensor2D = embedLookup(this.embed as tf.Tensor2D, flatIds); // [N, H]
+    const ng = opts.noGrad === true;
+    const lin = ng ? (a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D => tf.matMul(a, b) : mm;
+    const norm = ng ? rmsNormForward : rmsNorm;
+    const rot = ng ? ropeForward : rope;
+    let x: tf.Tensor2D = ng ? (tf.gather(this.embed, flatIds) as tf.Tensor2D) : embedLookup(this.embed as tf.Tensor2D, flatIds); // [N, H]
     this.layers.forEach((layer, li) => {
-      const h = rmsNorm(x, layer.ln1, c.rmsNormEps);
-      let qkv: tf.Tensor2D = mm(h, layer.wqkv as tf.Tensor2D);
+      const h = norm(x, layer.ln1, c.rmsNormEps);
+      let qkv: tf.Tensor2D = lin(h, layer.wqkv as tf.Tensor2D);
       if (layer.bqkv) qkv = tf.add(qkv, layer.bqkv);
       // q and k are adjacent in the fused projection: one rotary call covers both.
       const [qkf, vf] = tf.split(qkv, [(nh + nkv) * hd, nkv * hd], 1);
-      const [q, kr] = tf.split(rope(tf.reshape(qkf, [B, T, nh + nkv, hd]), cos, sin), [nh, nkv], 2);
+      const [q, kr] = tf.split(rot(tf.reshape(qkf, [B, T, nh + nkv, hd]), cos, sin), [nh, nkv], 2);
       // [B, T, nkv, g, hd] -> [B, nkv, g, T, hd] -> [B*nkv, g*T, hd]; kv head j serves heads j*g..j*g+g-1 (HF repeat_kv).
       // With one new token (decoding) the moved axis has size 1 and the transposes are reshapes.
       const one = T === 1;
@@ -295,13 +309,13 @@ export class LlamaModel {
       const probs = tf.softmax(tf.reshape(scores, [B * nkv, g * T, L]) as tf.Tensor3D);
       const pv = tf.matMul(probs, v3);
       const att = tf.reshape(one ? pv : tf.transpose(tf.reshape(pv, [B, nkv, g, T, hd]), [0, 3, 1, 2, 4]), [B * T, nh * hd]) as tf.Tensor2D;
-      x = tf.add(x, mm(att, layer.wo as tf.Tensor2D));
-      const h2 = rmsNorm(x, layer.ln2, c.rmsNormEps);
-      const [gate, up] = tf.split(mm(h2, layer.wgu as tf.Tensor2D), 2, 1);
+      x = tf.add(x, lin(att, layer.wo as tf.Tensor2D));
+      const h2 = norm(x, layer.ln2, c.rmsNormEps);
+      const [gate, up] = tf.split(lin(h2, layer.wgu as tf.Tensor2D), 2, 1);
       const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
-      x = tf.add(x, mm(act as tf.Tensor2D, layer.wdown as tf.Tensor2D));
+      x = tf.add(x, lin(act as tf.Tensor2D, layer.wdown as tf.Tensor2D));
     });
-    return { hidden: rmsNorm(x, this.norm, c.rmsNormEps), cache: newCache };
+    return { hidden: norm(x, this.norm, c.rmsNormEps), cache: newCache };
   }
 
   /** Logits [N, V] from hidden states [N, H]. */
