@@ -25,7 +25,8 @@ export interface AgentTrajectory {
 export function tablesRead(sql: string): string[] {
   const out: string[] = [];
   for (const m of sql.matchAll(/\b(?:FROM|JOIN)\s+("(?:[^"]|"")+"|`[^`]+`|\[[^\]]+\]|[A-Za-z_][\w$]*)/gi)) {
-    const name = m[1].replace(/^["`[]|["`\]]$/g, '');
+    const quoted = /^"(.*)"$/s.exec(m[1]);
+    const name = quoted ? quoted[1].replace(/""/g, '"') : m[1].replace(/^[`[]|[`\]]$/g, '');
     if (!out.includes(name)) out.push(name);
   }
   return out;

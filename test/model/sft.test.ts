@@ -185,7 +185,8 @@ test('bad configs and empty datasets fail before training with one-line errors',
 // ---- agro sft ----
 import { spawnSync } from 'node:child_process';
 import { writeFileSync, existsSync } from 'node:fs';
-import { readRows, rowsToConversations, runSftCommand, tablesOf } from '../../src/cli/commands/sft.ts';
+import { readRows, rowsToConversations, runSftCommand } from '../../src/cli/commands/sft.ts';
+import { tablesRead } from '../../src/agent/trajectories.ts';
 import { SQL_AGENT_SYSTEM_PROMPT } from '../../src/agent/sql-env.ts';
 import { prepareSamples, splitByTokens } from '../../src/rl/sft.ts';
 
@@ -207,7 +208,7 @@ test('dataset rows become the SQL agent opening plus an answer turn; messages ro
   assert.deepEqual(user, { role: 'user', content: 'How many students?\nEvidence: students are rows' });
   assert.deepEqual(asst, { role: 'assistant', content: '<think>The answer reads students, classes.</think>\n<answer>SELECT count(*) FROM students AS s JOIN classes ON 1</answer>' });
   assert.deepEqual(conv[1], msgs);
-  assert.deepEqual(tablesOf('SELECT a FROM "odd ""name""" JOIN `b` ON x JOIN [c d]'), ['odd ""name""', 'b', 'c d']);
+  assert.deepEqual(tablesRead('SELECT a FROM "odd ""name""" JOIN `b` ON x JOIN [c d]'), ['odd "name"', 'b', 'c d']);
   writeFileSync(path, JSON.stringify({ db_id: 'nope_db', question: 'q', SQL: 'SELECT 1' }) + '\n');
   assert.throws(() => rowsToConversations(readRows(path), 'data/databases', path), /unknown db_id "nope_db"/);
   writeFileSync(path, JSON.stringify({ question: 'q' }) + '\n{bad');

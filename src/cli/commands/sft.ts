@@ -3,6 +3,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
+import { numberArg } from '../options.ts';
+import { tablesRead } from '../../agent/trajectories.ts';
 import { initBackend } from '../../model/backend.ts';
 import type { BackendName } from '../../model/backend.ts';
 import { chatMessageSchema, renderChat } from '../../model/chat.ts';
@@ -61,16 +63,6 @@ export function readRows(path: string): { line: number; value: unknown }[] {
   return rows;
 }
 
-/** Tables a query reads (FROM/JOIN targets), for the default <think> note. */
-export function tablesOf(sql: string): string[] {
-  const out: string[] = [];
-  for (const m of sql.matchAll(/\b(?:FROM|JOIN)\s+("(?:[^"]|"")+"|`[^`]+`|\[[^\]]+\]|[A-Za-z_][\w$]*)/gi)) {
-    const name = m[1].replace(/^["`[]|["`\]]$/g, '');
-    if (!out.includes(name)) out.push(name);
-  }
-  return out;
-}
-
 /** The environment never executes anything while only building prompts. */
 const noExecution = {
   execute: (): Promise<ExecResult> => Promise.reject(new AgroError('internal', 'sft builds prompts only; it runs no SQL')),
@@ -92,7 +84,7 @@ export function rowsToConversations(rows: { line: number; value: unknown }[], db
     if (!sql) throw new AgroError('invalid_input', `${label}:${line}: row has neither SQL nor query`);
     const dbPath = resolveDatabase(dbRoot, r.data.db_id);
     const opening = env.openingFor({ id: `${line}`, dbId: r.data.db_id, dbPath, question: r.data.question, evidence: r.data.evidence ?? undefined, goldSql: sql });
-    const tables = tablesOf(sql);
+    const tables = tablesRead(sql);
     const think = r.data.think ?? (tables.length ? `The answer reads ${tables.join(', ')}.` : '');
     return [...opening, { role: 'assistant' as const, content: formatAction({ kind: 'answer', content: sql, think }) }];
   });
@@ -117,14 +109,6 @@ interface SftCliOptions {
   checkpointEvery?: number;
   backend?: BackendName;
   json?: boolean;
-}
-
-function intArg(flag: string, min = 1): (v: string) => number {
-  return (v) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new AgroError('usage', `${flag} must be an integer >= ${min}, got "${v}"`);
-    return n;
-  };
 }
 
 export async function runSftCommand(o: SftCliOptions): Promise<void> {
@@ -204,22 +188,18 @@ export function register(program: Command): void {
     .requiredOption('--out <dir>', 'run directory (metrics.jsonl, checkpoints/step-N)')
     .option('--init <checkpoint>', 'start from this checkpoint (its tokenizer and weights) instead of from scratch')
     .option('--preset <name>', 'model size when training from scratch: tiny or small', 'small')
-    .option('--steps <n>', 'optimizer steps', intArg('--steps'))
-    .option('--seed <n>', 'seed for weights and data order', intArg('--seed', 0))
+    .option('--steps <n>', 'optimizer steps', numberArg('--steps', { min: 1 }))
+    .option('--seed <n>', 'seed for weights and data order', numberArg('--seed', { min: 0 }))
     .option('--resume', 'continue from the newest checkpoint in --out')
     .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
-    .option('--vocab-size <n>', 'tokenizer size when training from scratch', intArg('--vocab-size', 300), 4096)
-    .option('--batch-size <n>', 'sequences per micro-batch', intArg('--batch-size'))
-    .option('--max-batch-tokens <n>', 'most padded tokens per forward pass; bigger batches run in several passes (default 1024)', intArg('--max-batch-tokens', 2))
-    .option('--grad-accum <n>', 'micro-batches per optimizer step', intArg('--grad-accum'))
-    .option('--lr <x>', 'peak learning rate', (v: string) => {
-      const x = Number(v);
-      if (!(x > 0)) throw new AgroError('usage', `--lr must be a positive number, got "${v}"`);
-      return x;
-    })
-    .option('--max-seq-len <n>', 'truncate samples to this many tokens', intArg('--max-seq-len', 2))
-    .option('--eval-every <n>', 'held-out loss every N steps (0: only at the end)', intArg('--eval-every', 0))
-    .option('--checkpoint-every <n>', 'checkpoint every N steps (0: only at the end)', intArg('--checkpoint-every', 0))
+    .option('--vocab-size <n>', 'tokenizer size when training from scratch', numberArg('--vocab-size', { min: 300 }), 4096)
+    .option('--batch-size <n>', 'sequences per micro-batch', numberArg('--batch-size', { min: 1 }))
+    .option('--max-batch-tokens <n>', 'most padded tokens per forward pass; bigger batches run in several passes (default 1024)', numberArg('--max-batch-tokens', { min: 2 }))
+    .option('--grad-accum <n>', 'micro-batches per optimizer step', numberArg('--grad-accum', { min: 1 }))
+    .option('--lr <x>', 'peak learning rate', numberArg('--lr', { integer: false, positive: true }))
+    .option('--max-seq-len <n>', 'truncate samples to this many tokens', numberArg('--max-seq-len', { min: 2 }))
+    .option('--eval-every <n>', 'held-out loss every N steps (0: only at the end)', numberArg('--eval-every', { min: 0 }))
+    .option('--checkpoint-every <n>', 'checkpoint every N steps (0: only at the end)', numberArg('--checkpoint-every', { min: 0 }))
     .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
     .option('--json', 'print a JSON summary and no progress bar')
     .action((opts: SftCliOptions) => runSftCommand(opts));

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { AgroError } from '../../errors.ts';
+import { parseCliOptions } from '../options.ts';
 import { SearchCorpus } from '../../search/corpus.ts';
 import { SYNTH_DEFAULTS, synthesize, type SearchQuestion } from '../../search/synthesize.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../../util/fs.ts';
@@ -17,13 +17,7 @@ const optionsSchema = z.object({
 });
 
 function parseOptions(raw: unknown): z.infer<typeof optionsSchema> {
-  const r = optionsSchema.safeParse(raw);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    const flag = String(issue.path[0] ?? '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    throw new AgroError('usage', `synth-search: --${flag}: ${issue.message}`);
-  }
-  return r.data;
+  return parseCliOptions(optionsSchema, raw, 'synth-search');
 }
 
 function showQuestion(q: SearchQuestion): string {

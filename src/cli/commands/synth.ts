@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
+import { parseCliOptions } from '../options.ts';
 import { runFactory } from '../../factory/pipeline.ts';
 import { stageProgress } from '../../factory/progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
@@ -22,14 +23,9 @@ const optionsSchema = z.object({
 });
 
 function parseOptions(raw: unknown): z.infer<typeof optionsSchema> {
-  const r = optionsSchema.safeParse(raw);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    const flag = String(issue.path[0] ?? '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    throw new AgroError('usage', `synth: --${flag}: ${issue.message}`);
-  }
-  if (Boolean(r.data.llmUrl) !== Boolean(r.data.llmModel)) throw new AgroError('usage', 'synth: --llm-url and --llm-model go together');
-  return r.data;
+  const o = parseCliOptions(optionsSchema, raw, 'synth');
+  if (Boolean(o.llmUrl) !== Boolean(o.llmModel)) throw new AgroError('usage', 'synth: --llm-url and --llm-model go together');
+  return o;
 }
 
 const cell = (v: unknown) => (v === null ? 'NULL' : v instanceof Uint8Array ? `<${v.length} bytes>` : String(v).slice(0, 40));

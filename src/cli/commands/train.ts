@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { AgroError } from '../../errors.ts';
+import { numberArg } from '../options.ts';
 import { initBackend, type BackendName } from '../../model/backend.ts';
 import { loadCheckpoint, type Checkpoint } from '../../model/checkpoint.ts';
 import { LlamaModel } from '../../model/llama.ts';
@@ -99,16 +100,6 @@ function readConfigFile(path: string): TrainConfigInput {
   } catch (err) {
     throw new AgroError('invalid_input', `${path}: not valid JSON: ${(err as Error).message}`);
   }
-}
-
-function num(flag: string, min: number, integer: boolean): (v: string) => number {
-  return (v) => {
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) {
-      throw new AgroError('usage', `${flag} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got "${v}"`);
-    }
-    return n;
-  };
 }
 
 export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
@@ -212,13 +203,13 @@ export function register(program: Command): void {
     .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
     .option('--variants <dir>', 'variant databases as <dir>/<db_id>/*.sqlite (e.g. the variants/ of `agro synth`): the reward needs a match on each')
     .option('--held-out <file>', 'questions to evaluate on at the end (search: default the heldout split of --data)')
-    .option('--steps <n>', 'RL steps', num('--steps', 1, true))
-    .option('--group-size <n>', 'responses per prompt (G)', num('--group-size', 1, true))
-    .option('--prompts <n>', 'prompts per step', num('--prompts', 1, true))
-    .option('--lr <x>', 'learning rate', num('--lr', 0, false))
-    .option('--seed <n>', 'seed', num('--seed', 0, true))
+    .option('--steps <n>', 'RL steps', numberArg('--steps', { min: 1 }))
+    .option('--group-size <n>', 'responses per prompt (G)', numberArg('--group-size', { min: 1 }))
+    .option('--prompts <n>', 'prompts per step', numberArg('--prompts', { min: 1 }))
+    .option('--lr <x>', 'learning rate', numberArg('--lr', { integer: false, positive: true }))
+    .option('--seed <n>', 'seed', numberArg('--seed', { min: 0 }))
     .option('--resume', 'continue from the newest checkpoint in --out')
-    .option('--schema-chars <n>', 'sql: characters of schema in the agent prompt (default 1800)', num('--schema-chars', 200, true))
+    .option('--schema-chars <n>', 'sql: characters of schema in the agent prompt (default 1800)', numberArg('--schema-chars', { min: 200 }))
     .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
     .option('--json', 'print a JSON summary and no progress')
     .action((opts: TrainCliOptions) => runTrainCommand(opts));
