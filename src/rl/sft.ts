@@ -28,6 +28,25 @@ import { saveCheckpoint } from '../model/checkpoint.ts';
 
 // ---------------------------------------------------------------- config
 
+/**
+ * The optimizer and schedule fields shared by the SFT and GRPO trainer configs (AdamW, warmup + cosine,
+ * global-norm clipping); each trainer passes its own defaults.
+ */
+export function optimizerFields(d: { lr: number; minLrRatio: number; warmupSteps: number; weightDecay: number; beta1: number; beta2: number }) {
+  return {
+    lr: z.number().positive().default(d.lr),
+    /** The cosine decays to lr * minLrRatio (1 = constant after warmup). */
+    minLrRatio: z.number().min(0).max(1).default(d.minLrRatio),
+    warmupSteps: z.number().int().min(0).default(d.warmupSteps),
+    weightDecay: z.number().min(0).default(d.weightDecay),
+    beta1: z.number().min(0).lt(1).default(d.beta1),
+    beta2: z.number().min(0).lt(1).default(d.beta2),
+    eps: z.number().positive().default(1e-8),
+    /** Clip the global gradient norm to this; 0 disables clipping. */
+    clipNorm: z.number().min(0).default(1),
+  };
+}
+
 /** Every SFT default lives here. */
 export const sftConfigSchema = z.object({
   steps: z.number().int().positive().default(200),
@@ -40,16 +59,7 @@ export const sftConfigSchema = z.object({
   maxBatchTokens: z.number().int().min(2).default(1024),
   /** Micro-batches per optimizer step. */
   gradAccum: z.number().int().positive().default(1),
-  lr: z.number().positive().default(1e-3),
-  /** The cosine decays to lr * minLrRatio. */
-  minLrRatio: z.number().min(0).max(1).default(0.1),
-  warmupSteps: z.number().int().min(0).default(10),
-  weightDecay: z.number().min(0).default(0.01),
-  beta1: z.number().min(0).lt(1).default(0.9),
-  beta2: z.number().min(0).lt(1).default(0.95),
-  eps: z.number().positive().default(1e-8),
-  /** Clip the global gradient norm to this; 0 disables clipping. */
-  clipNorm: z.number().min(0).default(1),
+  ...optimizerFields({ lr: 1e-3, minLrRatio: 0.1, warmupSteps: 10, weightDecay: 0.01, beta1: 0.9, beta2: 0.95 }),
   /** Longer samples are skipped; default and cap: the model's maxPositions. */
   maxSeqLen: z.number().int().min(2).optional(),
   /** Fraction of the samples held out for evaluation (at least one when there are two or more). */

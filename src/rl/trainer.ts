@@ -22,7 +22,7 @@ import { resolveAlgo, advantageParams, lossConfig, type AlgoConfig } from './con
 import { computeAdvantages, dynamicSamplingFilter } from './advantages.ts';
 import { computePolicyLoss, stopGradient, type LossMetrics } from './losses.ts';
 import { otcOptimalCalls, prepareRewards, scoreEpisode, type ScoredEpisode } from './rewards.ts';
-import { AdamW, clipByGlobalNorm, lrAt, listCheckpoints } from './sft.ts';
+import { AdamW, clipByGlobalNorm, lrAt, listCheckpoints, optimizerFields } from './sft.ts';
 import { rollout, type Trajectory } from './rollout.ts';
 
 /** Every GRPO-trainer default lives here; the algorithm itself (advantage, loss, rewards) is an AlgoConfig preset. */
@@ -38,14 +38,9 @@ export const trainConfigSchema = z.strictObject({
   ppoEpochs: z.number().int().positive().default(1),
   /** Sequences per forward/backward pass; bounds memory. */
   microBatch: z.number().int().positive().default(8),
-  lr: z.number().positive().default(2e-4),
-  minLrRatio: z.number().min(0).max(1).default(1),
-  warmupSteps: z.number().int().min(0).default(0),
-  weightDecay: z.number().min(0).default(0),
-  beta1: z.number().min(0).lt(1).default(0.9),
-  beta2: z.number().min(0).lt(1).default(0.99),
-  eps: z.number().positive().default(1e-8),
-  clipNorm: z.number().min(0).default(1),
+  /** Most padded tokens (rows × length) in one forward/backward pass; bounds memory (wasm has a few GB at most). */
+  maxBatchTokens: z.number().int().min(2).default(2048),
+  ...optimizerFields({ lr: 2e-4, minLrRatio: 1, warmupSteps: 0, weightDecay: 0, beta1: 0.9, beta2: 0.99 }),
   maxTurnTokens: z.number().int().positive().default(96),
   maxResponseTokens: z.number().int().positive().default(320),
   temperature: z.number().min(0).default(1),
@@ -240,31 +235,86 @@ interface Scored {
   score: ScoredEpisode;
 }
 
-/** Sequences as next-token training rows: inputs ids[t], targets ids[t+1], mask of t+1. */
-function trainingRows(trajs: readonly Trajectory[], padId: number) {
-  const T = Math.max(...trajs.map((t) => t.ids.length)) - 1;
-  const B = trajs.length;
+/** One trajectory as next-token training rows: inputs ids[t], targets ids[t+1], mask/advantage/old/ref of t+1. */
+interface SeqRow {
+  ids: Int32Array;
+  targets: Int32Array;
+  mask: Float32Array;
+  adv: Float32Array;
+  old: Float32Array | null;
+  ref: Float32Array | null;
+  policyTokens: number;
+}
+
+function seqRow(tr: Trajectory, adv: number | readonly number[], old: readonly number[] | null, ref: readonly number[] | null): SeqRow {
+  const n = tr.ids.length - 1;
+  const row: SeqRow = {
+    ids: Int32Array.from(tr.ids.slice(0, n)),
+    targets: Int32Array.from(tr.ids.slice(1)),
+    mask: Float32Array.from(tr.mask.slice(1)),
+    adv: new Float32Array(n),
+    // sequenceLogProbs gives log p(seq[t] | seq[<t]) for t >= 1: entry t-1 belongs to target t, as here.
+    old: old ? Float32Array.from(old.slice(0, n)) : null,
+    ref: ref ? Float32Array.from(ref.slice(0, n)) : null,
+    policyTokens: 0,
+  };
+  let k = 0;
+  for (let t = 0; t < n; t++) {
+    if (row.mask[t] !== 1) continue;
+    row.adv[t] = typeof adv === 'number' ? adv : adv[k];
+    k++;
+  }
+  row.policyTokens = k;
+  return row;
+}
+
+/**
+ * Micro-batches of sequence indices: similar lengths together, at most `maxSeqs` sequences and
+ * `maxTokens` padded tokens each (a single longer sequence still gets its own micro-batch).
+ */
+export function planMicroBatches(lengths: readonly number[], maxSeqs: number, maxTokens: number): number[][] {
+  const order = lengths.map((_, i) => i).sort((a, b) => lengths[a] - lengths[b] || a - b);
+  const out: number[][] = [];
+  let cur: number[] = [];
+  for (const i of order) {
+    const longest = Math.max(lengths[i], ...cur.map((j) => lengths[j]));
+    if (cur.length > 0 && (cur.length + 1 > maxSeqs || (cur.length + 1) * longest > maxTokens)) {
+      out.push(cur);
+      cur = [];
+    }
+    cur.push(i);
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}
+
+/** Right-padded [B,T] tensors of a micro-batch. */
+function padBatch(rows: readonly SeqRow[], padId: number) {
+  const T = Math.max(...rows.map((r) => r.ids.length));
+  const B = rows.length;
   const ids = new Int32Array(B * T).fill(padId);
   const targets = new Int32Array(B * T).fill(padId);
   const mask = new Float32Array(B * T);
-  trajs.forEach((tr, b) => {
-    for (let t = 0; t + 1 < tr.ids.length; t++) {
-      ids[b * T + t] = tr.ids[t];
-      targets[b * T + t] = tr.ids[t + 1];
-      mask[b * T + t] = tr.mask[t + 1];
-    }
+  const adv = new Float32Array(B * T);
+  const old = rows[0].old ? new Float32Array(B * T) : null;
+  const ref = rows[0].ref ? new Float32Array(B * T) : null;
+  rows.forEach((r, b) => {
+    ids.set(r.ids, b * T);
+    targets.set(r.targets, b * T);
+    mask.set(r.mask, b * T);
+    adv.set(r.adv, b * T);
+    if (old && r.old) old.set(r.old, b * T);
+    if (ref && r.ref) ref.set(r.ref, b * T);
   });
-  return { B, T, ids, targets, mask };
-}
-
-/** Old/reference log-probs laid out like trainingRows (position t holds log p(ids[t+1])). */
-function alignedLogProbs(seqLogps: number[][], B: number, T: number): Float32Array {
-  const out = new Float32Array(B * T);
-  seqLogps.forEach((row, b) => {
-    // sequenceLogProbs gives, for t >= 1, log p(seq[t] | seq[<t]); entry t-1 of the row is that of token t.
-    for (let t = 0; t < Math.min(row.length, T); t++) out[b * T + t] = row[t];
-  });
-  return out;
+  const t2 = (a: Float32Array | Int32Array, dtype: 'int32' | 'float32') => tf.tensor2d(a, [B, T], dtype);
+  return {
+    ids: t2(ids, 'int32'),
+    targets: t2(targets, 'int32'),
+    mask: t2(mask, 'float32'),
+    adv: t2(adv, 'float32'),
+    old: old ? t2(old, 'float32') : null,
+    ref: ref ? t2(ref, 'float32') : null,
+  };
 }
 
 export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts: TrainRunOptions<T>): Promise<TrainResult> {
@@ -411,57 +461,45 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
       // ---- update ----
       const u0 = performance.now();
       const trajs = batch.map((s) => s.traj);
-      const rows = trainingRows(trajs, padId);
-      const tokenAdv = new Float32Array(rows.B * rows.T);
-      trajs.forEach((tr, b) => {
-        let k = 0;
-        for (let t = 0; t + 1 < tr.ids.length; t++) {
-          if (tr.mask[t + 1] !== 1) continue;
-          tokenAdv[b * rows.T + t] = adv.tokenAdvantages ? adv.tokenAdvantages[b][k] : adv.advantages[b];
-          k++;
-        }
-      });
       const seqs = trajs.map((t) => t.ids);
-      const oldLp = cfg.ppoEpochs > 1 ? alignedLogProbs(await sequenceLogProbs(model, seqs), rows.B, rows.T) : null;
-      const refLp = algo.kl.coef > 0 && opts.reference ? alignedLogProbs(await sequenceLogProbs(opts.reference, seqs), rows.B, rows.T) : null;
-
-      const policyTokens = rows.mask.reduce((a, b) => a + b, 0);
-      const activeSeqs = trajs.filter((t) => t.mask.some((m) => m === 1)).length;
+      const oldLp = cfg.ppoEpochs > 1 ? await sequenceLogProbs(model, seqs) : null;
+      const refLp = algo.kl.coef > 0 && opts.reference ? await sequenceLogProbs(opts.reference, seqs) : null;
+      const rows = trajs.map((t, b) => seqRow(t, adv.tokenAdvantages ? adv.tokenAdvantages[b] : adv.advantages[b], oldLp?.[b] ?? null, refLp?.[b] ?? null));
+      const micro = planMicroBatches(rows.map((r) => r.ids.length), cfg.microBatch, cfg.maxBatchTokens);
+      const policyTokens = rows.reduce((a, r) => a + r.policyTokens, 0);
+      const activeSeqs = rows.filter((r) => r.policyTokens > 0).length;
+      // Dr.GRPO's constant normalizer must not change with each micro-batch's padded length.
+      const stepLossCfg =
+        lossCfg.loss.aggregation === 'seq-mean-token-sum-norm' && lossCfg.loss.aggNormalizer === null
+          ? { ...lossCfg, loss: { ...lossCfg.loss, aggNormalizer: Math.max(...rows.map((r) => r.ids.length)) } }
+          : lossCfg;
       const lossMetrics: LossMetrics[] = [];
       let gradNorm = 0;
       let lossSum = 0;
       let bad = false;
       for (let epoch = 0; epoch < cfg.ppoEpochs && !bad; epoch++) {
         let summed: tf.Tensor[] | null = null;
-        for (let s = 0; s < rows.B; s += cfg.microBatch) {
-          const e = Math.min(rows.B, s + cfg.microBatch);
-          const slice = <A extends Int32Array | Float32Array>(a: A): A => a.subarray(s * rows.T, e * rows.T) as A;
-          const mb = e - s;
-          const mbMask = slice(rows.mask);
-          const mbTokens = mbMask.reduce((a, b) => a + b, 0);
-          const mbSeqs = trajs.slice(s, e).filter((t) => t.mask.some((m) => m === 1)).length;
+        for (const idx of micro) {
+          const mbRows = idx.map((i) => rows[i]);
+          const mbTokens = mbRows.reduce((a, r) => a + r.policyTokens, 0);
+          const mbSeqs = mbRows.filter((r) => r.policyTokens > 0).length;
           // Scale each micro-batch's mean so that the sum equals the loss of the whole batch.
           const share = microBatchShare(lossCfg.loss.name === 'gspo' ? 'seq-mean-token-mean' : lossCfg.loss.aggregation, mbTokens / Math.max(1, policyTokens), mbSeqs / Math.max(1, activeSeqs));
           if (share === 0) continue;
-          const idsT = tf.tensor2d(slice(rows.ids), [mb, rows.T], 'int32');
-          const tgT = tf.tensor2d(slice(rows.targets), [mb, rows.T], 'int32');
-          const maskT = tf.tensor2d(mbMask, [mb, rows.T]);
-          const advT = tf.tensor2d(slice(tokenAdv), [mb, rows.T]);
-          const oldT = oldLp ? tf.tensor2d(slice(oldLp), [mb, rows.T]) : null;
-          const refT = refLp ? tf.tensor2d(slice(refLp), [mb, rows.T]) : null;
+          const t = padBatch(mbRows, padId);
           let metrics: LossMetrics | undefined;
           const { value, grads } = tf.variableGrads(() => {
-            const { logp, entropy } = model.tokenLogProbs(idsT, tgT, { withEntropy: true });
+            const { logp, entropy } = model.tokenLogProbs(t.ids, t.targets, { withEntropy: true });
             const out = computePolicyLoss(
-              { logp, oldLogp: oldT ?? stopGradient(logp), advantages: advT, mask: maskT, refLogp: refT ?? undefined, entropy },
-              lossCfg,
+              { logp, oldLogp: t.old ?? stopGradient(logp), advantages: t.adv, mask: t.mask, refLogp: t.ref ?? undefined, entropy },
+              stepLossCfg,
             );
             metrics = out.metrics;
             return tf.mul(out.loss, share) as tf.Scalar;
           }, params);
           const v = value.dataSync()[0];
           value.dispose();
-          for (const x of [idsT, tgT, maskT, advT, oldT, refT]) x?.dispose();
+          for (const x of Object.values(t)) x?.dispose();
           if (metrics) lossMetrics.push(metrics);
           const g = params.map((p) => grads[p.name]);
           if (!Number.isFinite(v) || g.some((x) => x === undefined)) {

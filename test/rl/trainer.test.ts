@@ -14,7 +14,7 @@ import type { Environment, Episode, TaskBase, Transcript } from '../../src/agent
 import { SqlEnvironment, type SqlTask } from '../../src/agent/sql-env.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { rollout } from '../../src/rl/rollout.ts';
-import { runGrpo, microBatchShare, resolveTrainConfig, epochOrder, type StepRecord } from '../../src/rl/trainer.ts';
+import { runGrpo, microBatchShare, resolveTrainConfig, epochOrder, planMicroBatches, type StepRecord } from '../../src/rl/trainer.ts';
 import { Rng } from '../../src/util/rng.ts';
 
 const TOK = Tokenizer.train(
@@ -176,3 +176,41 @@ test('a task set that is empty or a KL without reference is refused before train
     /kl.coef 0.001 but no reference model/,
   );
 });
+
+test('planMicroBatches bounds sequences and padded tokens, grouping similar lengths', () => {
+  // sorted 10,11,12 | 48,50: 3×12 = 36 and 2×50 = 100 fit a budget of 100; at 99 the 50 goes alone.
+  assert.deepEqual(planMicroBatches([10, 50, 12, 48, 11], 8, 100), [[0, 4, 2], [3, 1]]);
+  assert.deepEqual(planMicroBatches([10, 50, 12, 48, 11], 8, 99), [[0, 4, 2], [3], [1]]);
+  assert.deepEqual(planMicroBatches([10, 10, 10], 2, 1000), [[0, 1], [2]]);
+  assert.deepEqual(planMicroBatches([500], 4, 100), [[0]], 'a sequence longer than the budget still trains alone');
+});
+
+for (const aggregation of ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'] as const) {
+  test(`micro-batching does not change the update (${aggregation})`, async () => {
+    const run = async (microBatch: number, maxBatchTokens: number) => {
+      const model = tinyModel(11);
+      await runGrpo({
+        outDir: join(dir, `mb-${aggregation}-${microBatch}`),
+        env: new ShortAnswerEnv(),
+        tasks: [{ id: 'a' }, { id: 'b' }],
+        model,
+        tokenizer: TOK,
+        config: {
+          ...shortAlgo,
+          algoOverrides: { ...shortAlgo.algoOverrides, loss: { aggregation } },
+          steps: 1, promptsPerStep: 2, groupSize: 4, lr: 1e-2, maxTurnTokens: 9, maxResponseTokens: 9,
+          microBatch, maxBatchTokens, checkpointEvery: 0, seed: 4,
+        },
+      });
+      return model.exportWeights();
+    };
+    const whole = await run(64, 100_000);
+    const split = await run(1, 100_000);
+    for (const [name, w] of whole) {
+      const other = split.get(name)?.data as Float32Array;
+      let maxDiff = 0;
+      for (let i = 0; i < w.data.length; i++) maxDiff = Math.max(maxDiff, Math.abs(w.data[i] - other[i]));
+      assert.ok(maxDiff < 1e-5, `${name}: max difference ${maxDiff}`);
+    }
+  });
+}
