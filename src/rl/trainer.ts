@@ -477,6 +477,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
       let gradNorm = 0;
       let lossSum = 0;
       let bad = false;
+      let badReason = 'non-finite loss or gradient';
       for (let epoch = 0; epoch < cfg.ppoEpochs && !bad; epoch++) {
         let summed: tf.Tensor[] | null = null;
         for (const idx of micro) {
@@ -488,15 +489,26 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
           if (share === 0) continue;
           const t = padBatch(mbRows, padId);
           let metrics: LossMetrics | undefined;
-          const { value, grads } = tf.variableGrads(() => {
-            const { logp, entropy } = model.tokenLogProbs(t.ids, t.targets, { withEntropy: true });
-            const out = computePolicyLoss(
-              { logp, oldLogp: t.old ?? stopGradient(logp), advantages: t.adv, mask: t.mask, refLogp: t.ref ?? undefined, entropy },
-              stepLossCfg,
-            );
-            metrics = out.metrics;
-            return tf.mul(out.loss, share) as tf.Scalar;
-          }, params);
+          let computed: { value: tf.Scalar; grads: tf.NamedTensorMap };
+          try {
+            computed = tf.variableGrads(() => {
+              const { logp, entropy } = model.tokenLogProbs(t.ids, t.targets, { withEntropy: true });
+              const out = computePolicyLoss(
+                { logp, oldLogp: t.old ?? stopGradient(logp), advantages: t.adv, mask: t.mask, refLogp: t.ref ?? undefined, entropy },
+                stepLossCfg,
+              );
+              metrics = out.metrics;
+              return tf.mul(out.loss, share) as tf.Scalar;
+            }, params);
+          } catch (err) {
+            // The loss refuses non-finite log-probs (a diverged policy): skip this update, as for a NaN loss.
+            if (!(err instanceof AgroError && /NaN|Inf/.test(err.message))) throw err;
+            for (const x of Object.values(t)) x?.dispose();
+            badReason = err.message;
+            bad = true;
+            break;
+          }
+          const { value, grads } = computed;
           const v = value.dataSync()[0];
           value.dispose();
           for (const x of Object.values(t)) x?.dispose();
@@ -574,7 +586,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
 
       if (state.badSteps >= cfg.maxBadSteps) {
         checkpoint();
-        throw new AgroError('internal', `train: ${state.badSteps} steps in a row had a non-finite loss or gradient; stopped at step ${state.step} (weights of the last good update are in ${join(opts.outDir, 'checkpoints', `step-${state.step}`)})`);
+        throw new AgroError('internal', `train: ${state.badSteps} steps in a row had a non-finite loss or gradient (${badReason}); stopped at step ${state.step} (weights of the last good update are in ${join(opts.outDir, 'checkpoints', `step-${state.step}`)})`);
       }
       if (cfg.checkpointEvery > 0 && state.step % cfg.checkpointEvery === 0) checkpoint();
       if (opts.stopAfter !== undefined && state.step >= opts.stopAfter && state.step < cfg.steps) {

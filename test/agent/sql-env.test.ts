@@ -1,6 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -127,4 +127,26 @@ test('formatResultTable stays within its budget and reports truncation', () => {
   assert.ok(text.length <= 200, `length ${text.length}`);
   assert.match(text, /\(over 50 rows, first 3 shown\)$/);
   assert.match(text, /xxx\.\.\./);
+});
+
+test('a broken gold query or a database that disappears mid-episode is reported, never thrown', async () => {
+  const env = new SqlEnvironment(pool);
+  const broken: SqlTask = { ...task, id: 'broken', goldSql: 'SELECT missing_column FROM singer', variantPaths: [] };
+  const t = await play(env, broken, ['<think>x</think><answer>SELECT name FROM singer</answer>']);
+  const ctx = await env.rewardContext(broken, t);
+  assert.equal(ctx.correct, false);
+  const scored = scoreEpisode(ctx, prepareRewards([{ name: 'execution', weight: 1 }]), env.rewardDeps(broken));
+  assert.equal(scored.parts.execution.value, 0);
+  assert.match(scored.parts.execution.reason, /gold query failed/);
+
+  const doomed = join(dir, 'doomed.sqlite');
+  copyFileSync(original, doomed);
+  const vanishing: SqlTask = { ...task, id: 'gone', dbPath: doomed, variantPaths: [] };
+  const ep = await env.start(vanishing);
+  rmSync(doomed);
+  const r = await ep.step('<think>look</think><sql>SELECT 1 FROM singer</sql>');
+  assert.equal(r.done, false);
+  assert.match(r.done ? '' : r.observation, /error \((no_database|bad_database)\)/);
+  const gone = await env.rewardContext(vanishing, { messages: [], toolCalls: 1, endReason: 'answer', answer: 'SELECT 1', policyTokens: 3, truncated: false });
+  assert.equal(gone.correct, false);
 });

@@ -214,3 +214,27 @@ for (const aggregation of ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-
     }
   });
 }
+
+test('non-finite losses skip the update and stop the run cleanly with a checkpoint', async () => {
+  const model = tinyModel(5);
+  const w = model.exportWeights();
+  const norm = w.get('model.norm.weight');
+  assert.ok(norm);
+  norm.data[0] = Number.NaN;
+  model.importWeights(w);
+  const out = join(dir, 'nan');
+  await assert.rejects(
+    runGrpo({
+      outDir: out,
+      env: new ShortAnswerEnv(),
+      tasks: [{ id: 'a' }],
+      model,
+      tokenizer: TOK,
+      config: { ...shortAlgo, steps: 5, promptsPerStep: 1, groupSize: 2, maxTurnTokens: 4, maxResponseTokens: 4, maxBadSteps: 2, checkpointEvery: 0 },
+    }),
+    /2 steps in a row had a non-finite loss or gradient \(logp contains NaN.*\); stopped at step 2/,
+  );
+  assert.ok(existsSync(join(out, 'checkpoints', 'step-2', 'trainer_state.json')));
+  const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { skipped: boolean });
+  assert.deepEqual(lines.map((l) => l.skipped), [true, true]);
+});
