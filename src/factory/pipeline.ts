@@ -17,7 +17,11 @@ import { Rng } from '../util/rng.ts';
 import { alignStage, makeParseEnv } from './align.ts';
 import { ambiguityStage, buildVariants } from './augment.ts';
 import { buildLexicon } from './names.ts';
-import { loadOptionalStage } from './optional-stages.ts';
+import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
+import { llmAuditStage } from './llm-audit.ts';
+import { refineStage, type CycleLog } from './refine.ts';
+import { coverage, diversityStage, embedHybrid, type Coverage } from '../diversity/index.ts';
+import { sqlFeatures, sqlSkeleton, structureKey } from '../sql/features.ts';
 import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
 import { realizeStage } from './realize.ts';
 import { buildSchemaGraph, inferForeignKeys, type SchemaGraph } from './schema-graph.ts';
@@ -66,7 +70,11 @@ export interface Manifest {
   difficulty: Record<string, number>;
   templates: Record<string, number>;
   styles: Record<string, number>;
-  coverage: unknown;
+  coverage: Coverage;
+  /** Calls and fallbacks of the LLM stages, when an endpoint was configured. */
+  llm: Record<string, LlmStageStats>;
+  /** Per-cycle counts of the generate-then-check refinement (stage 8). */
+  refine: CycleLog[];
   variants: string[];
   schema: { tables: number; foreignKeys: number; inferredForeignKeys: number };
   skipped: Skipped[];
@@ -205,31 +213,33 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     items = await asStage(ambiguityStage(), items, variants);
     items = await asStage(realizeStage, items, variants);
     items = await asStage(alignStage(makeParseEnv(schema, graph)), items, variants);
+    const llm: Record<string, LlmStageStats> = {};
     if (cfg.llmUrl && cfg.llmModel) {
       // The round trip has checked the built-in question; the LLM rewrites it, and the LLM judge audits the rewrite.
-      const rewrite = await loadOptionalStage('llm-questions.ts', 'llmQuestionsStage');
-      if (rewrite) items = await asStage(rewrite({ llm: { baseUrl: cfg.llmUrl, model: cfg.llmModel } }), items, variants);
-      const audit = await loadOptionalStage('llm-audit.ts', 'llmAuditStage');
-      if (audit) items = await asStage(audit({ url: cfg.llmUrl, model: cfg.llmModel, seed: cfg.seed }), items, variants);
+      const rewrite = llmQuestionsStage({ llm: { baseUrl: cfg.llmUrl, model: cfg.llmModel } });
+      items = await asStage(rewrite, items, variants);
+      llm.questions = rewrite.stats;
+      const audit = llmAuditStage({ url: cfg.llmUrl, model: cfg.llmModel, seed: cfg.seed });
+      items = await asStage(audit, items, variants);
+      llm.audit = audit.stats;
     }
-    const { diversityStage } = await import('../diversity/index.ts');
     items = await asStage(diversityStage({ size: cfg.n, mix: cfg.mix ?? { simple: 0.35, moderate: 0.4, challenging: 0.25 } }), items, variants);
+    let refineLog: CycleLog[] = [];
     if (cfg.cycles > 0) {
-      const refine = await loadOptionalStage('refine.ts', 'refineStage');
-      if (refine) items = await asStage(refine({ cycles: cfg.cycles, llmUrl: cfg.llmUrl, llmModel: cfg.llmModel, variants, schema, graph }), items, variants);
+      const refine = refineStage({ cycles: cfg.cycles, llmUrl: cfg.llmUrl, llmModel: cfg.llmModel, schema, graph });
+      items = await asStage(refine, items, variants);
+      refineLog = refine.log;
     }
 
     const rows = items.map((p, i) => toDatasetRow(p, i));
     const datasetPath = join(out, 'dataset.jsonl');
     const manifestPath = join(out, 'manifest.json');
-    let cov: unknown = null;
-    try {
-      const d = await import('../diversity/index.ts');
-      const vectors = d.embedHybrid(items.map((p) => ({ sqls: [p.sql], text: `${p.question} ${p.evidence}` })));
-      cov = d.coverage(vectors, vectors.map((_, i) => i), { structures: items.map((p) => p.provenance.template ?? '') });
-    } catch (e) {
-      cov = { error: (e as Error).message };
-    }
+    // Coverage of the final set: distinct SQL skeletons (literals masked) and structure-feature combinations.
+    const vectors = embedHybrid(items.map((p) => ({ sqls: [p.sql], text: `${p.question} ${p.evidence}` })));
+    const cov = coverage(vectors, vectors.map((_, i) => i), {
+      skeletons: items.map((p) => sqlSkeleton(p.sql)),
+      structures: items.map((p) => structureKey(sqlFeatures(p.sql))),
+    });
     const caught = Object.entries(rejections.augment ?? {})
       .filter(([r]) => r.endsWith('_on_variant') || r.startsWith('variant_'))
       .reduce((a, [, n]) => a + n, 0);
@@ -245,6 +255,8 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       templates: histogram(items.map((p) => p.provenance.template ?? 'unknown')),
       styles: histogram(items.map((p) => p.style)),
       coverage: cov,
+      llm,
+      refine: refineLog,
       variants,
       schema: { tables: schema.tables.length, foreignKeys: graph.edges.length, inferredForeignKeys: inferred },
       skipped,
