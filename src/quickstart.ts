@@ -40,18 +40,20 @@ export const quickstartConfigSchema = z.strictObject({
   coldStart: z.number().int().min(0).default(0),
   /** Share of cold-start trajectories that run the query once before answering. */
   verifyShare: z.number().min(0).max(1).default(0.3),
-  preset: z.enum(['tiny', 'small']).default('small'),
+  /** tiny: the only preset that fits the 15-minute CPU budget (small is ~8x the compute per token). */
+  preset: z.enum(['tiny', 'small']).default('tiny'),
   vocabSize: z.number().int().min(300).default(2048),
-  sftSteps: z.number().int().min(1).default(300),
+  sftSteps: z.number().int().min(1).default(500),
   sftBatch: z.number().int().min(1).default(8),
-  sftLr: z.number().positive().default(2e-3),
+  sftLr: z.number().positive().default(5e-3),
   algo: z.string().default('grpo'),
-  rlSteps: z.number().int().min(1).default(30),
+  rlSteps: z.number().int().min(1).default(20),
   groupSize: z.number().int().min(2).default(4),
   promptsPerStep: z.number().int().min(1).default(4),
-  rlLr: z.number().positive().default(5e-5),
+  rlLr: z.number().positive().default(1e-4),
   /** Schema characters in the agent's prompt. */
-  schemaChars: z.number().int().min(200).default(1200),
+  /** Schema characters in the agent's prompt: the prompt dominates the compute of every step. */
+  schemaChars: z.number().int().min(200).default(200),
   seed: z.number().int().min(0).default(0),
   backend: z.enum(['wasm', 'cpu']).optional(),
 });
