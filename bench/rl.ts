@@ -145,19 +145,20 @@ export async function run(args: string[]): Promise<void> {
   const db = resolve(flag(args, '--db', 'data/databases/music_store/music_store.sqlite'));
   const seeds = num(args, '--seeds', quick ? 1 : 3);
   const algos = flag(args, '--algos', quick ? 'grpo,dr_grpo' : 'grpo,dr_grpo,dapo').split(',').filter(Boolean);
-  const pairs = num(args, '--pairs', quick ? 40 : 200);
+  const pairs = num(args, '--pairs', quick ? 40 : 300);
   const heldOutN = num(args, '--held-out', quick ? 8 : 40);
   const coldStart = num(args, '--cold-start', quick ? 24 : 120);
-  const sftSteps = num(args, '--sft-steps', quick ? 10 : 120);
+  const sftSteps = num(args, '--sft-steps', quick ? 10 : 90);
   const sftBatch = num(args, '--sft-batch', quick ? 4 : 8);
-  const sftLr = num(args, '--sft-lr', 3e-3);
+  const sftLr = num(args, '--sft-lr', 1e-2);
   const steps = num(args, '--steps', quick ? 2 : 8);
   const prompts = num(args, '--prompts', quick ? 2 : 4);
   const group = num(args, '--group', 4);
-  const rlLr = num(args, '--lr', 1e-4);
+  const rlLr = num(args, '--lr', 1e-3);
   const verifyShare = num(args, '--verify-share', 0.5);
   const schemaChars = num(args, '--schema-chars', 500);
   const vocab = num(args, '--vocab', 800);
+  const difficulty = flag(args, '--difficulty', quick ? 'all' : 'simple');
   const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320 };
 
   const backend = await initBackend();
@@ -173,7 +174,8 @@ export async function run(args: string[]): Promise<void> {
     const synthDir = join(resolve('runs/bench-rl'), `synth-${pairs}`);
     if (!existsSync(join(synthDir, 'dataset.jsonl'))) await runFactory({ db, out: synthDir, n: pairs, seed: 0, variants: 1 }, { executor: pool });
     time('synth', secs(t0));
-    const rows = readJsonl<DatasetRow>(join(synthDir, 'dataset.jsonl'));
+    // --difficulty simple keeps the questions a tiny model can learn to write in a few minutes of SFT.
+    const rows = readJsonl<DatasetRow>(join(synthDir, 'dataset.jsonl')).filter((r) => difficulty === 'all' || r.difficulty === difficulty);
     const toTask = (r: DatasetRow): SqlTask => ({
       id: String(r.question_id), dbId: r.db_id, dbPath: db, question: r.question, evidence: r.evidence, goldSql: r.SQL,
       difficulty: r.difficulty, variantPaths: suiteVariants(join(synthDir, 'variants'), r.db_id),
@@ -182,7 +184,7 @@ export async function run(args: string[]): Promise<void> {
     const nHeld = Math.min(heldOutN, Math.floor(rows.length / 3));
     const heldOut = order.slice(0, nHeld).map((i) => toTask(rows[i]));
     const train = order.slice(nHeld).map((i) => toTask(rows[i]));
-    console.log(`data: ${rows.length} verified pairs (${secs(t0).toFixed(0)}s, cached in ${synthDir}); train ${train.length}, held out ${heldOut.length}`);
+    console.log(`data: ${rows.length} verified pairs${difficulty === 'all' ? '' : ` (${difficulty} only)`} (${secs(t0).toFixed(0)}s, cached in ${synthDir}); train ${train.length}, held out ${heldOut.length}`);
 
     const results: Record<string, { acc: number[]; calls: number[]; use: number[]; answered: number[]; effect: ToolEffect[]; reward: number[][] }> = {};
     const names = ['sft', ...algos];
@@ -198,6 +200,10 @@ export async function run(args: string[]): Promise<void> {
       r.use.push(s.toolUse);
       r.answered.push(s.answered);
       r.effect.push(await toolEffect(env, eps));
+      const ends: Record<string, number> = {};
+      for (const e of eps) ends[e.traj.endReason] = (ends[e.traj.endReason] ?? 0) + 1;
+      const firstTurn = eps[0]?.traj.messages.find((m) => m.role === 'assistant')?.content ?? '';
+      console.log(`  ${nm.padEnd(8)} episode ends ${JSON.stringify(ends)}; first held-out turn: ${JSON.stringify(firstTurn.slice(0, 160))}`);
       console.log(`  ${nm.padEnd(8)} held-out accuracy ${pct(s.accuracy)}%, tool calls/episode ${s.toolCalls.toFixed(2)}, tool use ${pct(s.toolUse)}%, answered ${pct(s.answered)}%`);
     };
 

@@ -42,13 +42,13 @@ export async function run(args: string[]): Promise<void> {
   const maxHops = num(args, '--max-hops', 2);
   const heldOutN = num(args, '--held-out', quick ? 8 : 40);
   const coldStart = num(args, '--cold-start', quick ? 24 : 160);
-  const sftSteps = num(args, '--sft-steps', quick ? 10 : 100);
+  const sftSteps = num(args, '--sft-steps', quick ? 6 : 50);
   const sftBatch = num(args, '--sft-batch', quick ? 4 : 8);
-  const sftLr = num(args, '--sft-lr', 3e-3);
+  const sftLr = num(args, '--sft-lr', 1e-2);
   const steps = num(args, '--steps', quick ? 2 : 8);
   const prompts = num(args, '--prompts', quick ? 2 : 4);
   const group = num(args, '--group', 4);
-  const rlLr = num(args, '--lr', 1e-4);
+  const rlLr = num(args, '--lr', 1e-3);
   const vocab = num(args, '--vocab', 1000);
   // Short observations keep episodes inside the tiny model's context and the CPU budget.
   const envCfg = { topK: num(args, '--top-k', 2), snippetChars: num(args, '--snippet-chars', 80), openChars: num(args, '--open-chars', 300) };
@@ -86,6 +86,10 @@ export async function run(args: string[]): Promise<void> {
       r.use.push(s.toolUse);
       r.answered.push(s.answered);
       r.entity.push(entity);
+      const ends: Record<string, number> = {};
+      for (const e of eps) ends[e.traj.endReason] = (ends[e.traj.endReason] ?? 0) + 1;
+      const firstTurn = eps[0]?.traj.messages.find((m) => m.role === 'assistant')?.content ?? '';
+      console.log(`  ${nm.padEnd(6)} episode ends ${JSON.stringify(ends)}; first held-out turn: ${JSON.stringify(firstTurn.slice(0, 160))}`);
       console.log(`  ${nm.padEnd(6)} exact match ${pct(s.accuracy)}%, tool calls/episode ${s.toolCalls.toFixed(2)}, tool use ${pct(s.toolUse)}%, answered ${pct(s.answered)}%, entity rate ${entity.toFixed(2)}`);
     };
 
