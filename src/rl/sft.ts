@@ -15,13 +15,14 @@
  * after a resume are the ones an uninterrupted run would have drawn.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { existsSync, readdirSync, readFileSync, appendFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readdirSync, appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import cliProgress from 'cli-progress';
 import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
-import { writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
+import { writeJsonAtomic } from '../util/fs.ts';
+import { restoreTrainerState, truncateMetrics } from './run-state.ts';
 import type { LlamaModel, WeightMap } from '../model/llama.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { saveCheckpoint } from '../model/checkpoint.ts';
@@ -362,14 +363,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   let state: SftTrainerState = { step: 0, epoch: 0, batchPos: 0, epochRngState: new Rng(cfg.seed).state, tokensSeen: 0, lastHeldOutLoss: null };
   const params = model.trainableVariables();
   const opt = new AdamW(params, cfg);
-  if (opts.resumeFrom) {
-    const parsed = trainerStateSchema.safeParse(opts.resumeFrom.trainerState);
-    if (!parsed.success) throw new AgroError('invalid_input', `resume: trainer_state.json is not an SFT trainer state (${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message})`);
-    const { kind: _kind, ...rest } = parsed.data;
-    state = rest;
-    if (!opts.resumeFrom.optimizerState) throw new AgroError('invalid_input', 'resume: the checkpoint has no optimizer.safetensors');
-    opt.importState(opts.resumeFrom.optimizerState, state.step);
-  }
+  if (opts.resumeFrom) state = restoreTrainerState(trainerStateSchema, opts.resumeFrom, opt, 'an SFT');
 
   mkdirSync(opts.outDir, { recursive: true });
   const metricsPath = join(opts.outDir, 'metrics.jsonl');
@@ -479,16 +473,3 @@ export function evaluateLoss(model: LlamaModel, samples: SftSample[], batchSize:
   return n ? sum / n : NaN;
 }
 
-/** On resume, forget metric lines past the resumed step so the file reads like one run. */
-function truncateMetrics(path: string, step: number): void {
-  if (!existsSync(path)) return;
-  const kept = readFileSync(path, 'utf8').split('\n').filter((line) => {
-    if (!line.trim()) return false;
-    try {
-      return (JSON.parse(line) as { step: number }).step <= step;
-    } catch {
-      return false;
-    }
-  });
-  writeFileAtomic(path, kept.map((l) => l + '\n').join(''));
-}

@@ -5,7 +5,7 @@
  * Checkpoints hold the weights, the optimizer moments and the trainer state (step, data position, RNG),
  * so a resumed run continues exactly. Metrics go to metrics.jsonl, one line per step.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import cliProgress from 'cli-progress';
@@ -24,6 +24,7 @@ import { computePolicyLoss, stopGradient, type LossMetrics } from './losses.ts';
 import { otcOptimalCalls, prepareRewards, scoreEpisode, type ScoredEpisode } from './rewards.ts';
 import { AdamW, clipByGlobalNorm, lrAt, listCheckpoints, optimizerFields } from './sft.ts';
 import { rollout, type Trajectory } from './rollout.ts';
+import { restoreTrainerState, truncateMetrics } from './run-state.ts';
 
 /** Every GRPO-trainer default lives here; the algorithm itself (advantage, loss, rewards) is an AlgoConfig preset. */
 export const trainConfigSchema = z.strictObject({
@@ -213,21 +214,6 @@ export async function evaluatePolicy<T extends TaskBase & { difficulty?: string 
   return { accuracy: n ? correct / n : 0, n, byDifficulty, toolCalls: n ? calls / n : 0, toolUse: n ? used / n : 0 };
 }
 
-/** Keep metrics.jsonl consistent with a resumed step: drop lines written after the checkpoint. */
-function truncateMetrics(path: string, step: number): void {
-  if (!existsSync(path)) return;
-  const kept = readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .filter((l) => {
-      try {
-        return (JSON.parse(l) as { step: number }).step <= step;
-      } catch {
-        return false;
-      }
-    });
-  writeFileSync(path, kept.map((l) => l + '\n').join(''));
-}
 
 interface Scored {
   traj: Trajectory;
@@ -331,14 +317,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   let state: GrpoTrainerState = { step: 0, epoch: 0, pos: 0, epochRngState: new Rng(cfg.seed).state, badSteps: 0 };
   const params = model.trainableVariables();
   const opt = new AdamW(params, { beta1: cfg.beta1, beta2: cfg.beta2, eps: cfg.eps, weightDecay: cfg.weightDecay });
-  if (opts.resumeFrom) {
-    const parsed = stateSchema.safeParse(opts.resumeFrom.trainerState);
-    if (!parsed.success) throw new AgroError('invalid_input', 'resume: trainer_state.json is not a GRPO trainer state');
-    const { kind: _kind, ...s } = parsed.data;
-    state = s;
-    if (!opts.resumeFrom.optimizerState) throw new AgroError('invalid_input', 'resume: the checkpoint has no optimizer.safetensors');
-    opt.importState(opts.resumeFrom.optimizerState, state.step);
-  }
+  if (opts.resumeFrom) state = restoreTrainerState(stateSchema, opts.resumeFrom, opt, 'a GRPO');
 
   mkdirSync(opts.outDir, { recursive: true });
   const metricsPath = join(opts.outDir, 'metrics.jsonl');
