@@ -32,7 +32,7 @@ export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
   out: z.string().default('runs/quickstart'),
   /** Verified pairs to synthesize. */
-  pairs: z.number().int().min(10).default(400),
+  pairs: z.number().int().min(10).default(800),
   variants: z.number().int().min(0).default(2),
   /** Share of the pairs held out for evaluation. */
   heldOutShare: z.number().gt(0).lt(1).default(0.15),
@@ -43,11 +43,11 @@ export const quickstartConfigSchema = z.strictObject({
   /** tiny: the only preset that fits the 15-minute CPU budget (small is ~8x the compute per token). */
   preset: z.enum(['tiny', 'small']).default('tiny'),
   vocabSize: z.number().int().min(300).default(2048),
-  sftSteps: z.number().int().min(1).default(500),
+  sftSteps: z.number().int().min(1).default(1000),
   sftBatch: z.number().int().min(1).default(8),
   sftLr: z.number().positive().default(5e-3),
   algo: z.string().default('grpo'),
-  rlSteps: z.number().int().min(1).default(20),
+  rlSteps: z.number().int().min(1).default(30),
   groupSize: z.number().int().min(2).default(4),
   promptsPerStep: z.number().int().min(1).default(4),
   rlLr: z.number().positive().default(1e-4),
