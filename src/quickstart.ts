@@ -5,7 +5,7 @@
  * so an interrupted quickstart resumes where it stopped. report.json gathers what each stage produced.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from './errors.ts';
 import { writeJsonAtomic, writeFileAtomic } from './util/fs.ts';
@@ -188,6 +188,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during SFT; run it again to continue');
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
       const ev = await evaluatePolicy(env, heldOut, model, tokenizer, evalOpts);
+      writeJsonAtomic(join(sftDir, 'predictions.json'), ev.predictions);
       report.sft = { steps: res.steps, finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev };
       save();
       model.dispose();
@@ -230,6 +231,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during RL; run it again to continue');
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
       const ev = await evaluatePolicy(env, heldOut, ck.model, ck.tokenizer, evalOpts);
+      writeJsonAtomic(join(rlDir, 'predictions.json'), ev.predictions);
       const k = Math.max(1, Math.floor(rewards.length / 3));
       const avg = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
       report.rl = { steps: res.steps, checkpoint: res.checkpoint, seconds, eval: ev, firstReward: avg(rewards.slice(0, k)), lastReward: avg(rewards.slice(-k)) };
@@ -245,7 +247,11 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const b = report.rl.eval.byDifficulty[d];
       log(`      ${d.padEnd(12)} ${a.correct}/${a.n} → ${b.correct}/${b.n}`);
     }
-    log(`run directory: ${out} (report.json, synth/, sft/, grpo/); evaluate again with: agro eval --data ${join(out, 'held_out.jsonl')} ...`);
+    // The same figure from the evaluator, from the predictions file (the database root is the BIRD layout's, when it is one).
+    const dbRoot = dirname(dirname(db));
+    const rel = (p: string): string => relative(process.cwd(), p) || '.';
+    log(`run directory: ${rel(out)} (report.json, synth/, sft/, grpo/)`);
+    log(`check with the evaluator: agro eval --data ${rel(join(out, 'held_out.jsonl'))} --pred ${rel(join(rlDir, 'predictions.json'))} --db-root ${rel(dbRoot)}${report.synth.variants > 0 ? ` --suite ${rel(variantsDir)}` : ''}`);
     save();
     return report;
   } finally {

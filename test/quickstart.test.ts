@@ -45,6 +45,19 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
     assert.equal(ev.n, split.heldOut);
     assert.ok(ev.accuracy >= 0 && ev.accuracy <= 1);
   }
+  // The trainer's held-out accuracy is the evaluator's: score the policy's predictions with `agro eval --suite`.
+  const preds = JSON.parse(readFileSync(join(out, 'grpo', 'predictions.json'), 'utf8')) as string[];
+  assert.equal(preds.length, split.heldOut);
+  const ev = spawnSync(
+    process.execPath,
+    [BIN, 'eval', '--data', join(out, 'held_out.jsonl'), '--pred', join(out, 'grpo', 'predictions.json'), '--db-root', 'data/databases', '--suite', join(out, 'synth', 'variants'), '--timeout', '5000', '--json'],
+    { encoding: 'utf8' },
+  );
+  assert.equal(ev.status, 0, ev.stderr);
+  const evReport = JSON.parse(ev.stdout) as { summary: { count: number; correct: number } };
+  assert.equal(evReport.summary.count, split.heldOut);
+  assert.equal(evReport.summary.correct, Math.round(rl.eval.accuracy * rl.eval.n));
+
   // A rerun finds every stage done and only reprints the summary.
   const again = spawnSync(process.execPath, [BIN, 'quickstart', '--small', '--out', out], { encoding: 'utf8' });
   assert.equal(again.status, 0, again.stderr);

@@ -128,6 +128,8 @@ export interface PolicyEval {
   toolCalls: number;
   /** Fraction of episodes that used at least one tool call. */
   toolUse: number;
+  /** The final answer of each task, in task order ('' when the episode ended without one): an `agro eval --pred` file. */
+  predictions: string[];
 }
 
 export interface TrainRunOptions<T extends TaskBase & { difficulty?: string }> {
@@ -182,6 +184,7 @@ export async function evaluatePolicy<T extends TaskBase & { difficulty?: string 
   opts: { maxTurnTokens: number; maxResponseTokens: number; seed?: number; batch?: number },
 ): Promise<PolicyEval> {
   const byDifficulty: PolicyEval['byDifficulty'] = {};
+  const predictions: string[] = [];
   let correct = 0;
   let calls = 0;
   let used = 0;
@@ -198,6 +201,7 @@ export async function evaluatePolicy<T extends TaskBase & { difficulty?: string 
     });
     for (const t of trajs) {
       const task = chunk[t.group];
+      predictions.push(t.answer ?? '');
       const ctx = await env.rewardContext(task, t);
       const d = task.difficulty ?? 'all';
       byDifficulty[d] ??= { n: 0, correct: 0 };
@@ -211,7 +215,7 @@ export async function evaluatePolicy<T extends TaskBase & { difficulty?: string 
     }
   }
   const n = tasks.length;
-  return { accuracy: n ? correct / n : 0, n, byDifficulty, toolCalls: n ? calls / n : 0, toolUse: n ? used / n : 0 };
+  return { accuracy: n ? correct / n : 0, n, byDifficulty, toolCalls: n ? calls / n : 0, toolUse: n ? used / n : 0, predictions };
 }
 
 
