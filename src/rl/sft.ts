@@ -157,6 +157,15 @@ export class AdamW {
   }
 }
 
+/** Add one pass's gradients to the running sums (both are consumed; the sums are returned). */
+export function accumulateGrads(summed: tf.Tensor[] | null, grads: tf.Tensor[]): tf.Tensor[] {
+  if (summed === null) return grads;
+  const out = summed.map((x, i) => tf.add(x, grads[i]));
+  summed.forEach((x) => x.dispose());
+  grads.forEach((x) => x.dispose());
+  return out;
+}
+
 /** Scale gradients so their global L2 norm is at most maxNorm; returns the norm before clipping. */
 export function clipByGlobalNorm(grads: tf.Tensor[], maxNorm: number): { grads: tf.Tensor[]; norm: number } {
   const norm = Math.sqrt(tf.tidy(() => tf.addN(grads.map((g) => tf.sum(tf.square(g)))).dataSync()[0]));
@@ -419,13 +428,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
         lossSum += value.dataSync()[0];
         value.dispose();
         const g = params.map((p) => grads[p.name]);
-        if (summed === null) summed = g;
-        else {
-          const prev: tf.Tensor[] = summed;
-          summed = prev.map((x, i) => tf.add(x, g[i]));
-          prev.forEach((x) => x.dispose());
-          g.forEach((x) => x.dispose());
-        }
+        summed = accumulateGrads(summed, g);
         disposeBatch(b);
       }
       const raw = summed as tf.Tensor[];

@@ -22,7 +22,7 @@ import { resolveAlgo, advantageParams, lossConfig, type AlgoConfig } from './con
 import { computeAdvantages, dynamicSamplingFilter } from './advantages.ts';
 import { computePolicyLoss, stopGradient, type LossMetrics } from './losses.ts';
 import { otcOptimalCalls, prepareRewards, scoreEpisode, type ScoredEpisode } from './rewards.ts';
-import { AdamW, clipByGlobalNorm, lrAt, listCheckpoints, optimizerFields } from './sft.ts';
+import { AdamW, accumulateGrads, clipByGlobalNorm, lrAt, listCheckpoints, optimizerFields } from './sft.ts';
 import { rollout, type Trajectory } from './rollout.ts';
 import { restoreTrainerState, truncateMetrics } from './run-state.ts';
 
@@ -503,13 +503,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
             break;
           }
           lossSum += v;
-          if (summed === null) summed = g;
-          else {
-            const prev: tf.Tensor[] = summed;
-            summed = prev.map((x, i) => tf.add(x, g[i]));
-            prev.forEach((x) => x.dispose());
-            g.forEach((x) => x.dispose());
-          }
+          summed = accumulateGrads(summed, g);
         }
         if (bad || summed === null) {
           summed?.forEach((x) => x.dispose());
