@@ -59,7 +59,8 @@ export async function synthesizeTrajectories(
     const answer = (think: string): ChatMessage => ({ role: 'assistant', content: formatAction({ kind: 'answer', content: sql, think }) });
     if (rng.next() < opts.verifyShare) {
       const ep = await env.start(task);
-      const call = formatAction({ kind: 'sql', content: sql, think: `${plan} Run it to check the result.` });
+      // The first words of the think decide between answering and checking, so a greedy policy can still choose to check.
+      const call = formatAction({ kind: 'sql', content: sql, think: `Check the result first. ${plan}` });
       const r = await ep.step(call);
       if (!r.done && !r.observation.includes('error (')) {
         const rows = /\((?:over )?(\d+) rows?/.exec(r.observation)?.[1] ?? 'some';
