@@ -6,7 +6,8 @@
 // (temperature 0, one episode per held-out question, as evaluatePolicy does) and we also read the
 // episodes: among those with a tool call, how often the final answer differs from the first SQL the
 // agent ran, and whether that change fixed or broke the answer.
-import { mkdtempSync, rmSync, existsSync, readFileSync } from 'node:fs';
+import { readJsonl } from '../src/util/fs.ts';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
@@ -134,10 +135,6 @@ async function toolEffect(env: SqlEnvironment, eps: readonly { task: SqlTask; tr
     if (firstRight && !e.correct) r.broke++;
   }
   return r;
-}
-
-function readJsonl<T>(path: string): T[] {
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as T);
 }
 
 export async function run(args: string[]): Promise<void> {

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from './errors.ts';
-import { writeJsonAtomic, writeFileAtomic } from './util/fs.ts';
+import { readJsonl, writeJsonAtomic, writeFileAtomic } from './util/fs.ts';
 import { Rng } from './util/rng.ts';
 import { runFactory, type Manifest } from './factory/pipeline.ts';
 import type { DatasetRow } from './factory/types.ts';
@@ -89,13 +89,6 @@ export interface QuickstartHooks {
   log?: (line: string) => void;
   progress?: boolean;
   signal?: AbortSignal;
-}
-
-function readJsonl<T>(path: string): T[] {
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as T);
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;

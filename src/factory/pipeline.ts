@@ -12,7 +12,7 @@ import { AgroError } from '../errors.ts';
 import { introspectSchema } from '../sql/introspect.ts';
 import { SqlPool } from '../sql/pool.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
-import { writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
+import { readJsonl, writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
 import { Rng } from '../util/rng.ts';
 import { alignStage, makeParseEnv } from './align.ts';
 import { ambiguityStage, buildVariants } from './augment.ts';
@@ -99,13 +99,6 @@ export interface FactoryRunOptions {
 
 function stageSeed(seed: number, name: string): number {
   return createHash('sha256').update(`${seed}:${name}`).digest().readUInt32LE(0);
-}
-
-function readJsonl<T>(path: string): T[] {
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as T);
 }
 
 const toJsonl = (items: unknown[]) => items.map((x) => JSON.stringify(x)).join('\n') + (items.length ? '\n' : '');

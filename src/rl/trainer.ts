@@ -393,11 +393,11 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
         });
         const r0 = performance.now();
         const ctxs = await Promise.all(trajs.map((t) => env.rewardContext(tasks[t.group], t)));
-        // OTC needs the group's fewest tool calls among correct answers.
+        // OTC needs the group's fewest tool calls among correct answers, computed once per group.
+        const optimal = tasks.map((_, g) => otcOptimalCalls(trajs.flatMap((t, i) => (t.group === g ? [{ toolCalls: t.toolCalls, correct: ctxs[i].correct }] : []))));
         const groups: Scored[][] = tasks.map(() => []);
         trajs.forEach((t, i) => {
-          const members = trajs.map((u, j) => ({ u, j })).filter(({ u }) => u.group === t.group);
-          const ctx = { ...ctxs[i], optimalToolCalls: otcOptimalCalls(members.map(({ u, j }) => ({ toolCalls: u.toolCalls, correct: ctxs[j].correct }))) };
+          const ctx = { ...ctxs[i], optimalToolCalls: optimal[t.group] };
           const score = scoreEpisode(ctx, rewards, env.rewardDeps?.(tasks[t.group]) ?? {});
           groups[t.group].push({ traj: t, ctx, score });
         });
@@ -423,7 +423,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
 
       // ---- advantages ----
       const totals = batch.map((s) => s.score.total);
-      const groupIds = batch.map((s) => `${batchGroups.findIndex((g) => g.includes(s))}`);
+      const groupIds = batchGroups.flatMap((g, gi) => g.map(() => gi));
       const adv = computeAdvantages(
         algo.advantage.name,
         {

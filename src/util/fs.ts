@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync, rmSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, rmSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
 
 /**
@@ -27,4 +27,12 @@ export function writeFileAtomic(path: string, data: string | Uint8Array): void {
 /** Atomic JSON write with a trailing newline, pretty-printed for humans. */
 export function writeJsonAtomic(path: string, value: unknown): void {
   writeFileAtomic(path, JSON.stringify(value, null, 2) + '\n');
+}
+
+/** Rows of a JSONL file the project wrote itself (blank lines skipped); user-facing readers validate with line numbers. */
+export function readJsonl<T>(path: string): T[] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as T);
 }
