@@ -15,9 +15,9 @@ import { LlamaModel } from '../src/model/llama.ts';
 import { sampleGroups } from '../src/model/generate.ts';
 import { Rng } from '../src/util/rng.ts';
 
-const ARCH = { vocab: 4096, hidden: 128, intermediate: 344, layers: 4, heads: 4, kvHeads: 2, batch: 8, seq: 128, promptLen: 16 };
+export const ARCH = { vocab: 4096, hidden: 128, intermediate: 344, layers: 4, heads: 4, kvHeads: 2, batch: 8, seq: 128, promptLen: 16 };
 
-interface Result {
+export interface Result {
   engine: string;
   trainStepMs: number;
   trainTokensPerSec: number;
@@ -80,7 +80,7 @@ async function runTfjs(backend: BackendName, steps: number, newTokens: number): 
   };
 }
 
-function runTorch(steps: number, newTokens: number, threads: number | undefined): Result | string {
+export function runTorch(steps: number, newTokens: number, threads: number | undefined): Result | string {
   const py = '/usr/bin/python3';
   if (!existsSync(py)) return 'reference skipped: /usr/bin/python3 not found';
   const probe = spawnSync(py, ['-c', 'import torch'], { encoding: 'utf8' });
