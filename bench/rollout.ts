@@ -1,0 +1,109 @@
+// `npm run bench -- rollout [--new-tokens N] [--threads 1,2] [--no-ref]`
+// Sampling throughput of the rollout engines on bench/model.ts's architecture (random weights):
+// batch 8 x N new tokens from 16-token prompts, and 1 prompt x G=8 (the GRPO group shape), for the
+// TF.js engine (wasm), the llama.cpp engine at 1 and 2 threads (its native sampler) and at 1 thread
+// drawing in JS from full logits (`-js`), and the PyTorch reference
+// (bench/_model_ref.py's KV-cache sampler). Also the llama.cpp sync time (GGUF export + reload)
+// and peak RSS (one process holds every engine, so the figure accumulates).
+import { initBackend } from '../src/model/backend.ts';
+import { resolveModelConfig } from '../src/model/config.ts';
+import { LlamaModel } from '../src/model/llama.ts';
+import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../src/model/tokenizer.ts';
+import { TfjsEngine, type RolloutEngine } from '../src/model/engine.ts';
+import { LlamaCppEngine } from '../src/model/llamacpp-engine.ts';
+import { Rng } from '../src/util/rng.ts';
+import { ARCH, runTorch } from './model.ts';
+
+function flag(args: string[], name: string, dflt: string): string {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
+}
+
+interface Row {
+  engine: string;
+  batchTps: number;
+  groupTps: number;
+  syncMs?: string;
+  peakRssMiB: number;
+}
+
+let peak = 0;
+const notePeak = (): void => void (peak = Math.max(peak, process.memoryUsage().rss));
+
+async function measure(engine: RolloutEngine, prompts: number[][], newTokens: number): Promise<{ batchTps: number; groupTps: number }> {
+  await engine.sampleGroups(prompts, 1, { maxNewTokens: 4, seed: 1 }); // warm-up
+  const t1 = performance.now();
+  const out = await engine.sampleGroups(prompts, 1, { maxNewTokens: newTokens, seed: 1 });
+  const batchS = (performance.now() - t1) / 1000;
+  notePeak();
+  const t2 = performance.now();
+  const grp = await engine.sampleGroups([prompts[0]], ARCH.batch, { maxNewTokens: newTokens, seed: 2 });
+  const groupS = (performance.now() - t2) / 1000;
+  notePeak();
+  const n = (g: { tokens: number[] }[][]): number => g.flat().reduce((a, s) => a + s.tokens.length, 0);
+  return { batchTps: n(out) / batchS, groupTps: n(grp) / groupS };
+}
+
+export async function run(args: string[]): Promise<void> {
+  const newTokens = Number(flag(args, '--new-tokens', '128'));
+  const threadList = flag(args, '--threads', '1,2').split(',').map(Number);
+  await initBackend('wasm');
+  const cfg = resolveModelConfig({
+    vocabSize: ARCH.vocab, hiddenSize: ARCH.hidden, intermediateSize: ARCH.intermediate, numLayers: ARCH.layers,
+    numHeads: ARCH.heads, numKvHeads: ARCH.kvHeads, maxPositions: 512, tieEmbeddings: true,
+  });
+  const model = new LlamaModel(cfg, { seed: 0 });
+  // The GGUF needs a vocabulary; ids beyond this small tokenizer's become placeholder tokens.
+  const tok = Tokenizer.train(['SELECT name FROM singer WHERE age > 30', 'How many singers are there?'], { vocabSize: 300, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  const rng = new Rng(0);
+  const prompts = Array.from({ length: ARCH.batch }, () => Array.from({ length: ARCH.promptLen }, () => rng.int(ARCH.vocab)));
+  console.log(`architecture: ${JSON.stringify(ARCH)}; ${newTokens} new tokens per sample; temperature 1`);
+
+  const rows: Row[] = [];
+  const tf = await measure(new TfjsEngine(model), prompts, newTokens);
+  rows.push({ engine: 'tfjs-wasm', ...tf, peakRssMiB: peak / 2 ** 20 });
+  console.log('  done tfjs');
+  const configs = [...threadList.map((threads) => ({ threads, sampling: 'native' as const })), { threads: 1, sampling: 'js' as const }];
+  for (const { threads, sampling } of configs) {
+    const engine = new LlamaCppEngine({ tokenizer: tok, threads, maxSequences: ARCH.batch, sampling });
+    const syncs: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      await engine.sync(model);
+      syncs.push(engine.lastSync!.exportMs + engine.lastSync!.loadMs);
+    }
+    const s = engine.lastSync!;
+    const r = await measure(engine, prompts, newTokens);
+    notePeak();
+    rows.push({
+      engine: `llama.cpp-${threads}t${sampling === 'js' ? '-js' : ''}`,
+      ...r,
+      syncMs: `${Math.min(...syncs).toFixed(0)} (export ${s.exportMs.toFixed(0)} + load ${s.loadMs.toFixed(0)}, ${(s.bytes / 2 ** 20).toFixed(1)} MiB)`,
+      peakRssMiB: peak / 2 ** 20,
+    });
+    await engine.dispose();
+    console.log(`  done llama.cpp ${threads} thread(s), ${sampling} sampling`);
+  }
+  const refs: Row[] = [];
+  if (!args.includes('--no-ref'))
+    for (const threads of threadList) {
+      const r = runTorch(1, newTokens, threads);
+      if (typeof r === 'string') {
+        console.log(r);
+        break;
+      }
+      refs.push({ engine: r.engine, batchTps: r.sampleTokensPerSec, groupTps: NaN, peakRssMiB: r.peakRssMiB });
+    }
+  // Ratios against the fastest reference configuration (two threads can be slower on a busy 2-core machine).
+  const ref = refs.length ? refs.reduce((a, b) => (b.batchTps > a.batchTps ? b : a)) : undefined;
+  const tfRef = rows[0];
+  console.log('\nengine           batch 8 tok/s  group 1x8 tok/s  vs torch  vs tfjs (batch / group)  peak RSS MiB  sync ms');
+  for (const r of [...rows, ...refs]) {
+    const vsTorch = ref ? `${(r.batchTps / ref.batchTps).toFixed(2)}x` : 'n/a';
+    const vsTf = `${(r.batchTps / tfRef.batchTps).toFixed(2)}x / ${Number.isNaN(r.groupTps) ? '-' : (r.groupTps / tfRef.groupTps).toFixed(2) + 'x'}`;
+    console.log(
+      `${r.engine.padEnd(16)} ${r.batchTps.toFixed(0).padStart(13)} ${(Number.isNaN(r.groupTps) ? '-' : r.groupTps.toFixed(0)).padStart(16)} ${vsTorch.padStart(9)}  ${vsTf.padStart(22)} ${r.peakRssMiB.toFixed(0).padStart(13)}  ${r.syncMs ?? '-'}`,
+    );
+  }
+  if (ref) console.log(`torch ratios are against ${ref.engine} (its sampler has no group path: batch 8 only)`);
+  model.dispose();
+}

@@ -1,0 +1,273 @@
+/**
+ * Rollout engine on llama.cpp (node-llama-cpp's prebuilt CPU addon) running a GGUF export of the
+ * policy. Token ids go in and out directly (no text round trip). Each step, llama.cpp decodes all
+ * live rows in one batch (one sequence per row in one context). The next token is drawn either by
+ * llama.cpp's sampler (where that is the same distribution as generate.ts's, seeded per row and
+ * step from generate.ts's per-row rngs) or in JS with drawToken from the row's full logits, which
+ * node-llama-cpp can only return as a sorted Map: that copy costs more than the decode itself.
+ *
+ * sync() exports the model's current weights to a GGUF in a temp dir and reloads it (there is no
+ * way to write tensors into a loaded llama.cpp model from JS).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
+import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel as NativeModel, Token } from 'node-llama-cpp';
+import { AgroError } from '../errors.ts';
+import type { Sample, SampleOptions } from './generate.ts';
+import type { LlamaModel } from './llama.ts';
+import type { Tokenizer } from './tokenizer.ts';
+import type { ModelConfig } from './config.ts';
+import { checkGgufCompatible, exportGguf } from './gguf.ts';
+import { checkSampleRequest, logSoftmaxAt, RowSampler, type CheckedSampleOptions, type RolloutEngine } from './engine.ts';
+
+let llamaPromise: Promise<Llama> | null = null;
+
+/** The native addon, loaded once; never builds or downloads anything. */
+function nativeLlama(): Promise<Llama> {
+  llamaPromise ??= getLlama({ gpu: false, build: 'never', skipDownload: true, progressLogs: false, logLevel: LlamaLogLevel.error }).catch((err: unknown) => {
+    llamaPromise = null;
+    throw new AgroError('internal', `llama.cpp: the node-llama-cpp prebuilt CPU binary did not load: ${err instanceof Error ? err.message : String(err)}`);
+  });
+  return llamaPromise;
+}
+
+export interface SyncStats {
+  exportMs: number;
+  loadMs: number;
+  bytes: number;
+}
+
+export interface LlamaCppEngineOptions {
+  tokenizer: Tokenizer;
+  /** CPU threads for llama.cpp (default 1: small models decode fastest on one thread, and a busy machine makes spinning worker threads much slower). */
+  threads?: number;
+  /** Sequences (rows) per context, decoded as one batch (default 16); more rows run in chunks. */
+  maxSequences?: number;
+  /**
+   * 'native' (default): llama.cpp draws the tokens itself where that is the same distribution as
+   * drawToken's (greedy, or temperature 1 without top-k/top-p), seeded from the per-row rngs; other
+   * settings, and 'js', copy each row's full logits to JS and draw with drawToken (the TF.js engine's
+   * exact rule and random stream, several times slower: the copy is the cost).
+   */
+  sampling?: 'native' | 'js';
+}
+
+type GenerateNext = [Token, { generateNext: { logits?: true; token?: true; confidence?: true; options?: { temperature: number; topK?: number; topP?: number; minP?: number; seed?: number } } }];
+
+export class LlamaCppEngine implements RolloutEngine {
+  readonly name = 'llama.cpp';
+  /** Timings of the last sync (export + reload). */
+  lastSync: SyncStats | null = null;
+  private readonly tokenizer: Tokenizer;
+  private readonly threads: number;
+  private readonly maxSequences: number;
+  private readonly sampling: 'native' | 'js';
+  private readonly dir: string;
+  private version = 0;
+  private loaded: { cfg: ModelConfig; path: string; model: NativeModel; context: LlamaContext; seqs: LlamaContextSequence[] } | null = null;
+
+  constructor(opts: LlamaCppEngineOptions) {
+    this.tokenizer = opts.tokenizer;
+    this.threads = opts.threads ?? 1;
+    this.maxSequences = opts.maxSequences ?? 16;
+    this.sampling = opts.sampling ?? 'native';
+    if (!Number.isInteger(this.maxSequences) || this.maxSequences < 1)
+      throw new AgroError('invalid_input', `engine llama.cpp: maxSequences must be a positive integer, got ${opts.maxSequences}`);
+    if (!Number.isInteger(this.threads) || this.threads < 1)
+      throw new AgroError('invalid_input', `engine llama.cpp: threads must be a positive integer, got ${opts.threads}`);
+    this.dir = mkdtempSync(join(tmpdir(), 'agro-llamacpp-'));
+  }
+
+  async sync(model: LlamaModel): Promise<void> {
+    const cfg = model.config;
+    checkGgufCompatible(cfg);
+    if (this.tokenizer.vocabSize > cfg.vocabSize)
+      throw new AgroError('invalid_input', `engine llama.cpp: the tokenizer has ${this.tokenizer.vocabSize} tokens but the model only ${cfg.vocabSize}`);
+    const llama = await nativeLlama();
+    const t0 = performance.now();
+    const path = join(this.dir, `policy-${this.version++}.gguf`);
+    const { bytes } = exportGguf(model, this.tokenizer, path);
+    const t1 = performance.now();
+    await this.unload();
+    try {
+      const native = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+      const context = await native.createContext({
+        contextSize: cfg.maxPositions,
+        sequences: this.maxSequences,
+        threads: this.threads,
+        flashAttention: false,
+        // f32 keys/values: the default f16 cache would make the logits drift from the trainer's.
+        experimentalKvCacheKeyType: 'F32',
+        experimentalKvCacheValueType: 'F32',
+      });
+      const seqs = Array.from({ length: this.maxSequences }, () => context.getSequence());
+      this.loaded = { cfg, path, model: native, context, seqs };
+    } catch (err) {
+      rmSync(path, { force: true });
+      throw new AgroError('invalid_input', `engine llama.cpp: could not load the exported policy: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    this.lastSync = { exportMs: t1 - t0, loadMs: performance.now() - t1, bytes };
+  }
+
+  async sampleGroups(prompts: number[][], groupSize: number, options: SampleOptions): Promise<Sample[][]> {
+    const L = this.loaded;
+    if (!L) throw new AgroError('usage', 'engine llama.cpp: call sync(model) before sampling');
+    const o = checkSampleRequest(prompts, groupSize, options, L.cfg.vocabSize, L.cfg.maxPositions);
+    const rs = new RowSampler(o, prompts.length, groupSize);
+    if (prompts.length === 0 || o.maxNewTokens === 0) return rs.out;
+    const rows = Array.from({ length: prompts.length * groupSize }, (_, s) => s);
+    for (let c = 0; c < rows.length; c += this.maxSequences) {
+      const chunk = rows.slice(c, c + this.maxSequences);
+      await this.decodeChunk(chunk.map((s) => prompts[Math.floor(s / groupSize)]), chunk, rs, o);
+    }
+    return rs.out;
+  }
+
+  /**
+   * log p(seq[t] | seq[<t]) for t >= 1 under the loaded GGUF (generate.ts's sequenceLogProbs on
+   * llama.cpp): every position's full logits come back, so this is for checks, not for speed.
+   */
+  async sequenceLogProbs(seqs: number[][]): Promise<number[][]> {
+    const L = this.loaded;
+    if (!L) throw new AgroError('usage', 'engine llama.cpp: call sync(model) before scoring');
+    const V = L.cfg.vocabSize;
+    seqs.forEach((s, i) => {
+      for (const t of s)
+        if (!Number.isInteger(t) || t < 0 || t >= V) throw new AgroError('invalid_input', `sequence ${i}: token id ${t} is outside the vocabulary [0, ${V})`);
+      if (s.length > L.cfg.maxPositions)
+        throw new AgroError('invalid_input', `sequence ${i} has ${s.length} tokens, more than maxPositions ${L.cfg.maxPositions}`);
+    });
+    const out: number[][] = seqs.map(() => []);
+    for (let c = 0; c < seqs.length; c += this.maxSequences) {
+      const idx = seqs.map((_, i) => i).slice(c, c + this.maxSequences).filter((i) => seqs[i].length >= 2);
+      await Promise.all(
+        idx.map(async (i, j) => {
+          const seq = L.seqs[j];
+          await seq.clearHistory();
+          const s = seqs[i];
+          const res = await seq.controlledEvaluate(s.slice(0, -1).map((t) => [t as Token, { generateNext: { logits: true } }] as GenerateNext));
+          out[i] = res.map((r, t) => {
+            const m = r?.next.logits;
+            if (!m || m.size !== V) throw new AgroError('internal', `engine llama.cpp: expected ${V} logits, got ${m?.size ?? 0}`);
+            return logSoftmaxAt(toArray(m, V), s[t + 1]);
+          });
+        }),
+      );
+    }
+    return out;
+  }
+
+  /** Prefill each row's prompt on its own sequence, then decode all live rows together until each stops. */
+  private async decodeChunk(prompts: number[][], rows: number[], rs: RowSampler, o: CheckedSampleOptions): Promise<void> {
+    const L = this.loaded!;
+    const seqs = assignSequences(L.seqs, prompts);
+    const V = L.cfg.vocabSize;
+    const native = this.sampling === 'native' ? nativeSamplerFits(o, V) : null;
+    const request = (s: number): GenerateNext['1']['generateNext'] =>
+      native === null
+        ? { logits: true }
+        : native === 'greedy'
+          ? { token: true, confidence: true, options: { temperature: 0 } }
+          : { token: true, confidence: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0, seed: rs.nativeSeed(s) } };
+    // Draw (or take llama.cpp's draw) for row i; returns whether the row goes on.
+    const take = (i: number, next: Next): { token: number; more: boolean } => {
+      if ('logits' in next) return rs.step(rows[i], next.logits);
+      return { token: next.token, more: rs.record(rows[i], next.token, next.logprob) };
+    };
+    // Issued in the same tick, node-llama-cpp gathers the rows' tokens into one llama_decode.
+    let results = await Promise.all(rows.map((s, i) => prefill(seqs[i], prompts[i], request(s), V)));
+    let live = rows.map((_, i) => i);
+    while (live.length > 0) {
+      const next: number[] = [];
+      const tokens: number[] = [];
+      live.forEach((i, j) => {
+        const { token, more } = take(i, results[j]);
+        if (more) {
+          next.push(i);
+          tokens.push(token);
+        }
+      });
+      live = next;
+      if (live.length === 0) break;
+      results = await Promise.all(live.map((i, j) => evalNext(seqs[i], [[tokens[j] as Token, { generateNext: request(rows[i]) }]], V)));
+    }
+  }
+
+  private async unload(): Promise<void> {
+    const L = this.loaded;
+    this.loaded = null;
+    if (!L) return;
+    await L.context.dispose();
+    await L.model.dispose();
+    rmSync(L.path, { force: true });
+  }
+
+  async dispose(): Promise<void> {
+    await this.unload();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Give each prompt the free sequence whose cached tokens share the longest prefix with it, so that a
+ * later turn of a multi-turn rollout only evaluates what was appended since the last call.
+ */
+function assignSequences(all: LlamaContextSequence[], prompts: number[][]): LlamaContextSequence[] {
+  const free = new Set(all);
+  return prompts.map((p) => {
+    let best: LlamaContextSequence | null = null;
+    let bestLen = -1;
+    for (const s of free) {
+      const n = s.nextTokenIndex === 0 ? 0 : s.compareContextTokens(p as Token[]).firstDifferentIndex;
+      if (n > bestLen) {
+        best = s;
+        bestLen = n;
+      }
+    }
+    free.delete(best!);
+    return best!;
+  });
+}
+
+/** Evaluate the prompt's tokens after the part already in the sequence's cache; the next-token result after its last token. */
+async function prefill(seq: LlamaContextSequence, prompt: number[], request: GenerateNext['1']['generateNext'], V: number): Promise<Next> {
+  // The last prompt token is always evaluated again: its logits are not kept from an earlier call.
+  const keep = Math.min(prompt.length - 1, seq.nextTokenIndex === 0 ? 0 : seq.compareContextTokens(prompt as Token[]).firstDifferentIndex);
+  if (keep < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
+  const items: (Token | GenerateNext)[] = prompt.slice(keep, -1) as Token[];
+  items.push([prompt[prompt.length - 1] as Token, { generateNext: request }]);
+  return evalNext(seq, items, V);
+}
+
+type Next = { logits: Float32Array } | { token: number; logprob: number };
+
+async function evalNext(seq: LlamaContextSequence, items: (Token | GenerateNext)[], V: number): Promise<Next> {
+  const res = await seq.controlledEvaluate(items);
+  const next = res[res.length - 1]?.next;
+  if (next?.token !== undefined) {
+    if (next.token === null || next.confidence === undefined) throw new AgroError('internal', 'engine llama.cpp: the native sampler returned no token');
+    return { token: next.token, logprob: Math.log(next.confidence) };
+  }
+  const m = next?.logits;
+  if (!m || m.size !== V) throw new AgroError('internal', `engine llama.cpp: expected ${V} logits, got ${m?.size ?? 0}`);
+  return { logits: toArray(m, V) };
+}
+
+function toArray(m: Map<Token, number>, V: number): Float32Array {
+  const out = new Float32Array(V);
+  for (const [tok, v] of m) out[tok] = v;
+  return out;
+}
+
+/**
+ * When llama.cpp's own sampler draws from exactly the distribution drawToken would: greedy, or plain
+ * softmax at temperature 1 (its top-k/top-p come before the temperature, ours after). In both cases the
+ * selected token's probability it reports is the log p at temperature 1 that Sample.logprobs needs.
+ */
+export function nativeSamplerFits(o: CheckedSampleOptions, vocabSize: number): 'greedy' | 'plain' | null {
+  if (o.temperature === 0 || o.topK === 1) return 'greedy';
+  if (o.temperature === 1 && (o.topK === 0 || o.topK >= vocabSize) && o.topP === 1) return 'plain';
+  return null;
+}
