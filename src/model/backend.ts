@@ -12,6 +12,7 @@ import { availableParallelism, type CpuInfo } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { AgroError } from '../errors.ts';
+import { installNativeMatMul } from './native.ts';
 
 export type BackendName = 'wasm' | 'cpu';
 const NAMES: readonly BackendName[] = ['wasm', 'cpu'];
@@ -248,6 +249,8 @@ export async function initBackend(name?: BackendName): Promise<BackendName> {
   }
   await tf.ready();
   await ensureGradients();
+  // The native matmul (native.ts) replaces the wasm backend's BatchMatMul when the addon is built.
+  if (want === 'wasm') installNativeMatMul();
   return want as BackendName;
 }
 

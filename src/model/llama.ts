@@ -12,6 +12,9 @@ import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import { headDimOf, resolveModelConfig } from './config.ts';
 import type { ModelConfig } from './config.ts';
+import { fusedAttention, fusedAttentionSupports } from './kernels/attention.ts';
+import type { RopeTables } from './kernels/attention.ts';
+import { nativeMatMulActive } from './native.ts';
 
 export type WeightMap = Map<string, { shape: number[]; data: Float32Array }>;
 
@@ -25,8 +28,19 @@ export type KvCache = {
 export interface ForwardOptions {
   /** int32 [B, T] absolute positions; default 0..T-1 (after the cache length). */
   positions?: tf.Tensor2D;
-  /** Additive mask [B or 1, 1, 1, T, L] over the L = past + T keys; default causal. */
+  /** Additive mask [B or 1, 1, 1, T, L] over the L = past + T keys; default causal. Forces the plain TF.js attention. */
   mask?: tf.Tensor;
+  /**
+   * Per batch row, how many leading key positions are left padding: no query attends to them (a
+   * padding query sees only itself). Used by batched sampling instead of a hand-built mask.
+   */
+  padLeft?: number[];
+  /**
+   * 'fused' (default where the head size allows): the wasm attention kernel (kernels/attention.c);
+   * 'tfjs': plain TF.js ops. Env AGRO_ATTENTION=tfjs switches the default. Steps with a KV cache
+   * always use plain ops.
+   */
+  attention?: 'fused' | 'tfjs';
   cache?: KvCache;
   /** Inference only (decoding): plain ops without the custom-gradient wrappers, fewer dispatches per step. */
   noGrad?: boolean;
@@ -88,20 +102,28 @@ export function selectLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Te
 }
 
 /**
- * 2-D matmul a @ b whose gradients use explicit transposes and plain matmuls. The wasm backend's
- * BatchMatMul with transposeA/transposeB (what the stock gradient emits) falls off XNNPACK onto
- * a naive loop, ~15x slower here; a transpose copy plus a plain matmul is far cheaper.
+ * 2-D matmul a @ b (a @ b^T with `transposeB`) with a hand-written gradient. With the native
+ * matmul (native.ts) transposed operands are free, so the gradient is two matmuls with transpose
+ * flags. On the stock wasm kernel a transposed operand falls off XNNPACK onto a naive loop (~15x
+ * slower here), so there the gradient transposes copies explicitly and runs plain matmuls.
  */
-export function mm(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+export function mm(a: tf.Tensor2D, b: tf.Tensor2D, transposeB = false): tf.Tensor2D {
+  const native = nativeMatMulActive();
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [x, w] = args as [tf.Tensor2D, tf.Tensor2D];
     (args[2] as tf.GradSaveFunc)([x, w]);
     return {
-      value: tf.matMul(x, w),
+      value: native || !transposeB ? tf.matMul(x, w, false, transposeB) : tf.matMul(x, tf.transpose(w)),
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [xs, ws] = saved as [tf.Tensor2D, tf.Tensor2D];
         const d = dy as tf.Tensor2D;
-        return [tf.matMul(d, tf.transpose(ws)), tf.matMul(tf.transpose(xs), d)];
+        if (native)
+          return transposeB
+            ? [tf.matMul(d, ws), tf.matMul(d, xs, true, false)]
+            : [tf.matMul(d, ws, false, true), tf.matMul(xs, d, true, false)];
+        return transposeB
+          ? [tf.matMul(d, ws), tf.matMul(tf.transpose(d), xs)]
+          : [tf.matMul(d, tf.transpose(ws)), tf.matMul(tf.transpose(xs), d)];
       },
     };
   });
@@ -169,6 +191,7 @@ export class LlamaModel {
   private layers: Layer[];
   private cosTable: tf.Tensor2D; // [maxPositions, hd]: [cos, cos]
   private sinTable: tf.Tensor2D; // [-sin, sin]
+  private rope: RopeTables; // the same tables as arrays, for the fused kernel
   private causalCache = new Map<number, tf.Tensor>();
 
   constructor(config: ModelConfig, opts: { seed?: number } = {}) {
@@ -215,6 +238,7 @@ export class LlamaModel {
         sinD[p * hd + j] = -Math.sin(a);
         sinD[p * hd + j + half] = Math.sin(a);
       }
+    this.rope = { cos: cosD, sin: sinD, headDim: hd, maxPositions: c.maxPositions };
     this.cosTable = tf.tensor2d(cosD, [c.maxPositions, hd]);
     this.sinTable = tf.tensor2d(sinD, [c.maxPositions, hd]);
   }
@@ -253,12 +277,78 @@ export class LlamaModel {
     const c = this.config;
     const [B, T] = ids.shape;
     const hd = this.headDim;
-    const nh = c.numHeads;
-    const nkv = c.numKvHeads;
-    const g = nh / nkv;
     const past = opts.cache ? opts.cache.k[0].shape[1] : 0;
     if (past + T > c.maxPositions && !opts.positions)
       throw new AgroError('invalid_input', `sequence of ${past + T} tokens exceeds maxPositions ${c.maxPositions}`);
+    if (opts.padLeft && opts.padLeft.length !== B)
+      throw new AgroError('internal', `forwardHidden: padLeft has ${opts.padLeft.length} rows for a batch of ${B}`);
+    const want = opts.attention ?? (process.env.AGRO_ATTENTION === 'tfjs' ? 'tfjs' : 'fused');
+    const fused =
+      want === 'fused' && !opts.cache && !opts.mask &&
+      fusedAttentionSupports({ headDim: hd, heads: c.numHeads, kvHeads: c.numKvHeads });
+    const newCache: KvCache | undefined = opts.cache || opts.wantCache ? { k: [], v: [] } : undefined;
+    const attend = fused ? this.fusedAttender(B, T, opts, newCache) : this.plainAttender(B, T, past, opts, newCache);
+
+    // Clamped for the same reason as targets in tokenLogProbs; the public sampling entry points reject bad ids.
+    const flatIds = tf.clipByValue(tf.reshape(ids, [-1]), 0, c.vocabSize - 1) as tf.Tensor1D;
+    const ng = opts.noGrad === true;
+    const lin = ng ? (a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D => tf.matMul(a, b) : mm;
+    const norm = ng ? rmsNormForward : rmsNorm;
+    let x: tf.Tensor2D = ng ? (tf.gather(this.embed, flatIds) as tf.Tensor2D) : embedLookup(this.embed as tf.Tensor2D, flatIds); // [N, H]
+    this.layers.forEach((layer, li) => {
+      const h = norm(x, layer.ln1, c.rmsNormEps);
+      let qkv: tf.Tensor2D = lin(h, layer.wqkv as tf.Tensor2D);
+      if (layer.bqkv) qkv = tf.add(qkv, layer.bqkv);
+      x = tf.add(x, lin(attend(qkv, li), layer.wo as tf.Tensor2D));
+      const h2 = norm(x, layer.ln2, c.rmsNormEps);
+      const [gate, up] = tf.split(lin(h2, layer.wgu as tf.Tensor2D), 2, 1);
+      const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
+      x = tf.add(x, lin(act as tf.Tensor2D, layer.wdown as tf.Tensor2D));
+    });
+    return { hidden: norm(x, this.norm, c.rmsNormEps), cache: newCache };
+  }
+
+  /** Attention through the wasm kernel: qkv [B*T, (nh + 2 nkv) hd] -> [B*T, nh hd]. */
+  private fusedAttender(
+    B: number,
+    T: number,
+    opts: ForwardOptions,
+    newCache: KvCache | undefined,
+  ): (qkv: tf.Tensor2D, layer: number) => tf.Tensor2D {
+    const c = this.config;
+    let positions: Int32Array;
+    if (opts.positions) positions = Int32Array.from(opts.positions.dataSync());
+    else {
+      positions = new Int32Array(B * T);
+      for (let i = 0; i < B * T; i++) positions[i] = i % T;
+    }
+    const padLeft = opts.padLeft ? Int32Array.from(opts.padLeft) : undefined;
+    return (qkv) => {
+      const r = fusedAttention(qkv, {
+        batch: B, time: T, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: this.headDim,
+        positions, tables: this.rope, padLeft, wantKv: newCache !== undefined, noGrad: opts.noGrad,
+      });
+      if (newCache) {
+        newCache.k.push(r.keys!);
+        newCache.v.push(r.values!);
+      }
+      return r.out;
+    };
+  }
+
+  /** Attention from TF.js ops (any head size, custom masks, KV-cache steps). */
+  private plainAttender(
+    B: number,
+    T: number,
+    past: number,
+    opts: ForwardOptions,
+    newCache: KvCache | undefined,
+  ): (qkv: tf.Tensor2D, layer: number) => tf.Tensor2D {
+    const c = this.config;
+    const hd = this.headDim;
+    const nh = c.numHeads;
+    const nkv = c.numKvHeads;
+    const g = nh / nkv;
     let cos: tf.Tensor;
     let sin: tf.Tensor;
     if (opts.positions) {
@@ -269,22 +359,11 @@ export class LlamaModel {
       cos = tf.reshape(tf.slice(this.cosTable, [past, 0], [T, hd]), [1, T, 1, hd]);
       sin = tf.reshape(tf.slice(this.sinTable, [past, 0], [T, hd]), [1, T, 1, hd]);
     }
-    const mask = opts.mask ?? (past === 0 ? this.causalMask(T) : undefined);
+    const mask = opts.mask ?? (opts.padLeft ? this.paddingMask(opts.padLeft, T, past) : past === 0 ? this.causalMask(T) : undefined);
     if (!mask && T > 1) throw new AgroError('internal', 'forwardHidden: a mask is required for multi-token steps with a cache');
     const scale = 1 / Math.sqrt(hd);
-    const newCache: KvCache | undefined = opts.cache || opts.wantCache ? { k: [], v: [] } : undefined;
-
-    // Clamped for the same reason as targets in tokenLogProbs; the public sampling entry points reject bad ids.
-    const flatIds = tf.clipByValue(tf.reshape(ids, [-1]), 0, c.vocabSize - 1) as tf.Tensor1D;
-    const ng = opts.noGrad === true;
-    const lin = ng ? (a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D => tf.matMul(a, b) : mm;
-    const norm = ng ? rmsNormForward : rmsNorm;
-    const rot = ng ? ropeForward : rope;
-    let x: tf.Tensor2D = ng ? (tf.gather(this.embed, flatIds) as tf.Tensor2D) : embedLookup(this.embed as tf.Tensor2D, flatIds); // [N, H]
-    this.layers.forEach((layer, li) => {
-      const h = norm(x, layer.ln1, c.rmsNormEps);
-      let qkv: tf.Tensor2D = lin(h, layer.wqkv as tf.Tensor2D);
-      if (layer.bqkv) qkv = tf.add(qkv, layer.bqkv);
+    const rot = opts.noGrad ? ropeForward : rope;
+    return (qkv, li) => {
       // q and k are adjacent in the fused projection: one rotary call covers both.
       const [qkf, vf] = tf.split(qkv, [(nh + nkv) * hd, nkv * hd], 1);
       const [q, kr] = tf.split(rot(tf.reshape(qkf, [B, T, nh + nkv, hd]), cos, sin), [nh, nkv], 2);
@@ -308,20 +387,28 @@ export class LlamaModel {
       if (mask) scores = tf.add(tf.reshape(scores, [B, nkv, g, T, L]), mask);
       const probs = tf.softmax(tf.reshape(scores, [B * nkv, g * T, L]) as tf.Tensor3D);
       const pv = tf.matMul(probs, v3);
-      const att = tf.reshape(one ? pv : tf.transpose(tf.reshape(pv, [B, nkv, g, T, hd]), [0, 3, 1, 2, 4]), [B * T, nh * hd]) as tf.Tensor2D;
-      x = tf.add(x, lin(att, layer.wo as tf.Tensor2D));
-      const h2 = norm(x, layer.ln2, c.rmsNormEps);
-      const [gate, up] = tf.split(lin(h2, layer.wgu as tf.Tensor2D), 2, 1);
-      const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
-      x = tf.add(x, lin(act as tf.Tensor2D, layer.wdown as tf.Tensor2D));
+      return tf.reshape(one ? pv : tf.transpose(tf.reshape(pv, [B, nkv, g, T, hd]), [0, 3, 1, 2, 4]), [B * T, nh * hd]) as tf.Tensor2D;
+    };
+  }
+
+  /** Additive mask [B, 1, 1, T, past + T]: causal, left padding hidden (a padding query sees only itself). */
+  private paddingMask(padLeft: number[], T: number, past: number): tf.Tensor {
+    const L = past + T;
+    const d = new Float32Array(padLeft.length * T * L);
+    padLeft.forEach((pad, b) => {
+      for (let i = 0; i < T; i++)
+        for (let j = 0; j < L; j++) {
+          const ok = (j <= past + i && j >= pad) || (past + i < pad && j === past + i);
+          if (!ok) d[(b * T + i) * L + j] = NEG;
+        }
     });
-    return { hidden: norm(x, this.norm, c.rmsNormEps), cache: newCache };
+    return tf.tensor(d, [padLeft.length, 1, 1, T, L]);
   }
 
   /** Logits [N, V] from hidden states [N, H]. */
   logits(hidden: tf.Tensor2D, head?: tf.Tensor2D): tf.Tensor2D {
     if (head) return tf.matMul(hidden, head);
-    return mm(hidden, (this.lmHead ?? tf.transpose(this.embed)) as tf.Tensor2D);
+    return this.lmHead ? mm(hidden, this.lmHead as tf.Tensor2D) : mm(hidden, this.embed as tf.Tensor2D, true);
   }
 
   /**

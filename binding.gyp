@@ -1,0 +1,10 @@
+{
+  "targets": [
+    {
+      "target_name": "agro_native",
+      "sources": ["native/gemm.cc"],
+      "cflags_cc": ["-O3", "-std=c++17", "-fno-math-errno"],
+      "cflags_cc!": ["-O2"]
+    }
+  ]
+}

@@ -1,0 +1,80 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as tf from '@tensorflow/tfjs-core';
+import { initBackend } from '../../src/model/backend.ts';
+import { installNativeMatMul, nativeMatMulActive, setNativeMatMul } from '../../src/model/native.ts';
+import { mm } from '../../src/model/llama.ts';
+
+await initBackend('wasm');
+const status = installNativeMatMul();
+
+// The addon is built by `npm install` (scripts/build-native.mjs). On this project's machines it must
+// build; AGRO_NATIVE=0 is the one way to run without it.
+test('the native matmul addon is built and installed', () => {
+  if (process.env.AGRO_NATIVE === '0') {
+    assert.equal(status.active, false);
+    assert.match(status.reason ?? '', /AGRO_NATIVE=0/);
+    return;
+  }
+  assert.equal(status.active, true, status.reason);
+  assert.ok(status.threads! >= 1);
+  assert.match(status.kernel!, /avx2\+fma|generic/);
+});
+
+function compare(aShape: number[], bShape: number[], tA: boolean, tB: boolean): void {
+  const a = tf.randomNormal(aShape, 0, 1, 'float32', 11);
+  const b = tf.randomNormal(bShape, 0, 1, 'float32', 12);
+  setNativeMatMul(false);
+  const want = tf.matMul(a, b, tA, tB);
+  setNativeMatMul(true);
+  const got = tf.matMul(a, b, tA, tB);
+  assert.deepEqual(got.shape, want.shape);
+  const K = tA ? aShape.at(-2)! : aShape.at(-1)!;
+  const g = got.dataSync();
+  const w = want.dataSync();
+  // Summation order differs (blocked FMA vs XNNPACK): float32 rounding grows like sqrt(K).
+  const tol = 2e-6 * K + 1e-5;
+  for (let i = 0; i < g.length; i++) assert.ok(Math.abs(g[i] - w[i]) <= tol, `${aShape}x${bShape} ${tA}${tB} at ${i}: ${g[i]} vs ${w[i]}`);
+  tf.dispose([a, b, want, got]);
+}
+
+const shapes: [number[], number[], boolean, boolean][] = [
+  [[7, 5], [5, 3], false, false], // smaller than one 6 x 16 tile
+  [[37, 19], [19, 23], false, false], // ragged tiles
+  [[19, 37], [23, 19], true, true],
+  [[300, 70], [300, 41], true, false], // K = 300 spans two 256-deep blocks
+  [[50, 600], [1100, 600], false, true], // N = 1100 spans two 1024-wide blocks
+  [[256, 128], [128, 512], false, false], // big enough to be split over threads
+  [[4, 9, 8], [4, 8, 10], false, false], // batched
+  [[4, 9, 8], [8, 10], false, false], // b broadcast over the batch
+  [[1, 9, 8], [3, 10, 8], false, true], // a broadcast over the batch
+];
+
+for (const [a, b, tA, tB] of shapes)
+  test(`native matmul equals the stock kernel: [${a}] x [${b}]${tA ? ' transA' : ''}${tB ? ' transB' : ''}`, { skip: !status.active && 'addon off' }, () =>
+    compare(a, b, tA, tB),
+  );
+
+test('mm gradients are the same with the native and the stock matmul, with and without transposeB', { skip: !status.active && 'addon off' }, () => {
+  const x = tf.randomNormal([33, 20], 0, 1, 'float32', 1) as tf.Tensor2D;
+  for (const transposeB of [false, true]) {
+    const w = tf.randomNormal(transposeB ? [17, 20] : [20, 17], 0, 1, 'float32', 2) as tf.Tensor2D;
+    const grads = (on: boolean): Float32Array[] => {
+      setNativeMatMul(on);
+      assert.equal(nativeMatMulActive(), on);
+      const g = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.square(mm(a as tf.Tensor2D, b as tf.Tensor2D, transposeB))))([x, w]);
+      return g.map((t) => t.dataSync() as Float32Array);
+    };
+    const off = grads(false);
+    const on = grads(true);
+    setNativeMatMul(true);
+    on.forEach((g, i) => g.forEach((v, j) => assert.ok(Math.abs(v - off[i][j]) <= 1e-3 * Math.max(1, Math.abs(off[i][j])), `grad ${i}[${j}]`)));
+  }
+});
+
+test('the native matmul stays correct after the wasm heap grows, and shape errors still come from TF.js', { skip: !status.active && 'addon off' }, () => {
+  const big = tf.zeros([64 * 1024 * 1024 / 4 * 3]); // 192 MB: forces the heap to grow
+  compare([40, 30], [30, 20], false, false);
+  big.dispose();
+  assert.throws(() => tf.matMul(tf.ones([3, 4]), tf.ones([5, 2])), /inner shapes|must match/i);
+});
