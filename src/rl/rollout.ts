@@ -14,6 +14,7 @@ import { CHAT_TOKENS, renderPrompt } from '../model/chat.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import { sampleGroups, type SampleOptions } from '../model/generate.ts';
+import type { RolloutEngine } from '../model/engine.ts';
 
 export interface RolloutOptions {
   groupSize: number;
@@ -24,6 +25,8 @@ export interface RolloutOptions {
   temperature: number;
   topP: number;
   seed: number;
+  /** Sampler; default the TF.js one on `model`. Must already hold the model's current weights (RolloutEngine.sync). */
+  engine?: RolloutEngine;
 }
 
 export interface Trajectory extends Transcript {
@@ -84,7 +87,8 @@ export async function rollout<T extends TaskBase>(
       throw new AgroError('invalid_input', `task ${tasks[i].id}: the prompt has ${p.length} tokens; with ${opts.maxTurnTokens} new tokens it exceeds the model's ${maxPos} positions (shorten the schema budget or raise maxPositions)`);
     }
   });
-  let samples = (await sampleGroups(model, prompts, opts.groupSize, sampling(0, 0))).flat();
+  const sample = (ps: number[][], g: number, o: SampleOptions) => (opts.engine ? opts.engine.sampleGroups(ps, g, o) : sampleGroups(model, ps, g, o));
+  let samples = (await sample(prompts, opts.groupSize, sampling(0, 0))).flat();
   let active: Live[] = groups.flat();
 
   for (let turn = 0; active.length > 0; turn++) {
@@ -126,7 +130,7 @@ export async function rollout<T extends TaskBase>(
     }
     active = next;
     if (active.length === 0) break;
-    samples = (await sampleGroups(model, active.map((l) => l.ids), 1, sampling(turn + 1, 1))).map((g) => g[0]);
+    samples = (await sample(active.map((l) => l.ids), 1, sampling(turn + 1, 1))).map((g) => g[0]);
   }
 
   return groups.flatMap((g, gi) =>

@@ -15,6 +15,7 @@ import { Rng } from '../util/rng.ts';
 import { writeJsonAtomic } from '../util/fs.ts';
 import type { Environment, EpisodeContext, TaskBase } from '../agent/types.ts';
 import type { LlamaModel } from '../model/llama.ts';
+import type { RolloutEngine } from '../model/engine.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { saveCheckpoint } from '../model/checkpoint.ts';
 import { sequenceLogProbs } from '../model/generate.ts';
@@ -117,6 +118,8 @@ export interface StepRecord {
   time_rollout_s: number;
   time_reward_s: number;
   time_update_s: number;
+  /** Pushing the updated weights to the rollout engine (only with an engine other than TF.js). */
+  time_sync_s?: number;
   tokens_per_s: number;
   eval_accuracy?: number;
 }
@@ -147,6 +150,8 @@ export interface TrainRunOptions<T extends TaskBase & { difficulty?: string }> {
   onStep?: (r: StepRecord) => void;
   /** Stop after this step as if interrupted (a checkpoint is written first). */
   stopAfter?: number;
+  /** Rollout sampler (e.g. llama.cpp); synced to `model` at the start and after each update. Default: TF.js on `model`. */
+  engine?: RolloutEngine;
   signal?: AbortSignal;
 }
 
@@ -181,7 +186,7 @@ export async function evaluatePolicy<T extends TaskBase & { difficulty?: string 
   tasks: readonly T[],
   model: LlamaModel,
   tokenizer: Tokenizer,
-  opts: { maxTurnTokens: number; maxResponseTokens: number; seed?: number; batch?: number },
+  opts: { maxTurnTokens: number; maxResponseTokens: number; seed?: number; batch?: number; engine?: RolloutEngine },
 ): Promise<PolicyEval> {
   const byDifficulty: PolicyEval['byDifficulty'] = {};
   const predictions: string[] = [];
@@ -198,6 +203,7 @@ export async function evaluatePolicy<T extends TaskBase & { difficulty?: string 
       temperature: 0,
       topP: 1,
       seed: opts.seed ?? 0,
+      engine: opts.engine,
     });
     for (const t of trajs) {
       const task = chunk[t.group];
@@ -354,7 +360,9 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
     }
     return dir;
   };
-  const evalOpts = { maxTurnTokens: cfg.maxTurnTokens, maxResponseTokens: cfg.maxResponseTokens, seed: cfg.seed };
+  const engine = opts.engine;
+  await engine?.sync(model);
+  const evalOpts = { maxTurnTokens: cfg.maxTurnTokens, maxResponseTokens: cfg.maxResponseTokens, seed: cfg.seed, engine };
 
   const bar = opts.progress
     ? new cliProgress.SingleBar(
@@ -390,6 +398,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
           temperature: cfg.temperature,
           topP: cfg.topP,
           seed: seed + round,
+          engine,
         });
         const r0 = performance.now();
         const ctxs = await Promise.all(trajs.map((t) => env.rewardContext(tasks[t.group], t)));
@@ -460,6 +469,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
       let gradNorm = 0;
       let lossSum = 0;
       let bad = false;
+      let updated = false;
       let badReason = 'non-finite loss or gradient';
       for (let epoch = 0; epoch < cfg.ppoEpochs && !bad; epoch++) {
         let summed: tf.Tensor[] | null = null;
@@ -516,11 +526,15 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
           bad = true;
         } else {
           opt.apply(clipped, lrAt(state.step + 1, { lr: cfg.lr, minLrRatio: cfg.minLrRatio, warmupSteps: cfg.warmupSteps, steps: cfg.steps }));
+          updated = true;
         }
         if (clipped !== raw) clipped.forEach((x) => x.dispose());
         raw.forEach((x) => x.dispose());
       }
       const updateSec = (performance.now() - u0) / 1000;
+      const s0 = performance.now();
+      if (engine && updated) await engine.sync(model);
+      const syncSec = (performance.now() - s0) / 1000;
       state.badSteps = bad ? state.badSteps + 1 : 0;
       state.step++;
 
@@ -552,6 +566,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
         time_rollout_s: round3(rolloutSec),
         time_reward_s: round3(rewardSec),
         time_update_s: round3(updateSec),
+        ...(engine && engine.name !== 'tfjs' ? { time_sync_s: round3(syncSec) } : {}),
         tokens_per_s: Math.round(trajs.reduce((a, t) => a + t.policyTokens, 0) / Math.max(1e-9, rolloutSec)),
       };
       if (opts.heldOut?.length && cfg.evalEvery > 0 && state.step % cfg.evalEvery === 0 && state.step < cfg.steps) {

@@ -6,6 +6,7 @@ import { numberArg } from '../options.ts';
 import { initBackend, type BackendName } from '../../model/backend.ts';
 import { loadCheckpoint, type Checkpoint } from '../../model/checkpoint.ts';
 import { LlamaModel } from '../../model/llama.ts';
+import { createEngine, ENGINE_NAMES, type RolloutEngine } from '../../model/engine.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
 import { readDataset } from '../../eval/read-dataset.ts';
 import { resolveDatabases, suiteVariants } from '../../eval/databases.ts';
@@ -41,6 +42,8 @@ interface TrainCliOptions {
   resume?: boolean;
   schemaChars?: number;
   backend?: BackendName;
+  engine?: string;
+  engineThreads?: number;
   json?: boolean;
 }
 
@@ -113,6 +116,8 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   const { algo } = resolveTrainConfig(config); // fail on a bad config before loading anything heavy
 
   if (o.task !== 'sql' && o.task !== 'search') throw new AgroError('usage', `--task must be sql or search, got "${o.task}"`);
+  const engineName = o.engine ?? 'tfjs';
+  if (!(ENGINE_NAMES as readonly string[]).includes(engineName)) throw new AgroError('usage', `--engine must be one of ${ENGINE_NAMES.join(', ')}, got "${engineName}"`);
   const existing = listCheckpoints(o.out);
   if (existing.length && !o.resume) {
     throw new AgroError('usage', `${o.out} already has checkpoints (newest ${existing.at(-1)?.dir}); pass --resume to continue or choose another --out`);
@@ -160,8 +165,12 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   const controller = new AbortController();
   const onSigint = (): void => controller.abort();
   process.once('SIGINT', onSigint);
+  let engine: RolloutEngine | undefined;
   try {
+    engine = await createEngine(engineName, ck.model, { tokenizer: ck.tokenizer, threads: o.engineThreads });
+    if (engineName !== 'tfjs') log(`rollouts on ${engine.name}`);
     const res = await runGrpo({
+      engine,
       outDir: o.out,
       env,
       tasks,
@@ -184,6 +193,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
     }
   } finally {
     process.removeListener('SIGINT', onSigint);
+    await engine?.dispose();
     await pool?.close();
     ck.model.dispose();
     reference?.dispose();
@@ -211,6 +221,8 @@ export function register(program: Command): void {
     .option('--resume', 'continue from the newest checkpoint in --out')
     .option('--schema-chars <n>', 'sql: characters of schema in the agent prompt (default 1800)', numberArg('--schema-chars', { min: 200 }))
     .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
+    .option('--engine <name>', `rollout sampler: ${ENGINE_NAMES.join(' or ')} (llama.cpp: a GGUF export of the policy, re-synced after each update)`)
+    .option('--engine-threads <n>', 'llama.cpp engine: CPU threads (default 1)', numberArg('--engine-threads', { min: 1 }))
     .option('--json', 'print a JSON summary and no progress')
     .action((opts: TrainCliOptions) => runTrainCommand(opts));
 }
