@@ -1,14 +1,17 @@
 // `npm run bench -- model [--steps N] [--backends wasm,cpu] [--new-tokens N] [--no-ref]`
 // Side by side in one run, same architecture (4 layers, 128 wide, GQA 4/2 heads, vocab 4096,
-// tied embeddings; batch 8 x 128 tokens): training tokens/s (forward + backward + Adam step) and
-// sampling tokens/s (KV cache, batch 8, 16-token prompts) of the built-in engine on each TF.js
-// backend, and of a PyTorch reference (bench/_model_ref.py) run by /usr/bin/python3 when torch is
-// installed.
+// tied embeddings; batch 8 x 128 tokens): training tokens/s (forward + backward + AdamW step) and
+// sampling tokens/s (KV cache, batch 8, 16-token prompts) of the built-in engine, and of a PyTorch
+// reference (bench/_model_ref.py) run by /usr/bin/python3 when torch is installed. On wasm the
+// engine runs in three configurations in the same process: as shipped (native matmul + fused
+// attention kernel), without the native matmul, and with neither (the engine before the kernels).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
-import { initBackend } from '../src/model/backend.ts';
+import { initBackend, wasmThreadCount } from '../src/model/backend.ts';
+import { nativeMatMulActive, nativeStatus, setNativeMatMul } from '../src/model/native.ts';
+import { AdamW } from '../src/rl/sft.ts';
 import type { BackendName } from '../src/model/backend.ts';
 import { resolveModelConfig } from '../src/model/config.ts';
 import { LlamaModel } from '../src/model/llama.ts';
@@ -31,7 +34,20 @@ function flag(args: string[], name: string, dflt: string): string {
   return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
 }
 
-async function runTfjs(backend: BackendName, steps: number, newTokens: number): Promise<Result> {
+/** One configuration of the built-in engine; all of them run in one process on the same model. */
+interface EngineConfig {
+  name: string;
+  native: boolean;
+  attention: 'fused' | 'tfjs';
+}
+
+const WASM_CONFIGS: EngineConfig[] = [
+  { name: 'tfjs-wasm', native: true, attention: 'fused' },
+  { name: 'wasm-stock-mm', native: false, attention: 'fused' },
+  { name: 'wasm-plain', native: false, attention: 'tfjs' }, // the engine before the kernels: stock matmul, TF.js attention
+];
+
+async function runTfjs(backend: BackendName, steps: number, newTokens: number, configs: EngineConfig[]): Promise<Result[]> {
   await initBackend(backend);
   const cfg = resolveModelConfig({
     vocabSize: ARCH.vocab, hiddenSize: ARCH.hidden, intermediateSize: ARCH.intermediate, numLayers: ARCH.layers,
@@ -42,42 +58,62 @@ async function runTfjs(backend: BackendName, steps: number, newTokens: number): 
   const seq = Array.from({ length: ARCH.batch }, () => Array.from({ length: ARCH.seq + 1 }, () => rng.int(ARCH.vocab)));
   const ids = tf.tensor2d(seq.map((s) => s.slice(0, -1)), undefined, 'int32');
   const tg = tf.tensor2d(seq.map((s) => s.slice(1)), undefined, 'int32');
-  const opt = tf.train.adam(1e-3);
-  let peak = 0;
-  const step = (): void => {
-    const loss = opt.minimize(() => tf.neg(tf.mean(model.tokenLogProbs(ids, tg).logp)) as tf.Scalar, true, model.trainableVariables());
-    loss!.dataSync();
-    loss!.dispose();
-    peak = Math.max(peak, process.memoryUsage().rss);
-  };
-  step(); // warm-up: kernel setup, optimizer slots
-  const t0 = performance.now();
-  for (let i = 0; i < steps; i++) step();
-  const trainMs = (performance.now() - t0) / steps;
-
+  // The trainers' own optimizer (src/rl/sft.ts), as the reference uses torch.optim.AdamW.
+  const opt = new AdamW(model.trainableVariables(), { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01 });
   const prompts = seq.map((s) => s.slice(0, ARCH.promptLen));
-  await sampleGroups(model, prompts, 1, { maxNewTokens: 4, seed: 1 }); // warm-up
-  const t1 = performance.now();
-  const out = await sampleGroups(model, prompts, 1, { maxNewTokens: newTokens, seed: 1 });
-  const sampleS = (performance.now() - t1) / 1000;
-  const produced = out.reduce((n, g) => n + g[0].tokens.length, 0);
-  // Group path: one prompt, 8 samples sharing its prefilled cache.
-  const t2 = performance.now();
-  const grp = await sampleGroups(model, [prompts[0]], ARCH.batch, { maxNewTokens: newTokens, seed: 2 });
-  const groupS = (performance.now() - t2) / 1000;
-  const grpTokens = grp[0].reduce((n, s) => n + s.tokens.length, 0);
-  peak = Math.max(peak, process.memoryUsage().rss);
+  const results: Result[] = [];
+  for (const c of configs) {
+    setNativeMatMul(c.native);
+    if (c.native && !nativeMatMulActive()) {
+      console.log(`  ${c.name}: skipped (${nativeStatus().reason})`);
+      continue;
+    }
+    const attention = c.attention;
+    let peak = 0;
+    const step = (): void => {
+      const { value, grads } = tf.variableGrads(
+        () => tf.neg(tf.mean(model.tokenLogProbs(ids, tg, { attention }).logp)) as tf.Scalar,
+        model.trainableVariables(),
+      );
+      opt.apply(model.trainableVariables().map((v) => grads[v.name]), 1e-3);
+      value.dataSync();
+      tf.dispose([value, ...Object.values(grads)]);
+      peak = Math.max(peak, process.memoryUsage().rss);
+    };
+    step(); // warm-up: kernel setup
+    const t0 = performance.now();
+    for (let i = 0; i < steps; i++) step();
+    const trainMs = (performance.now() - t0) / steps;
+
+    await sampleGroups(model, prompts, 1, { maxNewTokens: 4, seed: 1 }); // warm-up
+    const t1 = performance.now();
+    const out = await sampleGroups(model, prompts, 1, { maxNewTokens: newTokens, seed: 1 });
+    const sampleS = (performance.now() - t1) / 1000;
+    const produced = out.reduce((n, g) => n + g[0].tokens.length, 0);
+    // Group path: one prompt, 8 samples sharing its prefilled cache.
+    const t2 = performance.now();
+    const grp = await sampleGroups(model, [prompts[0]], ARCH.batch, { maxNewTokens: newTokens, seed: 2 });
+    const groupS = (performance.now() - t2) / 1000;
+    const grpTokens = grp[0].reduce((n, s) => n + s.tokens.length, 0);
+    peak = Math.max(peak, process.memoryUsage().rss);
+    const st = nativeStatus();
+    results.push({
+      engine: backend === 'wasm' ? c.name : `tfjs-${backend}`,
+      trainStepMs: trainMs,
+      trainTokensPerSec: (ARCH.batch * ARCH.seq) / (trainMs / 1000),
+      sampleTokensPerSec: produced / sampleS,
+      peakRssMiB: peak / 2 ** 20,
+      note:
+        `group sampling 1x${ARCH.batch}: ${(grpTokens / groupS).toFixed(0)} tok/s; attention ${attention}; matmul ` +
+        (st.active ? `native ${st.kernel}, ${st.threads} threads` : backend === 'wasm' ? `XNNPACK, ${wasmThreadCount() ?? 1} wasm threads` : 'tfjs cpu'),
+    });
+    console.log(`  done ${results.at(-1)!.engine}`);
+  }
+  setNativeMatMul(true);
   tf.dispose([ids, tg]);
   opt.dispose();
   model.dispose();
-  return {
-    engine: `tfjs-${backend}`,
-    trainStepMs: trainMs,
-    trainTokensPerSec: (ARCH.batch * ARCH.seq) / (trainMs / 1000),
-    sampleTokensPerSec: produced / sampleS,
-    peakRssMiB: peak / 2 ** 20,
-    note: `group sampling 1x${ARCH.batch}: ${(grpTokens / groupS).toFixed(0)} tok/s`,
-  };
+  return results;
 }
 
 export function runTorch(steps: number, newTokens: number, threads: number | undefined): Result | string {
@@ -110,8 +146,8 @@ export async function run(args: string[]): Promise<void> {
   const results: Result[] = [];
   for (const b of backends) {
     // The cpu backend is far slower: one timed step keeps the run short.
-    results.push(await runTfjs(b, b === 'cpu' ? 1 : steps, b === 'cpu' ? Math.min(newTokens, 32) : newTokens));
-    console.log(`  done ${b}`);
+    if (b === 'cpu') results.push(...(await runTfjs(b, 1, Math.min(newTokens, 32), [{ name: 'tfjs-cpu', native: false, attention: 'fused' }])));
+    else results.push(...(await runTfjs(b, steps, newTokens, WASM_CONFIGS)));
   }
   const refs: Result[] = [];
   if (!args.includes('--no-ref'))

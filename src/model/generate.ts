@@ -28,8 +28,6 @@ export interface Sample {
   finish: 'stop' | 'length';
 }
 
-const NEG = -1e9;
-
 function checkTokens(model: LlamaModel, seq: number[], what: string): void {
   const V = model.config.vocabSize;
   for (const t of seq)
@@ -176,35 +174,27 @@ export async function sampleGroups(
   const base = new Rng(o.seed);
   const rngs = Array.from({ length: P * G }, (_, r) => base.fork(r));
 
-  // Prefill: left-padded prompts, real positions, causal mask that also hides the padding.
+  // Prefill: left-padded prompts at their real positions; forwardHidden hides the padding (padLeft).
   const idsD = new Int32Array(P * Lp);
   const posD = new Int32Array(P * Lp);
-  const maskD = new Float32Array(P * Lp * Lp);
-  for (let p = 0; p < P; p++) {
+  for (let p = 0; p < P; p++)
     for (let i = 0; i < Lp; i++) {
       idsD[p * Lp + i] = i >= pad[p] ? prompts[p][i - pad[p]] : 0;
       posD[p * Lp + i] = Math.max(0, i - pad[p]);
-      for (let j = 0; j < Lp; j++) {
-        const ok = (j <= i && j >= pad[p]) || (i < pad[p] && j === i);
-        maskD[(p * Lp + i) * Lp + j] = ok ? 0 : NEG;
-      }
     }
-  }
   let cache: KvCache;
   let logitsD: Float32Array;
   const head = model.inferenceHead();
   try {
     const ids = tf.tensor2d(idsD, [P, Lp], 'int32');
     const pos = tf.tensor2d(posD, [P, Lp], 'int32');
-    const mask = tf.tensor(maskD, [P, 1, 1, Lp, Lp]);
     const res = tf.tidy(() => {
-      const r = model.forwardHidden(ids, { positions: pos, mask, wantCache: true, noGrad: true });
+      const r = model.forwardHidden(ids, { positions: pos, padLeft: pad, wantCache: true, noGrad: true });
       const last = tf.reshape(tf.slice(tf.reshape(r.hidden, [P, Lp, -1]), [0, Lp - 1, 0], [P, 1, -1]), [P, -1]) as tf.Tensor2D;
       return { logits: model.logits(last, head), k: r.cache!.k, v: r.cache!.v };
     });
     ids.dispose();
     pos.dispose();
-    mask.dispose();
     const promptCache = { k: res.k, v: res.v };
     logitsD = (await res.logits.data()) as Float32Array;
     res.logits.dispose();
@@ -244,25 +234,18 @@ export async function sampleGroups(
         rows = alive.map((r) => rows[r]);
       }
       const R = rows.length;
-      const L = Lp + step + 1;
       const posStep = new Int32Array(R);
-      const maskStep = new Float32Array(R * L);
-      rows.forEach((s, r) => {
-        const p = Math.floor(s / G);
-        posStep[r] = prompts[p].length + step;
-        for (let j = 0; j < pad[p]; j++) maskStep[r * L + j] = NEG;
-      });
+      const padStep = rows.map((s) => pad[Math.floor(s / G)]);
+      rows.forEach((s, r) => (posStep[r] = prompts[Math.floor(s / G)].length + step));
       const ids = tf.tensor2d(Int32Array.from(next), [R, 1], 'int32');
       const pos = tf.tensor2d(posStep, [R, 1], 'int32');
-      const mask = tf.tensor(maskStep, [R, 1, 1, 1, L]);
       const prev = cache;
       const res = tf.tidy(() => {
-        const r = model.forwardHidden(ids, { positions: pos, mask, cache: prev, noGrad: true });
+        const r = model.forwardHidden(ids, { positions: pos, padLeft: padStep, cache: prev, noGrad: true });
         return { logits: model.logits(r.hidden, head), k: r.cache!.k, v: r.cache!.v };
       });
       ids.dispose();
       pos.dispose();
-      mask.dispose();
       disposeCache(prev);
       cache = { k: res.k, v: res.v };
       logitsD = (await res.logits.data()) as Float32Array;

@@ -75,26 +75,28 @@ export function embedLookup(table: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
 }
 
 /**
- * log softmax(logits)[target] per row, with a fused gradient dy * (onehot - softmax): no
- * [N, V] log-softmax is kept for the backward pass and no gather gradient is needed.
+ * log softmax(logits)[target] per row, with a fused gradient dy * (onehot - softmax). The forward
+ * pass keeps the softmax it computes anyway, so the backward pass needs no second exp over [N, V]
+ * (the two exps were the largest non-matmul cost of a training step) and no gather gradient.
  */
 export function selectLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
   const [N, V] = logits.shape;
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
-    const x = args[0] as tf.Tensor;
+    const x = args[0] as tf.Tensor2D;
     const save = args[1] as tf.GradSaveFunc;
-    const lse = tf.logSumExp(x, -1);
+    const shifted = tf.sub(x, tf.max(x, -1, true));
+    const e = tf.exp(shifted);
+    const sum = tf.sum(e, -1, true);
     // gather with batchDims crashes the wasm backend; gatherND over (row, target) pairs does not.
-    const rows = tf.range(0, targets.shape[0], 1, 'int32');
-    const picked = tf.gatherND(x, tf.stack([rows, targets], 1)) as tf.Tensor1D;
-    save([x, lse, tf.stack([rows, targets], 1)]);
+    const pairs = tf.stack([tf.range(0, targets.shape[0], 1, 'int32'), targets], 1);
+    const picked = tf.gatherND(shifted, pairs) as tf.Tensor1D;
+    save([tf.div(e, sum), pairs]);
     return {
-      value: tf.sub(picked, lse),
+      value: tf.sub(picked, tf.reshape(tf.log(sum), [-1])),
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const [xs, l, pairs] = saved;
-        const p = tf.exp(tf.sub(xs, tf.reshape(l, [-1, 1])));
+        const [p, pr] = saved;
         // dy * (onehot - softmax), the onehot part as a scatter of dy into [N, V].
-        return tf.sub(tf.scatterND(pairs, dy, [N, V]), tf.mul(p, tf.reshape(dy, [-1, 1])));
+        return tf.sub(tf.scatterND(pr, dy, [N, V]), tf.mul(p, tf.reshape(dy, [-1, 1])));
       },
     };
   });
@@ -431,12 +433,12 @@ export class LlamaModel {
   tokenLogProbs(
     ids: tf.Tensor2D,
     targets: tf.Tensor2D,
-    opts: { withEntropy?: boolean } = {},
+    opts: { withEntropy?: boolean; attention?: ForwardOptions['attention'] } = {},
   ): { logp: tf.Tensor2D; entropy?: tf.Tensor2D } {
     const [B, T] = ids.shape;
     if (targets.shape[0] !== B || targets.shape[1] !== T)
       throw new AgroError('invalid_input', `targets shape [${targets.shape}] differs from ids shape [${ids.shape}]`);
-    const logits = this.logits(this.forwardHidden(ids).hidden);
+    const logits = this.logits(this.forwardHidden(ids, { attention: opts.attention }).hidden);
     // Out-of-range targets (e.g. -1 padding) would read outside the wasm heap: clamp them; callers mask those positions.
     const tg = tf.clipByValue(tf.reshape(targets, [-1]), 0, this.config.vocabSize - 1) as tf.Tensor1D;
     const logp = tf.reshape(selectLogProbs(logits, tg), [B, T]) as tf.Tensor2D;
