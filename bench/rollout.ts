@@ -1,6 +1,7 @@
-// `npm run bench -- rollout [--new-tokens N] [--threads 1,2] [--no-ref]`
+// `npm run bench -- rollout [--new-tokens N] [--threads 1,2] [--long-prompt N] [--no-ref]`
 // Sampling throughput of the rollout engines on bench/model.ts's architecture (random weights):
-// batch 8 x N new tokens from 16-token prompts, and 1 prompt x G=8 (the GRPO group shape), for the
+// batch 8 x N new tokens from 16-token prompts, 1 prompt x G=8 (the GRPO group shape), and 1 x G=8
+// from a 320-token prompt (a rollout's first turn: the prefill counts), for the
 // TF.js engine (wasm), the llama.cpp engine at 1 and 2 threads (its native sampler) and at 1 thread
 // drawing in JS from full logits (`-js`), and the PyTorch reference
 // (bench/_model_ref.py's KV-cache sampler). Also the llama.cpp sync time (GGUF export + reload)
@@ -23,6 +24,7 @@ interface Row {
   engine: string;
   batchTps: number;
   groupTps: number;
+  longTps: number;
   syncMs?: string;
   peakRssMiB: number;
 }
@@ -30,7 +32,7 @@ interface Row {
 let peak = 0;
 const notePeak = (): void => void (peak = Math.max(peak, process.memoryUsage().rss));
 
-async function measure(engine: RolloutEngine, prompts: number[][], newTokens: number): Promise<{ batchTps: number; groupTps: number }> {
+async function measure(engine: RolloutEngine, prompts: number[][], newTokens: number, longPrompt: number[]): Promise<{ batchTps: number; groupTps: number; longTps: number }> {
   await engine.sampleGroups(prompts, 1, { maxNewTokens: 4, seed: 1 }); // warm-up
   const t1 = performance.now();
   const out = await engine.sampleGroups(prompts, 1, { maxNewTokens: newTokens, seed: 1 });
@@ -40,8 +42,12 @@ async function measure(engine: RolloutEngine, prompts: number[][], newTokens: nu
   const grp = await engine.sampleGroups([prompts[0]], ARCH.batch, { maxNewTokens: newTokens, seed: 2 });
   const groupS = (performance.now() - t2) / 1000;
   notePeak();
+  const t3 = performance.now();
+  const long = await engine.sampleGroups([longPrompt], ARCH.batch, { maxNewTokens: newTokens, seed: 3 });
+  const longS = (performance.now() - t3) / 1000;
+  notePeak();
   const n = (g: { tokens: number[] }[][]): number => g.flat().reduce((a, s) => a + s.tokens.length, 0);
-  return { batchTps: n(out) / batchS, groupTps: n(grp) / groupS };
+  return { batchTps: n(out) / batchS, groupTps: n(grp) / groupS, longTps: n(long) / longS };
 }
 
 export async function run(args: string[]): Promise<void> {
@@ -57,10 +63,13 @@ export async function run(args: string[]): Promise<void> {
   const tok = Tokenizer.train(['SELECT name FROM singer WHERE age > 30', 'How many singers are there?'], { vocabSize: 300, specialTokens: DEFAULT_SPECIAL_TOKENS });
   const rng = new Rng(0);
   const prompts = Array.from({ length: ARCH.batch }, () => Array.from({ length: ARCH.promptLen }, () => rng.int(ARCH.vocab)));
+  // The shape of a GRPO rollout's first turn: one long prompt (schema + question), G samples.
+  const longLen = Number(flag(args, '--long-prompt', '320'));
+  const longPrompt = Array.from({ length: longLen }, () => rng.int(ARCH.vocab));
   console.log(`architecture: ${JSON.stringify(ARCH)}; ${newTokens} new tokens per sample; temperature 1`);
 
   const rows: Row[] = [];
-  const tf = await measure(new TfjsEngine(model), prompts, newTokens);
+  const tf = await measure(new TfjsEngine(model), prompts, newTokens, longPrompt);
   rows.push({ engine: 'tfjs-wasm', ...tf, peakRssMiB: peak / 2 ** 20 });
   console.log('  done tfjs');
   const configs = [...threadList.map((threads) => ({ threads, sampling: 'native' as const })), { threads: 1, sampling: 'js' as const }];
@@ -72,7 +81,7 @@ export async function run(args: string[]): Promise<void> {
       syncs.push(engine.lastSync!.exportMs + engine.lastSync!.loadMs);
     }
     const s = engine.lastSync!;
-    const r = await measure(engine, prompts, newTokens);
+    const r = await measure(engine, prompts, newTokens, longPrompt);
     notePeak();
     rows.push({
       engine: `llama.cpp-${threads}t${sampling === 'js' ? '-js' : ''}`,
@@ -91,17 +100,20 @@ export async function run(args: string[]): Promise<void> {
         console.log(r);
         break;
       }
-      refs.push({ engine: r.engine, batchTps: r.sampleTokensPerSec, groupTps: NaN, peakRssMiB: r.peakRssMiB });
+      refs.push({ engine: r.engine, batchTps: r.sampleTokensPerSec, groupTps: NaN, longTps: NaN, peakRssMiB: r.peakRssMiB });
     }
   // Ratios against the fastest reference configuration (two threads can be slower on a busy 2-core machine).
   const ref = refs.length ? refs.reduce((a, b) => (b.batchTps > a.batchTps ? b : a)) : undefined;
   const tfRef = rows[0];
-  console.log('\nengine           batch 8 tok/s  group 1x8 tok/s  vs torch  vs tfjs (batch / group)  peak RSS MiB  sync ms');
+  const num = (x: number): string => (Number.isNaN(x) ? '-' : x.toFixed(0));
+  const rel = (x: number, y: number): string => (Number.isNaN(x) ? '-' : `${(x / y).toFixed(2)}x`);
+  console.log(`\nnew tokens/s; ratios vs tfjs in (); group = 1 prompt x G=${ARCH.batch}; long = group with a ${longLen}-token prompt (prefill included)`);
+  console.log('engine           batch 8       group 1x8      long 1x8       vs torch (batch)  peak RSS MiB  sync ms');
   for (const r of [...rows, ...refs]) {
-    const vsTorch = ref ? `${(r.batchTps / ref.batchTps).toFixed(2)}x` : 'n/a';
-    const vsTf = `${(r.batchTps / tfRef.batchTps).toFixed(2)}x / ${Number.isNaN(r.groupTps) ? '-' : (r.groupTps / tfRef.groupTps).toFixed(2) + 'x'}`;
+    const cell = (x: number, y: number): string => `${num(x)} (${rel(x, y)})`.padEnd(14);
+    const vsTorch = ref ? rel(r.batchTps, ref.batchTps) : 'n/a';
     console.log(
-      `${r.engine.padEnd(16)} ${r.batchTps.toFixed(0).padStart(13)} ${(Number.isNaN(r.groupTps) ? '-' : r.groupTps.toFixed(0)).padStart(16)} ${vsTorch.padStart(9)}  ${vsTf.padStart(22)} ${r.peakRssMiB.toFixed(0).padStart(13)}  ${r.syncMs ?? '-'}`,
+      `${r.engine.padEnd(16)} ${cell(r.batchTps, tfRef.batchTps)} ${cell(r.groupTps, tfRef.groupTps)} ${cell(r.longTps, tfRef.longTps)} ${vsTorch.padStart(16)} ${r.peakRssMiB.toFixed(0).padStart(13)}  ${r.syncMs ?? '-'}`,
     );
   }
   if (ref) console.log(`torch ratios are against ${ref.engine} (its sampler has no group path: batch 8 only)`);

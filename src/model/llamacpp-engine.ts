@@ -176,6 +176,7 @@ export class LlamaCppEngine implements RolloutEngine {
       if ('logits' in next) return rs.step(rows[i], next.logits);
       return { token: next.token, more: rs.record(rows[i], next.token, next.logprob) };
     };
+    await sharePrompts(seqs, prompts);
     // Issued in the same tick, node-llama-cpp gathers the rows' tokens into one llama_decode.
     let results = await Promise.all(rows.map((s, i) => prefill(seqs[i], prompts[i], request(s), V)));
     let live = rows.map((_, i) => i);
@@ -220,7 +221,7 @@ function assignSequences(all: LlamaContextSequence[], prompts: number[][]): Llam
     let best: LlamaContextSequence | null = null;
     let bestLen = -1;
     for (const s of free) {
-      const n = s.nextTokenIndex === 0 ? 0 : s.compareContextTokens(p as Token[]).firstDifferentIndex;
+      const n = sharedPrefix(s, p);
       if (n > bestLen) {
         best = s;
         bestLen = n;
@@ -231,10 +232,45 @@ function assignSequences(all: LlamaContextSequence[], prompts: number[][]): Llam
   });
 }
 
+/** node-llama-cpp's internal KV copy between sequences of one context (3.22; absent -> no sharing). */
+type CopyableSequence = LlamaContextSequence & { _copyStateFromOtherSequence?: (other: LlamaContextSequence, upToTokenIndex: number) => Promise<boolean> };
+
+/** Cached tokens of seq that are a prefix of prompt. */
+function sharedPrefix(seq: LlamaContextSequence, prompt: number[]): number {
+  return seq.nextTokenIndex === 0 ? 0 : seq.compareContextTokens(prompt as Token[]).firstDifferentIndex;
+}
+
+/**
+ * Rows with the same prompt (a GRPO group) evaluate it once: the first row's sequence evaluates all
+ * but the last prompt token, and its KV cache is copied to the others (llama_memory_seq_cp), as
+ * generate.ts repeats a prompt's cache for its G samples.
+ */
+async function sharePrompts(seqs: LlamaContextSequence[], prompts: number[][]): Promise<void> {
+  const groups = new Map<number[], number[]>();
+  prompts.forEach((p, i) => groups.set(p, [...(groups.get(p) ?? []), i]));
+  const shared = [...groups].filter(([p, idx]) => idx.length > 1 && p.length > 1 && idx.some((i) => sharedPrefix(seqs[i], p) < p.length - 1));
+  if (shared.length === 0 || typeof (seqs[0] as CopyableSequence)._copyStateFromOtherSequence !== 'function') return;
+  await Promise.all(
+    shared.map(async ([p, idx]) => {
+      const lead = seqs[idx[0]];
+      const keep = sharedPrefix(lead, p);
+      if (keep < lead.nextTokenIndex) await lead.eraseContextTokenRanges([{ start: keep, end: lead.nextTokenIndex }]);
+      if (keep < p.length - 1) await lead.evaluateWithoutGeneratingNewTokens(p.slice(keep, -1) as Token[]);
+    }),
+  );
+  for (const [p, idx] of shared)
+    for (const i of idx.slice(1)) {
+      const seq = seqs[i] as CopyableSequence;
+      if (sharedPrefix(seq, p) >= p.length - 1) continue;
+      // On a failed copy the sequence's bookkeeping is unreliable: start it over (prefill evaluates the whole prompt).
+      if (!(await seq._copyStateFromOtherSequence!(seqs[idx[0]], p.length - 1))) await seq.clearHistory();
+    }
+}
+
 /** Evaluate the prompt's tokens after the part already in the sequence's cache; the next-token result after its last token. */
 async function prefill(seq: LlamaContextSequence, prompt: number[], request: GenerateNext['1']['generateNext'], V: number): Promise<Next> {
   // The last prompt token is always evaluated again: its logits are not kept from an earlier call.
-  const keep = Math.min(prompt.length - 1, seq.nextTokenIndex === 0 ? 0 : seq.compareContextTokens(prompt as Token[]).firstDifferentIndex);
+  const keep = Math.min(prompt.length - 1, sharedPrefix(seq, prompt));
   if (keep < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
   const items: (Token | GenerateNext)[] = prompt.slice(keep, -1) as Token[];
   items.push([prompt[prompt.length - 1] as Token, { generateNext: request }]);
