@@ -14,7 +14,7 @@ import { headDimOf, resolveModelConfig } from './config.ts';
 import type { ModelConfig } from './config.ts';
 import { fusedAttention, fusedAttentionSupports } from './kernels/attention.ts';
 import type { RopeTables } from './kernels/attention.ts';
-import { nativeMatMulActive } from './native.ts';
+import { logSoftmaxSelect, logSoftmaxSelectGrad, nativeMatMulActive } from './native.ts';
 
 export type WeightMap = Map<string, { shape: number[]; data: Float32Array }>;
 
@@ -81,6 +81,20 @@ export function embedLookup(table: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
  */
 export function selectLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
   const [N, V] = logits.shape;
+  if (nativeMatMulActive()) {
+    // The same computation as below in one native pass (native/softmax.cc).
+    const nf = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+      const { logp, probs } = logSoftmaxSelect(args[0] as tf.Tensor2D, targets);
+      // targets too: the forward scope disposes what is not saved.
+      (args[1] as tf.GradSaveFunc)([probs, targets]);
+      return {
+        value: logp,
+        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) =>
+          logSoftmaxSelectGrad(saved[0] as tf.Tensor2D, saved[1] as tf.Tensor1D, dy as tf.Tensor1D),
+      };
+    });
+    return nf(logits) as tf.Tensor1D;
+  }
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const x = args[0] as tf.Tensor2D;
     const save = args[1] as tf.GradSaveFunc;

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from '../../src/model/backend.ts';
-import { installNativeMatMul, nativeMatMulActive, setNativeMatMul } from '../../src/model/native.ts';
+import { installNativeMatMul, logSoftmaxSelect, logSoftmaxSelectGrad, nativeMatMulActive, setNativeMatMul } from '../../src/model/native.ts';
 import { mm } from '../../src/model/llama.ts';
 
 await initBackend('wasm');
@@ -40,6 +40,7 @@ function compare(aShape: number[], bShape: number[], tA: boolean, tB: boolean): 
 
 const shapes: [number[], number[], boolean, boolean][] = [
   [[7, 5], [5, 3], false, false], // smaller than one 6 x 16 tile
+  [[8, 40], [40, 100], false, false], // few rows: B read in place, ragged last panel packed
   [[37, 19], [19, 23], false, false], // ragged tiles
   [[19, 37], [23, 19], true, true],
   [[300, 70], [300, 41], true, false], // K = 300 spans two 256-deep blocks
@@ -77,4 +78,33 @@ test('the native matmul stays correct after the wasm heap grows, and shape error
   compare([40, 30], [30, 20], false, false);
   big.dispose();
   assert.throws(() => tf.matMul(tf.ones([3, 4]), tf.ones([5, 2])), /inner shapes|must match/i);
+});
+
+test('the native fused loss equals log-softmax + select, and its gradient dy * (onehot - softmax)', { skip: !status.active && 'addon off' }, () => {
+  // V = 37: not a multiple of the 8-lane exp; one row with huge logits checks the max shift.
+  const N = 6;
+  const V = 37;
+  // Rounded to float32 first, so that the float64 reference sees exactly the tensor's values.
+  const xs = Array.from({ length: N }, (_, n) => Array.from({ length: V }, (_, j) => Math.fround((n === 5 ? 900 : 0) + Math.sin(n * 7 + j) * 6)));
+  const x = tf.tensor2d(xs) as tf.Tensor2D;
+  const t = [0, 3, 36, 5, 7, 20];
+  const targets = tf.tensor1d(t, 'int32') as tf.Tensor1D;
+  const dy = tf.tensor1d([1, -2, 0.5, 3, 0, 1]) as tf.Tensor1D;
+  const { logp, probs } = logSoftmaxSelect(x, targets);
+  const gx = logSoftmaxSelectGrad(probs, targets, dy).arraySync() as number[][];
+  const lp = logp.dataSync();
+  const pr = probs.arraySync() as number[][];
+  xs.forEach((row, n) => {
+    // Reference in float64 by hand.
+    const m = Math.max(...row);
+    const s = row.reduce((a, v) => a + Math.exp(v - m), 0);
+    assert.ok(Math.abs(lp[n] - (row[t[n]] - m - Math.log(s))) < 1e-5, `logp ${n}`);
+    row.forEach((v, j) => {
+      const p = Math.exp(v - m) / s;
+      assert.ok(Math.abs(pr[n][j] - p) < 1e-6, `p ${n},${j}`);
+      const g = dy.dataSync()[n] * ((j === t[n] ? 1 : 0) - p);
+      assert.ok(Math.abs(gx[n][j] - g) < 1e-5, `grad ${n},${j}`);
+    });
+  });
+  tf.dispose([x, targets, dy, logp, probs]);
 });

@@ -1,0 +1,138 @@
+// N-API bindings of agro's native kernels. Every kernel works in place on a Uint8Array over the
+// TF.js wasm heap (byte offsets of the tensors' memory), so no tensor data is copied.
+#include <node_api.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "kernels.h"
+#include "pool.h"
+
+namespace agro {
+
+Pool &pool() {
+  // One pool per process, left to the OS at exit: joining threads during addon teardown can hang Node.
+  static Pool *p = [] {
+    const char *env = std::getenv("AGRO_NATIVE_THREADS");
+    int n = env && std::atoi(env) > 0 ? std::atoi(env) : (int)std::min(std::max(1u, std::thread::hardware_concurrency()), 8u);
+    return new Pool(n);
+  }();
+  return *p;
+}
+
+namespace {
+
+#define CHECK(call)                                                   \
+  do {                                                                \
+    if ((call) != napi_ok) {                                          \
+      napi_throw_error(env, nullptr, "agro native: " #call);          \
+      return nullptr;                                                 \
+    }                                                                 \
+  } while (0)
+
+struct Heap {
+  char *base = nullptr;
+  size_t bytes = 0;
+  // An operand of `n` 4-byte elements at byte offset `off` lies inside the heap.
+  bool fits(long off, long n) const { return off >= 0 && off % 4 == 0 && n >= 0 && (size_t)(off + n * 4) <= bytes; }
+  template <typename T> T *at(long off) const { return reinterpret_cast<T *>(base + off); }
+};
+
+// Reads (heap, numbers...) arguments. The heap is a Uint8Array over the wasm memory, which TF.js
+// allocates as a SharedArrayBuffer: N-API in Node 20 reads typed arrays over shared buffers but
+// not the shared buffers themselves.
+bool read_args(napi_env env, napi_callback_info info, size_t want, Heap &heap, double *v) {
+  size_t argc = 16;
+  napi_value argv[16];
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok || argc != want + 1) {
+    napi_throw_type_error(env, nullptr, "agro native: wrong number of arguments");
+    return false;
+  }
+  napi_typedarray_type type;
+  void *data;
+  if (napi_get_typedarray_info(env, argv[0], &type, &heap.bytes, &data, nullptr, nullptr) != napi_ok || type != napi_uint8_array) {
+    napi_throw_type_error(env, nullptr, "agro native: the heap must be a Uint8Array");
+    return false;
+  }
+  heap.base = static_cast<char *>(data);
+  for (size_t i = 0; i < want; i++)
+    if (napi_get_value_double(env, argv[i + 1], &v[i]) != napi_ok) {
+      napi_throw_type_error(env, nullptr, "agro native: arguments after the heap must be numbers");
+      return false;
+    }
+  return true;
+}
+
+napi_value out_of_heap(napi_env env) {
+  napi_throw_range_error(env, nullptr, "agro native: operands outside the heap");
+  return nullptr;
+}
+
+// gemm(heap, aOff, bOff, cOff, M, N, K, transA, transB, batch, aBatchStride, bBatchStride)
+// A is [M,K] (or [K,M] when transA), B is [K,N] (or [N,K] when transB), C is [M,N] per batch
+// entry; batch strides in elements (0 = the operand is shared by the whole batch).
+napi_value Gemm(napi_env env, napi_callback_info info) {
+  Heap h;
+  double v[11];
+  if (!read_args(env, info, 11, h, v)) return nullptr;
+  long aOff = (long)v[0], bOff = (long)v[1], cOff = (long)v[2], M = (long)v[3], N = (long)v[4], K = (long)v[5];
+  bool tA = v[6] != 0, tB = v[7] != 0;
+  long batch = (long)v[8], sA = (long)v[9], sB = (long)v[10];
+  if (M < 0 || N < 0 || K < 0 || batch < 1 || !h.fits(aOff, (batch - 1) * sA + M * K) ||
+      !h.fits(bOff, (batch - 1) * sB + K * N) || !h.fits(cOff, batch * M * N))
+    return out_of_heap(env);
+  for (long i = 0; i < batch; i++) {
+    const float *ap = h.at<const float>(aOff) + i * sA, *bp = h.at<const float>(bOff) + i * sB;
+    float *cp = h.at<float>(cOff) + i * M * N;
+    gemm_strided(ap, tA ? 1 : K, tA ? M : 1, bp, tB ? 1 : N, tB ? K : 1, cp, M, N, K);
+  }
+  return nullptr;
+}
+
+// logSoftmaxSelect(heap, xOff, tOff, logpOff, pOff, N, V)
+napi_value LogSoftmaxSelect(napi_env env, napi_callback_info info) {
+  Heap h;
+  double v[6];
+  if (!read_args(env, info, 6, h, v)) return nullptr;
+  long x = (long)v[0], t = (long)v[1], lp = (long)v[2], p = (long)v[3], N = (long)v[4], V = (long)v[5];
+  if (N < 0 || V < 1 || !h.fits(x, N * V) || !h.fits(t, N) || !h.fits(lp, N) || !h.fits(p, N * V)) return out_of_heap(env);
+  log_softmax_select(h.at<const float>(x), h.at<const int>(t), h.at<float>(lp), h.at<float>(p), N, V);
+  return nullptr;
+}
+
+// logSoftmaxSelectGrad(heap, pOff, tOff, dyOff, dxOff, N, V)
+napi_value LogSoftmaxSelectGrad(napi_env env, napi_callback_info info) {
+  Heap h;
+  double v[6];
+  if (!read_args(env, info, 6, h, v)) return nullptr;
+  long p = (long)v[0], t = (long)v[1], dy = (long)v[2], dx = (long)v[3], N = (long)v[4], V = (long)v[5];
+  if (N < 0 || V < 1 || !h.fits(p, N * V) || !h.fits(t, N) || !h.fits(dy, N) || !h.fits(dx, N * V)) return out_of_heap(env);
+  log_softmax_select_grad(h.at<const float>(p), h.at<const int>(t), h.at<const float>(dy), h.at<float>(dx), N, V);
+  return nullptr;
+}
+
+napi_value Info(napi_env env, napi_callback_info) {
+  napi_value obj, kname, threads;
+  CHECK(napi_create_object(env, &obj));
+  CHECK(napi_create_string_utf8(env, gemm_kernel_name(), NAPI_AUTO_LENGTH, &kname));
+  CHECK(napi_create_int32(env, pool().size(), &threads));
+  CHECK(napi_set_named_property(env, obj, "kernel", kname));
+  CHECK(napi_set_named_property(env, obj, "threads", threads));
+  return obj;
+}
+
+napi_value Init(napi_env env, napi_value exports) {
+  const struct { const char *name; napi_callback fn; } fns[] = {
+      {"gemm", Gemm}, {"logSoftmaxSelect", LogSoftmaxSelect}, {"logSoftmaxSelectGrad", LogSoftmaxSelectGrad}, {"info", Info}};
+  for (const auto &f : fns) {
+    napi_value v;
+    CHECK(napi_create_function(env, f.name, NAPI_AUTO_LENGTH, f.fn, nullptr, &v));
+    CHECK(napi_set_named_property(env, exports, f.name, v));
+  }
+  return exports;
+}
+
+}  // namespace
+}  // namespace agro
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, agro::Init)

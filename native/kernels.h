@@ -1,0 +1,15 @@
+// The addon's kernels (native/*.cc); N-API bindings are in native/addon.cc.
+#pragma once
+
+namespace agro {
+
+// C[M,N] = A B with A(i,k) = ap[i*ars + k*acs], B(k,j) = bp[k*brs + j*bcs]; C row-major, overwritten.
+void gemm_strided(const float *ap, long ars, long acs, const float *bp, long brs, long bcs, float *c, long M, long N, long K);
+const char *gemm_kernel_name();
+
+// Row-wise over x [N, V]: p = softmax(x), logp[n] = log p[n, t[n]] (as x[t] - logsumexp(x), no underflow).
+void log_softmax_select(const float *x, const int *t, float *logp, float *p, long N, long V);
+// dx = dy[n] * (onehot(t[n]) - p[n, :]): the gradient of log_softmax_select's logp.
+void log_softmax_select_grad(const float *p, const int *t, const float *dy, float *dx, long N, long V);
+
+}  // namespace agro
