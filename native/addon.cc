@@ -111,6 +111,53 @@ napi_value LogSoftmaxSelectGrad(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// swiglu(heap, guOff, outOff, N, I)
+napi_value SwiGlu(napi_env env, napi_callback_info info) {
+  Heap h;
+  double v[4];
+  if (!read_args(env, info, 4, h, v)) return nullptr;
+  long gu = (long)v[0], out = (long)v[1], N = (long)v[2], I = (long)v[3];
+  if (N < 0 || I < 1 || !h.fits(gu, N * 2 * I) || !h.fits(out, N * I)) return out_of_heap(env);
+  swiglu(h.at<const float>(gu), h.at<float>(out), N, I);
+  return nullptr;
+}
+
+// swigluGrad(heap, guOff, dyOff, dguOff, N, I)
+napi_value SwiGluGrad(napi_env env, napi_callback_info info) {
+  Heap h;
+  double v[5];
+  if (!read_args(env, info, 5, h, v)) return nullptr;
+  long gu = (long)v[0], dy = (long)v[1], dgu = (long)v[2], N = (long)v[3], I = (long)v[4];
+  if (N < 0 || I < 1 || !h.fits(gu, N * 2 * I) || !h.fits(dy, N * I) || !h.fits(dgu, N * 2 * I)) return out_of_heap(env);
+  swiglu_grad(h.at<const float>(gu), h.at<const float>(dy), h.at<float>(dgu), N, I);
+  return nullptr;
+}
+
+// rmsNorm(heap, xOff, wOff, eps, yOff, rstdOff, N, H)
+napi_value RmsNorm(napi_env env, napi_callback_info info) {
+  Heap h;
+  double v[7];
+  if (!read_args(env, info, 7, h, v)) return nullptr;
+  long x = (long)v[0], w = (long)v[1], y = (long)v[3], r = (long)v[4], N = (long)v[5], H = (long)v[6];
+  if (N < 0 || H < 1 || !h.fits(x, N * H) || !h.fits(w, H) || !h.fits(y, N * H) || !h.fits(r, N)) return out_of_heap(env);
+  rms_norm(h.at<const float>(x), h.at<const float>(w), (float)v[2], h.at<float>(y), h.at<float>(r), N, H);
+  return nullptr;
+}
+
+// rmsNormGrad(heap, xOff, wOff, rstdOff, dyOff, dxOff, dwOff, N, H)
+napi_value RmsNormGrad(napi_env env, napi_callback_info info) {
+  Heap h;
+  double v[8];
+  if (!read_args(env, info, 8, h, v)) return nullptr;
+  long x = (long)v[0], w = (long)v[1], r = (long)v[2], dy = (long)v[3], dx = (long)v[4], dw = (long)v[5], N = (long)v[6], H = (long)v[7];
+  if (N < 0 || H < 1 || !h.fits(x, N * H) || !h.fits(w, H) || !h.fits(r, N) || !h.fits(dy, N * H) || !h.fits(dx, N * H) ||
+      !h.fits(dw, H))
+    return out_of_heap(env);
+  rms_norm_grad(h.at<const float>(x), h.at<const float>(w), h.at<const float>(r), h.at<const float>(dy), h.at<float>(dx),
+                h.at<float>(dw), N, H);
+  return nullptr;
+}
+
 napi_value Info(napi_env env, napi_callback_info) {
   napi_value obj, kname, threads;
   CHECK(napi_create_object(env, &obj));
@@ -123,7 +170,9 @@ napi_value Info(napi_env env, napi_callback_info) {
 
 napi_value Init(napi_env env, napi_value exports) {
   const struct { const char *name; napi_callback fn; } fns[] = {
-      {"gemm", Gemm}, {"logSoftmaxSelect", LogSoftmaxSelect}, {"logSoftmaxSelectGrad", LogSoftmaxSelectGrad}, {"info", Info}};
+      {"gemm", Gemm},       {"logSoftmaxSelect", LogSoftmaxSelect}, {"logSoftmaxSelectGrad", LogSoftmaxSelectGrad},
+      {"swiglu", SwiGlu},   {"swigluGrad", SwiGluGrad},             {"rmsNorm", RmsNorm},
+      {"rmsNormGrad", RmsNormGrad}, {"info", Info}};
   for (const auto &f : fns) {
     napi_value v;
     CHECK(napi_create_function(env, f.name, NAPI_AUTO_LENGTH, f.fn, nullptr, &v));

@@ -13,3 +13,14 @@ void log_softmax_select(const float *x, const int *t, float *logp, float *p, lon
 void log_softmax_select_grad(const float *p, const int *t, const float *dy, float *dx, long N, long V);
 
 }  // namespace agro
+
+namespace agro {
+
+// gu [N, 2I] = [gate | up] -> out [N, I] = silu(gate) * up; the gradient writes d(gu) [N, 2I].
+void swiglu(const float *gu, float *out, long N, long I);
+void swiglu_grad(const float *gu, const float *dy, float *dgu, long N, long I);
+// y = x * rstd * w per row of x [N, H], rstd = 1 / sqrt(mean(x^2) + eps) [N]; the gradient gives dx and dw [H].
+void rms_norm(const float *x, const float *w, float eps, float *y, float *rstd, long N, long H);
+void rms_norm_grad(const float *x, const float *w, const float *rstd, const float *dy, float *dx, float *dw, long N, long H);
+
+}  // namespace agro

@@ -14,7 +14,9 @@ import { headDimOf, resolveModelConfig } from './config.ts';
 import type { ModelConfig } from './config.ts';
 import { fusedAttention, fusedAttentionSupports } from './kernels/attention.ts';
 import type { RopeTables } from './kernels/attention.ts';
-import { logSoftmaxSelect, logSoftmaxSelectGrad, nativeMatMulActive } from './native.ts';
+import {
+  logSoftmaxSelect, logSoftmaxSelectGrad, nativeMatMulActive, rmsNormNative, rmsNormNativeGrad, swiGluNative, swiGluNativeGrad,
+} from './native.ts';
 
 export type WeightMap = Map<string, { shape: number[]; data: Float32Array }>;
 
@@ -146,8 +148,26 @@ export function mm(a: tf.Tensor2D, b: tf.Tensor2D, transposeB = false): tf.Tenso
   return f(a, b) as tf.Tensor2D;
 }
 
-/** RMSNorm x * rsqrt(mean(x^2) + eps) * w with a hand-written gradient (a few ops instead of a dozen). */
+/**
+ * RMSNorm x * rsqrt(mean(x^2) + eps) * w with a hand-written gradient: one native pass each way
+ * with the addon, else a few TF.js ops instead of the dozen autodiff would record.
+ */
 export function rmsNorm(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D {
+  if (nativeMatMulActive()) {
+    const nf = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+      const [xs, ws] = args as [tf.Tensor2D, tf.Tensor1D];
+      const { y, rstd } = rmsNormNative(xs, ws, eps);
+      (args[2] as tf.GradSaveFunc)([xs, ws, rstd]);
+      return {
+        value: y,
+        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+          const { dx, dw } = rmsNormNativeGrad(saved[0] as tf.Tensor2D, saved[1] as tf.Tensor1D, saved[2] as tf.Tensor1D, dy as tf.Tensor2D);
+          return [dx, dw];
+        },
+      };
+    });
+    return nf(x, w) as tf.Tensor2D;
+  }
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [xs, ws] = args as [tf.Tensor2D, tf.Tensor1D];
     const r = tf.rsqrt(tf.add(tf.mean(tf.square(xs), -1, true), eps));
@@ -168,7 +188,23 @@ export function rmsNorm(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D 
 }
 
 function rmsNormForward(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D {
+  if (nativeMatMulActive()) return rmsNormNative(x, w as tf.Tensor1D, eps).y;
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps))), w);
+}
+
+/** SwiGLU silu(gate) * up over the fused projection gu = [gate | up] [N, 2I]. */
+export function swiGlu(gu: tf.Tensor2D, noGrad = false): tf.Tensor2D {
+  if (nativeMatMulActive()) {
+    if (noGrad) return swiGluNative(gu);
+    const nf = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+      const x = args[0] as tf.Tensor2D;
+      (args[1] as tf.GradSaveFunc)([x]);
+      return { value: swiGluNative(x), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => swiGluNativeGrad(saved[0] as tf.Tensor2D, dy as tf.Tensor2D) };
+    });
+    return nf(gu) as tf.Tensor2D;
+  }
+  const [gate, up] = tf.split(gu, 2, 1);
+  return tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
 }
 
 function ropeForward(x: tf.Tensor4D, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor4D {
@@ -317,9 +353,8 @@ export class LlamaModel {
       if (layer.bqkv) qkv = tf.add(qkv, layer.bqkv);
       x = tf.add(x, lin(attend(qkv, li), layer.wo as tf.Tensor2D));
       const h2 = norm(x, layer.ln2, c.rmsNormEps);
-      const [gate, up] = tf.split(lin(h2, layer.wgu as tf.Tensor2D), 2, 1);
-      const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
-      x = tf.add(x, lin(act as tf.Tensor2D, layer.wdown as tf.Tensor2D));
+      const act = swiGlu(lin(h2, layer.wgu as tf.Tensor2D), ng);
+      x = tf.add(x, lin(act, layer.wdown as tf.Tensor2D));
     });
     return { hidden: norm(x, this.norm, c.rmsNormEps), cache: newCache };
   }

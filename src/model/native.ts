@@ -17,6 +17,10 @@ interface NativeAddon {
   ): void;
   logSoftmaxSelect(heap: Uint8Array, xOff: number, tOff: number, logpOff: number, pOff: number, N: number, V: number): void;
   logSoftmaxSelectGrad(heap: Uint8Array, pOff: number, tOff: number, dyOff: number, dxOff: number, N: number, V: number): void;
+  swiglu(heap: Uint8Array, guOff: number, outOff: number, N: number, I: number): void;
+  swigluGrad(heap: Uint8Array, guOff: number, dyOff: number, dguOff: number, N: number, I: number): void;
+  rmsNorm(heap: Uint8Array, xOff: number, wOff: number, eps: number, yOff: number, rstdOff: number, N: number, H: number): void;
+  rmsNormGrad(heap: Uint8Array, xOff: number, wOff: number, rstdOff: number, dyOff: number, dxOff: number, dwOff: number, N: number, H: number): void;
   info(): { kernel: string; threads: number };
 }
 
@@ -85,50 +89,99 @@ const offsetOf = (backend: BackendWasm, t: tf.TensorInfo): number => backend.dat
 // Re-read after makeOutput, which may have grown the heap.
 const heapOf = (backend: BackendWasm): Uint8Array => (backend.wasm as unknown as { HEAPU8: Uint8Array }).HEAPU8;
 
-/** Kernel names of the fused loss (see logSoftmaxSelect below). */
-const LSS = 'AgroLogSoftmaxSelect';
-const LSS_GRAD = 'AgroLogSoftmaxSelectGrad';
+type Infos = Record<string, tf.TensorInfo>;
 
-function registerLossKernels(): void {
+/**
+ * A wasm kernel computed by the addon: `run` allocates the outputs with makeOutput, then calls
+ * the addon on heap offsets (the heap is read after the allocations, which may grow it).
+ */
+function registerFused(name: string, run: (inputs: Infos, be: BackendWasm, attrs: Record<string, number>) => tf.TensorInfo | tf.TensorInfo[]): void {
   tf.registerKernel({
-    kernelName: LSS,
+    kernelName: name,
     backendName: 'wasm',
-    kernelFunc: ({ inputs, backend }) => {
-      const { x, targets } = inputs as { x: tf.TensorInfo; targets: tf.TensorInfo };
-      const be = backend as BackendWasm;
-      const [N, V] = x.shape;
-      const logp = be.makeOutput([N], 'float32');
-      const p = be.makeOutput([N, V], 'float32');
-      addon!.logSoftmaxSelect(heapOf(be), offsetOf(be, x), offsetOf(be, targets), offsetOf(be, logp), offsetOf(be, p), N, V);
-      return [logp, p];
-    },
-  });
-  tf.registerKernel({
-    kernelName: LSS_GRAD,
-    backendName: 'wasm',
-    kernelFunc: ({ inputs, backend }) => {
-      const { p, targets, dy } = inputs as { p: tf.TensorInfo; targets: tf.TensorInfo; dy: tf.TensorInfo };
-      const be = backend as BackendWasm;
-      const [N, V] = p.shape;
-      const dx = be.makeOutput([N, V], 'float32');
-      addon!.logSoftmaxSelectGrad(heapOf(be), offsetOf(be, p), offsetOf(be, targets), offsetOf(be, dy), offsetOf(be, dx), N, V);
-      return dx;
-    },
+    kernelFunc: ({ inputs, backend, attrs }) => run(inputs as unknown as Infos, backend as BackendWasm, attrs as unknown as Record<string, number>),
   });
 }
 
-/**
- * Native fused loss: log softmax(x)[target] per row and the softmax itself (for the backward
- * pass), in one pass over x [N, V]. Only while nativeMatMulActive(); targets int32 in [0, V).
+function registerFusedKernels(): void {
+  const lib = addon!;
+  registerFused('AgroLogSoftmaxSelect', ({ x, targets }, be) => {
+    const [N, V] = x.shape;
+    const logp = be.makeOutput([N], 'float32');
+    const p = be.makeOutput([N, V], 'float32');
+    lib.logSoftmaxSelect(heapOf(be), offsetOf(be, x), offsetOf(be, targets), offsetOf(be, logp), offsetOf(be, p), N, V);
+    return [logp, p];
+  });
+  registerFused('AgroLogSoftmaxSelectGrad', ({ p, targets, dy }, be) => {
+    const [N, V] = p.shape;
+    const dx = be.makeOutput([N, V], 'float32');
+    lib.logSoftmaxSelectGrad(heapOf(be), offsetOf(be, p), offsetOf(be, targets), offsetOf(be, dy), offsetOf(be, dx), N, V);
+    return dx;
+  });
+  registerFused('AgroSwiGlu', ({ gu }, be) => {
+    const [N, I2] = gu.shape;
+    const out = be.makeOutput([N, I2 / 2], 'float32');
+    lib.swiglu(heapOf(be), offsetOf(be, gu), offsetOf(be, out), N, I2 / 2);
+    return out;
+  });
+  registerFused('AgroSwiGluGrad', ({ gu, dy }, be) => {
+    const [N, I2] = gu.shape;
+    const dgu = be.makeOutput([N, I2], 'float32');
+    lib.swigluGrad(heapOf(be), offsetOf(be, gu), offsetOf(be, dy), offsetOf(be, dgu), N, I2 / 2);
+    return dgu;
+  });
+  registerFused('AgroRmsNorm', ({ x, w }, be, { eps }) => {
+    const [N, H] = x.shape;
+    const y = be.makeOutput([N, H], 'float32');
+    const rstd = be.makeOutput([N], 'float32');
+    lib.rmsNorm(heapOf(be), offsetOf(be, x), offsetOf(be, w), eps, offsetOf(be, y), offsetOf(be, rstd), N, H);
+    return [y, rstd];
+  });
+  registerFused('AgroRmsNormGrad', ({ x, w, rstd, dy }, be) => {
+    const [N, H] = x.shape;
+    const dx = be.makeOutput([N, H], 'float32');
+    const dw = be.makeOutput([H], 'float32');
+    lib.rmsNormGrad(heapOf(be), offsetOf(be, x), offsetOf(be, w), offsetOf(be, rstd), offsetOf(be, dy), offsetOf(be, dx), offsetOf(be, dw), N, H);
+    return [dx, dw];
+  });
+}
+
+const f32 = (t: tf.Tensor): tf.Tensor => (t.dtype === 'float32' ? t : tf.cast(t, 'float32'));
+
+/*
+ * The fused ops below run only while nativeMatMulActive(); llama.ts keeps a TF.js version of
+ * each for the other cases, and the tests check that both agree.
  */
+
+/** log softmax(x)[target] per row and the softmax itself (kept for the backward pass); x [N, V], targets int32 in [0, V). */
 export function logSoftmaxSelect(x: tf.Tensor2D, targets: tf.Tensor1D): { logp: tf.Tensor1D; probs: tf.Tensor2D } {
-  const [logp, probs] = tf.engine().runKernel(LSS, { x, targets: tf.cast(targets, 'int32') }) as [tf.Tensor1D, tf.Tensor2D];
+  const [logp, probs] = tf.engine().runKernel('AgroLogSoftmaxSelect', { x, targets: tf.cast(targets, 'int32') }) as [tf.Tensor1D, tf.Tensor2D];
   return { logp, probs };
 }
 
 /** dy[n] * (onehot(target[n]) - probs[n, :]): the gradient of logSoftmaxSelect's logp. */
 export function logSoftmaxSelectGrad(probs: tf.Tensor2D, targets: tf.Tensor1D, dy: tf.Tensor1D): tf.Tensor2D {
-  return tf.engine().runKernel(LSS_GRAD, { p: probs, targets: tf.cast(targets, 'int32'), dy: tf.cast(dy, 'float32') }) as tf.Tensor2D;
+  return tf.engine().runKernel('AgroLogSoftmaxSelectGrad', { p: probs, targets: tf.cast(targets, 'int32'), dy: f32(dy) }) as tf.Tensor2D;
+}
+
+/** silu(gate) * up for gu = [gate | up] [N, 2I]. */
+export function swiGluNative(gu: tf.Tensor2D): tf.Tensor2D {
+  return tf.engine().runKernel('AgroSwiGlu', { gu }) as tf.Tensor2D;
+}
+
+export function swiGluNativeGrad(gu: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D {
+  return tf.engine().runKernel('AgroSwiGluGrad', { gu, dy: f32(dy) }) as tf.Tensor2D;
+}
+
+/** RMSNorm rows of x [N, H] by w [H]: y and each row's 1/rms (for the backward pass). */
+export function rmsNormNative(x: tf.Tensor2D, w: tf.Tensor1D, eps: number): { y: tf.Tensor2D; rstd: tf.Tensor1D } {
+  const [y, rstd] = tf.engine().runKernel('AgroRmsNorm', { x, w }, { eps } as unknown as tf.NamedAttrMap) as [tf.Tensor2D, tf.Tensor1D];
+  return { y, rstd };
+}
+
+export function rmsNormNativeGrad(x: tf.Tensor2D, w: tf.Tensor1D, rstd: tf.Tensor1D, dy: tf.Tensor2D): { dx: tf.Tensor2D; dw: tf.Tensor1D } {
+  const [dx, dw] = tf.engine().runKernel('AgroRmsNormGrad', { x, w, rstd, dy: f32(dy) }) as [tf.Tensor2D, tf.Tensor1D];
+  return { dx, dw };
 }
 
 /** Install the native kernels into the wasm backend (idempotent). */
@@ -148,7 +201,7 @@ export function installNativeMatMul(): NativeStatus {
         return r ?? stock.kernelFunc(args);
       },
     });
-    registerLossKernels();
+    registerFusedKernels();
     installed = true;
   }
   return nativeStatus();

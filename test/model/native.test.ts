@@ -2,8 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from '../../src/model/backend.ts';
-import { installNativeMatMul, logSoftmaxSelect, logSoftmaxSelectGrad, nativeMatMulActive, setNativeMatMul } from '../../src/model/native.ts';
-import { mm } from '../../src/model/llama.ts';
+import {
+  installNativeMatMul, logSoftmaxSelect, logSoftmaxSelectGrad, nativeMatMulActive, rmsNormNative, rmsNormNativeGrad,
+  setNativeMatMul, swiGluNative, swiGluNativeGrad,
+} from '../../src/model/native.ts';
+import { LlamaModel, mm } from '../../src/model/llama.ts';
+import { resolveModelConfig } from '../../src/model/config.ts';
 
 await initBackend('wasm');
 const status = installNativeMatMul();
@@ -107,4 +111,65 @@ test('the native fused loss equals log-softmax + select, and its gradient dy * (
     });
   });
   tf.dispose([x, targets, dy, logp, probs]);
+});
+
+test('native SwiGLU and RMSNorm (values and gradients) equal hand-computed ones on ragged sizes', { skip: !status.active && 'addon off' }, () => {
+  const N = 3;
+  const I = 13; // not a multiple of the 8-lane path
+  const gu = Array.from({ length: N }, (_, n) => Array.from({ length: 2 * I }, (_, j) => Math.fround(Math.sin(n * 5 + j) * 4)));
+  const dy = Array.from({ length: N }, (_, n) => Array.from({ length: I }, (_, j) => Math.fround(Math.cos(n + j * 3))));
+  const out = swiGluNative(tf.tensor2d(gu) as tf.Tensor2D).arraySync() as number[][];
+  const dgu = swiGluNativeGrad(tf.tensor2d(gu) as tf.Tensor2D, tf.tensor2d(dy) as tf.Tensor2D).arraySync() as number[][];
+  const sig = (x: number): number => 1 / (1 + Math.exp(-x));
+  for (let n = 0; n < N; n++)
+    for (let i = 0; i < I; i++) {
+      const g = gu[n][i];
+      const u = gu[n][I + i];
+      const s = sig(g);
+      assert.ok(Math.abs(out[n][i] - g * s * u) < 1e-5, `swiglu ${n},${i}`);
+      assert.ok(Math.abs(dgu[n][I + i] - dy[n][i] * g * s) < 1e-5, `d up ${n},${i}`);
+      assert.ok(Math.abs(dgu[n][i] - dy[n][i] * u * s * (1 + g * (1 - s))) < 1e-5, `d gate ${n},${i}`);
+    }
+
+  const H = 11;
+  const x = Array.from({ length: N }, (_, n) => Array.from({ length: H }, (_, j) => Math.fround(Math.sin(n * 3 + j) * 2 + 0.5)));
+  const w = Array.from({ length: H }, (_, j) => Math.fround(1 + j / 10));
+  const dyn = Array.from({ length: N }, (_, n) => Array.from({ length: H }, (_, j) => Math.fround(Math.cos(n * 2 + j))));
+  const eps = 1e-5;
+  const r = rmsNormNative(tf.tensor2d(x) as tf.Tensor2D, tf.tensor1d(w) as tf.Tensor1D, eps);
+  const g = rmsNormNativeGrad(tf.tensor2d(x) as tf.Tensor2D, tf.tensor1d(w) as tf.Tensor1D, r.rstd, tf.tensor2d(dyn) as tf.Tensor2D);
+  const y = r.y.arraySync() as number[][];
+  const dx = g.dx.arraySync() as number[][];
+  const dw = g.dw.dataSync();
+  const dwRef = new Array<number>(H).fill(0);
+  for (let n = 0; n < N; n++) {
+    const rs = 1 / Math.sqrt(x[n].reduce((a, v) => a + v * v, 0) / H + eps);
+    // d/dx_j of sum_k dy_k w_k x_k rs = rs (dy_j w_j - x_j rs^2 mean_k(dy_k w_k x_k))
+    const m = x[n].reduce((a, v, k) => a + dyn[n][k] * w[k] * v, 0) / H;
+    for (let j = 0; j < H; j++) {
+      assert.ok(Math.abs(y[n][j] - x[n][j] * rs * w[j]) < 1e-5, `rms y ${n},${j}`);
+      assert.ok(Math.abs(dx[n][j] - rs * (dyn[n][j] * w[j] - x[n][j] * rs * rs * m)) < 1e-5, `rms dx ${n},${j}`);
+      dwRef[j] += dyn[n][j] * x[n][j] * rs;
+    }
+  }
+  dwRef.forEach((v, j) => assert.ok(Math.abs(dw[j] - v) < 1e-5, `rms dw ${j}`));
+});
+
+test('a model gives the same loss and gradients with the native kernels on and off', { skip: !status.active && 'addon off' }, () => {
+  // hd 16 (fused attention), intermediate 45 (ragged SwiGLU rows), q/k/v biases, untied head.
+  const cfg = resolveModelConfig({ vocabSize: 61, hiddenSize: 64, intermediateSize: 45, numLayers: 2, numHeads: 4, numKvHeads: 2, maxPositions: 32, attentionBias: true, tieEmbeddings: false });
+  const m = new LlamaModel(cfg, { seed: 4 });
+  const ids = tf.tensor2d([[1, 5, 9, 13, 22, 40, 7], [3, 3, 8, 60, 2, 0, 11]], undefined, 'int32');
+  const tg = tf.tensor2d([[5, 9, 13, 22, 40, 7, 3], [3, 8, 60, 2, 0, 11, 59]], undefined, 'int32');
+  const run = (on: boolean): { loss: number; grads: Float32Array[] } => {
+    setNativeMatMul(on);
+    const { value, grads } = tf.variableGrads(() => tf.neg(tf.mean(m.tokenLogProbs(ids, tg).logp)) as tf.Scalar, m.trainableVariables());
+    return { loss: value.dataSync()[0], grads: m.trainableVariables().map((v) => grads[v.name].dataSync() as Float32Array) };
+  };
+  const a = run(true);
+  const b = run(false);
+  setNativeMatMul(true);
+  assert.ok(Math.abs(a.loss - b.loss) < 1e-5);
+  a.grads.forEach((g, i) => g.forEach((v, j) => assert.ok(Math.abs(v - b.grads[i][j]) < 1e-5, `${m.trainableVariables()[i].name}[${j}]`)));
+  m.dispose();
 });
