@@ -87,7 +87,7 @@ test('GRPO with llama.cpp rollouts: synced after every update, and the reward of
   }
   // One sync at the start, then rollout -> update -> sync every step (one-turn episodes: one sample call each).
   assert.deepEqual(engine.events, ['sync', ...Array.from({ length: steps }, () => ['sample', 'sync']).flat()]);
-  for (const r of records) assert.ok(typeof r.time_sync_s === 'number' && r.time_sync_s > 0);
+  for (const r of records) assert.ok(typeof r.time_sync_s === 'number' && r.time_sync_s > 0 && !r.skipped, `step ${r.step}: time_sync_s ${r.time_sync_s}, skipped ${r.skipped}`);
   // The samples come from the engine: if it kept the initial weights the reward could not move.
   const first = records.slice(0, 5).reduce((a, r) => a + r.reward, 0) / 5;
   const last = records.slice(-5).reduce((a, r) => a + r.reward, 0) / 5;
