@@ -158,6 +158,19 @@ napi_value RmsNormGrad(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// adamW(heap, pOff, gOff, mOff, vOff, pOutOff, mOutOff, vOutOff, n, lr, beta1, beta2, eps, decay, bc1, bc2)
+napi_value AdamW(napi_env env, napi_callback_info info) {
+  Heap h;
+  double v[15];
+  if (!read_args(env, info, 15, h, v)) return nullptr;
+  long n = (long)v[7];
+  for (int i = 0; i < 7; i++)
+    if (!h.fits((long)v[i], n)) return out_of_heap(env);
+  adamw(h.at<const float>((long)v[0]), h.at<const float>((long)v[1]), h.at<const float>((long)v[2]), h.at<const float>((long)v[3]),
+        h.at<float>((long)v[4]), h.at<float>((long)v[5]), h.at<float>((long)v[6]), n, v[8], v[9], v[10], v[11], v[12], v[13], v[14]);
+  return nullptr;
+}
+
 napi_value Info(napi_env env, napi_callback_info) {
   napi_value obj, kname, threads;
   CHECK(napi_create_object(env, &obj));
@@ -172,7 +185,7 @@ napi_value Init(napi_env env, napi_value exports) {
   const struct { const char *name; napi_callback fn; } fns[] = {
       {"gemm", Gemm},       {"logSoftmaxSelect", LogSoftmaxSelect}, {"logSoftmaxSelectGrad", LogSoftmaxSelectGrad},
       {"swiglu", SwiGlu},   {"swigluGrad", SwiGluGrad},             {"rmsNorm", RmsNorm},
-      {"rmsNormGrad", RmsNormGrad}, {"info", Info}};
+      {"rmsNormGrad", RmsNormGrad}, {"adamW", AdamW}, {"info", Info}};
   for (const auto &f : fns) {
     napi_value v;
     CHECK(napi_create_function(env, f.name, NAPI_AUTO_LENGTH, f.fn, nullptr, &v));

@@ -135,3 +135,24 @@ void rms_norm_grad(const float *x, const float *w, const float *rstd, const floa
 }
 
 }  // namespace agro
+
+namespace agro {
+
+void adamw(const float *p, const float *g, const float *m, const float *v, float *po, float *mo, float *vo, long n,
+           double lr, double beta1, double beta2, double eps, double decay, double bc1, double bc2) {
+  // Coefficients rounded to float32 from double, as TF.js rounds its scalars (1 - beta2 in float
+  // arithmetic would differ from float32(1 - beta2) in the fourth digit).
+  const float b1 = (float)beta1, c1 = (float)(1 - beta1), b2 = (float)beta2, c2 = (float)(1 - beta2);
+  const float flr = (float)lr, feps = (float)eps, fdecay = (float)decay, fbc1 = (float)bc1, fbc2 = (float)bc2;
+  parallel_for(n, 1024, n >= 65536, [&](long lo, long hi) {
+    for (long i = lo; i < hi; i++) {
+      float mi = b1 * m[i] + c1 * g[i];
+      float vi = b2 * v[i] + c2 * (g[i] * g[i]);
+      mo[i] = mi;
+      vo[i] = vi;
+      po[i] = p[i] * fdecay - (mi / fbc1) / (std::sqrt(vi / fbc2) + feps) * flr;
+    }
+  });
+}
+
+}  // namespace agro

@@ -24,3 +24,12 @@ void rms_norm(const float *x, const float *w, float eps, float *y, float *rstd, 
 void rms_norm_grad(const float *x, const float *w, const float *rstd, const float *dy, float *dx, float *dw, long N, long H);
 
 }  // namespace agro
+
+namespace agro {
+
+// One AdamW step for n parameters (torch.optim.AdamW): m' = b1 m + (1-b1) g, v' = b2 v + (1-b2) g^2,
+// p' = p * decay - lr (m'/bc1) / (sqrt(v'/bc2) + eps), decay = 1 - lr * weight_decay (1 for no decay).
+void adamw(const float *p, const float *g, const float *m, const float *v, float *po, float *mo, float *vo, long n,
+           double lr, double beta1, double beta2, double eps, double decay, double bc1, double bc2);
+
+}  // namespace agro

@@ -21,6 +21,7 @@ interface NativeAddon {
   swigluGrad(heap: Uint8Array, guOff: number, dyOff: number, dguOff: number, N: number, I: number): void;
   rmsNorm(heap: Uint8Array, xOff: number, wOff: number, eps: number, yOff: number, rstdOff: number, N: number, H: number): void;
   rmsNormGrad(heap: Uint8Array, xOff: number, wOff: number, rstdOff: number, dyOff: number, dxOff: number, dwOff: number, N: number, H: number): void;
+  adamW(heap: Uint8Array, ...args: number[]): void;
   info(): { kernel: string; threads: number };
 }
 
@@ -137,6 +138,14 @@ function registerFusedKernels(): void {
     lib.rmsNorm(heapOf(be), offsetOf(be, x), offsetOf(be, w), eps, offsetOf(be, y), offsetOf(be, rstd), N, H);
     return [y, rstd];
   });
+  registerFused('AgroAdamW', ({ p, g, m, v }, be, a) => {
+    const outs = [be.makeOutput(p.shape, 'float32'), be.makeOutput(p.shape, 'float32'), be.makeOutput(p.shape, 'float32')];
+    lib.adamW(
+      heapOf(be), offsetOf(be, p), offsetOf(be, g), offsetOf(be, m), offsetOf(be, v), ...outs.map((o) => offsetOf(be, o)),
+      prod(p.shape), a.lr, a.beta1, a.beta2, a.eps, a.decay, a.bc1, a.bc2,
+    );
+    return outs;
+  });
   registerFused('AgroRmsNormGrad', ({ x, w, rstd, dy }, be) => {
     const [N, H] = x.shape;
     const dx = be.makeOutput([N, H], 'float32');
@@ -177,6 +186,23 @@ export function swiGluNativeGrad(gu: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D 
 export function rmsNormNative(x: tf.Tensor2D, w: tf.Tensor1D, eps: number): { y: tf.Tensor2D; rstd: tf.Tensor1D } {
   const [y, rstd] = tf.engine().runKernel('AgroRmsNorm', { x, w }, { eps } as unknown as tf.NamedAttrMap) as [tf.Tensor2D, tf.Tensor1D];
   return { y, rstd };
+}
+
+export interface AdamWStep {
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  /** 1 - lr * weightDecay, or 1 for parameters without decay. */
+  decay: number;
+  /** Bias corrections 1 - beta^t. */
+  bc1: number;
+  bc2: number;
+}
+
+/** One fused AdamW step: new parameter, first and second moments (float32, same shape). */
+export function adamWNative(p: tf.Tensor, g: tf.Tensor, m: tf.Tensor, v: tf.Tensor, step: AdamWStep): [tf.Tensor, tf.Tensor, tf.Tensor] {
+  return tf.engine().runKernel('AgroAdamW', { p, g: f32(g), m, v }, step as unknown as tf.NamedAttrMap) as [tf.Tensor, tf.Tensor, tf.Tensor];
 }
 
 export function rmsNormNativeGrad(x: tf.Tensor2D, w: tf.Tensor1D, rstd: tf.Tensor1D, dy: tf.Tensor2D): { dx: tf.Tensor2D; dw: tf.Tensor1D } {

@@ -24,6 +24,7 @@ import { Rng } from '../util/rng.ts';
 import { writeJsonAtomic } from '../util/fs.ts';
 import { restoreTrainerState, truncateMetrics } from './run-state.ts';
 import type { LlamaModel, WeightMap } from '../model/llama.ts';
+import { adamWNative, nativeMatMulActive } from '../model/native.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { saveCheckpoint } from '../model/checkpoint.ts';
 
@@ -118,6 +119,15 @@ export class AdamW {
     tf.tidy(() => {
       this.params.forEach((p, i) => {
         const g = grads[i];
+        if (nativeMatMulActive()) {
+          // The same update in one native pass (native/elementwise.cc).
+          const decay = weightDecay > 0 && p.rank >= 2 ? 1 - lr * weightDecay : 1;
+          const [np, nm, nv] = adamWNative(p, g, this.m[i], this.v[i], { lr, beta1, beta2, eps, decay, bc1, bc2 });
+          this.m[i].assign(nm);
+          this.v[i].assign(nv);
+          p.assign(np);
+          return;
+        }
         const m = tf.add(tf.mul(this.m[i], beta1), tf.mul(g, 1 - beta1));
         const v = tf.add(tf.mul(this.v[i], beta2), tf.mul(tf.square(g), 1 - beta2));
         this.m[i].assign(m);
