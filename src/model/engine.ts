@@ -139,7 +139,7 @@ export class RowSampler {
     const tok = drawToken(logits, this.o, this.rngs[s]);
     return { token: tok, more: this.record(s, tok, logSoftmaxAt(logits, tok)) };
   }
-  /** A seed for an engine that draws row s's next token itself (one rng draw per step, like drawToken's). */
+  /** A seed for an engine that draws row s's tokens itself (its own sampler, seeded from the row's rng). */
   nativeSeed(s: number): number {
     return this.rngs[s].int(2 ** 31);
   }

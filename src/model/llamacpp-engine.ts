@@ -2,8 +2,8 @@
  * Rollout engine on llama.cpp (node-llama-cpp's prebuilt CPU addon) running a GGUF export of the
  * policy. Token ids go in and out directly (no text round trip). Each step, llama.cpp decodes all
  * live rows in one batch (one sequence per row in one context). The next token is drawn either by
- * llama.cpp's sampler (where that is the same distribution as generate.ts's, seeded per row and
- * step from generate.ts's per-row rngs) or in JS with drawToken from the row's full logits, which
+ * llama.cpp's sampler (where that is the same distribution as generate.ts's; seeded per row from
+ * generate.ts's per-row rngs) or in JS with drawToken from the row's full logits, which
  * node-llama-cpp can only return as a sorted Map: that copy costs more than the decode itself.
  *
  * sync() exports the model's current weights to a GGUF in a temp dir and reloads it (there is no
@@ -47,14 +47,15 @@ export interface LlamaCppEngineOptions {
   maxSequences?: number;
   /**
    * 'native' (default): llama.cpp draws the tokens itself where that is the same distribution as
-   * drawToken's (greedy, or temperature 1 without top-k/top-p), seeded from the per-row rngs; other
+   * drawToken's (greedy, or temperature 1 without top-k/top-p), seeded once per row from the per-row rngs; other
    * settings, and 'js', copy each row's full logits to JS and draw with drawToken (the TF.js engine's
    * exact rule and random stream, several times slower: the copy is the cost).
    */
   sampling?: 'native' | 'js';
 }
 
-type GenerateNext = [Token, { generateNext: { logits?: true; token?: true; confidence?: true; options?: { temperature: number; topK?: number; topP?: number; minP?: number; seed?: number } } }];
+type GenerateNext = [Token, { generateNext: { logits: true } }];
+const LOGITS: GenerateNext[1] = { generateNext: { logits: true } };
 
 export class LlamaCppEngine implements RolloutEngine {
   readonly name = 'llama.cpp';
@@ -147,7 +148,7 @@ export class LlamaCppEngine implements RolloutEngine {
           const seq = L.seqs[j];
           await seq.clearHistory();
           const s = seqs[i];
-          const res = await seq.controlledEvaluate(s.slice(0, -1).map((t) => [t as Token, { generateNext: { logits: true } }] as GenerateNext));
+          const res = await seq.controlledEvaluate(s.slice(0, -1).map((t): GenerateNext => [t as Token, LOGITS]));
           out[i] = res.map((r, t) => {
             const m = r?.next.logits;
             if (!m || m.size !== V) throw new AgroError('internal', `engine llama.cpp: expected ${V} logits, got ${m?.size ?? 0}`);
@@ -164,27 +165,17 @@ export class LlamaCppEngine implements RolloutEngine {
     const L = this.loaded!;
     const seqs = assignSequences(L.seqs, prompts);
     const V = L.cfg.vocabSize;
-    const native = this.sampling === 'native' ? nativeSamplerFits(o, V) : null;
-    const request = (s: number): GenerateNext['1']['generateNext'] =>
-      native === null
-        ? { logits: true }
-        : native === 'greedy'
-          ? { token: true, confidence: true, options: { temperature: 0 } }
-          : { token: true, confidence: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0, seed: rs.nativeSeed(s) } };
-    // Draw (or take llama.cpp's draw) for row i; returns whether the row goes on.
-    const take = (i: number, next: Next): { token: number; more: boolean } => {
-      if ('logits' in next) return rs.step(rows[i], next.logits);
-      return { token: next.token, more: rs.record(rows[i], next.token, next.logprob) };
-    };
     await sharePrompts(seqs, prompts);
-    // Issued in the same tick, node-llama-cpp gathers the rows' tokens into one llama_decode.
-    let results = await Promise.all(rows.map((s, i) => prefill(seqs[i], prompts[i], request(s), V)));
+    const native = this.sampling === 'native' ? nativeSamplerFits(o, V) : null;
+    if (native !== null) return this.decodeNative(seqs, prompts, rows, rs, native);
+    // JS draws from full logits. Issued in the same tick, node-llama-cpp gathers the rows' tokens into one llama_decode.
+    let logits = await Promise.all(rows.map((_, i) => prefill(seqs[i], prompts[i], V)));
     let live = rows.map((_, i) => i);
     while (live.length > 0) {
       const next: number[] = [];
       const tokens: number[] = [];
       live.forEach((i, j) => {
-        const { token, more } = take(i, results[j]);
+        const { token, more } = rs.step(rows[i], logits[j]);
         if (more) {
           next.push(i);
           tokens.push(token);
@@ -192,7 +183,37 @@ export class LlamaCppEngine implements RolloutEngine {
       });
       live = next;
       if (live.length === 0) break;
-      results = await Promise.all(live.map((i, j) => evalNext(seqs[i], [[tokens[j] as Token, { generateNext: request(rows[i]) }]], V)));
+      logits = await Promise.all(live.map((i, j) => fullLogits(seqs[i], [[tokens[j] as Token, LOGITS]], V)));
+    }
+  }
+
+  /**
+   * llama.cpp draws: one generator per row keeps its sampler (seeded once per row from the row's rng)
+   * across steps, which costs far less JS per token than a controlledEvaluate call per step. The rows
+   * step in lockstep so that each step is one batch.
+   */
+  private async decodeNative(seqs: LlamaContextSequence[], prompts: number[][], rows: number[], rs: RowSampler, mode: 'greedy' | 'plain'): Promise<void> {
+    const gens = await Promise.all(
+      rows.map(async (s, i) => {
+        const rest = await rewind(seqs[i], prompts[i]);
+        const options = mode === 'greedy' ? { temperature: 0 } : { temperature: 1, topK: 0, topP: 1, minP: 0, seed: rs.nativeSeed(s) };
+        return seqs[i].evaluateWithMetadata(rest, { confidence: true }, { ...options, yieldEogToken: true });
+      }),
+    );
+    let live = rows.map((_, i) => i);
+    try {
+      while (live.length > 0) {
+        const results = await Promise.all(live.map((i) => gens[i].next()));
+        const next: number[] = [];
+        results.forEach((r, j) => {
+          const i = live[j];
+          if (r.done) throw new AgroError('internal', 'engine llama.cpp: the native sampler stopped early');
+          if (rs.record(rows[i], r.value.token, Math.log(r.value.confidence))) next.push(i);
+        });
+        live = next;
+      }
+    } finally {
+      await Promise.all(gens.map((g) => g.return()));
     }
   }
 
@@ -267,28 +288,26 @@ async function sharePrompts(seqs: LlamaContextSequence[], prompts: number[][]): 
     }
 }
 
-/** Evaluate the prompt's tokens after the part already in the sequence's cache; the next-token result after its last token. */
-async function prefill(seq: LlamaContextSequence, prompt: number[], request: GenerateNext['1']['generateNext'], V: number): Promise<Next> {
+/** Drop the sequence's cached tokens after its shared prefix with the prompt (keeping at least the last prompt token to evaluate); the tokens left to evaluate. */
+async function rewind(seq: LlamaContextSequence, prompt: number[]): Promise<Token[]> {
   // The last prompt token is always evaluated again: its logits are not kept from an earlier call.
   const keep = Math.min(prompt.length - 1, sharedPrefix(seq, prompt));
   if (keep < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: keep, end: seq.nextTokenIndex }]);
-  const items: (Token | GenerateNext)[] = prompt.slice(keep, -1) as Token[];
-  items.push([prompt[prompt.length - 1] as Token, { generateNext: request }]);
-  return evalNext(seq, items, V);
+  return prompt.slice(keep) as Token[];
 }
 
-type Next = { logits: Float32Array } | { token: number; logprob: number };
+/** Evaluate the prompt's tokens after the part already in the sequence's cache; the full logits after its last token. */
+async function prefill(seq: LlamaContextSequence, prompt: number[], V: number): Promise<Float32Array> {
+  const rest: (Token | GenerateNext)[] = await rewind(seq, prompt);
+  rest[rest.length - 1] = [rest[rest.length - 1] as Token, LOGITS];
+  return fullLogits(seq, rest, V);
+}
 
-async function evalNext(seq: LlamaContextSequence, items: (Token | GenerateNext)[], V: number): Promise<Next> {
+async function fullLogits(seq: LlamaContextSequence, items: (Token | GenerateNext)[], V: number): Promise<Float32Array> {
   const res = await seq.controlledEvaluate(items);
-  const next = res[res.length - 1]?.next;
-  if (next?.token !== undefined) {
-    if (next.token === null || next.confidence === undefined) throw new AgroError('internal', 'engine llama.cpp: the native sampler returned no token');
-    return { token: next.token, logprob: Math.log(next.confidence) };
-  }
-  const m = next?.logits;
+  const m = res[res.length - 1]?.next.logits;
   if (!m || m.size !== V) throw new AgroError('internal', `engine llama.cpp: expected ${V} logits, got ${m?.size ?? 0}`);
-  return { logits: toArray(m, V) };
+  return toArray(m, V);
 }
 
 function toArray(m: Map<Token, number>, V: number): Float32Array {
