@@ -42,8 +42,8 @@ struct Heap {
 // allocates as a SharedArrayBuffer: N-API in Node 20 reads typed arrays over shared buffers but
 // not the shared buffers themselves.
 bool read_args(napi_env env, napi_callback_info info, size_t want, Heap &heap, double *v) {
-  size_t argc = 16;
-  napi_value argv[16];
+  size_t argc = 32;
+  napi_value argv[32];
   if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok || argc != want + 1) {
     napi_throw_type_error(env, nullptr, "agro native: wrong number of arguments");
     return false;
@@ -171,6 +171,69 @@ napi_value AdamW(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// Checks shared by the attention bindings; false (with a JS error thrown) on a bad operand.
+struct AttnDims {
+  long B, T, nh, nkv, hd, rows;
+  bool valid() const { return B > 0 && T > 0 && nkv > 0 && nh % nkv == 0 && hd % 8 == 0 && hd > 0 && rows > 0; }
+  long qn() const { return B * nh * T * hd + 4 * hd + 16; }
+  long kvn() const { return B * nkv * T * hd; }
+};
+
+bool attn_operands(napi_env env, const Heap &h, const AttnDims &d, long pos, long cosT, long sinT, long pad, long q, long k,
+                   long kt, long v, long vt, long out, long lse) {
+  if (!d.valid()) {
+    napi_throw_range_error(env, nullptr, "agro native attention: unsupported shape");
+    return false;
+  }
+  if (!h.fits(pos, d.B * d.T) || !h.fits(cosT, d.rows * d.hd) || !h.fits(sinT, d.rows * d.hd) || (pad >= 0 && !h.fits(pad, d.B)) ||
+      !h.fits(q, d.qn()) || !h.fits(k, d.kvn()) || !h.fits(kt, d.kvn() + 16) || !h.fits(v, d.kvn()) || !h.fits(vt, d.kvn() + 16) ||
+      !h.fits(out, d.B * d.T * d.nh * d.hd) || !h.fits(lse, d.B * d.nh * d.T)) {
+    out_of_heap(env);
+    return false;
+  }
+  const int *p = h.at<const int>(pos);
+  for (long i = 0; i < d.B * d.T; i++)
+    if (p[i] < 0 || p[i] >= d.rows) {
+      napi_throw_range_error(env, nullptr, "agro native attention: a position is outside the rotary table");
+      return false;
+    }
+  return true;
+}
+
+// attentionForward(heap, qkv, pos, cos, sin, pad (-1: none), B, T, nh, nkv, hd, rows, q, k, kt, v, vt, out, lse)
+napi_value AttentionForward(napi_env env, napi_callback_info info) {
+  Heap h;
+  double a[18];
+  if (!read_args(env, info, 18, h, a)) return nullptr;
+  AttnDims d{(long)a[5], (long)a[6], (long)a[7], (long)a[8], (long)a[9], (long)a[10]};
+  long qkv = (long)a[0], pos = (long)a[1], c = (long)a[2], sn = (long)a[3], pad = (long)a[4];
+  long q = (long)a[11], k = (long)a[12], kt = (long)a[13], v = (long)a[14], vt = (long)a[15], out = (long)a[16], lse = (long)a[17];
+  if (!attn_operands(env, h, d, pos, c, sn, pad, q, k, kt, v, vt, out, lse)) return nullptr;
+  if (!h.fits(qkv, d.B * d.T * (d.nh + 2 * d.nkv) * d.hd)) return out_of_heap(env);
+  attention_forward(h.at<const float>(qkv), h.at<const int>(pos), h.at<const float>(c), h.at<const float>(sn),
+                    pad >= 0 ? h.at<const int>(pad) : nullptr, (int)d.B, (int)d.T, (int)d.nh, (int)d.nkv, (int)d.hd, h.at<float>(q),
+                    h.at<float>(k), h.at<float>(kt), h.at<float>(v), h.at<float>(vt), h.at<float>(out), h.at<float>(lse));
+  return nullptr;
+}
+
+// attentionBackward(heap, q, k, kt, v, vt, out, lse, dout, pos, cos, sin, pad (-1: none), B, T, nh, nkv, hd, rows, dqkv)
+napi_value AttentionBackward(napi_env env, napi_callback_info info) {
+  Heap h;
+  double a[19];
+  if (!read_args(env, info, 19, h, a)) return nullptr;
+  long q = (long)a[0], k = (long)a[1], kt = (long)a[2], v = (long)a[3], vt = (long)a[4], out = (long)a[5], lse = (long)a[6];
+  long dout = (long)a[7], pos = (long)a[8], c = (long)a[9], sn = (long)a[10], pad = (long)a[11];
+  AttnDims d{(long)a[12], (long)a[13], (long)a[14], (long)a[15], (long)a[16], (long)a[17]};
+  long dqkv = (long)a[18];
+  if (!attn_operands(env, h, d, pos, c, sn, pad, q, k, kt, v, vt, out, lse)) return nullptr;
+  if (!h.fits(dout, d.B * d.T * d.nh * d.hd) || !h.fits(dqkv, d.B * d.T * (d.nh + 2 * d.nkv) * d.hd)) return out_of_heap(env);
+  attention_backward(h.at<const float>(q), h.at<const float>(k), h.at<const float>(kt), h.at<const float>(v), h.at<const float>(vt),
+                     h.at<const float>(out), h.at<const float>(lse), h.at<const float>(dout), h.at<const int>(pos), h.at<const float>(c),
+                     h.at<const float>(sn), pad >= 0 ? h.at<const int>(pad) : nullptr, (int)d.B, (int)d.T, (int)d.nh, (int)d.nkv,
+                     (int)d.hd, h.at<float>(dqkv));
+  return nullptr;
+}
+
 napi_value Info(napi_env env, napi_callback_info) {
   napi_value obj, kname, threads;
   CHECK(napi_create_object(env, &obj));
@@ -178,6 +241,9 @@ napi_value Info(napi_env env, napi_callback_info) {
   CHECK(napi_create_int32(env, pool().size(), &threads));
   CHECK(napi_set_named_property(env, obj, "kernel", kname));
   CHECK(napi_set_named_property(env, obj, "threads", threads));
+  napi_value att;
+  CHECK(napi_get_boolean(env, attention_supported(), &att));
+  CHECK(napi_set_named_property(env, obj, "attention", att));
   return obj;
 }
 
@@ -185,7 +251,8 @@ napi_value Init(napi_env env, napi_value exports) {
   const struct { const char *name; napi_callback fn; } fns[] = {
       {"gemm", Gemm},       {"logSoftmaxSelect", LogSoftmaxSelect}, {"logSoftmaxSelectGrad", LogSoftmaxSelectGrad},
       {"swiglu", SwiGlu},   {"swigluGrad", SwiGluGrad},             {"rmsNorm", RmsNorm},
-      {"rmsNormGrad", RmsNormGrad}, {"adamW", AdamW}, {"info", Info}};
+      {"rmsNormGrad", RmsNormGrad}, {"adamW", AdamW}, {"attentionForward", AttentionForward},
+      {"attentionBackward", AttentionBackward}, {"info", Info}};
   for (const auto &f : fns) {
     napi_value v;
     CHECK(napi_create_function(env, f.name, NAPI_AUTO_LENGTH, f.fn, nullptr, &v));

@@ -33,3 +33,17 @@ void adamw(const float *p, const float *g, const float *m, const float *v, float
            double lr, double beta1, double beta2, double eps, double decay, double bc1, double bc2);
 
 }  // namespace agro
+
+namespace agro {
+
+// Fused causal attention over the fused projection qkv [B*T, (nh + 2 nkv) hd] (see
+// src/model/kernels/attention.c for the layouts). pad may be null. q, kt and vt need slack past
+// their ends (4 hd + 16 and 16 floats) for the micro-kernels' over-reads.
+bool attention_supported();
+void attention_forward(const float *qkv, const int *pos, const float *cosT, const float *sinT, const int *pad, int B, int T,
+                       int nh, int nkv, int hd, float *q, float *k, float *kt, float *v, float *vt, float *out, float *lse);
+void attention_backward(const float *q, const float *k, const float *kt, const float *v, const float *vt, const float *out,
+                        const float *lse, const float *dout, const int *pos, const float *cosT, const float *sinT, const int *pad,
+                        int B, int T, int nh, int nkv, int hd, float *dqkv);
+
+}  // namespace agro

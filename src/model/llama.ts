@@ -377,7 +377,8 @@ export class LlamaModel {
     return (qkv) => {
       const r = fusedAttention(qkv, {
         batch: B, time: T, heads: c.numHeads, kvHeads: c.numKvHeads, headDim: this.headDim,
-        positions, tables: this.rope, padLeft, wantKv: newCache !== undefined, noGrad: opts.noGrad,
+        positions, tables: this.rope, tableTensors: { cos: this.cosTable, sin: this.sinTable }, padLeft,
+        wantKv: newCache !== undefined, noGrad: opts.noGrad,
       });
       if (newCache) {
         newCache.k.push(r.keys!);

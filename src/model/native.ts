@@ -22,7 +22,9 @@ interface NativeAddon {
   rmsNorm(heap: Uint8Array, xOff: number, wOff: number, eps: number, yOff: number, rstdOff: number, N: number, H: number): void;
   rmsNormGrad(heap: Uint8Array, xOff: number, wOff: number, rstdOff: number, dyOff: number, dxOff: number, dwOff: number, N: number, H: number): void;
   adamW(heap: Uint8Array, ...args: number[]): void;
-  info(): { kernel: string; threads: number };
+  attentionForward(heap: Uint8Array, ...args: number[]): void;
+  attentionBackward(heap: Uint8Array, ...args: number[]): void;
+  info(): { kernel: string; threads: number; attention: boolean };
 }
 
 export interface NativeStatus {
@@ -146,6 +148,31 @@ function registerFusedKernels(): void {
     );
     return outs;
   });
+  const attnDims = (a: Record<string, number>): number[] => [a.B, a.T, a.nh, a.nkv, a.hd, a.rows];
+  registerFused('AgroAttention', ({ qkv, pos, cos, sin, pad }, be, a) => {
+    const kvn = a.B * a.nkv * a.T * a.hd;
+    // q, kt, vt with the slack the kernel's micro-kernels over-read (native/kernels.h).
+    const outs = [
+      be.makeOutput([a.B * a.T, a.nh * a.hd], 'float32'), be.makeOutput([a.B * a.nh * a.T], 'float32'),
+      be.makeOutput([a.B * a.nh * a.T * a.hd + 4 * a.hd + 16], 'float32'), be.makeOutput([kvn], 'float32'),
+      be.makeOutput([kvn + 16], 'float32'), be.makeOutput([kvn], 'float32'), be.makeOutput([kvn + 16], 'float32'),
+    ];
+    const [out, lse, q, k, kt, v, vt] = outs.map((o) => offsetOf(be, o));
+    lib.attentionForward(
+      heapOf(be), offsetOf(be, qkv), offsetOf(be, pos), offsetOf(be, cos), offsetOf(be, sin), pad ? offsetOf(be, pad) : -1,
+      ...attnDims(a), q, k, kt, v, vt, out, lse,
+    );
+    return outs;
+  });
+  registerFused('AgroAttentionGrad', ({ q, k, kt, v, vt, out, lse, dout, pos, cos, sin, pad }, be, a) => {
+    const dqkv = be.makeOutput([a.B * a.T, (a.nh + 2 * a.nkv) * a.hd], 'float32');
+    const o = (t: tf.TensorInfo): number => offsetOf(be, t);
+    lib.attentionBackward(
+      heapOf(be), o(q), o(k), o(kt), o(v), o(vt), o(out), o(lse), o(dout), o(pos), o(cos), o(sin), pad ? o(pad) : -1,
+      ...attnDims(a), o(dqkv),
+    );
+    return dqkv;
+  });
   registerFused('AgroRmsNormGrad', ({ x, w, rstd, dy }, be) => {
     const [N, H] = x.shape;
     const dx = be.makeOutput([N, H], 'float32');
@@ -203,6 +230,47 @@ export interface AdamWStep {
 /** One fused AdamW step: new parameter, first and second moments (float32, same shape). */
 export function adamWNative(p: tf.Tensor, g: tf.Tensor, m: tf.Tensor, v: tf.Tensor, step: AdamWStep): [tf.Tensor, tf.Tensor, tf.Tensor] {
   return tf.engine().runKernel('AgroAdamW', { p, g: f32(g), m, v }, step as unknown as tf.NamedAttrMap) as [tf.Tensor, tf.Tensor, tf.Tensor];
+}
+
+export interface NativeAttentionArgs {
+  batch: number;
+  time: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  /** int32 [batch * time] rotary positions. */
+  positions: tf.Tensor1D;
+  /** Rotary tables [rows, headDim] as llama.ts builds them. */
+  cos: tf.Tensor2D;
+  sin: tf.Tensor2D;
+  /** int32 [batch] leading padding keys, or none. */
+  padLeft?: tf.Tensor1D;
+}
+
+/** Whether the native attention kernel can run (addon active and the CPU has SSE4.1). */
+export function nativeAttentionActive(): boolean {
+  return nativeMatMulActive() && addon!.info().attention;
+}
+
+const attnAttrs = (a: NativeAttentionArgs): tf.NamedAttrMap =>
+  ({ B: a.batch, T: a.time, nh: a.heads, nkv: a.kvHeads, hd: a.headDim, rows: a.cos.shape[0] }) as unknown as tf.NamedAttrMap;
+
+/**
+ * Fused causal attention on the addon: out [B*T, nh hd] from qkv [B*T, (nh + 2 nkv) hd], plus what
+ * the backward pass needs (lse and the packed q, k, kt, v, vt; k and v double as a KV cache).
+ */
+export function attentionNative(qkv: tf.Tensor2D, a: NativeAttentionArgs): tf.Tensor[] {
+  const inputs: Record<string, tf.Tensor> = { qkv, pos: a.positions, cos: a.cos, sin: a.sin };
+  if (a.padLeft) inputs.pad = a.padLeft;
+  return tf.engine().runKernel('AgroAttention', inputs, attnAttrs(a)) as tf.Tensor[];
+}
+
+/** d(qkv) from d(out), given attentionNative's outputs [out, lse, q, k, kt, v, vt]. */
+export function attentionNativeGrad(saved: tf.Tensor[], dout: tf.Tensor2D, a: NativeAttentionArgs): tf.Tensor2D {
+  const [out, lse, q, k, kt, v, vt] = saved;
+  const inputs: Record<string, tf.Tensor> = { q, k, kt, v, vt, out, lse, dout: f32(dout), pos: a.positions, cos: a.cos, sin: a.sin };
+  if (a.padLeft) inputs.pad = a.padLeft;
+  return tf.engine().runKernel('AgroAttentionGrad', inputs, attnAttrs(a)) as tf.Tensor2D;
 }
 
 export function rmsNormNativeGrad(x: tf.Tensor2D, w: tf.Tensor1D, rstd: tf.Tensor1D, dy: tf.Tensor2D): { dx: tf.Tensor2D; dw: tf.Tensor1D } {

@@ -7,8 +7,10 @@ import { resolveModelConfig } from '../../src/model/config.ts';
 import type { ModelConfig } from '../../src/model/config.ts';
 import { attentionForward, fusedAttentionSupports } from '../../src/model/kernels/attention.ts';
 import { AgroError } from '../../src/errors.ts';
+import { nativeAttentionActive, setNativeMatMul } from '../../src/model/native.ts';
 
 await initBackend('wasm');
+// On this project's machines the addon builds (native.test.ts asserts it); AGRO_NATIVE=0 skips the native runs.
 
 // The fused kernel (kernels/attention.c) against the model's plain TF.js attention, which the
 // llama tests check against an independent loop implementation of the HF model.
@@ -45,8 +47,16 @@ const cases: [string, Partial<ModelConfig>, number, number][] = [
   ['GQA 8/2, hd 16, T 37, q/k/v biases', { hiddenSize: 128, numHeads: 8, numKvHeads: 2, attentionBias: true }, 3, 37],
 ];
 
-for (const [name, over, B, T] of cases) {
-  test(`fused attention gives the plain attention's loss and gradients: ${name}`, () => {
+// Each case runs twice: on the native addon's build of the kernel and on its wasm build.
+const builds = [
+  ['native', true],
+  ['wasm', false],
+] as const;
+
+for (const [name, over, B, T] of cases)
+  for (const [build, native] of builds)
+  test(`fused attention (${build}) gives the plain attention's loss and gradients: ${name}`, { skip: native && !nativeAttentionActive() && 'no native addon' }, () => {
+    setNativeMatMul(native);
     const cfg = resolveModelConfig({ vocabSize: 97, intermediateSize: 48, numLayers: 2, maxPositions: 64, ...over });
     const m = new LlamaModel(cfg, { seed: 3 });
     // Non-zero biases, so that the bias gradient path is exercised too.
@@ -62,10 +72,12 @@ for (const [name, over, B, T] of cases) {
     });
     tf.dispose([ids, tg]);
     m.dispose();
+    setNativeMatMul(true);
   });
-}
 
-test('fused attention with left padding and given positions matches the masked plain attention, cache included', () => {
+for (const [build, native] of builds)
+test(`fused attention (${build}) with left padding and given positions matches the masked plain attention, cache included`, { skip: native && !nativeAttentionActive() && 'no native addon' }, () => {
+  setNativeMatMul(native);
   const cfg = resolveModelConfig({ vocabSize: 50, hiddenSize: 64, intermediateSize: 48, numLayers: 2, numHeads: 4, numKvHeads: 2, maxPositions: 64 });
   const m = new LlamaModel(cfg, { seed: 9 });
   const B = 3;
@@ -100,6 +112,7 @@ test('fused attention with left padding and given positions matches the masked p
   });
   tf.dispose([ids, pos]);
   m.dispose();
+  setNativeMatMul(true);
 });
 
 test('a fully padded row attends to nothing and yields zeros, not NaN', () => {

@@ -17,31 +17,64 @@
  * Every buffer that the 4-row / 8-key micro-kernels may over-read carries 8 floats of slack
  * (the caller allocates it); over-read values only ever land in masked, discarded lanes.
  */
-#include <wasm_simd128.h>
-
+/*
+ * The same source also builds natively into the addon (native/attention.cc includes it with
+ * SSE4.1 for the 4-lane type below), where the native side splits the head blocks over threads.
+ */
 typedef float f32;
-typedef v128_t v4;
-
-#define EXPORT(name) __attribute__((export_name(#name)))
 #define R 4 /* query rows per block */
 
+#ifdef __wasm__
+#include <wasm_simd128.h>
+typedef v128_t v4;
+#define EXPORT(name) __attribute__((export_name(#name)))
 static inline v4 splat(f32 x) { return wasm_f32x4_splat(x); }
 static inline v4 ld(const f32 *p) { return wasm_v128_load(p); }
 static inline void st(f32 *p, v4 x) { wasm_v128_store(p, x); }
 static inline v4 add(v4 a, v4 b) { return wasm_f32x4_add(a, b); }
+static inline v4 sub(v4 a, v4 b) { return wasm_f32x4_sub(a, b); }
 static inline v4 mul(v4 a, v4 b) { return wasm_f32x4_mul(a, b); }
-static inline v4 fma4(v4 acc, v4 a, v4 b) { return wasm_f32x4_add(acc, wasm_f32x4_mul(a, b)); }
+static inline v4 vmax(v4 a, v4 b) { return wasm_f32x4_max(a, b); }
+static inline v4 vmin(v4 a, v4 b) { return wasm_f32x4_min(a, b); }
+static inline v4 vround(v4 a) { return wasm_f32x4_nearest(a); }
+static inline v4 pow2i(v4 n) { /* 2^n for integral n in float lanes */
+  return wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
+}
+static inline f32 lane0(v4 x) { return wasm_f32x4_extract_lane(x, 0); }
 static inline f32 hsum(v4 x) {
   return wasm_f32x4_extract_lane(x, 0) + wasm_f32x4_extract_lane(x, 1) + wasm_f32x4_extract_lane(x, 2) +
          wasm_f32x4_extract_lane(x, 3);
 }
+#else
+#include <smmintrin.h>
+typedef __m128 v4;
+#define EXPORT(name)
+static inline v4 splat(f32 x) { return _mm_set1_ps(x); }
+static inline v4 ld(const f32 *p) { return _mm_loadu_ps(p); }
+static inline void st(f32 *p, v4 x) { _mm_storeu_ps(p, x); }
+static inline v4 add(v4 a, v4 b) { return _mm_add_ps(a, b); }
+static inline v4 sub(v4 a, v4 b) { return _mm_sub_ps(a, b); }
+static inline v4 mul(v4 a, v4 b) { return _mm_mul_ps(a, b); }
+static inline v4 vmax(v4 a, v4 b) { return _mm_max_ps(a, b); }
+static inline v4 vmin(v4 a, v4 b) { return _mm_min_ps(a, b); }
+static inline v4 vround(v4 a) { return _mm_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline v4 pow2i(v4 n) {
+  return _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvttps_epi32(n), _mm_set1_epi32(127)), 23));
+}
+static inline f32 lane0(v4 x) { return _mm_cvtss_f32(x); }
+static inline f32 hsum(v4 x) {
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
+#endif
+static inline v4 fma4(v4 acc, v4 a, v4 b) { return add(acc, mul(a, b)); }
 
 /* exp on 4 lanes: 2^n * p(r), r = x - n ln2 in [-ln2/2, ln2/2], degree-6 Taylor (rel. error < 2e-7). */
 static inline v4 exp4(v4 x) {
-  x = wasm_f32x4_max(wasm_f32x4_min(x, splat(88.0f)), splat(-87.0f));
-  v4 n = wasm_f32x4_nearest(mul(x, splat(1.44269504088896341f)));
-  v4 r = wasm_f32x4_sub(x, mul(n, splat(0.693359375f)));
-  r = wasm_f32x4_sub(r, mul(n, splat(-2.12194440e-4f)));
+  x = vmax(vmin(x, splat(88.0f)), splat(-87.0f));
+  v4 n = vround(mul(x, splat(1.44269504088896341f)));
+  v4 r = sub(x, mul(n, splat(0.693359375f)));
+  r = sub(r, mul(n, splat(-2.12194440e-4f)));
   v4 p = splat(1.0f / 720);
   p = fma4(splat(1.0f / 120), p, r);
   p = fma4(splat(1.0f / 24), p, r);
@@ -49,13 +82,10 @@ static inline v4 exp4(v4 x) {
   p = fma4(splat(0.5f), p, r);
   p = fma4(splat(1.0f), p, r);
   p = fma4(splat(1.0f), p, r);
-  v128_t e = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
-  return mul(p, e);
+  return mul(p, pow2i(n));
 }
 
-static f32 exp1(f32 x) {
-  return wasm_f32x4_extract_lane(exp4(splat(x)), 0);
-}
+static f32 exp1(f32 x) { return lane0(exp4(splat(x))); }
 
 static f32 log1(f32 x) { /* x > 0: log via frexp-style split and atanh series (rel. error ~1e-7) */
   union { f32 f; int i; } u = {x};
@@ -168,14 +198,15 @@ static inline int last_key(int past, int t, int L) {
  * (optional, may be 0) hides keys j < pad[b] of batch row b. Rows with no visible key get 0.
  * scratch: R * row_stride(L) + R * hd floats.
  */
-EXPORT(attn_fwd)
-void attn_fwd(const f32 *q, const f32 *k, const f32 *kt, const f32 *v, int B, int Tq, int L, int past, int nkv,
-              int g, int hd, f32 scale, const int *pad, f32 *out, f32 *lse, f32 *scratch) {
+/* Head blocks bh in [bh0, bh1) of attn_fwd (the native build runs ranges on several threads). */
+void attn_fwd_range(const f32 *q, const f32 *k, const f32 *kt, const f32 *v, int B, int Tq, int L, int past, int nkv,
+                    int g, int hd, f32 scale, const int *pad, f32 *out, f32 *lse, f32 *scratch, int bh0, int bh1) {
   (void)k;
+  (void)B;
   int nh = nkv * g;
   int ls = row_stride(L);
   f32 *S = scratch, *O = scratch + R * ls;
-  for (int bh = 0; bh < B * nkv; bh++) {
+  for (int bh = bh0; bh < bh1; bh++) {
     int b = bh / nkv, kvh = bh % nkv, lo = pad ? pad[b] : 0;
     const f32 *ktb = kt + (long)bh * hd * L, *vb = v + (long)bh * L * hd;
     for (int gi = 0; gi < g; gi++)
@@ -198,7 +229,7 @@ void attn_fwd(const f32 *q, const f32 *k, const f32 *kt, const f32 *v, int B, in
           v4 sum = splat(0);
           int j = lo;
           for (; j + 4 <= h + 1; j += 4) {
-            v4 e = exp4(wasm_f32x4_sub(ld(Sr + j), splat(m)));
+            v4 e = exp4(sub(ld(Sr + j), splat(m)));
             st(Sr + j, e);
             sum = add(sum, e);
           }
@@ -218,23 +249,29 @@ void attn_fwd(const f32 *q, const f32 *k, const f32 *kt, const f32 *v, int B, in
   }
 }
 
+EXPORT(attn_fwd)
+void attn_fwd(const f32 *q, const f32 *k, const f32 *kt, const f32 *v, int B, int Tq, int L, int past, int nkv,
+              int g, int hd, f32 scale, const int *pad, f32 *out, f32 *lse, f32 *scratch) {
+  attn_fwd_range(q, k, kt, v, B, Tq, L, past, nkv, g, hd, scale, pad, out, lse, scratch, 0, B * nkv);
+}
+
 /*
  * Backward, FlashAttention style: P is recomputed from q, kt and lse; D_r = dO_r . O_r;
  * dS = P (dP - D); dq = scale dS k; dk += scale dS^T q; dv += P^T dO.
  * dq is [B*nkv][g][Tq][hd]; dk, dv are [B*nkv][L][hd] and are zeroed here.
  * scratch: 2 R * row_stride(L) + 3 R * hd floats.
  */
-EXPORT(attn_bwd)
-void attn_bwd(const f32 *q, const f32 *k, const f32 *kt, const f32 *v, const f32 *vt, const f32 *out, const f32 *lse,
-              const f32 *dout, int B, int Tq, int L, int past, int nkv, int g, int hd, f32 scale, const int *pad,
-              f32 *dq, f32 *dk, f32 *dv, f32 *scratch) {
+/* Head blocks bh in [bh0, bh1) of attn_bwd; each block owns its slices of dq, dk and dv. */
+void attn_bwd_range(const f32 *q, const f32 *k, const f32 *kt, const f32 *v, const f32 *vt, const f32 *out,
+                    const f32 *lse, const f32 *dout, int B, int Tq, int L, int past, int nkv, int g, int hd, f32 scale,
+                    const int *pad, f32 *dq, f32 *dk, f32 *dv, f32 *scratch, int bh0, int bh1) {
   (void)v;
+  (void)B;
   int nh = nkv * g;
-  long kvsize = (long)B * nkv * L * hd;
-  for (long i = 0; i < kvsize; i++) dk[i] = dv[i] = 0;
+  for (long i = (long)bh0 * L * hd; i < (long)bh1 * L * hd; i++) dk[i] = dv[i] = 0;
   int ls = row_stride(L);
   f32 *P = scratch, *dS = scratch + R * ls, *dO = dS + R * ls, *Dq = dO + R * hd, *qr = Dq + R * hd;
-  for (int bh = 0; bh < B * nkv; bh++) {
+  for (int bh = bh0; bh < bh1; bh++) {
     int b = bh / nkv, kvh = bh % nkv, lo = pad ? pad[b] : 0;
     const f32 *ktb = kt + (long)bh * hd * L, *vtb = vt + (long)bh * hd * L, *kb = k + (long)bh * L * hd;
     f32 *dkb = dk + (long)bh * L * hd, *dvb = dv + (long)bh * L * hd;
@@ -293,6 +330,13 @@ void attn_bwd(const f32 *q, const f32 *k, const f32 *kt, const f32 *v, const f32
         }
       }
   }
+}
+
+EXPORT(attn_bwd)
+void attn_bwd(const f32 *q, const f32 *k, const f32 *kt, const f32 *v, const f32 *vt, const f32 *out, const f32 *lse,
+              const f32 *dout, int B, int Tq, int L, int past, int nkv, int g, int hd, f32 scale, const int *pad,
+              f32 *dq, f32 *dk, f32 *dv, f32 *scratch) {
+  attn_bwd_range(q, k, kt, v, vt, out, lse, dout, B, Tq, L, past, nkv, g, hd, scale, pad, dq, dk, dv, scratch, 0, B * nkv);
 }
 
 /*

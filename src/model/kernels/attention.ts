@@ -7,6 +7,8 @@
 import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs-core';
 import { AgroError } from '../../errors.ts';
+import { attentionNative, attentionNativeGrad, nativeAttentionActive } from '../native.ts';
+import type { NativeAttentionArgs } from '../native.ts';
 
 /** Rotary tables as llama.ts builds them: [maxPositions, headDim], y = x*cos + swap_halves(x)*sin. */
 export interface RopeTables {
@@ -28,6 +30,8 @@ export interface FusedAttentionArgs extends AttentionShape {
   /** int32 [batch * time] absolute positions (rotary), row-major over (batch, time). */
   positions: Int32Array;
   tables: RopeTables;
+  /** The same tables as tensors: the native kernel reads them in place. */
+  tableTensors?: { cos: tf.Tensor2D; sin: tf.Tensor2D };
   /** Per batch row, leading key positions that are padding: hidden from every query. */
   padLeft?: Int32Array;
   /** Also return the rotated keys and the values [batch * kvHeads, time, headDim] (a KV cache). */
@@ -153,7 +157,7 @@ interface ForwardResult {
 
 /** Forward on plain arrays: qkv [B*T, (nh + 2 nkv) hd] -> out [B*T, nh hd] and per-row log-sum-exp. */
 export function attentionForward(qkv: Float32Array, a: FusedAttentionArgs): ForwardResult {
-  checkArgs(qkv, a);
+  checkArgs(qkv.length, a);
   const { B, T, nh, nkv, hd } = dimsOf(a);
   const stride = load().row_stride(T);
   const p = packInputs(qkv, a, { out: B * T * nh * hd, lse: B * nh * T, scratch: R * stride + R * hd });
@@ -197,11 +201,11 @@ function dimsOf(a: AttentionShape): { B: number; T: number; nh: number; nkv: num
   return { B: a.batch, T: a.time, nh: a.heads, nkv: a.kvHeads, hd: a.headDim };
 }
 
-function checkArgs(qkv: Float32Array, a: FusedAttentionArgs): void {
+function checkArgs(qkvSize: number, a: FusedAttentionArgs): void {
   const { B, T, nh, nkv, hd } = dimsOf(a);
   if (!fusedAttentionSupports(a)) throw new AgroError('internal', `fused attention: unsupported head layout ${nh}/${nkv} x ${hd}`);
-  if (qkv.length !== B * T * (nh + 2 * nkv) * hd)
-    throw new AgroError('internal', `fused attention: qkv has ${qkv.length} values, expected ${B * T * (nh + 2 * nkv) * hd}`);
+  if (qkvSize !== B * T * (nh + 2 * nkv) * hd)
+    throw new AgroError('internal', `fused attention: qkv has ${qkvSize} values, expected ${B * T * (nh + 2 * nkv) * hd}`);
   if (a.positions.length !== B * T) throw new AgroError('internal', `fused attention: ${a.positions.length} positions for ${B * T} tokens`);
   if (a.tables.headDim !== hd) throw new AgroError('internal', `fused attention: rotary tables for head size ${a.tables.headDim}, not ${hd}`);
   if (a.padLeft && a.padLeft.length !== B) throw new AgroError('internal', `fused attention: padLeft has ${a.padLeft.length} rows, expected ${B}`);
@@ -220,6 +224,7 @@ export function fusedAttention(
     r.keys && r.values
       ? { keys: tf.tensor3d(r.keys, [B * nkv, T, hd]), values: tf.tensor3d(r.values, [B * nkv, T, hd]) }
       : {};
+  if (a.tableTensors && nativeAttentionActive()) return nativeFusedAttention(qkv, a, a.tableTensors);
   if (a.noGrad) {
     const r = attentionForward(qkv.dataSync() as Float32Array, a);
     return { out: tf.tensor2d(r.out, [B * T, nh * hd]), ...kvTensors(r) };
@@ -237,4 +242,40 @@ export function fusedAttention(
   const out = f(qkv) as tf.Tensor2D;
   // The cache tensors are made out here: tensors created inside customGrad's forward are not the caller's.
   return { out, ...kvTensors(fwd!) };
+}
+
+/** fusedAttention on the native addon: the same kernel source, computed in place in the TF.js heap. */
+function nativeFusedAttention(
+  qkv: tf.Tensor2D,
+  a: FusedAttentionArgs,
+  tables: { cos: tf.Tensor2D; sin: tf.Tensor2D },
+): { out: tf.Tensor2D; keys?: tf.Tensor3D; values?: tf.Tensor3D } {
+  checkArgs(qkv.size, a);
+  for (const p of a.positions)
+    if (!(p >= 0 && p < tables.cos.shape[0])) throw new AgroError('invalid_input', `attention: position ${p} is outside [0, ${tables.cos.shape[0]})`);
+  const { B, T, nkv, hd } = dimsOf(a);
+  const na: NativeAttentionArgs = {
+    batch: B, time: T, heads: a.heads, kvHeads: nkv, headDim: hd, cos: tables.cos, sin: tables.sin,
+    positions: tf.tensor1d(a.positions, 'int32'), padLeft: a.padLeft ? tf.tensor1d(a.padLeft, 'int32') : undefined,
+  };
+  const kv = (outs: tf.Tensor[]): { keys?: tf.Tensor3D; values?: tf.Tensor3D } =>
+    a.wantKv ? { keys: tf.reshape(outs[3], [B * nkv, T, hd]), values: tf.reshape(outs[5], [B * nkv, T, hd]) } : {};
+  if (a.noGrad) {
+    const outs = attentionNative(qkv, na);
+    return { out: outs[0] as tf.Tensor2D, ...kv(outs) };
+  }
+  let fwd: tf.Tensor[] = [];
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const outs = (fwd = attentionNative(args[0] as tf.Tensor2D, na));
+    // Everything the backward pass reads must be saved: the forward scope disposes the rest.
+    const extra = [na.positions, ...(na.padLeft ? [na.padLeft] : [])];
+    (args[1] as tf.GradSaveFunc)([...outs, ...extra]);
+    return {
+      value: outs[0],
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) =>
+        attentionNativeGrad(saved.slice(0, 7), dy as tf.Tensor2D, { ...na, positions: saved[7] as tf.Tensor1D, padLeft: na.padLeft ? (saved[8] as tf.Tensor1D) : undefined }),
+    };
+  });
+  const out = f(qkv) as tf.Tensor2D;
+  return { out, ...kv(fwd) };
 }
