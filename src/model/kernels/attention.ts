@@ -264,9 +264,8 @@ function nativeFusedAttention(
     const outs = attentionNative(qkv, na);
     return { out: outs[0] as tf.Tensor2D, ...kv(outs) };
   }
-  let fwd: tf.Tensor[] = [];
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
-    const outs = (fwd = attentionNative(args[0] as tf.Tensor2D, na));
+    const outs = attentionNative(args[0] as tf.Tensor2D, na);
     // Everything the backward pass reads must be saved: the forward scope disposes the rest.
     const extra = [na.positions, ...(na.padLeft ? [na.padLeft] : [])];
     (args[1] as tf.GradSaveFunc)([...outs, ...extra]);
@@ -277,5 +276,7 @@ function nativeFusedAttention(
     };
   });
   const out = f(qkv) as tf.Tensor2D;
-  return { out, ...kv(fwd) };
+  // A KV cache with gradients on (rare: prefill runs without) comes from a second, plain forward
+  // call: tensors made inside customGrad's forward do not outlive it.
+  return { out, ...(a.wantKv ? kv(attentionNative(qkv, na)) : {}) };
 }
