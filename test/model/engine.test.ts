@@ -142,14 +142,16 @@ test('greedy samples are equal across engines (native and JS draws), with matchi
   const tfe = new TfjsEngine(m);
   const native = new LlamaCppEngine({ tokenizer: TOK, maxSequences: 4 }); // 6 rows: two chunks
   const js = new LlamaCppEngine({ tokenizer: TOK, sampling: 'js' });
+  const publicApi = new LlamaCppEngine({ tokenizer: TOK, useAddon: false });
   try {
     await native.sync(m);
     await js.sync(m);
+    await publicApi.sync(m);
     const opts = { maxNewTokens: 8, temperature: 0 };
     const ref = await tfe.sampleGroups(PROMPTS, 2, opts);
-    for (const e of [native, js]) {
+    for (const [k, e] of [native, js, publicApi].entries()) {
       const got = await e.sampleGroups(PROMPTS, 2, opts);
-      assert.deepEqual(tokens(got), tokens(ref), e.name);
+      assert.deepEqual(tokens(got), tokens(ref), `engine ${k}`);
       assert.ok(maxDiff(got.flat().map((s) => s.logprobs), ref.flat().map((s) => s.logprobs)) < TOL);
     }
     // A stop id ends the row and is kept, as in generate.ts.
@@ -164,6 +166,7 @@ test('greedy samples are equal across engines (native and JS draws), with matchi
   } finally {
     await native.dispose();
     await js.dispose();
+    await publicApi.dispose();
     m.dispose();
   }
 });
@@ -202,6 +205,14 @@ test('seeded sampling: reproducible per engine; JS draws equal the TF.js engine;
     const scored = await sequenceLogProbs(m, seqs);
     const fromModel = scored.map((lp, k) => lp.slice(PROMPTS[Math.floor(k / 3)].length - 1));
     assert.ok(maxDiff(n1.flat().map((s) => s.logprobs), fromModel) < TOL);
+    // The public-API path (no addon internals) draws the same way: same seeds, same samplers.
+    const pub = new LlamaCppEngine({ tokenizer: TOK, useAddon: false });
+    try {
+      await pub.sync(m);
+      assert.deepEqual(tokens(await pub.sampleGroups(PROMPTS, 3, plain)), tokens(n1));
+    } finally {
+      await pub.dispose();
+    }
   } finally {
     await native.dispose();
     await js.dispose();
