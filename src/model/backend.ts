@@ -1,8 +1,11 @@
 /**
  * TensorFlow.js backend selection. wasm (XNNPACK, SIMD) is several times faster than the pure-JS
- * cpu backend here. In Node the wasm package only loads its single-threaded build; this module
- * starts the package's multi-threaded build itself (see createThreadedWasm) so XNNPACK's matmuls
- * run on AGRO_WASM_THREADS threads (default: every core, at most 8).
+ * cpu backend here. In Node the wasm package only loads its single-threaded build; with
+ * AGRO_WASM_THREADS=N (2..8) this module starts the package's multi-threaded build itself (see
+ * createThreadedWasm) so XNNPACK's kernels run on N threads. The default is 1 thread: on a 2-core
+ * machine 2 threads speed large matmuls up ~1.5x only while the other core is idle; when it is
+ * busy (tests in parallel, another job, the native addon's own pool) every parallel kernel waits
+ * for a descheduled thread and small ones (decoding) get several times slower.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
@@ -59,13 +62,14 @@ const MAX_WASM_THREADS = 8;
 /** Starting 8 workers takes well under a second; this only catches a worker that never loads. */
 const THREADED_INIT_TIMEOUT_MS = 60_000;
 
-/** Threads for the wasm backend: env AGRO_WASM_THREADS, else the number of cores (at most 8). */
+/** Threads for the wasm backend: env AGRO_WASM_THREADS (1-8, or `auto` = the core count), else 1. */
 export function wasmThreadsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.AGRO_WASM_THREADS;
-  if (raw === undefined || raw.trim() === '') return Math.min(availableParallelism(), MAX_WASM_THREADS);
+  if (raw === undefined || raw.trim() === '') return 1;
+  if (raw.trim() === 'auto') return Math.min(availableParallelism(), MAX_WASM_THREADS);
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > MAX_WASM_THREADS)
-    throw new AgroError('usage', `AGRO_WASM_THREADS must be an integer from 1 to ${MAX_WASM_THREADS} (got '${raw}')`);
+    throw new AgroError('usage', `AGRO_WASM_THREADS must be 'auto' or an integer from 1 to ${MAX_WASM_THREADS} (got '${raw}')`);
   return n;
 }
 

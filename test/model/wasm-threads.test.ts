@@ -41,7 +41,8 @@ interface ChildOut {
 }
 
 function runChild(threads: number, thenFail = false): Promise<{ code: number | null; signal: string | null; out: string; err: string }> {
-  const env = { ...process.env, AGRO_WASM_THREADS: String(threads), ...(thenFail ? { THEN_FAIL: '1' } : {}) };
+  // AGRO_NATIVE=0: matmuls on XNNPACK (the code under test), not on the native addon.
+  const env = { ...process.env, AGRO_WASM_THREADS: String(threads), AGRO_NATIVE: '0', ...(thenFail ? { THEN_FAIL: '1' } : {}) };
   const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CHILD], { env });
   let out = '';
   let err = '';
@@ -104,8 +105,9 @@ test('errors after the threaded backend started surface as a normal uncaught err
   assert.ok(r.err.length < 4000, `stderr is ${r.err.length} characters`);
 });
 
-test('AGRO_WASM_THREADS: default is the core count (at most 8); bad values are usage errors', () => {
-  assert.equal(wasmThreadsFromEnv({}), Math.min(availableParallelism(), 8));
+test('AGRO_WASM_THREADS: default 1, auto = the core count (at most 8); bad values are usage errors', () => {
+  assert.equal(wasmThreadsFromEnv({}), 1);
+  assert.equal(wasmThreadsFromEnv({ AGRO_WASM_THREADS: 'auto' }), Math.min(availableParallelism(), 8));
   assert.equal(wasmThreadsFromEnv({ AGRO_WASM_THREADS: '3' }), 3);
   for (const bad of ['0', '9', '1.5', 'two'])
     assert.throws(
