@@ -8,7 +8,8 @@
  */
 import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
-import { drawToken, sampleGroups, type Sample, type SampleOptions } from './generate.ts';
+import { drawToken, logSoftmaxAt, sampleGroups, type CheckedSampleOptions, type Sample, type SampleOptions } from './generate.ts';
+export { checkSampleRequest, logSoftmaxAt, type CheckedSampleOptions } from './generate.ts';
 import type { LlamaModel } from './llama.ts';
 import type { Tokenizer } from './tokenizer.ts';
 
@@ -70,48 +71,6 @@ export async function createEngine(name: string, model: LlamaModel, opts: Engine
     return engine;
   }
   throw new AgroError('usage', `unknown engine '${name}' (expected one of: ${ENGINE_NAMES.join(', ')})`);
-}
-
-// ---- shared sampling rules, for engines that draw tokens in JS from full logits ----
-
-export interface CheckedSampleOptions {
-  maxNewTokens: number;
-  temperature: number;
-  topP: number;
-  topK: number;
-  stopTokenIds: number[];
-  seed: number;
-}
-
-/** The same validation and defaults as generate.ts (one-line AgroErrors). */
-export function checkSampleRequest(prompts: number[][], groupSize: number, o: SampleOptions, vocabSize: number, maxPositions: number): CheckedSampleOptions {
-  const bad = (m: string): never => {
-    throw new AgroError('invalid_input', `sampling: ${m}`);
-  };
-  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0) bad(`maxNewTokens must be a non-negative integer, got ${o.maxNewTokens}`);
-  const temperature = o.temperature ?? 1;
-  if (!(temperature >= 0) || !Number.isFinite(temperature)) bad(`temperature must be >= 0, got ${o.temperature}`);
-  const topP = o.topP ?? 1;
-  if (!(topP > 0 && topP <= 1)) bad(`topP must be in (0, 1], got ${o.topP}`);
-  const topK = o.topK ?? 0;
-  if (!Number.isInteger(topK) || topK < 0) bad(`topK must be a non-negative integer, got ${o.topK}`);
-  if (!Number.isInteger(groupSize) || groupSize < 1) bad(`groupSize must be a positive integer, got ${groupSize}`);
-  prompts.forEach((p, i) => {
-    if (p.length === 0) bad(`prompt ${i} is empty`);
-    for (const t of p)
-      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) bad(`prompt ${i}: token id ${t} is outside the vocabulary [0, ${vocabSize})`);
-    if (p.length + o.maxNewTokens > maxPositions)
-      bad(`prompt ${i} (${p.length} tokens) + maxNewTokens ${o.maxNewTokens} exceeds maxPositions ${maxPositions}`);
-  });
-  return { maxNewTokens: o.maxNewTokens, temperature, topP, topK, stopTokenIds: o.stopTokenIds ?? [], seed: o.seed ?? 0 };
-}
-
-export function logSoftmaxAt(logits: Float32Array, tok: number): number {
-  let m = -Infinity;
-  for (let i = 0; i < logits.length; i++) if (logits[i] > m) m = logits[i];
-  let s = 0;
-  for (let i = 0; i < logits.length; i++) s += Math.exp(logits[i] - m);
-  return logits[tok] - m - Math.log(s);
 }
 
 /**

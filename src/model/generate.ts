@@ -35,7 +35,17 @@ function checkTokens(model: LlamaModel, seq: number[], what: string): void {
       throw new AgroError('invalid_input', `${what}: token id ${t} is outside the vocabulary [0, ${V})`);
 }
 
-function checkOptions(o: SampleOptions): Required<Omit<SampleOptions, 'seed'>> & { seed: number } {
+export interface CheckedSampleOptions {
+  maxNewTokens: number;
+  temperature: number;
+  topP: number;
+  topK: number;
+  stopTokenIds: number[];
+  seed: number;
+}
+
+/** Validation and defaults of a sampling request, shared by every engine (one-line AgroErrors). */
+export function checkSampleRequest(prompts: number[][], groupSize: number, o: SampleOptions, vocabSize: number, maxPositions: number): CheckedSampleOptions {
   const bad = (m: string): never => {
     throw new AgroError('invalid_input', `sampling: ${m}`);
   };
@@ -46,7 +56,24 @@ function checkOptions(o: SampleOptions): Required<Omit<SampleOptions, 'seed'>> &
   if (!(topP > 0 && topP <= 1)) bad(`topP must be in (0, 1], got ${o.topP}`);
   const topK = o.topK ?? 0;
   if (!Number.isInteger(topK) || topK < 0) bad(`topK must be a non-negative integer, got ${o.topK}`);
+  if (!Number.isInteger(groupSize) || groupSize < 1) bad(`groupSize must be a positive integer, got ${groupSize}`);
+  prompts.forEach((p, i) => {
+    if (p.length === 0) bad(`prompt ${i} is empty`);
+    for (const t of p)
+      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) bad(`prompt ${i}: token id ${t} is outside the vocabulary [0, ${vocabSize})`);
+    if (p.length + o.maxNewTokens > maxPositions)
+      bad(`prompt ${i} (${p.length} tokens) + maxNewTokens ${o.maxNewTokens} exceeds maxPositions ${maxPositions}`);
+  });
   return { maxNewTokens: o.maxNewTokens, temperature, topP, topK, stopTokenIds: o.stopTokenIds ?? [], seed: o.seed ?? 0 };
+}
+
+/** log softmax(logits)[tok] at temperature 1: the logprob every engine reports. */
+export function logSoftmaxAt(logits: Float32Array, tok: number): number {
+  let m = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > m) m = logits[i];
+  let s = 0;
+  for (let i = 0; i < logits.length; i++) s += Math.exp(logits[i] - m);
+  return logits[tok] - m - Math.log(s);
 }
 
 /** Draw one token from a logits row; returns the token. Pure apart from the rng draw. */
@@ -97,14 +124,6 @@ export function drawToken(
   return ids ? ids[keep - 1] : keep - 1;
 }
 
-function logSoftmaxAt(logits: Float32Array, tok: number): number {
-  let m = -Infinity;
-  for (let i = 0; i < logits.length; i++) if (logits[i] > m) m = logits[i];
-  let s = 0;
-  for (let i = 0; i < logits.length; i++) s += Math.exp(logits[i] - m);
-  return logits[tok] - m - Math.log(s);
-}
-
 function disposeCache(c: KvCache): void {
   for (const t of c.k) t.dispose();
   for (const t of c.v) t.dispose();
@@ -146,20 +165,9 @@ export async function sampleGroups(
   groupSize: number,
   options: SampleOptions,
 ): Promise<Sample[][]> {
-  const o = checkOptions(options);
-  if (!Number.isInteger(groupSize) || groupSize < 1)
-    throw new AgroError('invalid_input', `sampling: groupSize must be a positive integer, got ${groupSize}`);
-  if (prompts.length === 0) return [];
   const cfg = model.config;
-  prompts.forEach((p, i) => {
-    if (p.length === 0) throw new AgroError('invalid_input', `sampling: prompt ${i} is empty`);
-    checkTokens(model, p, `sampling: prompt ${i}`);
-    if (p.length + o.maxNewTokens > cfg.maxPositions)
-      throw new AgroError(
-        'invalid_input',
-        `sampling: prompt ${i} (${p.length} tokens) + maxNewTokens ${o.maxNewTokens} exceeds maxPositions ${cfg.maxPositions}`,
-      );
-  });
+  const o = checkSampleRequest(prompts, groupSize, options, cfg.vocabSize, cfg.maxPositions);
+  if (prompts.length === 0) return [];
   const stops = new Set(o.stopTokenIds);
   const P = prompts.length;
   const G = groupSize;
