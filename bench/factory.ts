@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
+import { num } from './_args.ts';
 
 export function buildBig(path: string): number {
   const db = new Database(path);
@@ -36,14 +37,10 @@ export function buildBig(path: string): number {
   return n;
 }
 
-function flag(args: string[], name: string, dflt: number): number {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-}
 
 export async function run(args: string[]): Promise<void> {
-  const n = flag(args, '--n', 200);
-  const bigN = flag(args, '--big-n', 100);
+  const n = num(args, '--n', 200);
+  const bigN = num(args, '--big-n', 100);
   const tmp = mkdtempSync(join(tmpdir(), 'agro-bench-factory-'));
   const pool = new SqlPool({ size: 2 });
   const dbs: Array<[string, string, number]> = [];

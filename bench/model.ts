@@ -17,6 +17,7 @@ import { resolveModelConfig } from '../src/model/config.ts';
 import { LlamaModel } from '../src/model/llama.ts';
 import { sampleGroups } from '../src/model/generate.ts';
 import { Rng } from '../src/util/rng.ts';
+import { flag } from './_args.ts';
 
 export const ARCH = { vocab: 4096, hidden: 128, intermediate: 344, layers: 4, heads: 4, kvHeads: 2, batch: 8, seq: 128, promptLen: 16 };
 
@@ -29,10 +30,6 @@ export interface Result {
   note?: string;
 }
 
-function flag(args: string[], name: string, dflt: string): string {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
-}
 
 /** One configuration of the built-in engine; all of them run in one process on the same model. */
 interface EngineConfig {

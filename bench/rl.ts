@@ -29,18 +29,10 @@ import { renderChat } from '../src/model/chat.ts';
 import { loadCheckpoint } from '../src/model/checkpoint.ts';
 import { suiteVariants } from '../src/eval/databases.ts';
 import { Rng } from '../src/util/rng.ts';
+import { flag, num } from './_args.ts';
 
 // ---------- helpers shared with bench/search.ts ----------
 
-export function flag(args: string[], name: string, dflt: string): string {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
-}
-export function num(args: string[], name: string, dflt: number): number {
-  const v = Number(flag(args, name, String(dflt)));
-  if (!Number.isFinite(v)) throw new Error(`bench: ${name} must be a number`);
-  return v;
-}
 export const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 export const pct = (x: number): string => `${(100 * x).toFixed(1)}`;
 export const secs = (t0: number): number => (performance.now() - t0) / 1000;

@@ -14,11 +14,8 @@ import { TfjsEngine, type RolloutEngine } from '../src/model/engine.ts';
 import { LlamaCppEngine } from '../src/model/llamacpp-engine.ts';
 import { Rng } from '../src/util/rng.ts';
 import { ARCH, runTorch } from './model.ts';
+import { flag } from './_args.ts';
 
-function flag(args: string[], name: string, dflt: string): string {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : dflt;
-}
 
 interface Row {
   engine: string;

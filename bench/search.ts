@@ -23,7 +23,8 @@ import { resolveModelConfig } from '../src/model/config.ts';
 import { renderChat } from '../src/model/chat.ts';
 import { loadCheckpoint } from '../src/model/checkpoint.ts';
 import { Rng } from '../src/util/rng.ts';
-import { episodeStats, flag, greedyEpisodes, mean, num, pct, samplePeak, secs, spread, table } from './rl.ts';
+import { flag, num } from './_args.ts';
+import { episodeStats, greedyEpisodes, mean, pct, samplePeak, secs, spread, table } from './rl.ts';
 
 /** The two algorithms compared, as trainer configs over the registry's presets. */
 const ALGOS: Record<string, { algo: string; algoOverrides: Record<string, unknown> }> = {
