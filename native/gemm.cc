@@ -23,10 +23,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define AGRO_X86 1
-#endif
+#include "simd.h"
 
 namespace agro {
 namespace {
@@ -97,8 +94,7 @@ using Kernel = void (*)(int, const float *, const float *, long, float *);
 
 Kernel pick_kernel() {
 #ifdef AGRO_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return kernel_avx2;
+  if (has_avx2_fma()) return kernel_avx2;
 #endif
   return kernel_generic;
 }

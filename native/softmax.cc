@@ -55,8 +55,7 @@ __attribute__((target("avx2,fma"))) float row_avx2(const float *x, float *p, lon
 using Row = float (*)(const float *, float *, long, float *);
 Row pick_row() {
 #ifdef AGRO_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return row_avx2;
+  if (has_avx2_fma()) return row_avx2;
 #endif
   return row_generic;
 }
