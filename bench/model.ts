@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend, wasmThreadCount } from '../src/model/backend.ts';
-import { nativeMatMulActive, nativeStatus, setNativeMatMul } from '../src/model/native.ts';
+import { nativeKernelsActive, nativeStatus, setNativeKernels } from '../src/model/native.ts';
 import { AdamW } from '../src/rl/sft.ts';
 import type { BackendName } from '../src/model/backend.ts';
 import { resolveModelConfig } from '../src/model/config.ts';
@@ -60,8 +60,8 @@ async function runTfjs(backend: BackendName, steps: number, newTokens: number, c
   const prompts = seq.map((s) => s.slice(0, ARCH.promptLen));
   const results: Result[] = [];
   for (const c of configs) {
-    setNativeMatMul(c.native);
-    if (c.native && !nativeMatMulActive()) {
+    setNativeKernels(c.native);
+    if (c.native && !nativeKernelsActive()) {
       console.log(`  ${c.name}: skipped (${nativeStatus().reason})`);
       continue;
     }
@@ -106,7 +106,7 @@ async function runTfjs(backend: BackendName, steps: number, newTokens: number, c
     });
     console.log(`  done ${results.at(-1)!.engine}`);
   }
-  setNativeMatMul(true);
+  setNativeKernels(true);
   tf.dispose([ids, tg]);
   opt.dispose();
   model.dispose();

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm install` hook: build the optional native matmul addon (native/gemm.cc -> build/Release/agro_native.node)
+// `npm install` hook: build the optional native kernels addon (native/*.cc -> build/Release/agro_native.node)
 // with node-gyp, as better-sqlite3 builds itself. agro works without it (TF.js's own wasm matmul runs
 // instead), so a failed build warns and exits 0; set AGRO_NATIVE_REQUIRED=1 to make it fatal.
 import { spawnSync } from 'node:child_process';
@@ -17,9 +17,9 @@ const gyp = process.env.npm_config_node_gyp;
 const [cmd, args] = gyp && existsSync(gyp) ? [process.execPath, [gyp, 'rebuild']] : ['node-gyp', ['rebuild']];
 const r = spawnSync(cmd, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
 if (r.status === 0) {
-  console.log('agro: built the native matmul addon (build/Release/agro_native.node)');
+  console.log('agro: built the native kernels (build/Release/agro_native.node)');
   process.exit(0);
 }
 const why = r.error ? r.error.message : (r.stderr || r.stdout).trim().split('\n').filter((l) => /error/i.test(l)).slice(0, 3).join(' | ');
-console.warn(`agro: native matmul addon not built (${why || `node-gyp exited ${r.status}`}); training runs on TF.js's wasm matmul`);
+console.warn(`agro: native kernels not built (${why || `node-gyp exited ${r.status}`}); the model runs on TF.js's wasm kernels`);
 process.exit(process.env.AGRO_NATIVE_REQUIRED === '1' ? 1 : 0);

@@ -51,7 +51,6 @@ export const quickstartConfigSchema = z.strictObject({
   groupSize: z.number().int().min(2).default(4),
   promptsPerStep: z.number().int().min(1).default(4),
   rlLr: z.number().positive().default(1e-4),
-  /** Schema characters in the agent's prompt. */
   /** Schema characters in the agent's prompt: the prompt dominates the compute of every step. */
   schemaChars: z.number().int().min(200).default(200),
   seed: z.number().int().min(0).default(0),

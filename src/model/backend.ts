@@ -15,7 +15,7 @@ import { availableParallelism, type CpuInfo } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { AgroError } from '../errors.ts';
-import { installNativeMatMul } from './native.ts';
+import { installNativeKernels } from './native.ts';
 
 export type BackendName = 'wasm' | 'cpu';
 const NAMES: readonly BackendName[] = ['wasm', 'cpu'];
@@ -253,8 +253,8 @@ export async function initBackend(name?: BackendName): Promise<BackendName> {
   }
   await tf.ready();
   await ensureGradients();
-  // The native matmul (native.ts) replaces the wasm backend's BatchMatMul when the addon is built.
-  if (want === 'wasm') installNativeMatMul();
+  // The native kernels (native.ts) plug into the wasm backend when the addon is built.
+  if (want === 'wasm') installNativeKernels();
   return want as BackendName;
 }
 

@@ -15,7 +15,7 @@ import type { ModelConfig } from './config.ts';
 import { fusedAttention, fusedAttentionSupports } from './kernels/attention.ts';
 import type { RopeTables } from './kernels/attention.ts';
 import {
-  logSoftmaxSelect, logSoftmaxSelectGrad, nativeMatMulActive, rmsNormNative, rmsNormNativeGrad, swiGluNative, swiGluNativeGrad,
+  logSoftmaxSelect, logSoftmaxSelectGrad, nativeKernelsActive, rmsNormNative, rmsNormNativeGrad, swiGluNative, swiGluNativeGrad,
 } from './native.ts';
 
 export type WeightMap = Map<string, { shape: number[]; data: Float32Array }>;
@@ -83,7 +83,7 @@ export function embedLookup(table: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
  */
 export function selectLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
   const [N, V] = logits.shape;
-  if (nativeMatMulActive()) {
+  if (nativeKernelsActive()) {
     // The same computation as below in one native pass (native/softmax.cc).
     const nf = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
       const { logp, probs } = logSoftmaxSelect(args[0] as tf.Tensor2D, targets);
@@ -126,7 +126,7 @@ export function selectLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Te
  * slower here), so there the gradient transposes copies explicitly and runs plain matmuls.
  */
 export function mm(a: tf.Tensor2D, b: tf.Tensor2D, transposeB = false): tf.Tensor2D {
-  const native = nativeMatMulActive();
+  const native = nativeKernelsActive();
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const [x, w] = args as [tf.Tensor2D, tf.Tensor2D];
     (args[2] as tf.GradSaveFunc)([x, w]);
@@ -153,7 +153,7 @@ export function mm(a: tf.Tensor2D, b: tf.Tensor2D, transposeB = false): tf.Tenso
  * with the addon, else a few TF.js ops instead of the dozen autodiff would record.
  */
 export function rmsNorm(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D {
-  if (nativeMatMulActive()) {
+  if (nativeKernelsActive()) {
     const nf = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
       const [xs, ws] = args as [tf.Tensor2D, tf.Tensor1D];
       const { y, rstd } = rmsNormNative(xs, ws, eps);
@@ -188,13 +188,13 @@ export function rmsNorm(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D 
 }
 
 function rmsNormForward(x: tf.Tensor2D, w: tf.Tensor, eps: number): tf.Tensor2D {
-  if (nativeMatMulActive()) return rmsNormNative(x, w as tf.Tensor1D, eps).y;
+  if (nativeKernelsActive()) return rmsNormNative(x, w as tf.Tensor1D, eps).y;
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps))), w);
 }
 
 /** SwiGLU silu(gate) * up over the fused projection gu = [gate | up] [N, 2I]. */
 export function swiGlu(gu: tf.Tensor2D, noGrad = false): tf.Tensor2D {
-  if (nativeMatMulActive()) {
+  if (nativeKernelsActive()) {
     if (noGrad) return swiGluNative(gu);
     const nf = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
       const x = args[0] as tf.Tensor2D;

@@ -28,7 +28,7 @@ interface NativeAddon {
 }
 
 export interface NativeStatus {
-  /** The addon's matmul is installed as the wasm backend's BatchMatMul. */
+  /** The addon's kernels are installed in the wasm backend and switched on. */
   active: boolean;
   /** Why not, when not active. */
   reason?: string;
@@ -40,6 +40,8 @@ let addon: NativeAddon | undefined;
 let loadError: string | undefined;
 let installed = false;
 let enabled = true;
+/** The addon's attention needs SSE4.1 (read once at install). */
+let attentionSupported = false;
 
 function loadAddon(): NativeAddon | undefined {
   if (addon || loadError) return addon;
@@ -185,7 +187,7 @@ function registerFusedKernels(): void {
 const f32 = (t: tf.Tensor): tf.Tensor => (t.dtype === 'float32' ? t : tf.cast(t, 'float32'));
 
 /*
- * The fused ops below run only while nativeMatMulActive(); llama.ts keeps a TF.js version of
+ * The fused ops below run only while nativeKernelsActive(); llama.ts keeps a TF.js version of
  * each for the other cases, and the tests check that both agree.
  */
 
@@ -249,7 +251,7 @@ export interface NativeAttentionArgs {
 
 /** Whether the native attention kernel can run (addon active and the CPU has SSE4.1). */
 export function nativeAttentionActive(): boolean {
-  return nativeMatMulActive() && addon!.info().attention;
+  return nativeKernelsActive() && attentionSupported;
 }
 
 const attnAttrs = (a: NativeAttentionArgs): tf.NamedAttrMap =>
@@ -279,7 +281,7 @@ export function rmsNormNativeGrad(x: tf.Tensor2D, w: tf.Tensor1D, rstd: tf.Tenso
 }
 
 /** Install the native kernels into the wasm backend (idempotent). */
-export function installNativeMatMul(): NativeStatus {
+export function installNativeKernels(): NativeStatus {
   const lib = loadAddon();
   if (!lib) return { active: false, reason: loadError };
   if (!installed) {
@@ -296,18 +298,22 @@ export function installNativeMatMul(): NativeStatus {
       },
     });
     registerFusedKernels();
+    attentionSupported = lib.info().attention;
     installed = true;
   }
   return nativeStatus();
 }
 
-/** Whether matmuls currently run on the addon (transposed operands are then free: no copies needed). */
-export function nativeMatMulActive(): boolean {
+/**
+ * Whether the native kernels run now: matmuls go through the addon (so transposed operands are free)
+ * and the model uses the fused ops below.
+ */
+export function nativeKernelsActive(): boolean {
   return installed && enabled && tf.getBackend() === 'wasm';
 }
 
-/** Switch an installed addon off and on (tests and benchmarks compare both in one process). */
-export function setNativeMatMul(on: boolean): void {
+/** Switch the installed kernels off and on (tests and benchmarks compare both in one process). */
+export function setNativeKernels(on: boolean): void {
   enabled = on;
 }
 

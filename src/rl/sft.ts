@@ -24,7 +24,7 @@ import { Rng } from '../util/rng.ts';
 import { writeJsonAtomic } from '../util/fs.ts';
 import { restoreTrainerState, truncateMetrics } from './run-state.ts';
 import type { LlamaModel, WeightMap } from '../model/llama.ts';
-import { adamWNative, nativeMatMulActive } from '../model/native.ts';
+import { adamWNative, nativeKernelsActive } from '../model/native.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { saveCheckpoint } from '../model/checkpoint.ts';
 
@@ -119,7 +119,7 @@ export class AdamW {
     tf.tidy(() => {
       this.params.forEach((p, i) => {
         const g = grads[i];
-        if (nativeMatMulActive()) {
+        if (nativeKernelsActive()) {
           // The same update in one native pass (native/elementwise.cc).
           const decay = weightDecay > 0 && p.rank >= 2 ? 1 - lr * weightDecay : 1;
           const [np, nm, nv] = adamWNative(p, g, this.m[i], this.v[i], { lr, beta1, beta2, eps, decay, bc1, bc2 });

@@ -7,7 +7,7 @@ import { resolveModelConfig } from '../../src/model/config.ts';
 import type { ModelConfig } from '../../src/model/config.ts';
 import { attentionForward, fusedAttentionSupports } from '../../src/model/kernels/attention.ts';
 import { AgroError } from '../../src/errors.ts';
-import { nativeAttentionActive, setNativeMatMul } from '../../src/model/native.ts';
+import { nativeAttentionActive, setNativeKernels } from '../../src/model/native.ts';
 
 await initBackend('wasm');
 // On this project's machines the addon builds (native.test.ts asserts it); AGRO_NATIVE=0 skips the native runs.
@@ -56,7 +56,7 @@ const builds = [
 for (const [name, over, B, T] of cases)
   for (const [build, native] of builds)
   test(`fused attention (${build}) gives the plain attention's loss and gradients: ${name}`, { skip: native && !nativeAttentionActive() && 'no native addon' }, () => {
-    setNativeMatMul(native);
+    setNativeKernels(native);
     const cfg = resolveModelConfig({ vocabSize: 97, intermediateSize: 48, numLayers: 2, maxPositions: 64, ...over });
     const m = new LlamaModel(cfg, { seed: 3 });
     // Non-zero biases, so that the bias gradient path is exercised too.
@@ -72,12 +72,12 @@ for (const [name, over, B, T] of cases)
     });
     tf.dispose([ids, tg]);
     m.dispose();
-    setNativeMatMul(true);
+    setNativeKernels(true);
   });
 
 for (const [build, native] of builds)
 test(`fused attention (${build}) with left padding and given positions matches the masked plain attention, cache included`, { skip: native && !nativeAttentionActive() && 'no native addon' }, () => {
-  setNativeMatMul(native);
+  setNativeKernels(native);
   const cfg = resolveModelConfig({ vocabSize: 50, hiddenSize: 64, intermediateSize: 48, numLayers: 2, numHeads: 4, numKvHeads: 2, maxPositions: 64 });
   const m = new LlamaModel(cfg, { seed: 9 });
   const B = 3;
@@ -112,7 +112,7 @@ test(`fused attention (${build}) with left padding and given positions matches t
   });
   tf.dispose([ids, pos]);
   m.dispose();
-  setNativeMatMul(true);
+  setNativeKernels(true);
 });
 
 test('a fully padded row attends to nothing and yields zeros, not NaN', () => {

@@ -3,18 +3,18 @@ import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from '../../src/model/backend.ts';
 import {
-  installNativeMatMul, logSoftmaxSelect, logSoftmaxSelectGrad, nativeMatMulActive, rmsNormNative, rmsNormNativeGrad,
-  setNativeMatMul, swiGluNative, swiGluNativeGrad,
+  installNativeKernels, logSoftmaxSelect, logSoftmaxSelectGrad, nativeKernelsActive, rmsNormNative, rmsNormNativeGrad,
+  setNativeKernels, swiGluNative, swiGluNativeGrad,
 } from '../../src/model/native.ts';
 import { LlamaModel, mm } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
 
 await initBackend('wasm');
-const status = installNativeMatMul();
+const status = installNativeKernels();
 
 // The addon is built by `npm install` (scripts/build-native.mjs). On this project's machines it must
 // build; AGRO_NATIVE=0 is the one way to run without it.
-test('the native matmul addon is built and installed', () => {
+test('the native kernels addon is built and installed', () => {
   if (process.env.AGRO_NATIVE === '0') {
     assert.equal(status.active, false);
     assert.match(status.reason ?? '', /AGRO_NATIVE=0/);
@@ -28,9 +28,9 @@ test('the native matmul addon is built and installed', () => {
 function compare(aShape: number[], bShape: number[], tA: boolean, tB: boolean): void {
   const a = tf.randomNormal(aShape, 0, 1, 'float32', 11);
   const b = tf.randomNormal(bShape, 0, 1, 'float32', 12);
-  setNativeMatMul(false);
+  setNativeKernels(false);
   const want = tf.matMul(a, b, tA, tB);
-  setNativeMatMul(true);
+  setNativeKernels(true);
   const got = tf.matMul(a, b, tA, tB);
   assert.deepEqual(got.shape, want.shape);
   const K = tA ? aShape.at(-2)! : aShape.at(-1)!;
@@ -65,14 +65,14 @@ test('mm gradients are the same with the native and the stock matmul, with and w
   for (const transposeB of [false, true]) {
     const w = tf.randomNormal(transposeB ? [17, 20] : [20, 17], 0, 1, 'float32', 2) as tf.Tensor2D;
     const grads = (on: boolean): Float32Array[] => {
-      setNativeMatMul(on);
-      assert.equal(nativeMatMulActive(), on);
+      setNativeKernels(on);
+      assert.equal(nativeKernelsActive(), on);
       const g = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.square(mm(a as tf.Tensor2D, b as tf.Tensor2D, transposeB))))([x, w]);
       return g.map((t) => t.dataSync() as Float32Array);
     };
     const off = grads(false);
     const on = grads(true);
-    setNativeMatMul(true);
+    setNativeKernels(true);
     on.forEach((g, i) => g.forEach((v, j) => assert.ok(Math.abs(v - off[i][j]) <= 1e-3 * Math.max(1, Math.abs(off[i][j])), `grad ${i}[${j}]`)));
   }
 });
@@ -162,13 +162,13 @@ test('a model gives the same loss and gradients with the native kernels on and o
   const ids = tf.tensor2d([[1, 5, 9, 13, 22, 40, 7], [3, 3, 8, 60, 2, 0, 11]], undefined, 'int32');
   const tg = tf.tensor2d([[5, 9, 13, 22, 40, 7, 3], [3, 8, 60, 2, 0, 11, 59]], undefined, 'int32');
   const run = (on: boolean): { loss: number; grads: Float32Array[] } => {
-    setNativeMatMul(on);
+    setNativeKernels(on);
     const { value, grads } = tf.variableGrads(() => tf.neg(tf.mean(m.tokenLogProbs(ids, tg).logp)) as tf.Scalar, m.trainableVariables());
     return { loss: value.dataSync()[0], grads: m.trainableVariables().map((v) => grads[v.name].dataSync() as Float32Array) };
   };
   const a = run(true);
   const b = run(false);
-  setNativeMatMul(true);
+  setNativeKernels(true);
   assert.ok(Math.abs(a.loss - b.loss) < 1e-5);
   a.grads.forEach((g, i) => g.forEach((v, j) => assert.ok(Math.abs(v - b.grads[i][j]) < 1e-5, `${m.trainableVariables()[i].name}[${j}]`)));
   m.dispose();

@@ -50,7 +50,7 @@ import { initBackend } from '../../src/model/backend.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
 import { loadCheckpoint } from '../../src/model/checkpoint.ts';
-import { nativeMatMulActive } from '../../src/model/native.ts';
+import { nativeKernelsActive } from '../../src/model/native.ts';
 import { AdamW, clipByGlobalNorm, epochBatches, evaluateLoss, listCheckpoints, lrAt, resolveSftConfig, runSft } from '../../src/rl/sft.ts';
 import type { SftSample } from '../../src/rl/sft.ts';
 import { Rng } from '../../src/util/rng.ts';
@@ -72,7 +72,7 @@ test('LR schedule: linear warmup, then cosine to lr * minLrRatio', () => {
 for (const backend of ['cpu', 'wasm'] as const)
 test(`AdamW (${backend}): one step matches the hand computation, decay only on matrices`, async () => {
   await initBackend(backend);
-  assert.equal(nativeMatMulActive(), backend === 'wasm' && process.env.AGRO_NATIVE !== '0');
+  assert.equal(nativeKernelsActive(), backend === 'wasm' && process.env.AGRO_NATIVE !== '0');
   const w = tf.variable(tf.tensor2d([[1, -2]]));
   const b = tf.variable(tf.tensor1d([0.5]));
   const opt = new AdamW([w, b], { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.1 });
