@@ -1,10 +1,11 @@
 /**
  * Native kernels for the TF.js wasm backend: the addon in native/ (built by `npm install` through
- * node-gyp, like better-sqlite3) replaces the backend's BatchMatMul kernel and adds a fused
- * log-softmax-and-select for the loss. They compute straight in the wasm heap where the tensors
- * live, so tensors, autograd and every other kernel stay TF.js's; only the arithmetic moves to
- * AVX2/FMA code on a small thread pool. Without the addon (no compiler at install time,
- * AGRO_NATIVE=0) the stock XNNPACK matmul and TF.js ops run.
+ * node-gyp, like better-sqlite3) replaces the backend's BatchMatMul kernel and adds fused kernels
+ * (attention, log-softmax-and-select, SwiGLU, RMSNorm, AdamW) that the model calls while they are
+ * active. They compute straight in the wasm heap where the tensors live, so tensors, autograd and
+ * every other kernel stay TF.js's; only the arithmetic moves to AVX2/FMA code on a small thread
+ * pool. Without the addon (no compiler at install time, AGRO_NATIVE=0) the stock XNNPACK matmul
+ * and the TF.js versions of the fused ops run.
  */
 import { createRequire } from 'node:module';
 import * as tf from '@tensorflow/tfjs-core';
