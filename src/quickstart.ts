@@ -40,14 +40,18 @@ export const quickstartConfigSchema = z.strictObject({
   coldStart: z.number().int().min(0).default(0),
   /** Share of cold-start trajectories that run the query once before answering. */
   verifyShare: z.number().min(0).max(1).default(0.3),
-  /** tiny: the only preset that fits the 15-minute CPU budget (small is ~8x the compute per token). */
+  /**
+   * tiny: measured here, `small` (~8x the compute per token) took 12.2 min with 600 SFT steps and
+   * scored 0.8% held out, tiny with 3,000 steps 4.8 min and 15.8%.
+   */
   preset: z.enum(['tiny', 'small']).default('tiny'),
   vocabSize: z.number().int().min(300).default(2048),
-  sftSteps: z.number().int().min(1).default(1000),
+  /** 3,000: held-out accuracy 15.8% against 3.3% after 1,000 steps (same data and seed). */
+  sftSteps: z.number().int().min(1).default(3000),
   sftBatch: z.number().int().min(1).default(8),
   sftLr: z.number().positive().default(5e-3),
   algo: z.string().default('grpo'),
-  rlSteps: z.number().int().min(1).default(30),
+  rlSteps: z.number().int().min(1).default(60),
   groupSize: z.number().int().min(2).default(4),
   promptsPerStep: z.number().int().min(1).default(4),
   rlLr: z.number().positive().default(1e-4),
