@@ -12,8 +12,8 @@ import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts'
 import { saveCheckpoint } from '../../src/model/checkpoint.ts';
 import type { Sample, SampleOptions } from '../../src/model/generate.ts';
 import { createEngine, type RolloutEngine } from '../../src/model/engine.ts';
-import type { Environment, Episode, TaskBase, Transcript } from '../../src/agent/types.ts';
 import { runGrpo, type StepRecord } from '../../src/rl/trainer.ts';
+import { ShortAnswerEnv } from '../support/short-answer-env.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'agro-engine-train-'));
@@ -27,23 +27,6 @@ const TOK = Tokenizer.train(
 before(async () => {
   await initBackend();
 });
-
-/** trainer.test.ts's learnable toy task: answers of <= 2 tokens are correct, long ones are punished. */
-class ShortAnswerEnv implements Environment<TaskBase> {
-  readonly name = 'short';
-  async start(): Promise<Episode> {
-    return {
-      opening: [
-        { role: 'system', content: 'abc' },
-        { role: 'user', content: 'def' },
-      ],
-      step: async (text: string) => ({ done: true as const, reason: 'answer' as const, answer: text }),
-    };
-  }
-  async rewardContext(_task: TaskBase, t: Transcript) {
-    return { completionTokens: t.policyTokens, correct: t.policyTokens <= 2 };
-  }
-}
 
 /** A real engine that also records what the trainer asks of it. */
 class Recording implements RolloutEngine {

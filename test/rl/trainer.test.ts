@@ -10,12 +10,12 @@ import { resolveModelConfig } from '../../src/model/config.ts';
 import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts';
 import { loadCheckpoint } from '../../src/model/checkpoint.ts';
 import { CHAT_TOKENS } from '../../src/model/chat.ts';
-import type { Environment, Episode, TaskBase, Transcript } from '../../src/agent/types.ts';
 import { SqlEnvironment, type SqlTask } from '../../src/agent/sql-env.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { rollout } from '../../src/rl/rollout.ts';
 import { runGrpo, microBatchShare, resolveTrainConfig, epochOrder, planMicroBatches, type StepRecord } from '../../src/rl/trainer.ts';
 import { Rng } from '../../src/util/rng.ts';
+import { ShortAnswerEnv } from '../support/short-answer-env.ts';
 
 const TOK = Tokenizer.train(
   ['SELECT name FROM singer WHERE age > 30', 'How many singers are there? <think>count</think><sql>SELECT COUNT(*) FROM singer</sql>', 'abc def ghi'],
@@ -28,28 +28,6 @@ before(async () => {
   await initBackend();
 });
 
-/**
- * A one-turn task whose reward is TRL's soft overlong punishment: short answers score 0, long ones
- * down to -1. A random policy rarely stops early, so learning to emit <|end|> sooner is a real signal.
- */
-interface ToyTask extends TaskBase {
-  difficulty?: string;
-}
-class ShortAnswerEnv implements Environment<ToyTask> {
-  readonly name = 'short';
-  async start(): Promise<Episode> {
-    return {
-      opening: [
-        { role: 'system', content: 'abc' },
-        { role: 'user', content: 'def' },
-      ],
-      step: async (text: string) => ({ done: true as const, reason: 'answer' as const, answer: text }),
-    };
-  }
-  async rewardContext(_task: ToyTask, t: Transcript) {
-    return { completionTokens: t.policyTokens, correct: t.policyTokens <= 2 };
-  }
-}
 const shortAlgo = {
   algo: 'grpo',
   algoOverrides: { kl: { coef: 0 }, rewards: [{ name: 'overlong', weight: 1, params: { maxLen: 9, cache: 8 } }] },
