@@ -28,11 +28,19 @@ export interface Sample {
   finish: 'stop' | 'length';
 }
 
-function checkTokens(model: LlamaModel, seq: number[], what: string): void {
-  const V = model.config.vocabSize;
+function checkTokens(seq: number[], vocabSize: number, what: string): void {
   for (const t of seq)
-    if (!Number.isInteger(t) || t < 0 || t >= V)
-      throw new AgroError('invalid_input', `${what}: token id ${t} is outside the vocabulary [0, ${V})`);
+    if (!Number.isInteger(t) || t < 0 || t >= vocabSize)
+      throw new AgroError('invalid_input', `${what}: token id ${t} is outside the vocabulary [0, ${vocabSize})`);
+}
+
+/** Token sequences to score (log-prob recomputation), checked for any engine: ids in range, lengths in context. */
+export function checkSequences(seqs: number[][], vocabSize: number, maxPositions: number): void {
+  seqs.forEach((s, i) => {
+    checkTokens(s, vocabSize, `sequence ${i}`);
+    if (s.length > maxPositions)
+      throw new AgroError('invalid_input', `sequence ${i} has ${s.length} tokens, more than maxPositions ${maxPositions}`);
+  });
 }
 
 export interface CheckedSampleOptions {
@@ -59,8 +67,7 @@ export function checkSampleRequest(prompts: number[][], groupSize: number, o: Sa
   if (!Number.isInteger(groupSize) || groupSize < 1) bad(`groupSize must be a positive integer, got ${groupSize}`);
   prompts.forEach((p, i) => {
     if (p.length === 0) bad(`prompt ${i} is empty`);
-    for (const t of p)
-      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) bad(`prompt ${i}: token id ${t} is outside the vocabulary [0, ${vocabSize})`);
+    checkTokens(p, vocabSize, `sampling: prompt ${i}`);
     if (p.length + o.maxNewTokens > maxPositions)
       bad(`prompt ${i} (${p.length} tokens) + maxNewTokens ${o.maxNewTokens} exceeds maxPositions ${maxPositions}`);
   });
@@ -277,11 +284,7 @@ export async function sequenceLogProbs(
   opts: { batchSize?: number } = {},
 ): Promise<number[][]> {
   const cfg = model.config;
-  seqs.forEach((s, i) => {
-    checkTokens(model, s, `sequence ${i}`);
-    if (s.length > cfg.maxPositions)
-      throw new AgroError('invalid_input', `sequence ${i} has ${s.length} tokens, more than maxPositions ${cfg.maxPositions}`);
-  });
+  checkSequences(seqs, cfg.vocabSize, cfg.maxPositions);
   const out: number[][] = seqs.map(() => []);
   const order = seqs.map((_, i) => i).filter((i) => seqs[i].length >= 2);
   // Similar lengths together waste less padding.

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel as NativeModel, Token } from 'node-llama-cpp';
 import { AgroError } from '../errors.ts';
-import type { Sample, SampleOptions } from './generate.ts';
+import { checkSequences, type Sample, type SampleOptions } from './generate.ts';
 import type { LlamaModel } from './llama.ts';
 import type { Tokenizer } from './tokenizer.ts';
 import type { ModelConfig } from './config.ts';
@@ -138,12 +138,7 @@ export class LlamaCppEngine implements RolloutEngine {
     const L = this.loaded;
     if (!L) throw new AgroError('usage', 'engine llama.cpp: call sync(model) before scoring');
     const V = L.cfg.vocabSize;
-    seqs.forEach((s, i) => {
-      for (const t of s)
-        if (!Number.isInteger(t) || t < 0 || t >= V) throw new AgroError('invalid_input', `sequence ${i}: token id ${t} is outside the vocabulary [0, ${V})`);
-      if (s.length > L.cfg.maxPositions)
-        throw new AgroError('invalid_input', `sequence ${i} has ${s.length} tokens, more than maxPositions ${L.cfg.maxPositions}`);
-    });
+    checkSequences(seqs, V, L.cfg.maxPositions);
     const out: number[][] = seqs.map(() => []);
     for (let c = 0; c < seqs.length; c += this.maxSequences) {
       const idx = seqs.map((_, i) => i).slice(c, c + this.maxSequences).filter((i) => seqs[i].length >= 2);
