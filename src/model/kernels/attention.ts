@@ -115,12 +115,8 @@ function packInputs(qkv: Float32Array, a: FusedAttentionArgs, extra: Record<stri
   const k = load();
   const { batch: B, time: T, heads: nh, kvHeads: nkv, headDim: hd } = a;
   const g = nh / nkv;
-  let maxPos = 0;
-  for (const p of a.positions) {
-    if (!(p >= 0 && p < a.tables.maxPositions))
-      throw new AgroError('invalid_input', `attention: position ${p} is outside [0, ${a.tables.maxPositions})`);
-    if (p > maxPos) maxPos = p;
-  }
+  let maxPos = 0; // checkArgs has checked the range
+  for (const p of a.positions) if (p > maxPos) maxPos = p;
   const rows = maxPos + 1;
   const frame = new Frame(k);
   const kvN = B * nkv * T * hd;
@@ -209,6 +205,9 @@ function checkArgs(qkvSize: number, a: FusedAttentionArgs): void {
   if (a.positions.length !== B * T) throw new AgroError('internal', `fused attention: ${a.positions.length} positions for ${B * T} tokens`);
   if (a.tables.headDim !== hd) throw new AgroError('internal', `fused attention: rotary tables for head size ${a.tables.headDim}, not ${hd}`);
   if (a.padLeft && a.padLeft.length !== B) throw new AgroError('internal', `fused attention: padLeft has ${a.padLeft.length} rows, expected ${B}`);
+  for (const p of a.positions)
+    if (!(p >= 0 && p < a.tables.maxPositions))
+      throw new AgroError('invalid_input', `attention: position ${p} is outside [0, ${a.tables.maxPositions})`);
 }
 
 /**
@@ -251,8 +250,6 @@ function nativeFusedAttention(
   tables: { cos: tf.Tensor2D; sin: tf.Tensor2D },
 ): { out: tf.Tensor2D; keys?: tf.Tensor3D; values?: tf.Tensor3D } {
   checkArgs(qkv.size, a);
-  for (const p of a.positions)
-    if (!(p >= 0 && p < tables.cos.shape[0])) throw new AgroError('invalid_input', `attention: position ${p} is outside [0, ${tables.cos.shape[0]})`);
   const { B, T, nkv, hd } = dimsOf(a);
   const na: NativeAttentionArgs = {
     batch: B, time: T, heads: a.heads, kvHeads: nkv, headDim: hd, cos: tables.cos, sin: tables.sin,
