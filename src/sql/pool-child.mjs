@@ -4,7 +4,7 @@
 // The parent has already run the lexical guard (guard.ts); this side checks the prepared statement
 // and enforces the row and byte caps while iterating, so a huge result stops early.
 import { statSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import { openDatabase } from './open-database.mjs';
 
 const MAX_OPEN = 8;
 /** path -> { db, stamp }; Map iteration order doubles as LRU order. */
@@ -31,7 +31,7 @@ function connection(path) {
   }
   let db;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
+    db = openDatabase(path, { readonly: true, fileMustExist: true });
   } catch (err) {
     return { error: 'bad_database', message: `cannot open database ${path}: ${err.message}` };
   }
@@ -59,7 +59,7 @@ function cellBytes(v) {
   return v.byteLength;
 }
 
-function run({ dbPath, sql, maxRows, maxBytes }) {
+function run({ dbPath, sql, maxRows, maxBytes, safeIntegers }) {
   const conn = connection(dbPath);
   if (conn.error) return { ok: false, error: conn.error, message: conn.message };
   let stmt;
@@ -77,7 +77,7 @@ function run({ dbPath, sql, maxRows, maxBytes }) {
   let bytes = 0;
   let truncated = false;
   try {
-    for (const row of stmt.raw(true).iterate()) {
+    for (const row of stmt.raw(true).safeIntegers(Boolean(safeIntegers)).iterate()) {
       if (rows.length >= maxRows) {
         truncated = true;
         break;

@@ -55,6 +55,10 @@ export function resolveCheckpointDir(path: string): string {
   throw new AgroError('not_found', `no checkpoint at ${path} (expected config.json + model.safetensors, or a run directory with checkpoints/step-N)`);
 }
 
+function missingQuestion(dataPath: string, index: number): never {
+  throw new AgroError('invalid_input', `${dataPath}: item ${index}: missing field "question" (training needs the question text)`);
+}
+
 /** Dataset rows as SQL agent tasks, with each database's variants (test-suite reward) when a variants dir is given. */
 export function loadSqlTasks(dataPath: string, dbRoot: string, variantsDir?: string): SqlTask[] {
   const ds = readDataset(dataPath);
@@ -63,7 +67,8 @@ export function loadSqlTasks(dataPath: string, dbRoot: string, variantsDir?: str
     id: String(it.questionId ?? it.index),
     dbId: it.dbId,
     dbPath: dbs.get(it.dbId) as string,
-    question: it.question,
+    // Evaluation does without questions; training on one does not.
+    question: it.question ?? missingQuestion(dataPath, it.index),
     evidence: it.evidence,
     goldSql: it.gold,
     difficulty: it.difficulty,
