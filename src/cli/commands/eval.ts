@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
@@ -6,6 +7,7 @@ import { EVAL_DEFAULTS, evaluate } from '../../eval/run.ts';
 import { formatReport } from '../../eval/format.ts';
 import { readDataset } from '../../eval/read-dataset.ts';
 import { readPredictions } from '../../eval/read-predictions.ts';
+import { writeBirdFiles } from '../../eval/bird-files.ts';
 import { resolveDatabases } from '../../eval/databases.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import { LEGACY_QUOTES_MISSING, legacyQuotesAvailable } from '../../sql/open-database.mjs';
@@ -25,6 +27,7 @@ const optionsSchema = z.object({
   floatTol: z.coerce.number().min(0),
   keepDistinct: z.boolean().optional(),
   birdSortedRows: z.boolean().optional(),
+  exportBird: z.string().min(1).optional(),
 });
 type EvalCliOptions = z.infer<typeof optionsSchema>;
 
@@ -50,6 +53,11 @@ async function runEval(raw: unknown): Promise<void> {
   const dataset = readDataset(o.data);
   const predictions = o.gold ? dataset.items.map((it) => it.gold) : readPredictions(o.pred!, dataset.items);
   resolveDatabases(o.dbRoot, dataset.items.map((it) => it.dbId));
+  if (o.exportBird) {
+    mkdirSync(o.exportBird, { recursive: true });
+    const files = writeBirdFiles(o.exportBird, dataset.items, predictions);
+    if (!o.json) process.stdout.write(`BIRD files written: ${files.pred}, ${files.gold}\n`);
+  }
   const showBar = !o.json && process.stderr.isTTY;
   const bar = showBar ? new cliProgress.SingleBar({ stream: process.stderr, clearOnComplete: true, hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
   bar?.start(dataset.items.length, 0);
@@ -98,6 +106,7 @@ export function register(program: Command): void {
     .option('--bird-sorted-rows', "bird: sort each row's values before comparing (DAMO-ConvAI BIRD evaluation.py, PR #159 variant)")
     .option('--timeout <ms>', 'per-query wall-clock limit in milliseconds', String(EVAL_DEFAULTS.timeoutMs))
     .option('--suite <dir>', 'test-suite mode: also compare on <dir>/<db_id>/*.sqlite variants')
+    .option('--export-bird <dir>', 'also write the data and predictions as BIRD files (predict_dev.json, dev_gold.sql) for the official scripts')
     .option('--out <file>', 'write the JSON report (with per-question outcomes) to this file')
     .option('--json', 'print the JSON report to stdout instead of the table')
     .option('--workers <n>', 'SQL executor processes', '2')
