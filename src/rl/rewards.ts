@@ -7,7 +7,8 @@
 import { z } from 'zod';
 import type { ExecResult } from '../sql/types.ts';
 import { parseAction, SQL_AGENT_ACTIONS, type ActionKind } from '../agent/protocol.ts';
-import { extractSqlFeatures, setF1 } from './sql_features.ts';
+import { sqlTouches } from '../sql/touches.ts';
+import { setF1 } from '../util/sets.ts';
 import { invalid } from './validate.ts';
 import { entityMatchRate, exactMatch, type Entity } from '../search/match.ts';
 
@@ -136,8 +137,8 @@ const overlapParams = z.strictObject({
 
 /** Mean F1 of the tables, columns and literal values of the predicted vs gold SQL (parts empty on both sides skipped). */
 function sqlOverlapReward(ctx: RewardContext, p: z.infer<typeof overlapParams>): RewardValue {
-  const pred = extractSqlFeatures(need(ctx.predSql, 'predSql', 'sql_overlap'));
-  const gold = extractSqlFeatures(need(ctx.goldSql, 'goldSql', 'sql_overlap'));
+  const pred = sqlTouches(need(ctx.predSql, 'predSql', 'sql_overlap'));
+  const gold = sqlTouches(need(ctx.goldSql, 'goldSql', 'sql_overlap'));
   const scores: string[] = [];
   let sum = 0;
   let n = 0;

@@ -190,7 +190,7 @@ test('bad configs and empty datasets fail before training with one-line errors',
 import { spawnSync } from 'node:child_process';
 import { writeFileSync, existsSync } from 'node:fs';
 import { readRows, rowsToConversations, runSftCommand } from '../../src/cli/commands/sft.ts';
-import { tablesRead } from '../../src/agent/trajectories.ts';
+import { tablesRead } from '../../src/sql/lexer.ts';
 import { SQL_AGENT_SYSTEM_PROMPT } from '../../src/agent/sql-env.ts';
 import { prepareSamples, splitByTokens } from '../../src/rl/sft.ts';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
 import { numberArg } from '../options.ts';
-import { tablesRead } from '../../agent/trajectories.ts';
+import { tablesRead } from '../../sql/lexer.ts';
 import { initBackend } from '../../model/backend.ts';
 import type { BackendName } from '../../model/backend.ts';
 import { chatMessageSchema, renderChat } from '../../model/chat.ts';
