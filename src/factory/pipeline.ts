@@ -20,7 +20,7 @@ import { buildLexicon } from './names.ts';
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
-import { coverage, diversityStage, embedHybrid, type Coverage } from '../diversity/index.ts';
+import { coverage, diversityStage, embedHybrid, type Coverage } from './diversity/index.ts';
 import { sqlFeatures, sqlSkeleton, structureKey } from '../sql/features.ts';
 import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
 import { realizeStage } from './realize.ts';

@@ -23,9 +23,9 @@ import { resolveAlgo, advantageParams, lossConfig, type AlgoConfig } from './con
 import { computeAdvantages, dynamicSamplingFilter } from './advantages.ts';
 import { computePolicyLoss, stopGradient, type LossMetrics } from './losses.ts';
 import { otcOptimalCalls, prepareRewards, scoreEpisode, type ScoredEpisode } from './rewards.ts';
-import { AdamW, accumulateGrads, clipByGlobalNorm, lrAt, listCheckpoints, optimizerFields } from './sft.ts';
+import { AdamW, accumulateGrads, clipByGlobalNorm, lrAt, optimizerFields } from '../train/optim.ts';
 import { rollout, type Trajectory } from './rollout.ts';
-import { restoreTrainerState, truncateMetrics } from './run-state.ts';
+import { listCheckpoints, restoreTrainerState, truncateMetrics } from '../train/run-state.ts';
 
 /** Every GRPO-trainer default lives here; the algorithm itself (advantage, loss, rewards) is an AlgoConfig preset. */
 export const trainConfigSchema = z.strictObject({

@@ -17,10 +17,9 @@
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { formatObservation, parseAction, SEARCH_AGENT_ACTIONS } from '../agent/protocol.ts';
-import type { ChatMessage, Environment, Episode, StepResult, TaskBase, Transcript } from '../agent/types.ts';
-import type { RewardContext } from '../rl/rewards.ts';
+import type { ChatMessage, Entity, Environment, Episode, RewardContext, StepResult, TaskBase, Transcript } from '../agent/types.ts';
 import type { SearchCorpus } from './corpus.ts';
-import { bestF1, entityMatchRate, exactMatch, type Entity } from './match.ts';
+import { bestF1, entityMatchRate, exactMatch } from './match.ts';
 
 /** Reward components by name with reasons (raw facts, unweighted). */
 export type RewardParts = Record<string, { value: number; reason: string }>;

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { AgroError } from '../../errors.ts';
-import { runQuickstart, SMALL_QUICKSTART, type QuickstartConfigInput } from '../../quickstart.ts';
+import { runQuickstart, SMALL_QUICKSTART, type QuickstartConfigInput } from '../../pipeline/quickstart.ts';
 
 interface QuickstartCliOptions {
   db?: string;

@@ -13,13 +13,14 @@ import { loadCheckpoint } from '../../model/checkpoint.ts';
 import { resolveModelConfig } from '../../model/config.ts';
 import { LlamaModel } from '../../model/llama.ts';
 import type { WeightMap } from '../../model/llama.ts';
-import { DEFAULT_SPECIAL_TOKENS, Tokenizer } from '../../model/tokenizer.ts';
-import { formatAction, SPECIAL_TOKENS as PROTOCOL_TOKENS } from '../../agent/protocol.ts';
+import { Tokenizer } from '../../model/tokenizer.ts';
+import { formatAction, AGENT_SPECIAL_TOKENS } from '../../agent/protocol.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
 import type { ExecResult } from '../../sql/types.ts';
-import { resolveDatabase } from '../../eval/databases.ts';
-import { listCheckpoints, runSft } from '../../rl/sft.ts';
-import type { SftConfigInput } from '../../rl/sft.ts';
+import { resolveDatabase } from '../../data/databases.ts';
+import { runSft } from '../../train/sft.ts';
+import { listCheckpoints } from '../../train/run-state.ts';
+import type { SftConfigInput } from '../../train/sft.ts';
 
 /**
  * `agro sft`: cold-start supervised fine-tuning of the built-in model on a dataset of BIRD-style
@@ -151,7 +152,7 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
     tokenizer = ck.tokenizer;
     log(`initialised from ${o.init}`);
   } else {
-    const specials = [...new Set([...DEFAULT_SPECIAL_TOKENS, ...PROTOCOL_TOKENS])];
+    const specials = [...AGENT_SPECIAL_TOKENS];
     tokenizer = Tokenizer.train(conversations.flatMap((c) => c.map((m) => m.content)), { vocabSize: o.vocabSize, specialTokens: specials });
     tokenizer.save(join(o.out, 'tokenizer.json'));
     model = new LlamaModel(resolveModelConfig({ preset: o.preset, vocabSize: tokenizer.vocabSize }), { seed: o.seed ?? 0 });

@@ -5,8 +5,8 @@
  */
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
-import { embedHybrid } from '../diversity/embed.ts';
-import { selectIndices } from '../diversity/select.ts';
+import { embedHybrid } from '../factory/diversity/embed.ts';
+import { selectIndices } from '../factory/diversity/select.ts';
 
 export interface ColdStartTrajectory {
   id: string;

@@ -7,26 +7,26 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
-import { AgroError } from './errors.ts';
-import { readJsonl, writeJsonAtomic, writeFileAtomic } from './util/fs.ts';
-import { Rng } from './util/rng.ts';
-import { runFactory, type Manifest } from './factory/pipeline.ts';
-import type { DatasetRow } from './factory/types.ts';
-import { SqlPool } from './sql/pool.ts';
-import { SqlEnvironment, type SqlTask } from './agent/sql-env.ts';
-import { synthesizeTrajectories } from './agent/trajectories.ts';
-import { SPECIAL_TOKENS as PROTOCOL_TOKENS } from './agent/protocol.ts';
-import { selectColdStart } from './rl/coldstart.ts';
-import { runSft } from './rl/sft.ts';
-import { runGrpo, evaluatePolicy, type PolicyEval, type StepRecord } from './rl/trainer.ts';
-import { initBackend, type BackendName } from './model/backend.ts';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from './model/tokenizer.ts';
-import { LlamaModel } from './model/llama.ts';
-import { resolveModelConfig } from './model/config.ts';
-import { renderChat } from './model/chat.ts';
-import { loadCheckpoint } from './model/checkpoint.ts';
-import { sqlFeatures, structureKey } from './sql/features.ts';
-import { suiteVariants } from './eval/databases.ts';
+import { AgroError } from '../errors.ts';
+import { readJsonl, writeJsonAtomic, writeFileAtomic } from '../util/fs.ts';
+import { Rng } from '../util/rng.ts';
+import { runFactory, type Manifest } from '../factory/pipeline.ts';
+import type { DatasetRow } from '../factory/types.ts';
+import { SqlPool } from '../sql/pool.ts';
+import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
+import { synthesizeTrajectories } from '../agent/trajectories.ts';
+import { selectColdStart } from '../train/coldstart.ts';
+import { runSft } from '../train/sft.ts';
+import { runGrpo, evaluatePolicy, type PolicyEval, type StepRecord } from '../rl/trainer.ts';
+import { initBackend, type BackendName } from '../model/backend.ts';
+import { Tokenizer } from '../model/tokenizer.ts';
+import { LlamaModel } from '../model/llama.ts';
+import { resolveModelConfig } from '../model/config.ts';
+import { renderChat } from '../model/chat.ts';
+import { loadCheckpoint } from '../model/checkpoint.ts';
+import { sqlFeatures, structureKey } from '../sql/features.ts';
+import { suiteVariants } from '../data/databases.ts';
+import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
 
 export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
@@ -164,7 +164,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       writeFileAtomic(join(out, 'cold_start.jsonl'), chosen.map((t) => JSON.stringify({ id: t.id, difficulty: t.difficulty, messages: t.messages })).join('\n') + '\n');
       log(`[2/4] cold start: ${chosen.length} of ${trajs.length} trajectories (${report.coldStart.verify} check the result with a tool call first), covering ${report.coldStart.structures} SQL structures (a random subset: ${report.coldStart.randomStructures})`);
 
-      const specials = [...new Set([...DEFAULT_SPECIAL_TOKENS, ...PROTOCOL_TOKENS])];
+      const specials = [...AGENT_SPECIAL_TOKENS];
       const texts = chosen.flatMap((t) => t.messages.map((m) => m.content));
       const tokenizer = Tokenizer.train(texts, { vocabSize: cfg.vocabSize, specialTokens: specials });
       const model = new LlamaModel(resolveModelConfig({ preset: cfg.preset, vocabSize: tokenizer.vocabSize }), { seed: cfg.seed });
