@@ -19,7 +19,9 @@ import { parseAction, SQL_AGENT_ACTIONS, AGENT_SPECIAL_TOKENS } from '../src/age
 import type { ChatMessage, Environment, TaskBase } from '../src/agent/types.ts';
 import { selectColdStart } from '../src/train/coldstart.ts';
 import { runSft } from '../src/train/sft.ts';
-import { runGrpo, type StepRecord, type TrainConfigInput } from '../src/rl/trainer.ts';
+import { runGrpo } from '../src/rl/trainer.ts';
+import type { StepRecord } from '../src/rl/phases.ts';
+import type { TrainConfigInput } from '../src/rl/train-config.ts';
 import { rollout, type Trajectory } from '../src/rl/rollout.ts';
 import { initBackend } from '../src/model/backend.ts';
 import { Tokenizer } from '../src/model/tokenizer.ts';
