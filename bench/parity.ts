@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { buildVariants } from '../src/factory/augment.ts';
 import { buildSchemaGraph } from '../src/factory/schema-graph.ts';
 import { evaluate } from '../src/eval/run.ts';
-import { readDataset } from '../src/eval/read-dataset.ts';
+import { readDataset } from '../src/data/read-dataset.ts';
 import { introspectSchema } from '../src/sql/introspect.ts';
 import { legacyQuotesAvailable, LEGACY_QUOTES_MISSING } from '../src/sql/open-database.mjs';
 import { SqlPool } from '../src/sql/pool.ts';

@@ -16,7 +16,7 @@
  * bird/llm/src/evaluation.py at bcbfb0c, "Sort SQL result tuples for fair comparison", PR #159).
  */
 import { cmpCodePoints, pyStr } from '../sql/compare.ts';
-import { tokenizeSql } from '../sql/guard.ts';
+import { tokenize } from '../sql/lexer.ts';
 import type { Row } from '../sql/types.ts';
 import { NoStatementError, removeDistinct } from './sqlparse-compat.ts';
 
@@ -67,7 +67,7 @@ export function spiderPair(goldSql: string, predSql: string, opts: { keepDistinc
  * result (equal to an empty gold result); agro's guard would refuse it, so the caller answers [].
  */
 export function isEmptyStatement(sql: string): boolean {
-  return tokenizeSql(sql).every((t) => t.kind === 'punct' && t.text === ';');
+  return tokenize(sql).every((t) => t.kind === 'punct' && t.text === ';');
 }
 
 /** The PR #159 variant's `sort_tuple`: each row's values sorted by `str(x)` (stable). */

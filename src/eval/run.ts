@@ -1,9 +1,10 @@
 import { resultsMatch } from '../sql/compare.ts';
 import type { CompareMode, ExecResult, Row, SqlExecutor } from '../sql/types.ts';
-import { folderDatabases, resolveDatabases, suiteVariants } from './databases.ts';
+import { folderDatabases, resolveDatabases, suiteVariants } from '../data/databases.ts';
+import type { Dataset, EvalItem } from '../data/types.ts';
 import { summarize } from './metrics.ts';
 import { isEmptyStatement, sortRowValues, spiderPair, type PreparedQuery } from './official.ts';
-import { UNLABELED, type Dataset, type EvalItem, type EvalReport, type PredErrorKind, type QuestionResult } from './types.ts';
+import { UNLABELED, type EvalReport, type PredErrorKind, type QuestionResult } from './types.ts';
 
 /** Defaults in one place. 30 s per query is BIRD's meta_time_out. */
 export const EVAL_DEFAULTS = {

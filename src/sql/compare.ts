@@ -17,7 +17,7 @@
  * number, as the executor returns them with `safeIntegers`); without it an integral number could be
  * either, and cells compare by value only, like Python's `==`.
  */
-import { tokenizeSql } from './guard.ts';
+import { isWord, tokenize } from './lexer.ts';
 import type { CompareMode, Row, SqlValue } from './types.ts';
 
 export interface CompareOptions {
@@ -283,10 +283,9 @@ export function resultsMatch(pred: Row[], gold: Row[], opts: CompareOptions): bo
  */
 export function hasOrderBy(sql: string, opts: { substring?: boolean } = {}): boolean {
   if (opts.substring) return /order by/.test(sql.toLowerCase());
-  const tokens = tokenizeSql(sql);
+  const tokens = tokenize(sql);
   for (let i = 0; i + 1 < tokens.length; i++) {
-    const [a, b] = [tokens[i], tokens[i + 1]];
-    if (a.depth === 0 && a.kind === 'word' && a.text === 'ORDER' && b.kind === 'word' && b.text === 'BY') return true;
+    if (tokens[i].depth === 0 && isWord(tokens[i], 'ORDER') && isWord(tokens[i + 1], 'BY')) return true;
   }
   return false;
 }

@@ -13,6 +13,7 @@ import type Database from 'better-sqlite3';
 import { openDatabase } from './open-database.mjs';
 import { AgroError } from '../errors.ts';
 import type { Column, ColumnStats, DbSchema, ForeignKey, SqlValue, Table } from './types.ts';
+import { quoteIdent } from './lexer.ts';
 
 export interface IntrospectOptions {
   /** Most frequent distinct values kept per column. Default 3. */
@@ -22,11 +23,6 @@ export interface IntrospectOptions {
 }
 
 const MAX_SAMPLE_CHARS = 60;
-
-/** Quotes an identifier for SQLite: always double quotes, inner quotes doubled. Safe for any name. */
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
 
 /** SQLite's type affinity rules (https://www.sqlite.org/datatype3.html, section 3.1), in their order. */
 export function affinityOf(declared: string): Column['affinity'] {

@@ -6,13 +6,13 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { evaluate } from '../../src/eval/run.ts';
-import { readDataset } from '../../src/eval/read-dataset.ts';
-import { readPredictions } from '../../src/eval/read-predictions.ts';
-import { birdPredictions, writeBirdFiles } from '../../src/eval/bird-files.ts';
+import { readDataset } from '../../src/data/read-dataset.ts';
+import { readPredictions } from '../../src/data/read-predictions.ts';
+import { birdPredictions, writeBirdFiles } from '../../src/data/bird-files.ts';
 import { spiderPair, isEmptyStatement } from '../../src/eval/official.ts';
 import { removeDistinct, NoStatementError } from '../../src/eval/sqlparse-compat.ts';
 import { pyFloatRepr, resultsMatch } from '../../src/sql/compare.ts';
-import type { Dataset } from '../../src/eval/types.ts';
+import type { Dataset } from '../../src/data/types.ts';
 import { makeDb, tempDir } from '../sql/helpers.ts';
 
 const { dir, cleanup } = tempDir('agro-official-');
