@@ -1,4 +1,4 @@
-// `npm run bench -- parity [--suite-dbs N] [--variants K] [--keep]`
+// `npm run bench -- parity [--parts spider,bird,suite] [--suite-dbs N] [--variants K] [--keep]`
 // Question-by-question agreement of `agro eval --mode spider` with the official Spider execution
 // evaluator (../shared/tools/spider_ex.py = test-suite-sql-eval eval_exec_match, default flags) on the
 // Spider train gold (../shared/data/spider-train): gold vs gold, perturbed predictions (perturb_preds.py,
@@ -12,8 +12,10 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { buildVariants } from '../src/factory/augment.ts';
 import { buildSchemaGraph } from '../src/factory/schema-graph.ts';
-import { evaluate } from '../src/eval/run.ts';
+import { evaluate, type EvaluateOptions } from '../src/eval/run.ts';
+import { writeBirdFiles } from '../src/data/bird-files.ts';
 import { readDataset } from '../src/data/read-dataset.ts';
+import { readPredictions } from '../src/data/read-predictions.ts';
 import { introspectSchema } from '../src/sql/introspect.ts';
 import { legacyQuotesAvailable, LEGACY_QUOTES_MISSING } from '../src/sql/open-database.mjs';
 import { SqlPool } from '../src/sql/pool.ts';
@@ -42,12 +44,42 @@ function official(gold: string, pred: string, root: string, out: string): Side {
   return { correct: perItem.reduce((a, b) => a + b, 0), perItem, seconds: r.seconds };
 }
 
-async function agro(gold: string, predictions: string[], root: string): Promise<Side & { outcomes: string[] }> {
+/**
+ * BIRD's comparison as bird-bench/mini_dev evaluation_ex.py does it, restated (not copied) for this
+ * check: predictions from predict_dev.json split on the separator, gold from dev_gold.sql split on the
+ * tab, both run through Python's sqlite3 on the gold's database, `set(pred) == set(gold)`, any exception 0;
+ * argv[4] == 'sorted' sorts each row's values by str() first (DAMO-ConvAI PR #159).
+ */
+const BIRD_HARNESS = `
+import json, sqlite3, sys
+pred = [v.split('\\t----- bird -----\\t')[0] for v in json.load(open(sys.argv[1])).values()]
+gold = [l.strip().split('\\t') for l in open(sys.argv[2])]
+out = []
+for p, (g, db) in zip(pred, gold):
+    try:
+        c = sqlite3.connect(sys.argv[3] + '/' + db + '/' + db + '.sqlite')
+        pr = c.execute(p).fetchall(); gr = c.execute(g).fetchall(); c.close()
+        if sys.argv[4] == 'sorted':
+            pr = [tuple(sorted(t, key=lambda x: str(x))) for t in pr]; gr = [tuple(sorted(t, key=lambda x: str(x))) for t in gr]
+        out.append(int(set(pr) == set(gr)))
+    except Exception:
+        out.append(0)
+json.dump(out, open(sys.argv[5], 'w'))
+`;
+
+function officialBird(files: { pred: string; gold: string }, root: string, sorted: boolean, out: string): Side {
+  const r = python(['-c', BIRD_HARNESS, files.pred, files.gold, root, sorted ? 'sorted' : 'plain', out]);
+  if (!r.ok) throw new Error(`BIRD harness failed: ${r.out.split('\n').slice(-3).join(' | ')}`);
+  const perItem = JSON.parse(readFileSync(out, 'utf8')) as number[];
+  return { correct: perItem.reduce((a, b) => a + b, 0), perItem, seconds: r.seconds };
+}
+
+async function agro(gold: string, predictions: string[], root: string, opts: Partial<EvaluateOptions> = {}): Promise<Side & { outcomes: string[] }> {
   const ds = readDataset(gold);
   const pool = new SqlPool({ size: 2 });
   const t0 = performance.now();
   try {
-    const rep = await evaluate(ds, predictions, pool, { dbRoot: root, mode: 'spider', concurrency: 4 });
+    const rep = await evaluate(ds, predictions, pool, { dbRoot: root, mode: 'spider', concurrency: 4, ...opts });
     const perItem = rep.questions.map((q) => (q.outcome === 'match' ? 1 : 0));
     return { correct: rep.summary.correct, perItem, seconds: (performance.now() - t0) / 1000, outcomes: rep.questions.map((q) => `${q.outcome}${q.message ? `: ${q.message}` : ''}`) };
   } finally {
@@ -69,6 +101,8 @@ function compare(label: string, off: Side, ours: Side & { outcomes: string[] }, 
 export async function run(args: string[]): Promise<void> {
   const suiteDbs = num(args, '--suite-dbs', 30);
   const nVariants = num(args, '--variants', 2);
+  const pi = args.indexOf('--parts');
+  const parts = new Set((pi >= 0 ? args[pi + 1] ?? '' : 'spider,bird,suite').split(','));
   const probe = python(['-c', 'import sqlparse, tqdm']);
   if (!probe.ok) {
     console.log(`skipped: ${PY} cannot import sqlparse/tqdm (apt-get install -y python3-sqlparse python3-tqdm): ${probe.out.split('\n').pop()}`);
@@ -96,12 +130,31 @@ export async function run(args: string[]): Promise<void> {
     const root = join(DATA, 'database');
     console.log(`load before: ${loadavg().map((x) => x.toFixed(1)).join(' ')} (shared machine)`);
 
-    total += compare('gold vs gold', official(goldPath, goldAsPred, root, join(dir, 'o-gold.json')), await agro(goldPath, golds, root), golds, golds);
-    total += compare('perturbed (seed 0)', official(goldPath, predPath, root, join(dir, 'o-pred.json')), await agro(goldPath, preds, root), preds, golds);
+    if (parts.has('spider')) total += compare('gold vs gold', official(goldPath, goldAsPred, root, join(dir, 'o-gold.json')), await agro(goldPath, golds, root), golds, golds);
+    if (parts.has('spider')) total += compare('perturbed (seed 0)', official(goldPath, predPath, root, join(dir, 'o-pred.json')), await agro(goldPath, preds, root), preds, golds);
+
+    // BIRD: the same gold and predictions in BIRD's own files, scored by agro --mode bird (read back from
+    // those files) and by the official comparison in Python, plain and with PR #159's sorted rows.
+    const birdDir = join(dir, 'bird');
+    mkdirSync(birdDir);
+    const ds = readDataset(goldPath);
+    const files = writeBirdFiles(birdDir, ds.items, preds);
+    const birdGold = readDataset(files.gold);
+    const birdPreds = readPredictions(files.pred, birdGold.items);
+    const birdGolds = birdGold.items.map((it) => it.gold);
+    for (const sorted of parts.has('bird') ? [false, true] : []) {
+      total += compare(
+        `BIRD files, perturbed, --mode bird${sorted ? ' --bird-sorted-rows' : ''}`,
+        officialBird(files, root, sorted, join(dir, `o-bird-${sorted}.json`)),
+        await agro(files.gold, birdPreds, root, { mode: 'bird', birdSortedRows: sorted }),
+        birdPreds,
+        birdGolds,
+      );
+    }
 
     // Test suite: the first N databases, each folder = original + K variants built by agro's augmentation.
     const items = readFileSync(goldPath, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as { db_id: string; query: string });
-    const ids = [...new Set(items.map((r) => r.db_id))].slice(0, suiteDbs);
+    const ids = parts.has('suite') ? [...new Set(items.map((r) => r.db_id))].slice(0, suiteDbs) : [];
     const suiteRoot = join(dir, 'suite');
     const t0 = performance.now();
     for (const id of ids) {
@@ -111,14 +164,14 @@ export async function run(args: string[]): Promise<void> {
       const schema = introspectSchema(src);
       buildVariants(src, schema, buildSchemaGraph(schema), { count: nVariants, seed: 1, dir: join(suiteRoot, id) });
     }
-    console.log(`test suite: ${ids.length} databases x (1 + ${nVariants} variants) built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    if (ids.length > 0) console.log(`test suite: ${ids.length} databases x (1 + ${nVariants} variants) built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     const keep = items.flatMap((r, i) => (ids.includes(r.db_id) ? [i] : []));
     const subGold = join(dir, 'suite-gold.jsonl');
     writeFileSync(subGold, keep.map((i) => JSON.stringify(items[i])).join('\n') + '\n');
     const subPreds = keep.map((i) => preds[i]);
     const subPredPath = join(dir, 'suite-pred.json');
     writeFileSync(subPredPath, JSON.stringify(subPreds));
-    total += compare(
+    if (ids.length > 0) total += compare(
       `test suite, perturbed (${keep.length} questions)`,
       official(subGold, subPredPath, suiteRoot, join(dir, 'o-suite.json')),
       await agro(subGold, subPreds, suiteRoot),
