@@ -268,7 +268,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     const gain = 100 * (report.rl.eval.accuracy - report.sft.eval.accuracy);
     log(`[4/4] held-out execution accuracy: SFT ${pct(report.sft.eval.accuracy)} → ${cfg.algo} ${pct(report.rl.eval.accuracy)} on ${report.rl.eval.n} questions (${gain >= 0 ? '+' : ''}${gain.toFixed(1)} points from RL)`);
     const te = report.rl.eval.toolEffect;
-    if (te) log(`      tool use: ${te.checked} answers ran a query first; ${te.changed} changed the query after seeing its result, ${te.changedRight} of those right`);
+    if (te) log(`      tool use: ${te.checked} answers ran a query first; ${te.changed} changed it after seeing the result: ${te.fixed} fixed a wrong query, ${te.broke} broke a right one`);
     for (const d of Object.keys(report.rl.eval.byDifficulty).sort()) {
       const a = report.sft.eval.byDifficulty[d] ?? { n: 0, correct: 0 };
       const b = report.rl.eval.byDifficulty[d];

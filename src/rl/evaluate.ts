@@ -18,9 +18,12 @@ export interface PolicyEval {
   predictions: string[];
   /**
    * What the tool did for the answer: episodes that ran a query before answering, those whose final answer
-   * differs from the first query they ran (the agent corrected itself), and how many of those were right.
+   * differs from the first query they ran, and among those the ones where the first query would have been
+   * wrong and the answer is right (fixed) or the other way round (broke), scored by the same environment.
    */
-  toolEffect: { checked: number; changed: number; changedRight: number };
+  toolEffect: { checked: number; changed: number; fixed: number; broke: number };
+  /** How the episodes ended (answer, turn_limit, invalid_action, token_budget). */
+  endReasons: Record<string, number>;
 }
 
 /** The first query an episode ran with its tool, if any. */
@@ -46,7 +49,8 @@ export async function evaluatePolicy<T extends TaskBase & { difficulty?: string 
   let correct = 0;
   let calls = 0;
   let used = 0;
-  const toolEffect = { checked: 0, changed: 0, changedRight: 0 };
+  const toolEffect = { checked: 0, changed: 0, fixed: 0, broke: 0 };
+  const endReasons: Record<string, number> = {};
   const batch = opts.batch ?? 8;
   for (let i = 0; i < tasks.length; i += batch) {
     const chunk = tasks.slice(i, i + batch);
@@ -72,18 +76,21 @@ export async function evaluatePolicy<T extends TaskBase & { difficulty?: string 
       }
       calls += t.toolCalls;
       if (t.toolCalls > 0) used++;
+      endReasons[t.endReason] = (endReasons[t.endReason] ?? 0) + 1;
       const first = firstToolQuery(t);
       if (first !== undefined && t.answer !== undefined) {
         toolEffect.checked++;
         if (normalizeSql(first) !== normalizeSql(t.answer)) {
           toolEffect.changed++;
-          if (ctx.correct) toolEffect.changedRight++;
+          const firstRight = (await env.rewardContext(task, { ...t, answer: first })).correct;
+          if (!firstRight && ctx.correct) toolEffect.fixed++;
+          if (firstRight && !ctx.correct) toolEffect.broke++;
         }
       }
     }
   }
   const n = tasks.length;
-  return { accuracy: n ? correct / n : 0, n, byDifficulty, toolCalls: n ? calls / n : 0, toolUse: n ? used / n : 0, predictions, toolEffect };
+  return { accuracy: n ? correct / n : 0, n, byDifficulty, toolCalls: n ? calls / n : 0, toolUse: n ? used / n : 0, predictions, toolEffect, endReasons };
 }
 
 /** The unbiased pass@k estimator (Chen et al. 2021) from n samples of which c are correct: 1 − C(n−c, k)/C(n, k). */

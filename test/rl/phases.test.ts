@@ -32,9 +32,9 @@ test('a group whose rewards are all equal gets zero advantages under every group
     assert.ok(adv.slice(4, 8).some((a) => a !== 0), `${name}: the mixed group has a signal`);
     // The policy loss of those episodes has zero gradient with respect to the log-probs.
     const zeroAdv = tf.tensor2d([[0, 0, 0], [0, 0, 0]]);
-    const mask = tf.ones([2, 3]);
+    const mask = tf.ones([2, 3]) as tf.Tensor2D;
     const old = tf.tensor2d([[-1, -2, -0.5], [-0.3, -1.2, -2]]);
-    const g = tf.grad((lp: tf.Tensor) => computePolicyLoss({ logp: lp, oldLogp: old, advantages: zeroAdv, mask }, lossConfig(algo)).loss)(tf.add(old, 0.1));
+    const g = tf.grad((lp: tf.Tensor) => computePolicyLoss({ logp: lp as tf.Tensor2D, oldLogp: old, advantages: zeroAdv, mask }, lossConfig(algo)).loss)(tf.add(old, 0.1));
     assert.ok(Array.from(g.dataSync()).every((x) => x === 0), `${name}: gradient ${Array.from(g.dataSync())}`);
   }
 });
