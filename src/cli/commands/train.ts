@@ -8,8 +8,8 @@ import { loadCheckpoint, type Checkpoint } from '../../model/checkpoint.ts';
 import { LlamaModel } from '../../model/llama.ts';
 import { createEngine, ENGINE_NAMES, type RolloutEngine } from '../../model/engine.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
-import { readDataset } from '../../data/read-dataset.ts';
-import { resolveDatabases, suiteVariants } from '../../data/databases.ts';
+import { tasksFromDataset } from '../../agent/sql-tasks.ts';
+import { catalogFromDbRoot } from '../../data/catalog.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import { listCheckpoints } from '../../train/run-state.ts';
 import { resolveTrainConfig, runGrpo, type TrainConfigInput, type StepRecord } from '../../rl/trainer.ts';
@@ -57,18 +57,7 @@ export function resolveCheckpointDir(path: string): string {
 
 /** Dataset rows as SQL agent tasks, with each database's variants (test-suite reward) when a variants dir is given. */
 export function loadSqlTasks(dataPath: string, dbRoot: string, variantsDir?: string): SqlTask[] {
-  const ds = readDataset(dataPath);
-  const dbs = resolveDatabases(dbRoot, ds.items.map((it) => it.dbId));
-  return ds.items.map((it) => ({
-    id: String(it.questionId ?? it.index),
-    dbId: it.dbId,
-    dbPath: dbs.get(it.dbId) as string,
-    question: it.question,
-    evidence: it.evidence,
-    goldSql: it.gold,
-    difficulty: it.difficulty,
-    variantPaths: variantsDir ? suiteVariants(variantsDir, it.dbId) : [],
-  }));
+  return tasksFromDataset(dataPath, catalogFromDbRoot(dbRoot, variantsDir));
 }
 
 /** Questions of `agro synth-search` (its output folder, or questions.jsonl beside corpus.jsonl) as search tasks. */
