@@ -1,4 +1,4 @@
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { parseCliOptions } from '../options.ts';
@@ -54,7 +54,7 @@ export function register(program: Command): void {
   program
     .command('export')
     .description('Write a dataset for TRL (JSONL chat prompts) or verl (train/val parquet with tool kwargs)')
-    .addOption(new Option('--format <name>', 'target engine').choices([...EXPORT_FORMATS]).makeOptionMandatory())
+    .requiredOption('--format <name>', `target engine: ${EXPORT_FORMATS.join(' or ')}`)
     .requiredOption('--data <path>', 'a factory output folder (agro synth --out) or a BIRD/Spider JSON/JSONL file')
     .requiredOption('--out <dir>', 'output folder (train/val files and export.json)')
     .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite (not needed for a factory output)')
