@@ -32,10 +32,19 @@ async function startServer(opts: Record<string, unknown>): Promise<Server> {
   return { url, child };
 }
 
-async function stopServer(s: Server): Promise<void> {
+/** Stops the server gracefully and returns its last stats (lanes, respawns, rejections). */
+async function stopServer(s: Server): Promise<Record<string, number>> {
+  let stats: Record<string, number> = {};
+  s.child.stdout!.on('data', (d: Buffer) => {
+    for (const line of d.toString().split('\n').filter(Boolean)) {
+      const m = JSON.parse(line) as { stats?: Record<string, number> };
+      if (m.stats) stats = m.stats;
+    }
+  });
   const done = new Promise<void>((r) => s.child.once('exit', () => r()));
   s.child.kill('SIGTERM');
   await done;
+  return stats;
 }
 
 /** Resident memory (MiB) of a process and its children (the SQL pool), from /proc. */
@@ -203,7 +212,7 @@ export async function run(args: string[]): Promise<void> {
       envPts.push({ ...point(clients, result, peakMiB), episodes, lost, crossed });
     }
   } finally {
-    await stopServer(srv);
+    console.log(`server stats: ${JSON.stringify(await stopServer(srv))}`);
   }
   console.log('\n/v1/reward (one request = a group of 16 completions, execution + format):');
   console.table(rewardPts.map((p) => ({ ...p, completionsPerS: Math.round(p.reqPerS * 16) })));
@@ -216,20 +225,23 @@ export async function run(args: string[]): Promise<void> {
     const opts = lanes ? { sqlTimeoutMs: 2000 } : { sqlTimeoutMs: 2000, fastLaneMs: 1_000_000 };
     const s = await startServer(opts);
     try {
-      const clean = await autocannon({ url: `${s.url}/v1/reward`, method: 'POST', headers: { 'content-type': 'application/json' }, body: rewardBody, connections: 16, duration: seconds });
+      const clean = await autocannon({ url: `${s.url}/v1/reward`, method: 'POST', headers: { 'content-type': 'application/json' }, body: rewardBody, connections: 16, duration: seconds * 2 });
+      // 10% of all requests: one runaway per 9 others. A runaway holds its connection for its whole 2 s
+      // limit, so a closed-loop connection sends about 0.5 of them a second.
       const rate = Math.max(1, Math.round(clean.requests.average / 9));
+      const runawayConns = Math.max(1, Math.round(rate * 2));
       const [mixed, runaway] = await Promise.all([
-        autocannon({ url: `${s.url}/v1/reward`, method: 'POST', headers: { 'content-type': 'application/json' }, body: rewardBody, connections: 16, duration: seconds }),
-        autocannon({ url: `${s.url}/v1/sql`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: dbs[0].id, sql: RUNAWAY }), connections: 16, overallRate: rate, duration: seconds, timeout: 30 }),
+        autocannon({ url: `${s.url}/v1/reward`, method: 'POST', headers: { 'content-type': 'application/json' }, body: rewardBody, connections: 16, duration: seconds * 2 }),
+        autocannon({ url: `${s.url}/v1/sql`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: dbs[0].id, sql: RUNAWAY }), connections: runawayConns, duration: seconds * 2, timeout: 30 }),
       ]);
       const ratio = mixed.latency.p99 / Math.max(1, clean.latency.p99);
       console.log(
         `\nmixed load, ${lanes ? 'fast/slow SQL lanes (default)' : 'one SQL lane'}: clean p99 ${clean.latency.p99} ms at ${Math.round(clean.requests.average)} req/s; ` +
-          `with runaway SQL at ${rate} req/s (${Math.round((100 * runaway.requests.total) / Math.max(1, runaway.requests.total + mixed.requests.total))}% of requests): ` +
+          `with runaway SQL from ${runawayConns} clients (${Math.round((100 * runaway.requests.total) / Math.max(1, runaway.requests.total + mixed.requests.total))}% of requests): ` +
           `others' p99 ${mixed.latency.p99} ms, p50 ${mixed.latency.p50} ms at ${Math.round(mixed.requests.average)} req/s → ${ratio.toFixed(2)}× the clean p99 (goal ≤ 2×)`,
       );
     } finally {
-      await stopServer(s);
+      console.log(`  server stats: ${JSON.stringify(await stopServer(s))}`);
     }
   }
   console.log(`load average after: ${load()}`);

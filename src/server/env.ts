@@ -49,7 +49,7 @@ export const envRoutesOptionsSchema = z.strictObject({
   /** SQL processes of the fast lane and of the slow (runaway) lane, and the fast lane's time budget. */
   poolSize: z.number().int().min(1).max(64).default(2),
   slowPoolSize: z.number().int().min(1).max(64).default(1),
-  fastLaneMs: z.number().int().min(1).default(250),
+  fastLaneMs: z.number().int().min(1).default(1000),
   /** Bearer token required on /v1/* when set. */
   token: z.string().min(8).optional(),
 });
@@ -67,6 +67,10 @@ export interface EnvStats {
   rejected: number;
   sessions: number;
   sessionsExpired: number;
+  /** Queries that ran past the fast lane's budget and went on in the slow lane (own lanes only). */
+  movedToSlow?: number;
+  /** SQL processes started so far, respawns after kills included (own lanes only). */
+  sqlProcessesStarted?: number;
 }
 
 export type EnvRoutes = Hono & { close(): Promise<void>; stats(): EnvStats };
@@ -133,7 +137,8 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
   const parsed = envRoutesOptionsSchema.safeParse(rest);
   if (!parsed.success) throw new AgroError('usage', `environment server: ${zodLine(parsed.error)}`);
   const o = parsed.data;
-  const executor = given ?? new LanedExecutor({ fastSize: o.poolSize, slowSize: o.slowPoolSize, fastMs: o.fastLaneMs });
+  const lanes = given ? undefined : new LanedExecutor({ fastSize: o.poolSize, slowSize: o.slowPoolSize, fastMs: o.fastLaneMs });
+  const executor: SqlExecutor = given ?? (lanes as LanedExecutor);
   const env = new SqlEnvironment(executor, envConfig);
   const sessions = new SessionStore(o.maxSessions, o.sessionTtlMs);
   let inFlight = 0;
@@ -270,7 +275,8 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
       if (!given) await executor.close();
     },
     stats(): EnvStats {
-      return { inFlight, queued, rejected, sessions: sessions.size, sessionsExpired: sessions.expired };
+      const base = { inFlight, queued, rejected, sessions: sessions.size, sessionsExpired: sessions.expired };
+      return lanes ? { ...base, movedToSlow: lanes.movedToSlow, sqlProcessesStarted: lanes.fast.spawned + lanes.slow.spawned } : base;
     },
   });
 }
