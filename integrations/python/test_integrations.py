@@ -154,7 +154,9 @@ class VerlTool(unittest.TestCase):
         tool_cls = getattr(__import__(module), cls)
         tool = tool_cls(config={"type": "native", "url": os.environ["AGRO_URL"]}, tool_schema=OpenAIFunctionToolSchema(schema))
         self.assertEqual(tool.name, "run_sql")
-        tools_kwargs = ROWS[0]["extra_info"]["tools_kwargs"] if ROWS else {"run_sql": {"create_kwargs": {"db_id": "concert"}}}
+        concert = [r for r in ROWS if r["extra_info"]["db_id"] == "concert"]
+        self.assertTrue(concert, "no exported row of the concert database")
+        tools_kwargs = concert[0]["extra_info"]["tools_kwargs"]
         response, reward, res = asyncio.run(call_tool_like_verl(tool, tools_kwargs, "run_sql", json.dumps({"sql": "SELECT COUNT(*) FROM singer"})))
         self.assertIsInstance(response, ToolResponse)
         self.assertEqual(response.text, "COUNT(*)\n3\n(1 rows)")

@@ -1,5 +1,5 @@
 /** Tasks as export rows: the prompt is SqlEnvironment's own opening, so an outside trainer sees what agro's policy sees. */
-import { Rng } from '../util/rng.ts';
+import { splitBySkeleton } from '../data/splits.ts';
 import type { ExportRow, ExportSplits } from '../data/export-formats.ts';
 import type { SqlEnvironment, SqlTask } from './sql-env.ts';
 
@@ -17,11 +17,13 @@ export function exportRow(env: SqlEnvironment, task: SqlTask): ExportRow {
   };
 }
 
-/** A seeded shuffle, then the first round(n·valFraction) rows to val (at least one train row kept). */
+/**
+ * Train and val rows with no SQL skeleton in both (main's splitBySkeleton): a val question is never a
+ * literal swap of a training one. val gets about valFraction of the rows, train keeps at least one.
+ */
 export function splitRows(rows: readonly ExportRow[], valFraction: number, seed: number): ExportSplits {
-  if (valFraction <= 0) return { train: [...rows], val: [] };
-  const order = new Rng(seed).shuffle(rows.map((_, i) => i));
-  const nVal = Math.min(rows.length - 1, Math.round(rows.length * valFraction));
-  const valIdx = new Set(order.slice(0, nVal));
-  return { train: rows.filter((_, i) => !valIdx.has(i)), val: rows.filter((_, i) => valIdx.has(i)) };
+  if (valFraction <= 0 || rows.length < 2) return { train: [...rows], val: [] };
+  const s = splitBySkeleton(rows, (r) => r.goldSql, { sft: 0, rl: 1 - valFraction, heldOut: valFraction }, seed);
+  const train = [...s.sft, ...s.rl];
+  return train.length > 0 ? { train, val: s.heldOut } : { train: s.heldOut.slice(0, 1), val: s.heldOut.slice(1) };
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { parseCliOptions } from '../options.ts';
-import { resolveTaskSource, tasksFromDataset } from '../../agent/sql-tasks.ts';
+import { resolveTaskSource, tasksFromCatalog } from '../../agent/tasks.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
 import { exportRow, splitRows } from '../../agent/export.ts';
 import { EXPORT_FORMATS, writeExport } from '../../data/export-formats.ts';
@@ -28,7 +28,7 @@ const optionsSchema = z.object({
 async function runExport(raw: unknown): Promise<void> {
   const o = parseCliOptions(optionsSchema, raw, 'export');
   const source = resolveTaskSource(o.data, { dbRoot: o.dbRoot, variants: o.variants });
-  let tasks = tasksFromDataset(source.dataPath, source.catalog);
+  let tasks = tasksFromCatalog(source.dataPath, source.catalog);
   if (o.limit !== undefined) tasks = tasks.slice(0, o.limit);
   // The environment only renders prompts here; the pool starts no process until a query runs.
   const pool = new SqlPool({ size: 1 });
