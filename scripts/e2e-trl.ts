@@ -32,6 +32,19 @@ const REWARDS = [
   { name: 'sql_overlap', weight: 0.25 },
 ];
 
+const PYARROW_CHECK = `
+import sys, pyarrow.parquet as pq
+t = pq.read_table(sys.argv[1])
+s = t.schema
+assert str(s.field("prompt").type) == "list<element: struct<role: string not null, content: string not null> not null>", s.field("prompt").type
+assert s.field("reward_model").type.get_field_index("ground_truth") >= 0
+row = t.slice(0, 1).to_pylist()[0]
+kw = row["extra_info"]["tools_kwargs"]["run_sql"]["create_kwargs"]
+assert kw["db_id"] == row["extra_info"]["db_id"], kw
+assert row["prompt"][0]["role"] == "system" and row["data_source"] == "agro_sql"
+print(f"{t.num_rows} rows, columns {t.column_names}")
+`;
+
 function skip(why: string): never {
   console.log(`SKIP e2e:trl: ${why}`);
   process.exit(0);
@@ -103,6 +116,12 @@ async function main(): Promise<void> {
   const dataDir = join(RUN, 'data');
   // The tiny model has 512 positions: a short schema keeps prompt + completion inside them.
   agro('export', '--format', 'trl', '--data', join(ROOT, 'data/dev.json'), '--db-root', DB_ROOT, '--out', dataDir, '--val', '0', '--schema-chars', '300');
+  // The verl export as pyarrow (what verl's RLHFDataset uses underneath) reads it: nested types intact.
+  const verlDir = join(RUN, 'verl');
+  agro('export', '--format', 'verl', '--data', join(ROOT, 'data/dev.json'), '--db-root', DB_ROOT, '--out', verlDir, '--val', '0.1');
+  const check = run(py, ['-c', PYARROW_CHECK, join(verlDir, 'train.parquet')]);
+  if (check.status !== 0) fail(`pyarrow could not read the verl export as verl expects: ${check.stderr.trim().split('\n').at(-1)}`);
+  console.log(`e2e:trl: verl parquet read by pyarrow: ${check.stdout.trim()}`);
   const out = join(RUN, 'out');
   const logPath = join(out, 'rewards.jsonl');
   mkdirSync(out, { recursive: true });
