@@ -36,7 +36,16 @@ if cfg.get("threads"):
     torch.set_num_threads(int(cfg["threads"]))
 
 ck = Path(cfg["checkpoint"])
-tok = PreTrainedTokenizerFast(tokenizer_file=str(ck / "tokenizer.json"), bos_token="<|bos|>", eos_token="<|end|>", pad_token="<|pad|>")
+# agro's tokenizer marks its protocol tags (<think>, <sql>, <answer>...) special, and TRL decodes completions
+# with skip_special_tokens=True, which would strip them before the reward sees them. They are the policy's
+# own output, so here they become ordinary added tokens; the chat tokens (<|end|>...) stay special.
+tj = json.loads((ck / "tokenizer.json").read_text())
+for t in tj.get("added_tokens", []):
+    if not t["content"].startswith("<|"):
+        t["special"] = False
+patched = out / "tokenizer.json"
+patched.write_text(json.dumps(tj))
+tok = PreTrainedTokenizerFast(tokenizer_file=str(patched), bos_token="<|bos|>", eos_token="<|end|>", pad_token="<|pad|>")
 tok.chat_template = CHAT_TEMPLATE
 tok.padding_side = "left"
 model = AutoModelForCausalLM.from_pretrained(str(ck), dtype=torch.float32)
