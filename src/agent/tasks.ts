@@ -1,7 +1,9 @@
 /** Dataset questions (BIRD, Spider or agro's dataset.jsonl) as SQL-agent tasks: the one row → task mapping. */
+import { join } from 'node:path';
 import { AgroError } from '../errors.ts';
 import { readDataset } from '../data/read-dataset.ts';
 import { resolveDatabases, suiteVariants } from '../data/databases.ts';
+import { catalogFromDbRoot, catalogFromFactoryOutput, isFactoryOutput, type DatabaseCatalog } from '../data/catalog.ts';
 import type { EvalItem } from '../data/types.ts';
 import type { SqlTask } from './sql-env.ts';
 
@@ -26,4 +28,27 @@ export function loadSqlTasks(dataPath: string, dbRoot: string, variantsDir?: str
   const ds = readDataset(dataPath);
   const dbs = resolveDatabases(dbRoot, ds.items.map((it) => it.dbId));
   return ds.items.map((it) => sqlTaskOf(it, dbs.get(it.dbId) as string, variantsDir ? suiteVariants(variantsDir, it.dbId) : []));
+}
+
+/** Every question of a data file, each with its database and variants from a catalog (db-root or factory output). */
+export function tasksFromCatalog(dataPath: string, catalog: DatabaseCatalog): SqlTask[] {
+  return readDataset(dataPath).items.map((it) => {
+    const db = catalog.resolve(it.dbId);
+    return sqlTaskOf(it, db.path, db.variants);
+  });
+}
+
+export interface TaskSource {
+  dataPath: string;
+  catalog: DatabaseCatalog;
+}
+
+/** Where `--data` rows and their databases come from: a factory output folder names its own database; a file needs --db-root. */
+export function resolveTaskSource(data: string, opts: { dbRoot?: string; variants?: string }): TaskSource {
+  if (isFactoryOutput(data)) {
+    const catalog = opts.dbRoot ? catalogFromDbRoot(opts.dbRoot, opts.variants ?? join(data, 'variants')) : catalogFromFactoryOutput(data);
+    return { dataPath: join(data, 'dataset.jsonl'), catalog };
+  }
+  if (!opts.dbRoot) throw new AgroError('usage', `--db-root is required for ${data} (only a factory output folder names its own database)`);
+  return { dataPath: data, catalog: catalogFromDbRoot(opts.dbRoot, opts.variants) };
 }

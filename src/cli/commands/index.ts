@@ -15,6 +15,7 @@ export const COMMAND_LOADERS: Record<string, Loader> = {
   sft: () => import('./sft.ts'),
   train: () => import('./train.ts'),
   eval: () => import('./eval.ts'),
+  export: () => import('./export.ts'),
   sql: () => import('./sql.ts'),
   schema: () => import('./schema.ts'),
   'synth-search': () => import('./synth-search.ts'),

@@ -1,0 +1,295 @@
+// `npm run bench -- serve [--seconds 5] [--grpo] [--steps 3]`
+// Load on the environment server over loopback with autocannon: /v1/reward (GRPO groups of 16 completions
+// per request) and /v1/env (whole episodes: open, tool call, answer, delete) at 1, 16 and 64 concurrent
+// clients: requests/s, p50/p99 latency, server memory, sessions lost or crossed. Then a mixed load where
+// 10% of requests are runaway SQL, with and without the fast/slow SQL lanes: the other requests' p99
+// against the clean run. With --grpo: agro's own GRPO step vs TRL GRPOTrainer's on the same checkpoint,
+// data, group size and lengths (needs a venv with trl: AGRO_E2E_VENV, as npm run e2e:trl).
+import autocannon from 'autocannon';
+import Database from 'better-sqlite3';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { flag, num } from './_args.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DB_ROOT = join(ROOT, 'data/databases');
+const RUNAWAY = 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c';
+
+interface Server {
+  url: string;
+  child: ChildProcess;
+}
+
+async function startServer(opts: Record<string, unknown>): Promise<Server> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/_env_server.ts'), JSON.stringify({ dbRoot: DB_ROOT, ...opts })], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((res, rej) => {
+    child.stdout!.once('data', (d: Buffer) => res(JSON.parse(d.toString().split('\n')[0]).url));
+    child.once('exit', (c) => rej(new Error(`server exited ${c}`)));
+  });
+  return { url, child };
+}
+
+/** Stops the server gracefully and returns its last stats (lanes, respawns, rejections). */
+async function stopServer(s: Server): Promise<Record<string, number>> {
+  let stats: Record<string, number> = {};
+  s.child.stdout!.on('data', (d: Buffer) => {
+    for (const line of d.toString().split('\n').filter(Boolean)) {
+      const m = JSON.parse(line) as { stats?: Record<string, number> };
+      if (m.stats) stats = m.stats;
+    }
+  });
+  const done = new Promise<void>((r) => s.child.once('exit', () => r()));
+  s.child.kill('SIGTERM');
+  await done;
+  return stats;
+}
+
+/** Resident memory (MiB) of a process and its children (the SQL pool), from /proc. */
+function rssMiB(pid: number): number {
+  const one = (p: number): number => {
+    try {
+      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      return m ? Number(m[1]) / 1024 : 0;
+    } catch {
+      return 0;
+    }
+  };
+  let total = one(pid);
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`)) {
+      for (const c of readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) total += one(Number(c));
+    }
+  } catch {
+    // the process is gone
+  }
+  return total;
+}
+
+async function sampleMemory<T>(pid: number, work: Promise<T>): Promise<{ result: T; peakMiB: number }> {
+  let peak = rssMiB(pid);
+  const t = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 200);
+  const result = await work;
+  clearInterval(t);
+  return { result, peakMiB: Math.max(peak, rssMiB(pid)) };
+}
+
+interface Row {
+  db_id: string;
+  question: string;
+  SQL: string;
+}
+
+/** One GRPO group per request: 16 completions of 2 questions (right, wrong, malformed), with their expected totals. */
+function rewardBatch(rows: Row[]): { body: string; expected: number[] } {
+  const items: unknown[] = [];
+  const expected: number[] = [];
+  for (const r of rows.slice(0, 2)) {
+    for (let k = 0; k < 8; k++) {
+      const kind = k % 4;
+      if (kind === 0 || kind === 1) items.push({ db_id: r.db_id, gold_sql: r.SQL, completion: `<think>plan</think><answer>${r.SQL}</answer>` });
+      else if (kind === 2) items.push({ db_id: r.db_id, gold_sql: r.SQL, completion: `<think>plan</think><answer>SELECT 1 + ${k}</answer>` });
+      else items.push({ db_id: r.db_id, gold_sql: r.SQL, completion: 'SELECT 1' });
+      expected.push(kind < 2 ? 1.2 : kind === 2 ? 0.2 : 0);
+    }
+  }
+  return { body: JSON.stringify({ rewards: [{ name: 'execution', weight: 1 }, { name: 'format', weight: 0.2 }], items }), expected };
+}
+
+interface Point {
+  clients: number;
+  reqPerS: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  peakMiB: number;
+}
+
+function point(clients: number, r: autocannon.Result, peakMiB: number): Point {
+  return { clients, reqPerS: Math.round(r.requests.average * 10) / 10, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts, peakMiB: Math.round(peakMiB) };
+}
+
+export async function run(args: string[]): Promise<void> {
+  const seconds = num(args, '--seconds', 5);
+  const rows = JSON.parse(readFileSync(join(ROOT, 'data/dev.json'), 'utf8')) as Row[];
+  const { body: rewardBody, expected } = rewardBatch(rows);
+  const load = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  console.log(`serve bench: ${seconds} s per point, loopback, load average ${load()} (shared 2-core machine)`);
+
+  // Each database's first table and its row count: the tool call of an episode and what it must see.
+  const dbs = readdirSync(DB_ROOT).map((id) => {
+    const db = new Database(join(DB_ROOT, id, `${id}.sqlite`), { readonly: true });
+    const table = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 1").get() as { name: string }).name;
+    const count = (db.prepare(`SELECT COUNT(*) AS n FROM "${table}"`).get() as { n: number }).n;
+    db.close();
+    return { id, table, count };
+  });
+
+  const srv = await startServer({ sqlTimeoutMs: 2000, maxSessions: 100_000 });
+  const pid = srv.child.pid!;
+  const rewardPts: Point[] = [];
+  const envPts: (Point & { episodes: number; lost: number; crossed: number })[] = [];
+  let wrongRewards = 0;
+  try {
+    for (const clients of [1, 16, 64]) {
+      const { result, peakMiB } = await sampleMemory(
+        pid,
+        autocannon({
+          url: `${srv.url}/v1/reward`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: rewardBody,
+          connections: clients,
+          duration: seconds,
+          requests: [
+            {
+              onResponse: (status: number, body: string) => {
+                if (status !== 200) return;
+                const totals = (JSON.parse(body) as { results: { total: number }[] }).results.map((x) => x.total);
+                if (totals.some((t, i) => Math.abs(t - expected[i]) > 1e-9)) wrongRewards++;
+              },
+            },
+          ],
+        }),
+      );
+      rewardPts.push(point(clients, result, peakMiB));
+    }
+    for (const clients of [1, 16, 64]) {
+      let next = 0;
+      let lost = 0;
+      let crossed = 0;
+      let episodes = 0;
+      type Ctx = { db?: (typeof dbs)[number]; sid?: string };
+      const { result, peakMiB } = await sampleMemory(
+        pid,
+        autocannon({
+          url: srv.url,
+          headers: { 'content-type': 'application/json' },
+          connections: clients,
+          duration: seconds,
+          requests: [
+            {
+              method: 'POST',
+              path: '/v1/env/sessions',
+              setupRequest: (req: autocannon.Request, ctx: Ctx) => {
+                ctx.db ??= dbs[next++ % dbs.length];
+                return { ...req, body: JSON.stringify({ db_id: ctx.db.id, question: 'How many rows?', gold_sql: `SELECT COUNT(*) FROM "${ctx.db.table}"` }) };
+              },
+              onResponse: (status: number, body: string, ctx: Ctx) => {
+                ctx.sid = status === 201 ? (JSON.parse(body) as { session_id: string }).session_id : 'none';
+              },
+            },
+            {
+              method: 'POST',
+              setupRequest: (req: autocannon.Request, ctx: Ctx) => ({ ...req, path: `/v1/env/sessions/${ctx.sid}/step`, body: JSON.stringify({ text: `<think>count</think><sql>SELECT COUNT(*) FROM "${ctx.db!.table}"</sql>` }) }),
+              onResponse: (status: number, body: string, ctx: Ctx) => {
+                if (status === 404) lost++;
+                else if (status === 200 && !(JSON.parse(body) as { observation: string }).observation.includes(`\n${ctx.db!.count}\n`)) crossed++;
+              },
+            },
+            {
+              method: 'POST',
+              setupRequest: (req: autocannon.Request, ctx: Ctx) => ({ ...req, path: `/v1/env/sessions/${ctx.sid}/step`, body: JSON.stringify({ text: `<think>done</think><answer>SELECT COUNT(*) FROM "${ctx.db!.table}"</answer>` }) }),
+              onResponse: (status: number, body: string) => {
+                if (status === 404) lost++;
+                else if (status === 200 && (JSON.parse(body) as { reward: { total: number } }).reward.total !== 1) crossed++;
+              },
+            },
+            {
+              method: 'DELETE',
+              setupRequest: (req: autocannon.Request, ctx: Ctx) => ({ ...req, path: `/v1/env/sessions/${ctx.sid}`, body: undefined }),
+              onResponse: (status: number) => {
+                if (status === 404) lost++;
+                else if (status === 204) episodes++;
+              },
+            },
+          ],
+        }),
+      );
+      envPts.push({ ...point(clients, result, peakMiB), episodes, lost, crossed });
+    }
+  } finally {
+    console.log(`server stats: ${JSON.stringify(await stopServer(srv))}`);
+  }
+  console.log('\n/v1/reward (one request = a group of 16 completions, execution + format):');
+  console.table(rewardPts.map((p) => ({ ...p, completionsPerS: Math.round(p.reqPerS * 16) })));
+  console.log(`rewards that differed from the expected values: ${wrongRewards}`);
+  console.log('\n/v1/env (one episode = open, tool call, answer with reward, delete = 4 requests):');
+  console.table(envPts.map((p) => ({ ...p, episodesPerS: Math.round((p.episodes / seconds) * 10) / 10 })));
+
+  // Mixed load: 16 clients on /v1/reward; beside them, runaway SQL at 10% of all requests.
+  for (const lanes of [true, false]) {
+    const opts = lanes ? { sqlTimeoutMs: 2000 } : { sqlTimeoutMs: 2000, fastLaneMs: 1_000_000 };
+    const s = await startServer(opts);
+    try {
+      const clean = await autocannon({ url: `${s.url}/v1/reward`, method: 'POST', headers: { 'content-type': 'application/json' }, body: rewardBody, connections: 16, duration: seconds * 2 });
+      // 10% of all requests: one runaway per 9 others. A runaway holds its connection for its whole 2 s
+      // limit, so a closed-loop connection sends about 0.5 of them a second.
+      const rate = Math.max(1, Math.round(clean.requests.average / 9));
+      const runawayConns = Math.max(1, Math.round(rate * 2));
+      const [mixed, runaway] = await Promise.all([
+        autocannon({ url: `${s.url}/v1/reward`, method: 'POST', headers: { 'content-type': 'application/json' }, body: rewardBody, connections: 16, duration: seconds * 2 }),
+        autocannon({ url: `${s.url}/v1/sql`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: dbs[0].id, sql: RUNAWAY }), connections: runawayConns, duration: seconds * 2, timeout: 30 }),
+      ]);
+      const ratio = mixed.latency.p99 / Math.max(1, clean.latency.p99);
+      console.log(
+        `\nmixed load, ${lanes ? 'fast/slow SQL lanes (default)' : 'one SQL lane'}: clean p99 ${clean.latency.p99} ms at ${Math.round(clean.requests.average)} req/s; ` +
+          `with runaway SQL from ${runawayConns} clients (${Math.round((100 * runaway.requests.total) / Math.max(1, runaway.requests.total + mixed.requests.total))}% of requests): ` +
+          `others' p99 ${mixed.latency.p99} ms, p50 ${mixed.latency.p50} ms at ${Math.round(mixed.requests.average)} req/s → ${ratio.toFixed(2)}× the clean p99 (goal ≤ 2×)`,
+      );
+    } finally {
+      console.log(`  server stats: ${JSON.stringify(await stopServer(s))}`);
+    }
+  }
+  console.log(`load average after: ${load()}`);
+  if (args.includes('--grpo')) await grpoSideBySide(num(args, '--steps', 3), flag(args, '--checkpoint', ''));
+}
+
+/** agro train and TRL GRPOTrainer: same checkpoint, prompts (schema 300 chars), group 8, 96 completion tokens, CPU. */
+async function grpoSideBySide(steps: number, checkpointArg: string): Promise<void> {
+  const py = resolve(process.env.AGRO_E2E_VENV ?? join(ROOT, 'runs/e2e-trl/venv'), 'bin/python');
+  const ck = resolve(checkpointArg || process.env.AGRO_E2E_CHECKPOINT || '');
+  if (!existsSync(py) || !existsSync(join(ck, 'config.json'))) {
+    console.log('\nGRPO step side by side: SKIPPED (needs AGRO_E2E_VENV with trl and --checkpoint or AGRO_E2E_CHECKPOINT; run npm run e2e:trl first)');
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'agro-grpo-'));
+  try {
+    const bin = join(ROOT, 'bin/agro.js');
+    const exp = spawnSync(process.execPath, [bin, 'export', '--format', 'trl', '--data', join(ROOT, 'data/dev.json'), '--db-root', DB_ROOT, '--out', join(dir, 'data'), '--val', '0', '--schema-chars', '300'], { encoding: 'utf8' });
+    if (exp.status !== 0) throw new Error(exp.stderr);
+    const cfgPath = join(dir, 'agro-train.json');
+    const cfg = { algo: 'trl_grpo', steps, groupSize: 8, promptsPerStep: 1, maxTurnTokens: 96, maxResponseTokens: 96 };
+    (await import('node:fs')).writeFileSync(cfgPath, JSON.stringify(cfg));
+    const t0 = performance.now();
+    const agro = spawnSync(process.execPath, [bin, 'train', '--init', ck, '--data', join(ROOT, 'data/dev.json'), '--db-root', DB_ROOT, '--config', cfgPath, '--schema-chars', '300', '--out', join(dir, 'agro'), '--json'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    if (agro.status !== 0) throw new Error(agro.stderr.split('\n').slice(-3).join(' '));
+    const agroWall = (performance.now() - t0) / 1000;
+    const metrics = readFileSync(join(dir, 'agro/metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number>).filter((m) => 'time_rollout_s' in m);
+    const agroSteps = metrics.map((m) => m.time_rollout_s + m.time_reward_s + m.time_update_s);
+    const srv = await startServer({});
+    let trlSteps: number[] = [];
+    try {
+      const trl = await new Promise<number | null>((res) => {
+        const c = spawn(py, [join(ROOT, 'scripts/e2e_trl.py'), JSON.stringify({ checkpoint: ck, train: join(dir, 'data/train.jsonl'), out: join(dir, 'trl'), steps, group: 8, max_completion: 96, rewards: [{ name: 'execution', weight: 1 }] })], {
+          env: { ...process.env, AGRO_URL: srv.url, TOKENIZERS_PARALLELISM: 'false' },
+          stdio: 'ignore',
+        });
+        c.on('close', res);
+      });
+      if (trl !== 0) throw new Error(`TRL run exited ${trl}`);
+      trlSteps = (JSON.parse(readFileSync(join(dir, 'trl/trl_result.json'), 'utf8')) as { step_seconds: number[] }).step_seconds;
+    } finally {
+      await stopServer(srv);
+    }
+    const fmt = (xs: number[]): string => xs.map((x) => x.toFixed(2)).join(', ');
+    console.log(`\nGRPO step, CPU, group 8 × 1 prompt, ≤ 96 completion tokens, same checkpoint and prompts:`);
+    console.log(`  agro train (trl_grpo preset): ${fmt(agroSteps)} s/step (wall ${agroWall.toFixed(1)} s with loading)`);
+    console.log(`  TRL GRPOTrainer + agro serve rewards: ${fmt(trlSteps)} s/step`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

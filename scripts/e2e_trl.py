@@ -1,0 +1,113 @@
+"""GRPOTrainer (TRL) on an agro checkpoint and an `agro export --format trl` dataset, rewarded by agro's
+environment server (integrations/python/agro_trl.py). Run by scripts/e2e-trl.ts and bench/serve.ts:
+
+    python scripts/e2e_trl.py '{"checkpoint": ..., "train": ..., "out": ..., "steps": 3, ...}'
+
+Writes <out>/trl_result.json: TRL's log history, each step's wall time, the rows kept and dropped.
+The agro checkpoint has config.json, model.safetensors and tokenizer.json; its chat template (the
+built-in model's, src/model/chat.ts) is given to the tokenizer here as Jinja.
+"""
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+from datasets import load_dataset
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "integrations" / "python"))
+from agro_trl import agro_reward_func  # noqa: E402
+
+# src/model/chat.ts: <|bos|> then <|role|>content<|end|> per message; generation opens <|assistant|>.
+CHAT_TEMPLATE = (
+    "{{ '<|bos|>' }}{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] + '<|end|>' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}"
+)
+
+cfg = json.loads(sys.argv[1])
+out = Path(cfg["out"])
+out.mkdir(parents=True, exist_ok=True)
+torch.manual_seed(cfg.get("seed", 0))
+if cfg.get("threads"):
+    torch.set_num_threads(int(cfg["threads"]))
+
+ck = Path(cfg["checkpoint"])
+# agro's tokenizer marks its protocol tags (<think>, <sql>, <answer>...) special, and TRL decodes completions
+# with skip_special_tokens=True, which would strip them before the reward sees them. They are the policy's
+# own output, so here they become ordinary added tokens; the chat tokens (<|end|>...) stay special.
+tj = json.loads((ck / "tokenizer.json").read_text())
+for t in tj.get("added_tokens", []):
+    if not t["content"].startswith("<|"):
+        t["special"] = False
+patched = out / "tokenizer.json"
+patched.write_text(json.dumps(tj))
+tok = PreTrainedTokenizerFast(tokenizer_file=str(patched), bos_token="<|bos|>", eos_token="<|end|>", pad_token="<|pad|>")
+tok.chat_template = CHAT_TEMPLATE
+tok.padding_side = "left"
+model = AutoModelForCausalLM.from_pretrained(str(ck), dtype=torch.float32)
+end_id, eos_id = tok.convert_tokens_to_ids("<|end|>"), tok.convert_tokens_to_ids("<|eos|>")
+model.generation_config.eos_token_id = [end_id, eos_id]
+model.generation_config.pad_token_id = tok.pad_token_id
+
+L = int(cfg["max_completion"])
+limit = model.config.max_position_embeddings
+ds = load_dataset("json", data_files={"train": cfg["train"]})["train"]
+n_all = len(ds)
+# A prompt plus its completion must fit the model's positions; longer rows are dropped and counted.
+ds = ds.filter(lambda r: len(tok.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=True)) + L <= limit)
+print(f"e2e_trl: {len(ds)} of {n_all} rows fit {limit} positions with {L} completion tokens", flush=True)
+if len(ds) == 0:
+    sys.exit("e2e_trl: no row fits the model's context; export with a smaller --schema-chars")
+
+
+class StepTimes(TrainerCallback):
+    def __init__(self):
+        self.times, self._t = [], 0.0
+
+    def on_step_begin(self, args, state, control, **kw):
+        self._t = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kw):
+        self.times.append(time.perf_counter() - self._t)
+
+
+G = int(cfg["group"])
+P = int(cfg.get("prompts_per_step", 1))
+args = GRPOConfig(
+    output_dir=str(out / "trl"),
+    per_device_train_batch_size=G * P,
+    num_generations=G,
+    max_completion_length=L,
+    max_steps=int(cfg["steps"]),
+    learning_rate=float(cfg.get("lr", 1e-5)),
+    beta=float(cfg.get("beta", 0.0)),
+    temperature=float(cfg.get("temperature", 1.0)),
+    logging_steps=1,
+    save_strategy="no",
+    report_to="none",
+    use_cpu=True,
+    seed=int(cfg.get("seed", 0)),
+    data_seed=int(cfg.get("seed", 0)),
+    dataloader_num_workers=0,
+    disable_tqdm=True,
+)
+times = StepTimes()
+reward = agro_reward_func(rewards=cfg.get("rewards"), log_path=str(out / "rewards.jsonl"), name="agro")
+trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[reward], args=args, train_dataset=ds, callbacks=[times])
+t0 = time.perf_counter()
+trainer.train()
+result = {
+    "rows": len(ds),
+    "rows_dropped": n_all - len(ds),
+    "seconds": time.perf_counter() - t0,
+    "step_seconds": times.times,
+    "log_history": trainer.state.log_history,
+    "versions": {"trl": __import__("trl").__version__, "transformers": __import__("transformers").__version__, "torch": torch.__version__},
+    "threads": torch.get_num_threads(),
+}
+(out / "trl_result.json").write_text(json.dumps(result, indent=2))
+print(json.dumps({k: result[k] for k in ("rows", "seconds", "step_seconds")}), flush=True)

@@ -1,0 +1,68 @@
+import type { Command } from 'commander';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { parseCliOptions } from '../options.ts';
+import { resolveTaskSource, tasksFromCatalog } from '../../agent/tasks.ts';
+import { SqlEnvironment } from '../../agent/sql-env.ts';
+import { exportRow, splitRows } from '../../agent/export.ts';
+import { EXPORT_FORMATS, writeExport } from '../../data/export-formats.ts';
+import { SqlPool } from '../../sql/pool.ts';
+
+/**
+ * `agro export --format trl|verl`: a factory output or any BIRD/Spider file as training data for TRL
+ * (JSONL chat prompts + reward columns) or verl (train/val parquet with tool kwargs).
+ */
+const optionsSchema = z.object({
+  format: z.enum(EXPORT_FORMATS),
+  data: z.string().min(1),
+  out: z.string().min(1),
+  dbRoot: z.string().min(1).optional(),
+  variants: z.string().min(1).optional(),
+  val: z.coerce.number().min(0).max(0.9),
+  seed: z.coerce.number().int().min(0),
+  schemaChars: z.coerce.number().int().min(200),
+  limit: z.coerce.number().int().min(1).optional(),
+  json: z.boolean().optional(),
+});
+
+async function runExport(raw: unknown): Promise<void> {
+  const o = parseCliOptions(optionsSchema, raw, 'export');
+  const source = resolveTaskSource(o.data, { dbRoot: o.dbRoot, variants: o.variants });
+  let tasks = tasksFromCatalog(source.dataPath, source.catalog);
+  if (o.limit !== undefined) tasks = tasks.slice(0, o.limit);
+  // The environment only renders prompts here; the pool starts no process until a query runs.
+  const pool = new SqlPool({ size: 1 });
+  try {
+    const env = new SqlEnvironment(pool, { schemaChars: o.schemaChars });
+    const splits = splitRows(tasks.map((t) => exportRow(env, t)), o.val, o.seed);
+    const result = writeExport(o.format, o.out, splits, {
+      version: 1,
+      source: resolve(source.dataPath),
+      databases: source.catalog.describe,
+      seed: o.seed,
+      valFraction: o.val,
+      schemaChars: o.schemaChars,
+    });
+    if (o.json) process.stdout.write(JSON.stringify(result) + '\n');
+    else process.stdout.write(`${o.format}: ${result.train} train + ${result.val} val rows → ${result.files.join(', ')}\n`);
+  } finally {
+    await pool.close();
+  }
+}
+
+export function register(program: Command): void {
+  program
+    .command('export')
+    .description('Write a dataset for TRL (JSONL chat prompts) or verl (train/val parquet with tool kwargs)')
+    .requiredOption('--format <name>', `target engine: ${EXPORT_FORMATS.join(' or ')}`)
+    .requiredOption('--data <path>', 'a factory output folder (agro synth --out) or a BIRD/Spider JSON/JSONL file')
+    .requiredOption('--out <dir>', 'output folder (train/val files and export.json)')
+    .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite (not needed for a factory output)')
+    .option('--variants <dir>', 'variant databases as <dir>/<db_id>/*.sqlite (default for a factory output: its variants/)')
+    .option('--val <fraction>', 'fraction of rows held out as the val split', '0.1')
+    .option('--seed <n>', 'seed of the train/val split', '0')
+    .option('--schema-chars <n>', 'character budget of the schema in the system prompt (as agro train)', '1800')
+    .option('--limit <n>', 'export only the first n rows')
+    .option('--json', 'print the result as JSON')
+    .action(async (opts: unknown) => runExport(opts));
+}
