@@ -1,5 +1,5 @@
 // `npm run bench -- model [--size bench|tiny|small|50m] [--rounds N] [--steps N] [--backends wasm,cpu]
-//                          [--configs all|shipped] [--new-tokens N] [--no-ref]`
+//                          [--configs all|shipped] [--new-tokens N] [--ref-threads 1,2] [--no-ref]`
 // Side by side in one run, same architecture (default `bench`: 4 layers, 128 wide, GQA 4/2 heads,
 // vocab 4096, tied embeddings; `tiny` and `small` are the presets, `50m` a ~50M-parameter model; all
 // batch 8 x 128 tokens): training tokens/s (forward + backward + AdamW step) and
@@ -184,6 +184,8 @@ export async function run(args: string[]): Promise<void> {
   if (!arch) throw new Error(`bench model: unknown --size '${size}' (have: ${Object.keys(SIZES).join(', ')})`);
   const configs = flag(args, '--configs', 'all') === 'shipped' ? WASM_CONFIGS.slice(0, 1) : WASM_CONFIGS;
   const backends = flag(args, '--backends', 'wasm,cpu').split(',') as BackendName[];
+  // Two OpenMP threads on a loaded 2-core machine can take minutes per step: --ref-threads 1 skips them.
+  const refThreads = flag(args, '--ref-threads', '1,2').split(',').map(Number);
   console.log(`size ${size}: ${JSON.stringify(arch)}; ${steps} timed training steps; ${newTokens} new tokens per sample; best of ${rounds} rounds`);
   const best = new Map<string, Result>();
   const refNames: string[] = [];
@@ -198,7 +200,7 @@ export async function run(args: string[]): Promise<void> {
       for (const r of rs) keepBest(best, r);
     }
     if (!args.includes('--no-ref') && !refSkipped)
-      for (const threads of [1, 2]) {
+      for (const threads of refThreads) {
         const r = runTorch(steps, newTokens, threads, arch);
         if (typeof r === 'string') {
           refSkipped = r;
