@@ -73,7 +73,7 @@ async function runTfjs(backend: BackendName, steps: number, newTokens: number, c
   const seq = Array.from({ length: ARCH.batch }, () => Array.from({ length: ARCH.seq + 1 }, () => rng.int(ARCH.vocab)));
   const ids = tf.tensor2d(seq.map((s) => s.slice(0, -1)), undefined, 'int32');
   const tg = tf.tensor2d(seq.map((s) => s.slice(1)), undefined, 'int32');
-  // The trainers' own optimizer (src/rl/sft.ts), as the reference uses torch.optim.AdamW.
+  // The trainers' own optimizer (src/train/optim.ts), as the reference uses torch.optim.AdamW.
   const opt = new AdamW(model.trainableVariables(), { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01 });
   const prompts = seq.map((s) => s.slice(0, ARCH.promptLen));
   const results: Result[] = [];
