@@ -118,10 +118,11 @@ def train_step():
 
 train_step()
 steps = cfg["steps"]
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 for _ in range(steps):
     train_step()
 train_s = (time.perf_counter() - t0) / steps
+train_cpu_s = (time.process_time() - c0) / steps
 
 P, N = cfg["promptLen"], cfg["newTokens"]
 
@@ -142,9 +143,10 @@ def sample():
 
 
 sample()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 sample()
 sample_s = time.perf_counter() - t0
+sample_cpu_s = time.process_time() - c0
 
 print(json.dumps({
     "torch": torch.__version__,
@@ -154,5 +156,7 @@ print(json.dumps({
     "trainStepMs": train_s * 1000,
     "trainTokensPerSec": B * T / train_s,
     "sampleTokensPerSec": B * N / sample_s,
+    "trainTokensPerCpuSec": B * T / train_cpu_s,
+    "sampleTokensPerCpuSec": B * N / sample_cpu_s,
     "peakRssMiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))

@@ -234,6 +234,78 @@ napi_value AttentionBackward(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// packPanels(heap, srcOff, dstOff, K, N, transposed): B [K, N] (or stored as [N, K] when transposed) -> panels.
+napi_value PackPanels(napi_env env, napi_callback_info info) {
+  Heap h;
+  double v[5];
+  if (!read_args(env, info, 5, h, v)) return nullptr;
+  long src = (long)v[0], dst = (long)v[1], K = (long)v[2], N = (long)v[3];
+  bool tr = v[4] != 0;
+  if (K < 1 || N < 1 || !h.fits(src, K * N) || !h.fits(dst, packed_size(K, N))) return out_of_heap(env);
+  pack_panels(h.at<const float>(src), tr ? 1 : N, tr ? K : 1, K, N, h.at<float>(dst));
+  return nullptr;
+}
+
+// decodeStep(heap, desc): desc is a Float64Array [layers, H, I, V, nh, nkv, hd, cap, t, eps, cacheRows,
+// ropeRows, n, ctl, cos, sin, embed, norm, head, logits, then per layer ln1, wqkv, bqkv (-1: none), wo,
+// ln2, wgu, wdown, kcache, vcache] (byte offsets; head and the layers' matrices packed by packPanels); ctl is int32 [4, n]: ids, cache rows, positions, pads.
+napi_value DecodeStep(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  Heap h;
+  void *data;
+  size_t len;
+  napi_typedarray_type type;
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok || argc != 2 ||
+      napi_get_typedarray_info(env, argv[0], &type, &h.bytes, &data, nullptr, nullptr) != napi_ok || type != napi_uint8_array) {
+    napi_throw_type_error(env, nullptr, "agro native: decodeStep(heap, desc)");
+    return nullptr;
+  }
+  h.base = static_cast<char *>(data);
+  void *dd;
+  if (napi_get_typedarray_info(env, argv[1], &type, &len, &dd, nullptr, nullptr) != napi_ok || type != napi_float64_array || len < 20) {
+    napi_throw_type_error(env, nullptr, "agro native: decodeStep's descriptor must be a Float64Array");
+    return nullptr;
+  }
+  const double *a = static_cast<const double *>(dd);
+  DecodeDims d{(int)a[0], (int)a[1], (int)a[2], (int)a[3], (int)a[4], (int)a[5], (int)a[6], (long)a[7], (long)a[8], (float)a[9], nullptr, nullptr};
+  const long cacheRows = (long)a[10], ropeRows = (long)a[11], n = (long)a[12];
+  if (d.layers < 1 || d.H < 1 || d.I < 1 || d.V < 1 || d.nkv < 1 || d.nh % d.nkv != 0 || d.hd < 2 || d.hd % 2 || d.hd > 1024 ||
+      d.cap < 1 || d.t < 0 || d.t >= d.cap || cacheRows < 1 || n < 1 || n > cacheRows || len != 20 + 9 * (size_t)d.layers) {
+    napi_throw_range_error(env, nullptr, "agro native decodeStep: bad dimensions");
+    return nullptr;
+  }
+  const long qkvw = (long)(d.nh + 2 * d.nkv) * d.hd, cachen = cacheRows * d.nkv * d.cap * d.hd;
+  if (!h.fits((long)a[13], 4 * n) || !h.fits((long)a[14], ropeRows * d.hd) || !h.fits((long)a[15], ropeRows * d.hd) ||
+      !h.fits((long)a[16], (long)d.V * d.H) || !h.fits((long)a[17], d.H) || !h.fits((long)a[18], packed_size(d.H, d.V)) ||
+      !h.fits((long)a[19], n * d.V))
+    return out_of_heap(env);
+  const int *ctl = h.at<const int>((long)a[13]);
+  DecodeRows r{n, ctl, ctl + n, ctl + 2 * n, ctl + 3 * n};
+  for (long i = 0; i < n; i++)
+    if (r.ids[i] < 0 || r.ids[i] >= d.V || r.rows[i] < 0 || r.rows[i] >= cacheRows || r.pos[i] < 0 || r.pos[i] >= ropeRows ||
+        r.pad[i] < 0 || r.pad[i] > d.t) {
+      napi_throw_range_error(env, nullptr, "agro native decodeStep: a token, row, position or padding is out of range");
+      return nullptr;
+    }
+  d.cos = h.at<const float>((long)a[14]);
+  d.sin = h.at<const float>((long)a[15]);
+  DecodeWeights w{h.at<const float>((long)a[16]), h.at<const float>((long)a[17]), h.at<const float>((long)a[18]), {}};
+  for (int l = 0; l < d.layers; l++) {
+    const double *o = a + 20 + 9 * l;
+    const bool bias = o[2] >= 0;
+    if (!h.fits((long)o[0], d.H) || !h.fits((long)o[1], packed_size(d.H, qkvw)) || (bias && !h.fits((long)o[2], qkvw)) ||
+        !h.fits((long)o[3], packed_size((long)d.nh * d.hd, d.H)) || !h.fits((long)o[4], d.H) ||
+        !h.fits((long)o[5], packed_size(d.H, 2L * d.I)) || !h.fits((long)o[6], packed_size(d.I, d.H)) || !h.fits((long)o[7], cachen) || !h.fits((long)o[8], cachen))
+      return out_of_heap(env);
+    w.layer.push_back({h.at<const float>((long)o[0]), h.at<const float>((long)o[1]), bias ? h.at<const float>((long)o[2]) : nullptr,
+                       h.at<const float>((long)o[3]), h.at<const float>((long)o[4]), h.at<const float>((long)o[5]),
+                       h.at<const float>((long)o[6]), h.at<float>((long)o[7]), h.at<float>((long)o[8])});
+  }
+  decode_step(d, r, w, h.at<float>((long)a[19]));
+  return nullptr;
+}
+
 napi_value Info(napi_env env, napi_callback_info) {
   napi_value obj, kname, threads;
   CHECK(napi_create_object(env, &obj));
@@ -252,7 +324,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"gemm", Gemm},       {"logSoftmaxSelect", LogSoftmaxSelect}, {"logSoftmaxSelectGrad", LogSoftmaxSelectGrad},
       {"swiglu", SwiGlu},   {"swigluGrad", SwiGluGrad},             {"rmsNorm", RmsNorm},
       {"rmsNormGrad", RmsNormGrad}, {"adamW", AdamW}, {"attentionForward", AttentionForward},
-      {"attentionBackward", AttentionBackward}, {"info", Info}};
+      {"attentionBackward", AttentionBackward}, {"decodeStep", DecodeStep}, {"packPanels", PackPanels}, {"info", Info}};
   for (const auto &f : fns) {
     napi_value v;
     CHECK(napi_create_function(env, f.name, NAPI_AUTO_LENGTH, f.fn, nullptr, &v));

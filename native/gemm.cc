@@ -88,6 +88,63 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(int kc, const float *a, con
   _mm256_storeu_ps(acc + 64, c40); _mm256_storeu_ps(acc + 72, c41);
   _mm256_storeu_ps(acc + 80, c50); _mm256_storeu_ps(acc + 88, c51);
 }
+
+// Few rows of A (decoding: one row per sequence) cannot amortise packing: C = A B with a row-major
+// B read in place, all of a chunk's rows against one stretch of B at a time, so B streams through
+// the core once per chunk of up to 8 rows. Register tile: M rows x NV 8-wide vectors of C.
+constexpr long PREFETCH_ROWS = 12;
+
+template <int M, int NV>
+__attribute__((target("avx2,fma"))) void small_rows_avx2(const View &a, const float *b, long ldb, float *c, long ldc, long N, long K) {
+  const long W = 8 * NV;
+  long j = 0;
+  for (; j + W <= N; j += W) {
+    __m256 acc[M][NV];
+    for (int i = 0; i < M; i++)
+      for (int v = 0; v < NV; v++) acc[i][v] = _mm256_setzero_ps();
+    const float *bp = b + j;
+    for (long k = 0; k < K; k++, bp += ldb) {
+      // B rows are far apart (a page each for wide B): the hardware prefetcher does not follow.
+      _mm_prefetch(reinterpret_cast<const char *>(bp + PREFETCH_ROWS * ldb), _MM_HINT_T0);
+      if (NV > 1) _mm_prefetch(reinterpret_cast<const char *>(bp + PREFETCH_ROWS * ldb + 8 * NV - 1), _MM_HINT_T0);
+      __m256 bv[NV];
+      for (int v = 0; v < NV; v++) bv[v] = _mm256_loadu_ps(bp + 8 * v);
+      for (int i = 0; i < M; i++) {
+        __m256 x = _mm256_broadcast_ss(a.p + i * a.rs + k * a.cs);
+        for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(x, bv[v], acc[i][v]);
+      }
+    }
+    for (int i = 0; i < M; i++)
+      for (int v = 0; v < NV; v++) _mm256_storeu_ps(c + i * ldc + j + 8 * v, acc[i][v]);
+  }
+  // The ragged columns, 8 (or fewer, masked) at a time.
+  for (; j < N; j += 8) {
+    const int w = (int)std::min<long>(8, N - j);
+    alignas(32) int lane[8];
+    for (int q = 0; q < 8; q++) lane[q] = q < w ? -1 : 0;
+    const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i *>(lane));
+    __m256 acc[M];
+    for (int i = 0; i < M; i++) acc[i] = _mm256_setzero_ps();
+    const float *bp = b + j;
+    for (long k = 0; k < K; k++, bp += ldb) {
+      __m256 bv = _mm256_maskload_ps(bp, mask);
+      for (int i = 0; i < M; i++) acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a.p + i * a.rs + k * a.cs), bv, acc[i]);
+    }
+    for (int i = 0; i < M; i++) _mm256_maskstore_ps(c + i * ldc + j, mask, acc[i]);
+  }
+}
+
+using SmallRows = void (*)(const View &, const float *, long, float *, long, long, long);
+// Per row count 1..8: enough independent accumulators to cover the FMA latency where registers allow.
+const SmallRows small_rows_table[9] = {nullptr,
+                                       small_rows_avx2<1, 4>,
+                                       small_rows_avx2<2, 4>,
+                                       small_rows_avx2<3, 3>,
+                                       small_rows_avx2<4, 2>,
+                                       small_rows_avx2<5, 2>,
+                                       small_rows_avx2<6, 2>,
+                                       small_rows_avx2<7, 1>,
+                                       small_rows_avx2<8, 1>};
 #endif
 
 using Kernel = void (*)(int, const float *, const float *, long, float *);
@@ -107,6 +164,8 @@ struct Scratch {
 
 // Few rows of A (decoding steps) cannot amortise packing B: a row-major B is then read in place.
 constexpr long DIRECT_ROWS = 2 * MR;
+// Up to this many rows, a row-major B goes through small_rows_avx2 (chunks of 8 rows).
+constexpr long SMALL_ROWS = 16;
 
 // C rows [m0, m1) x columns [n0, n1) of C = A B (C overwritten), using this thread's scratch.
 void gemm_range(const View &a, const View &b, float *c, long ldc, long K, long m0, long m1, long n0, long n1) {
@@ -148,10 +207,103 @@ void gemm_range(const View &a, const View &b, float *c, long ldc, long K, long m
 
 }  // namespace
 
+namespace {
+#ifdef AGRO_X86
+// C rows [0, M) (M <= 6) x one 16-wide panel: a packed panel is contiguous ([K][16]).
+template <int M>
+__attribute__((target("avx2,fma"))) void panel_rows_avx2(const float *a, long lda, const float *panel, float *c, long ldc, int w, long K) {
+  __m256 acc0[M], acc1[M];
+  for (int i = 0; i < M; i++) acc0[i] = acc1[i] = _mm256_setzero_ps();
+  const float *bp = panel;
+  for (long k = 0; k < K; k++, bp += PANEL) {
+    __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+    for (int i = 0; i < M; i++) {
+      __m256 x = _mm256_broadcast_ss(a + i * lda + k);
+      acc0[i] = _mm256_fmadd_ps(x, b0, acc0[i]);
+      acc1[i] = _mm256_fmadd_ps(x, b1, acc1[i]);
+    }
+  }
+  if (w == PANEL) {
+    for (int i = 0; i < M; i++) {
+      _mm256_storeu_ps(c + i * ldc, acc0[i]);
+      _mm256_storeu_ps(c + i * ldc + 8, acc1[i]);
+    }
+  } else {
+    alignas(32) float t[PANEL];
+    for (int i = 0; i < M; i++) {
+      _mm256_store_ps(t, acc0[i]);
+      _mm256_store_ps(t + 8, acc1[i]);
+      for (int q = 0; q < w; q++) c[i * ldc + q] = t[q];
+    }
+  }
+}
+using PanelRows = void (*)(const float *, long, const float *, float *, long, int, long);
+const PanelRows panel_rows_table[7] = {nullptr, panel_rows_avx2<1>, panel_rows_avx2<2>, panel_rows_avx2<3>,
+                                       panel_rows_avx2<4>, panel_rows_avx2<5>, panel_rows_avx2<6>};
+#endif
+
+void panel_rows_generic(const float *a, long lda, const float *panel, float *c, long ldc, int m, int w, long K) {
+  for (int i = 0; i < m; i++) {
+    float acc[PANEL] = {};
+    for (long k = 0; k < K; k++)
+      for (int q = 0; q < PANEL; q++) acc[q] += a[i * lda + k] * panel[k * PANEL + q];
+    for (int q = 0; q < w; q++) c[i * ldc + q] = acc[q];
+  }
+}
+}  // namespace
+
+void pack_panels(const float *b, long brs, long bcs, long K, long N, float *out) {
+  for (long jp = 0; jp < N; jp += PANEL) {
+    const int w = (int)std::min<long>(PANEL, N - jp);
+    for (long k = 0; k < K; k++, out += PANEL) {
+      const float *src = b + k * brs + jp * bcs;
+      for (int q = 0; q < w; q++) out[q] = src[q * bcs];
+      for (int q = w; q < PANEL; q++) out[q] = 0.f;
+    }
+  }
+}
+
+void gemm_packed(const float *a, long lda, const float *bp, float *c, long M, long N, long K) {
+  const long panels = (N + PANEL - 1) / PANEL;
+  // Rows in chunks of at most 6 (the register tile), as even as possible; each panel is read once
+  // from memory and again from L1 for later chunks.
+  const long chunks = (M + 5) / 6, rows = (M + chunks - 1) / chunks;
+  const bool par = (double)M * N * K >= 8388608.0;
+  parallel_for(panels, 1, par, [&](long lo, long hi) {
+    for (long p = lo; p < hi; p++) {
+      const int w = (int)std::min<long>(PANEL, N - p * PANEL);
+      const float *panel = bp + p * K * PANEL;
+      for (long i = 0; i < M; i += rows) {
+        const int m = (int)std::min(rows, M - i);
+#ifdef AGRO_X86
+        if (kernel == kernel_avx2) {
+          panel_rows_table[m](a + i * lda, lda, panel, c + i * N + p * PANEL, N, w, K);
+          continue;
+        }
+#endif
+        panel_rows_generic(a + i * lda, lda, panel, c + i * N + p * PANEL, N, m, w, K);
+      }
+    }
+  });
+}
+
 const char *gemm_kernel_name() { return kernel == kernel_generic ? "generic" : "avx2+fma"; }
 
 void gemm_strided(const float *ap, long ars, long acs, const float *bp, long brs, long bcs, float *c, long M, long N, long K) {
   View a{ap, ars, acs}, b{bp, brs, bcs};
+#ifdef AGRO_X86
+  if (M <= SMALL_ROWS && bcs == 1 && K > 0 && kernel == kernel_avx2) {
+    // Columns split over threads only when the product is large (a decoding step is many small ones).
+    bool par = (double)M * N * K >= 8388608.0;
+    parallel_for(N, 64, par, [&](long lo, long hi) {
+      for (long i = 0; i < M; i += 8) {
+        long m = std::min<long>(8, M - i);
+        small_rows_table[m](View{ap + i * ars, ars, acs}, bp + lo, brs, c + i * N + lo, N, hi - lo, K);
+      }
+    });
+    return;
+  }
+#endif
   // A handoff to a sleeping worker costs tens of microseconds (more on a busy machine): only
   // products of ~4 MFLOP and up (~0.1 ms on one core) are split.
   bool parallel = (double)M * N * K >= 2097152.0;

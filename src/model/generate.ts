@@ -7,6 +7,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import type { KvCache, LlamaModel } from './llama.ts';
+import { decodeStepNative, nativeDecodeActive, packPanelsNative, type DecodeLayerTensors } from './native.ts';
 
 export interface SampleOptions {
   maxNewTokens: number;
@@ -225,7 +226,10 @@ export async function sampleGroups(
     const p = Math.floor(rows[r] / G);
     return logitsD.subarray(p * V, (p + 1) * V);
   };
+  const ctx: DecodeContext = { model, head, prompts, pad, G, Lp, maxNewTokens: o.maxNewTokens };
+  let decoder: Decoder | undefined;
   try {
+    decoder = nativeDecodeActive() ? new NativeDecoder(ctx, cache) : new TfjsDecoder(ctx, cache);
     for (let step = 0; ; step++) {
       const next: number[] = [];
       const alive: number[] = [];
@@ -242,36 +246,134 @@ export async function sampleGroups(
         }
       });
       if (alive.length === 0) break;
-      if (alive.length < rows.length) {
-        const kept = selectRows(cache, rows.length, alive);
-        disposeCache(cache);
-        cache = kept;
-        rows = alive.map((r) => rows[r]);
-      }
-      const R = rows.length;
-      const posStep = new Int32Array(R);
-      const padStep = rows.map((s) => pad[Math.floor(s / G)]);
-      rows.forEach((s, r) => (posStep[r] = prompts[Math.floor(s / G)].length + step));
-      const ids = tf.tensor2d(Int32Array.from(next), [R, 1], 'int32');
-      const pos = tf.tensor2d(posStep, [R, 1], 'int32');
-      const prev = cache;
-      const res = tf.tidy(() => {
-        const r = model.forwardHidden(ids, { positions: pos, padLeft: padStep, cache: prev, noGrad: true });
-        return { logits: model.logits(r.hidden, head), k: r.cache!.k, v: r.cache!.v };
-      });
-      ids.dispose();
-      pos.dispose();
-      disposeCache(prev);
-      cache = { k: res.k, v: res.v };
-      logitsD = (await res.logits.data()) as Float32Array;
-      res.logits.dispose();
+      const kept = alive.length < rows.length ? alive : undefined;
+      if (kept) rows = alive.map((r) => rows[r]);
+      logitsD = await decoder.step(kept, rows, next, step);
       rowLogits = (r: number): Float32Array => logitsD.subarray(r * V, (r + 1) * V);
     }
   } finally {
-    disposeCache(cache);
+    if (decoder) decoder.dispose();
+    else disposeCache(cache);
     head.dispose();
   }
   return out;
+}
+
+interface DecodeContext {
+  model: LlamaModel;
+  /** The output projection [H, V]. */
+  head: tf.Tensor2D;
+  prompts: number[][];
+  /** Left padding of each prompt in the prefill batch. */
+  pad: number[];
+  G: number;
+  /** Padded prompt length: the first decoding step fills cache slot Lp. */
+  Lp: number;
+  maxNewTokens: number;
+}
+
+/** Decoding steps after the prefill; owns the KV cache it is given. */
+interface Decoder {
+  /**
+   * Logits [rows.length, V] for feeding `next[i]` to sample rows[i] (s = p * G + g) at decoding step
+   * `step`; `kept` lists the previous step's batch positions still decoding when some finished.
+   */
+  step(kept: number[] | undefined, rows: number[], next: number[], step: number): Promise<Float32Array>;
+  dispose(): void;
+}
+
+/** Steps as TF.js ops (any backend): the cache grows by a concat per step and is compacted when rows finish. */
+class TfjsDecoder implements Decoder {
+  constructor(
+    private readonly c: DecodeContext,
+    private cache: KvCache,
+  ) {}
+
+  async step(kept: number[] | undefined, rows: number[], next: number[], step: number): Promise<Float32Array> {
+    const { model, head, prompts, pad, G } = this.c;
+    if (kept) {
+      const sel = selectRows(this.cache, this.cache.k[0].shape[0] / model.config.numKvHeads, kept);
+      disposeCache(this.cache);
+      this.cache = sel;
+    }
+    const R = rows.length;
+    const posStep = new Int32Array(R);
+    const padStep = rows.map((s) => pad[Math.floor(s / G)]);
+    rows.forEach((s, r) => (posStep[r] = prompts[Math.floor(s / G)].length + step));
+    const ids = tf.tensor2d(Int32Array.from(next), [R, 1], 'int32');
+    const pos = tf.tensor2d(posStep, [R, 1], 'int32');
+    const prev = this.cache;
+    const res = tf.tidy(() => {
+      const r = model.forwardHidden(ids, { positions: pos, padLeft: padStep, cache: prev, noGrad: true });
+      return { logits: model.logits(r.hidden, head), k: r.cache!.k, v: r.cache!.v };
+    });
+    ids.dispose();
+    pos.dispose();
+    disposeCache(prev);
+    this.cache = { k: res.k, v: res.v };
+    const d = (await res.logits.data()) as Float32Array;
+    res.logits.dispose();
+    return d;
+  }
+
+  dispose(): void {
+    disposeCache(this.cache);
+  }
+}
+
+/**
+ * Steps as one native kernel call each (native/decode.cc): the cache is allocated once for every
+ * sample row at its final length, written in place, and finished rows are simply not decoded.
+ */
+class NativeDecoder implements Decoder {
+  private readonly cache: KvCache;
+  private readonly cap: number;
+  /** The weight matrices and the head packed once for all steps. */
+  private readonly packed: { head: tf.Tensor; layers: Pick<DecodeLayerTensors, 'wqkv' | 'wo' | 'wgu' | 'wdown'>[] };
+
+  /** `prefill`: the prompts' caches [P * G * nkv, Lp, hd] (already repeated per sample), taken over. */
+  constructor(
+    private readonly c: DecodeContext,
+    prefill: KvCache,
+  ) {
+    // Slots Lp .. Lp + maxNewTokens - 2 receive the decoded tokens (the last token is never fed back).
+    this.cap = c.Lp + Math.max(1, c.maxNewTokens - 1);
+    const grow = (t: tf.Tensor3D): tf.Tensor3D => tf.tidy(() => tf.pad(t, [[0, 0], [0, this.cap - c.Lp], [0, 0]]));
+    this.cache = { k: prefill.k.map(grow), v: prefill.v.map(grow) };
+    disposeCache(prefill);
+    const w = c.model.decodeWeights();
+    const pack = (t: tf.Tensor): tf.Tensor => packPanelsNative(t as tf.Tensor2D);
+    this.packed = {
+      head: pack(c.head),
+      layers: w.layers.map((l) => ({ wqkv: pack(l.wqkv), wo: pack(l.wo), wgu: pack(l.wgu), wdown: pack(l.wdown) })),
+    };
+  }
+
+  async step(_kept: number[] | undefined, rows: number[], next: number[], step: number): Promise<Float32Array> {
+    const { model, prompts, pad, G, Lp } = this.c;
+    const cfg = model.config;
+    const w = model.decodeWeights();
+    const n = rows.length;
+    const logits = decodeStepNative({
+      layers: w.layers.map((l, i) => ({ ...l, ...this.packed.layers[i], kCache: this.cache.k[i], vCache: this.cache.v[i] })),
+      embed: w.embed, norm: w.norm, head: this.packed.head, cos: w.cos, sin: w.sin,
+      intermediate: cfg.intermediateSize, heads: cfg.numHeads, kvHeads: cfg.numKvHeads, headDim: model.headDim, eps: cfg.rmsNormEps,
+      cacheRows: this.cache.k[0].shape[0] / cfg.numKvHeads, cap: this.cap, t: Lp + step,
+      ids: Int32Array.from(next),
+      rows: Int32Array.from(rows),
+      positions: Int32Array.from(rows, (s) => prompts[Math.floor(s / G)].length + step),
+      pads: Int32Array.from(rows, (s) => pad[Math.floor(s / G)]),
+    });
+    if (logits.shape[0] !== n) throw new AgroError('internal', 'native decoding step returned the wrong number of rows');
+    const d = (await logits.data()) as Float32Array;
+    logits.dispose();
+    return d;
+  }
+
+  dispose(): void {
+    disposeCache(this.cache);
+    tf.dispose([this.packed.head, ...this.packed.layers.flatMap((l) => [l.wqkv, l.wo, l.wgu, l.wdown])]);
+  }
 }
 
 /**

@@ -471,6 +471,20 @@ export class LlamaModel {
     return tf.tidy(() => (this.lmHead ? tf.clone(this.lmHead) : tf.transpose(this.embed)) as tf.Tensor2D);
   }
 
+  /**
+   * The tensors a native decoding step reads (native.ts decodeStepNative): the weights as the model
+   * keeps them and the rotary tables. Read-only views; the model still owns them.
+   */
+  decodeWeights(): {
+    embed: tf.Tensor2D; norm: tf.Tensor; cos: tf.Tensor2D; sin: tf.Tensor2D;
+    layers: { ln1: tf.Tensor; wqkv: tf.Tensor; bqkv?: tf.Tensor; wo: tf.Tensor; ln2: tf.Tensor; wgu: tf.Tensor; wdown: tf.Tensor }[];
+  } {
+    return {
+      embed: this.embed as tf.Tensor2D, norm: this.norm, cos: this.cosTable, sin: this.sinTable,
+      layers: this.layers.map((l) => ({ ln1: l.ln1, wqkv: l.wqkv, bqkv: l.bqkv, wo: l.wo, ln2: l.ln2, wgu: l.wgu, wdown: l.wdown })),
+    };
+  }
+
   /** Full forward pass: logits [B, T, V]. */
   forward(ids: tf.Tensor2D, opts: ForwardOptions = {}): tf.Tensor3D {
     return tf.tidy(() => {

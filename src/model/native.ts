@@ -25,6 +25,8 @@ interface NativeAddon {
   adamW(heap: Uint8Array, ...args: number[]): void;
   attentionForward(heap: Uint8Array, ...args: number[]): void;
   attentionBackward(heap: Uint8Array, ...args: number[]): void;
+  decodeStep(heap: Uint8Array, desc: Float64Array): void;
+  packPanels(heap: Uint8Array, srcOff: number, dstOff: number, K: number, N: number, transposed: number): void;
   info(): { kernel: string; threads: number; attention: boolean };
 }
 
@@ -176,6 +178,22 @@ function registerFusedKernels(): void {
     );
     return dqkv;
   });
+  registerFused('AgroPackPanels', ({ b }, be, { transposed }) => {
+    const [K, N] = transposed ? [b.shape[1], b.shape[0]] : b.shape;
+    const out = be.makeOutput([Math.ceil(N / PANEL) * PANEL * K], 'float32');
+    lib.packPanels(heapOf(be), offsetOf(be, b), offsetOf(be, out), K, N, transposed ? 1 : 0);
+    return out;
+  });
+  registerFused('AgroDecodeStep', (inputs, be, a) => {
+    const logits = be.makeOutput([a.n, a.V], 'float32');
+    const o = (t: tf.TensorInfo | undefined): number => (t ? offsetOf(be, t) : -1);
+    const desc = [a.layers, a.H, a.I, a.V, a.nh, a.nkv, a.hd, a.cap, a.t, a.eps, a.cacheRows, inputs.cos.shape[0], a.n];
+    desc.push(o(inputs.ctl), o(inputs.cos), o(inputs.sin), o(inputs.embed), o(inputs.norm), o(inputs.head), o(logits));
+    for (let l = 0; l < a.layers; l++)
+      for (const name of DECODE_LAYER_INPUTS) desc.push(o(inputs[`${name}${l}`]));
+    lib.decodeStep(heapOf(be), Float64Array.from(desc));
+    return logits;
+  });
   registerFused('AgroRmsNormGrad', ({ x, w, rstd, dy }, be) => {
     const [N, H] = x.shape;
     const dx = be.makeOutput([N, H], 'float32');
@@ -279,6 +297,93 @@ export function attentionNativeGrad(saved: tf.Tensor[], dout: tf.Tensor2D, a: Na
 export function rmsNormNativeGrad(x: tf.Tensor2D, w: tf.Tensor1D, rstd: tf.Tensor1D, dy: tf.Tensor2D): { dx: tf.Tensor2D; dw: tf.Tensor1D } {
   const [dx, dw] = tf.engine().runKernel('AgroRmsNormGrad', { x, w, rstd, dy: f32(dy) }) as [tf.Tensor2D, tf.Tensor1D];
   return { dx, dw };
+}
+
+/** The tensors of one layer that a decoding step reads (and, for the caches, writes). */
+export interface DecodeLayerTensors {
+  /** The matrices packed by packPanelsNative; the rest as the model keeps them. */
+  ln1: tf.Tensor;
+  wqkv: tf.Tensor;
+  bqkv?: tf.Tensor;
+  wo: tf.Tensor;
+  ln2: tf.Tensor;
+  wgu: tf.Tensor;
+  wdown: tf.Tensor;
+  /** [cacheRows * kvHeads, cap, headDim]: rotated keys and values, written in place at slot `t`. */
+  kCache: tf.Tensor;
+  vCache: tf.Tensor;
+}
+/** Column panel width of packed matrices (native/kernels.h PANEL). */
+const PANEL = 16;
+
+/**
+ * A matrix B [K, N] (given as [N, K] when `transposed`) packed into the column panels the decoding
+ * step reads (native/kernels.h pack_panels): 1-D, zero-padded to whole panels.
+ */
+export function packPanelsNative(b: tf.Tensor2D, transposed = false): tf.Tensor1D {
+  return tf.engine().runKernel('AgroPackPanels', { b }, { transposed: transposed ? 1 : 0 } as unknown as tf.NamedAttrMap) as tf.Tensor1D;
+}
+
+const DECODE_LAYER_INPUTS = ['ln1', 'wqkv', 'bqkv', 'wo', 'ln2', 'wgu', 'wdown', 'k', 'v'] as const;
+
+export interface DecodeStepArgs {
+  layers: DecodeLayerTensors[];
+  embed: tf.Tensor; // [V, H]
+  norm: tf.Tensor; // [H]
+  head: tf.Tensor; // [H, V], packed
+  cos: tf.Tensor2D; // rotary tables [positions, hd]
+  sin: tf.Tensor2D;
+  intermediate: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  eps: number;
+  /** Rows and slots of the caches. */
+  cacheRows: number;
+  cap: number;
+  /** The slot this step's tokens fill. */
+  t: number;
+  /** Per decoded row: token id, cache row, rotary position, leading padding slots. */
+  ids: Int32Array;
+  rows: Int32Array;
+  positions: Int32Array;
+  pads: Int32Array;
+}
+
+/** Whether decodeStepNative can run (addon active). */
+export function nativeDecodeActive(): boolean {
+  return nativeKernelsActive();
+}
+
+/**
+ * One decoding step on the addon (native/decode.cc): logits [n, V] for the n rows, after appending
+ * their keys and values to the caches at slot t. The caches are written in place: they must be
+ * tensors the caller owns and shares with nothing else.
+ */
+export function decodeStepNative(a: DecodeStepArgs): tf.Tensor2D {
+  const n = a.ids.length;
+  const ctl = new Int32Array(4 * n);
+  ctl.set(a.ids, 0);
+  ctl.set(a.rows, n);
+  ctl.set(a.positions, 2 * n);
+  ctl.set(a.pads, 3 * n);
+  const ctlT = tf.tensor1d(ctl, 'int32');
+  const inputs: Record<string, tf.Tensor> = { ctl: ctlT, cos: a.cos, sin: a.sin, embed: a.embed, norm: a.norm, head: a.head };
+  a.layers.forEach((l, i) => {
+    Object.assign(inputs, { [`ln1${i}`]: l.ln1, [`wqkv${i}`]: l.wqkv, [`wo${i}`]: l.wo, [`ln2${i}`]: l.ln2, [`wgu${i}`]: l.wgu });
+    Object.assign(inputs, { [`wdown${i}`]: l.wdown, [`k${i}`]: l.kCache, [`v${i}`]: l.vCache });
+    if (l.bqkv) inputs[`bqkv${i}`] = l.bqkv;
+  });
+  const [V, H] = a.embed.shape;
+  const attrs = {
+    layers: a.layers.length, H, I: a.intermediate, V, nh: a.heads, nkv: a.kvHeads, hd: a.headDim, cap: a.cap, t: a.t, eps: a.eps,
+    cacheRows: a.cacheRows, n,
+  };
+  try {
+    return tf.engine().runKernel('AgroDecodeStep', inputs, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D;
+  } finally {
+    ctlT.dispose();
+  }
 }
 
 /** Install the native kernels into the wasm backend (idempotent). */

@@ -6,6 +6,7 @@ import { LlamaModel } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
 import { drawToken, sampleGroups, sequenceLogProbs } from '../../src/model/generate.ts';
 import { Rng } from '../../src/util/rng.ts';
+import { nativeDecodeActive, setNativeKernels } from '../../src/model/native.ts';
 
 await initBackend('wasm');
 
@@ -141,4 +142,40 @@ test('tokenLogProbs clamps padding targets (-1) instead of reading out of bounds
   assert.deepEqual(lp, ref);
   assert.ok(lp.every((v) => Number.isFinite(v) && v < 0));
   ids.dispose();
+});
+
+test('the native decoding step samples what the TF.js steps sample (biases, untied head, ragged sizes, finished rows)', { skip: !nativeDecodeActive() && 'addon off' }, async () => {
+  // Sizes off the kernels' tiles (H 40, I 37, V 53, head dim 10) and rows that stop at different steps.
+  const c = resolveModelConfig({
+    vocabSize: 53, hiddenSize: 40, intermediateSize: 37, numLayers: 2, numHeads: 4, numKvHeads: 2, maxPositions: 64,
+    tieEmbeddings: false, attentionBias: true,
+  });
+  const m = new LlamaModel(c, { seed: 9 });
+  // Weights ~15x the init scale: sharp attention and logits, so a wrong rotary, mask or cache row shows.
+  const w = m.exportWeights();
+  for (const [name, e] of w) if (!name.endsWith('norm.weight') && !name.endsWith('layernorm.weight')) e.data = e.data.map((x) => x * 15);
+  m.importWeights(w);
+  const ps = [[3, 9, 14, 2, 7, 30, 1], [11], [5, 5, 20]];
+  const run = async (native: boolean, o: { temperature?: number; seed?: number; stopTokenIds?: number[] }) => {
+    setNativeKernels(native);
+    try {
+      return await sampleGroups(m, ps, 3, { maxNewTokens: 12, ...o });
+    } finally {
+      setNativeKernels(true);
+    }
+  };
+  for (const o of [{ temperature: 0 }, { temperature: 1, seed: 5, stopTokenIds: [4, 17, 33] }]) {
+    const want = await run(false, o);
+    const got = await run(true, o);
+    assert.ok(got.flat().some((s) => s.finish === 'stop') || o.temperature === 0);
+    got.forEach((g, p) =>
+      g.forEach((s, j) => {
+        const w = want[p][j];
+        assert.deepEqual(s.tokens, w.tokens, `prompt ${p} sample ${j}`);
+        assert.equal(s.finish, w.finish);
+        s.logprobs.forEach((lp, t) => assert.ok(Math.abs(lp - w.logprobs[t]) < 1e-4, `logprob ${p}/${j}/${t}: ${lp} vs ${w.logprobs[t]}`));
+      }),
+    );
+  }
+  m.dispose();
 });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from '../../src/model/backend.ts';
 import {
-  installNativeKernels, logSoftmaxSelect, logSoftmaxSelectGrad, nativeKernelsActive, rmsNormNative, rmsNormNativeGrad,
+  installNativeKernels, logSoftmaxSelect, packPanelsNative, logSoftmaxSelectGrad, nativeKernelsActive, rmsNormNative, rmsNormNativeGrad,
   setNativeKernels, swiGluNative, swiGluNativeGrad,
 } from '../../src/model/native.ts';
 import { LlamaModel, mm } from '../../src/model/llama.ts';
@@ -53,6 +53,12 @@ const shapes: [number[], number[], boolean, boolean][] = [
   [[4, 9, 8], [4, 8, 10], false, false], // batched
   [[4, 9, 8], [8, 10], false, false], // b broadcast over the batch
   [[1, 9, 8], [3, 10, 8], false, true], // a broadcast over the batch
+  [[1, 33], [33, 70], false, false], // decoding shapes (<= 16 rows, row-major B): B streamed once per 8 rows
+  [[5, 17], [17, 41], false, false],
+  [[13, 64], [64, 24], false, false],
+  [[16, 20], [20, 300], false, false],
+  [[40, 3], [40, 50], true, false], // few rows of a transposed A
+  [[8, 128], [128, 8200], false, false], // few rows, large enough to split the columns over threads
 ];
 
 for (const [a, b, tA, tB] of shapes)
@@ -172,4 +178,21 @@ test('a model gives the same loss and gradients with the native kernels on and o
   assert.ok(Math.abs(a.loss - b.loss) < 1e-5);
   a.grads.forEach((g, i) => g.forEach((v, j) => assert.ok(Math.abs(v - b.grads[i][j]) < 1e-5, `${m.trainableVariables()[i].name}[${j}]`)));
   m.dispose();
+});
+
+test('packPanelsNative lays B out as zero-padded [K][16] column panels, from B or from B stored transposed', { skip: !status.active && 'addon off' }, () => {
+  const K = 3;
+  const N = 21;
+  const b = Array.from({ length: K * N }, (_, i) => i + 1); // B[k][j] = k * N + j + 1
+  const want: number[] = [];
+  for (let p = 0; p < 2; p++)
+    for (let k = 0; k < K; k++)
+      for (let q = 0; q < 16; q++) want.push(p * 16 + q < N ? k * N + p * 16 + q + 1 : 0);
+  const bt = tf.tensor2d(b, [K, N]);
+  const btT = tf.transpose(bt) as tf.Tensor2D;
+  const got = packPanelsNative(bt);
+  const gotT = packPanelsNative(btT, true);
+  assert.deepEqual(Array.from(got.dataSync()), want);
+  assert.deepEqual(Array.from(gotT.dataSync()), want);
+  tf.dispose([bt, btT, got, gotT]);
 });
