@@ -101,7 +101,8 @@ export function LineChart(props: { title: string; series: Series[]; height?: num
       height: props.height ?? 200,
       legend: { show: true },
       cursor: { drag: { x: true, y: false } },
-      scales: { x: { time: false } },
+      // A flat series gets a band around its value, not uPlot's default 0..100.
+      scales: { x: { time: false }, y: { range: (_u, min, max) => (min === max ? [min - Math.max(1, Math.abs(min) * 0.1), max + Math.max(1, Math.abs(max) * 0.1)] : uPlot.rangeNum(min, max, 0.1, true)) } },
       axes: [{ label: props.xLabel ?? 'step', size: 36, labelSize: 18 }, { size: 56 }],
       series: [
         { label: props.xLabel ?? 'step' },

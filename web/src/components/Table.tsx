@@ -60,7 +60,10 @@ export function DataTable(props: {
 /** A SQL result (or its error). */
 export function ResultView(props: { result: import('../../../src/server/dashboard/api-types.ts').ResultTable; csvName?: string; marked?: boolean[]; testId?: string }) {
   const r = props.result;
-  if (!r.ok) return <p class="error" data-testid={props.testId}>{`${r.error}: ${r.message}`}</p>;
+  if (!r.ok) {
+    const msg = r.message ?? '';
+    return <p class="error" data-testid={props.testId}>{msg.startsWith(`${r.error}`) ? msg : `${r.error}: ${msg}`}</p>;
+  }
   return (
     <DataTable
       columns={r.columns}

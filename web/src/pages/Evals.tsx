@@ -22,6 +22,8 @@ function Trajectory({ turns }: { turns: { role: string; content: string }[] }) {
 function Compare({ evalId, q }: { evalId: string; q: EvalQuestion }) {
   const [res, setRes] = useState<CompareResult | null>(null);
   const [err, setErr] = useState<string | null>(null);
+  // Rows are marked only when both queries ran: against an error every gold row would be "missing".
+  const both = !!res && res.pred.ok && res.gold.ok;
   useEffect(() => {
     setRes(null);
     setErr(null);
@@ -39,15 +41,15 @@ function Compare({ evalId, q }: { evalId: string; q: EvalQuestion }) {
         <div>
           <h4>Predicted</h4>
           <pre class="sql">{q.pred || '(no answer)'}</pre>
-          {res ? <ResultView result={res.pred} marked={res.predExtra} csvName={`q${q.index}-pred.csv`} testId="pred-result" /> : null}
+          {res ? <ResultView result={res.pred} marked={both ? res.predExtra : undefined} csvName={`q${q.index}-pred.csv`} testId="pred-result" /> : null}
         </div>
         <div>
           <h4>Gold</h4>
           <pre class="sql">{q.gold}</pre>
-          {res ? <ResultView result={res.gold} marked={res.goldMissing} csvName={`q${q.index}-gold.csv`} testId="gold-result" /> : null}
+          {res ? <ResultView result={res.gold} marked={both ? res.goldMissing : undefined} csvName={`q${q.index}-gold.csv`} testId="gold-result" /> : null}
         </div>
       </div>
-      {res && res.pred.ok && res.gold.ok ? (
+      {both && res ? (
         <p class="muted">
           Marked rows have no equal row on the other side: {res.predExtra.filter(Boolean).length} predicted, {res.goldMissing.filter(Boolean).length} gold.
         </p>

@@ -28,6 +28,15 @@ function Step({ e }: { e: PlaygroundEvent }) {
         {e.table ? <ResultView result={e.table} /> : <pre>{e.text}</pre>}
       </div>
     );
+  if (e.type === 'start') {
+    const user = e.messages.filter((m) => m.role === 'user').pop();
+    return user ? (
+      <div class="turn user">
+        <span class="role">user</span>
+        <pre>{user.content}</pre>
+      </div>
+    ) : null;
+  }
   if (e.type === 'end') return <p class="muted">episode ended: {e.reason}</p>;
   if (e.type === 'error') return <p class="error">{e.message}</p>;
   return null;
