@@ -24,7 +24,8 @@ import type { SqlExecutor } from '../sql/types.ts';
 import type { DatabaseInfo, MetricsEvent, RunDetail, RunInfo } from './dashboard/api-types.ts';
 import { loadDataset } from './dashboard/data.ts';
 import { compareQuestion, evalLabel, loadEval } from './dashboard/evals.ts';
-import { readNewLines, toColumns, type TailState } from './dashboard/metrics.ts';
+import { countLines, MetricsCache, readNewLines, toColumns, type TailState } from './dashboard/metrics.ts';
+import { rowCount } from './dashboard/columns.ts';
 import { checkpointBackend, type PlaygroundBackend } from './dashboard/playground.ts';
 import { toResultTable } from './dashboard/results.ts';
 import { scanFolder, type FolderScan, type FoundRun } from './dashboard/scan.ts';
@@ -70,11 +71,8 @@ function fail(c: Context, err: unknown): Response {
   return c.json({ error: oneLine(err) }, status);
 }
 
-function runInfo(r: FoundRun): RunInfo {
+function runInfo(r: FoundRun, steps = countLines(join(r.dir, 'metrics.jsonl'))): RunInfo {
   const metrics = join(r.dir, 'metrics.jsonl');
-  const text = readFileSync(metrics, 'utf8');
-  let steps = 0;
-  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) steps++;
   let algo: string | undefined;
   if (r.kind === 'grpo') {
     try {
@@ -100,6 +98,7 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
   const webDir = opts.webDir ?? DEFAULT_WEB_DIR;
   const exec = opts.executor;
   const pollMs = opts.pollMs ?? 500;
+  const metricsCache = new MetricsCache();
   // One walk serves the requests of a page load; new runs show up a second later.
   let cached: { at: number; scan: FolderScan } | null = null;
   const scan = (): FolderScan => {
@@ -155,13 +154,13 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
   app.get('/api/run', (c) => {
     try {
       const r = findRun(c.req.query('id'));
-      const read = readNewLines(join(r.dir, 'metrics.jsonl'), null);
+      const read = metricsCache.read(join(r.dir, 'metrics.jsonl'));
       const config = readJsonOr(join(r.dir, r.kind === 'sft' ? 'sft_config.json' : 'train_config.json'));
       const quickstart = readJsonOr(join(r.dir, '..', 'report.json'));
       const body: RunDetail = {
-        run: runInfo(r),
-        metrics: toColumns(read?.lines ?? []),
-        offset: read?.state.offset ?? 0,
+        run: runInfo(r, rowCount(read.metrics)),
+        metrics: read.metrics,
+        offset: read.offset,
         config,
         eval: readJsonOr(join(r.dir, 'eval.json')),
         ...(quickstart ? { quickstart } : {}),

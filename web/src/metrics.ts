@@ -41,24 +41,7 @@ export function chartPlan(keys: Iterable<string>): { title: string; keys: string
   return plan;
 }
 
-export function rowCount(m: MetricColumns): number {
-  const first = m.keys[0];
-  return first ? m.columns[first].length : 0;
-}
-
-/** Rows appended after `a`: keys new to the run are null on the earlier rows. */
-export function appendColumns(a: MetricColumns, b: MetricColumns): MetricColumns {
-  const na = rowCount(a);
-  const nb = rowCount(b);
-  const keys = [...a.keys, ...b.keys.filter((k) => !a.keys.includes(k))];
-  const columns: MetricColumns['columns'] = {};
-  for (const k of keys) {
-    const left = a.columns[k] ?? new Array<null>(na).fill(null);
-    const right = b.columns[k] ?? new Array<null>(nb).fill(null);
-    columns[k] = left.concat(right);
-  }
-  return { keys, columns };
-}
+export { appendColumns, rowCount } from '../../src/server/dashboard/columns.ts';
 
 /** x (step, else the row number) and y of one metric, without the rows that lack it. */
 export function seriesOf(m: MetricColumns, key: string): { x: number[]; y: number[] } {

@@ -3,42 +3,61 @@
  * The trainers append one line per step, and on resume rewrite the file (temp + rename) without the lines
  * past the resumed step: a shorter file or another inode means start over.
  */
-import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import type { MetricColumns } from './api-types.ts';
+import { appendColumns } from './columns.ts';
 
 /** Nested objects become dotted keys ({rewards: {format: 1}} → 'rewards.format'); only finite numbers and booleans are kept. */
-export function flattenRecord(rec: Record<string, unknown>, prefix = '', out: Record<string, number> = {}): Record<string, number> {
-  for (const [k, v] of Object.entries(rec)) {
-    const key = prefix + k;
-    if (typeof v === 'number' && Number.isFinite(v)) out[key] = v;
-    else if (typeof v === 'boolean') out[key] = v ? 1 : 0;
-    else if (v && typeof v === 'object' && !Array.isArray(v)) flattenRecord(v as Record<string, unknown>, `${key}.`, out);
-  }
+export function flattenRecord(rec: Record<string, unknown>): Record<string, number> {
+  const out: Record<string, number> = {};
+  eachMetric(rec, '', (k, v) => {
+    if (!(k in out)) out[k] = v;
+  });
   return out;
 }
 
-/** Lines of JSON → columns with one entry per parsed line (null where a line lacks the key); bad lines are skipped. */
+/** Calls `put` for each finite number or boolean of a record, under its dotted key. */
+function eachMetric(rec: Record<string, unknown>, prefix: string, put: (key: string, v: number) => void): void {
+  for (const k in rec) {
+    const v = rec[k];
+    if (typeof v === 'number') {
+      if (Number.isFinite(v)) put(prefix + k, v);
+    } else if (typeof v === 'boolean') put(prefix + k, v ? 1 : 0);
+    else if (v && typeof v === 'object' && !Array.isArray(v)) eachMetric(v as Record<string, unknown>, `${prefix}${k}.`, put);
+  }
+}
+
+/**
+ * Lines of JSON → columns with one entry per parsed line (null where a line lacks the key); bad lines
+ * are skipped. Filled in place, row by row: a 10,000-row run is read in tens of milliseconds.
+ */
 export function toColumns(lines: readonly string[]): MetricColumns {
-  const flat: Record<string, number>[] = [];
+  const keys: string[] = [];
+  const columns: MetricColumns['columns'] = {};
+  let n = 0;
+  const put = (key: string, v: number): void => {
+    let col = columns[key];
+    if (!col) {
+      col = columns[key] = new Array<number | null>(n).fill(null);
+      keys.push(key);
+    }
+    // A key repeated in one line (flattened 'a.b' beside a literal "a.b") keeps the first value.
+    if (col.length === n) col.push(v);
+  };
   for (const line of lines) {
     if (!line.trim()) continue;
+    let v: unknown;
     try {
-      const v: unknown = JSON.parse(line);
-      if (v && typeof v === 'object' && !Array.isArray(v)) flat.push(flattenRecord(v as Record<string, unknown>));
+      v = JSON.parse(line);
     } catch {
       // A half-written last line is read again once complete; other garbage is not a metric.
+      continue;
     }
+    if (!v || typeof v !== 'object' || Array.isArray(v)) continue;
+    eachMetric(v as Record<string, unknown>, '', put);
+    n++;
+    for (const k of keys) if (columns[k].length < n) columns[k].push(null);
   }
-  const keys: string[] = [];
-  const seen = new Set<string>();
-  for (const r of flat)
-    for (const k of Object.keys(r)) {
-      if (seen.has(k)) continue;
-      seen.add(k);
-      keys.push(k);
-    }
-  const columns: MetricColumns['columns'] = {};
-  for (const k of keys) columns[k] = flat.map((r) => (k in r ? r[k] : null));
   return { keys, columns };
 }
 
@@ -81,5 +100,37 @@ export function readNewLines(path: string, state: TailState | null): TailRead | 
     return { reset, lines, state: { offset: from + end, ino: st.ino } };
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * A run's metrics, kept between requests and brought up to date by reading only what was appended:
+ * reloading a page of a 10,000-step run does not parse it again.
+ */
+export class MetricsCache {
+  private readonly runs = new Map<string, { state: TailState; metrics: MetricColumns }>();
+
+  read(path: string): { metrics: MetricColumns; offset: number } {
+    const hit = this.runs.get(path) ?? null;
+    const r = readNewLines(path, hit?.state ?? null);
+    if (!r) {
+      this.runs.delete(path);
+      return { metrics: { keys: [], columns: {} }, offset: 0 };
+    }
+    const metrics = r.reset || !hit ? toColumns(r.lines) : r.lines.length ? appendColumns(hit.metrics, toColumns(r.lines)) : hit.metrics;
+    this.runs.set(path, { state: r.state, metrics });
+    return { metrics, offset: r.state.offset };
+  }
+}
+
+/** Lines of a file, counted without decoding it. */
+export function countLines(path: string): number {
+  try {
+    const buf = readFileSync(path);
+    let n = 0;
+    for (let i = buf.indexOf(0x0a); i >= 0; i = buf.indexOf(0x0a, i + 1)) n++;
+    return n;
+  } catch {
+    return 0;
   }
 }

@@ -2,7 +2,7 @@
  * Line charts (uPlot: canvas, made for long series) of one or more (x, y) series that need not share x
  * values: runs of different lengths are aligned with uPlot.join. Exports the canvas as PNG.
  */
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useMemo, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { download } from '../api.ts';
@@ -90,10 +90,25 @@ function useUplot(build: (width: number) => uPlot.Options | null, data: uPlot.Al
   return { host, plot };
 }
 
+function sameX(a: number[], b: number[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** One x array for all series: as is when they share it (one run), else uPlot.join (runs of different lengths). */
+export function alignSeries(series: Series[]): uPlot.AlignedData | null {
+  if (!series.length) return null;
+  if (series.every((s) => sameX(s.x, series[0].x))) return [series[0].x, ...series.map((s) => s.y)] as uPlot.AlignedData;
+  return uPlot.join(series.map((s) => [s.x, s.y] as uPlot.AlignedData)) as uPlot.AlignedData;
+}
+
 export function LineChart(props: { title: string; series: Series[]; height?: number; xLabel?: string }) {
   const { series } = props;
-  const data = series.length ? (uPlot.join(series.map((s) => [s.x, s.y.map((v) => v ?? null)] as uPlot.AlignedData)) as uPlot.AlignedData) : null;
-  const points = series.reduce((a, s) => a + s.y.filter((v) => v !== null).length, 0);
+  const sig = JSON.stringify(series.map((s) => [s.label, s.x.length, s.x[s.x.length - 1], s.y[s.y.length - 1]]));
+  const data = useMemo(() => alignSeries(series), [sig]);
+  const points = series.reduce((a, s) => a + s.y.length, 0);
   // Sparse series (held-out EX every N steps) are drawn as connected points.
   const { host, plot } = useUplot(
     (width) => ({
@@ -114,7 +129,7 @@ export function LineChart(props: { title: string; series: Series[]; height?: num
       ],
     }),
     data,
-    [JSON.stringify(series.map((s) => [s.label, s.x.length, s.x[s.x.length - 1], s.y[s.y.length - 1]])), props.height],
+    [sig, props.height],
   );
   return (
     <ChartFrame title={props.title} getPng={() => (plot.current ? chartPng(plot.current, props.title) : null)}>
