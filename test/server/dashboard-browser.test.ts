@@ -134,7 +134,8 @@ test('Playground: a question on the bundled database streams the turns and shows
   await page.selectOption('[data-testid=policy]', 'sft/checkpoints/step-40');
   const music = await page.$eval('[data-testid=database]', (s) => [...(s as HTMLSelectElement).options].find((o) => o.textContent === 'music_store')?.value ?? '');
   await page.selectOption('[data-testid=database]', music);
-  await page.waitForFunction(() => /CREATE TABLE/.test(document.querySelector('[data-testid=prompt]')?.textContent ?? ''));
+  // The system prompt the policy gets (the schema within the budget it was trained with).
+  await page.waitForFunction(() => /^You answer questions about a SQLite database/.test(document.querySelector('[data-testid=prompt]')?.textContent ?? ''));
   await page.fill('[data-testid=question]', PLAYGROUND_QUESTION);
   await page.click('[data-testid=ask]');
   await page.waitForSelector('[data-testid=final-result] tbody tr', { timeout: 120_000 });
