@@ -28,9 +28,9 @@ try {
   await shot('runs');
   await page.goto(`${base}#/data`);
   await page.waitForSelector('[data-testid=pairs] tbody tr');
+  await shot('data');
   await page.click('[data-testid=pairs] tbody tr');
   await page.waitForSelector('[data-testid=pair-result]');
-  await shot('data');
   await page.evaluate(() => document.querySelector('[data-testid=pair-detail]')?.scrollIntoView());
   await shot('data-pair');
   await page.goto(`${base}#/evals`);

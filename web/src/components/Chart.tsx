@@ -138,6 +138,8 @@ export function LineChart(props: { title: string; series: Series[]; height?: num
   );
 }
 
+const short = (s: string): string => (s.length > 18 ? `${s.slice(0, 17)}…` : s);
+
 /** Bars over categories (several series side by side). */
 export function BarChart(props: { title: string; labels: string[]; series: { label: string; values: number[] }[]; height?: number; rotate?: boolean }) {
   const { labels, series } = props;
@@ -154,7 +156,8 @@ export function BarChart(props: { title: string; labels: string[]; series: { lab
       axes: [
         {
           splits: () => labels.map((_, i) => i),
-          values: (_u, splits) => splits.map((i) => labels[i] ?? ''),
+          // Long category names (stage: reason) are cut on the axis; the legend shows them whole on hover.
+          values: (_u, splits) => splits.map((i) => short(labels[i] ?? '')),
           rotate: props.rotate ? -35 : 0,
           size: props.rotate ? 90 : 36,
           gap: 4,

@@ -71,7 +71,7 @@ export function ResultView(props: { result: import('../../../src/server/dashboar
       csvName={props.csvName}
       marked={props.marked}
       testId={props.testId}
-      caption={`${r.rows.length}${r.truncated ? '+' : ''} rows, ${r.elapsedMs} ms`}
+      caption={`${r.rows.length}${r.truncated ? '+' : ''} row${r.rows.length === 1 && !r.truncated ? '' : 's'}, ${r.elapsedMs} ms`}
     />
   );
 }
