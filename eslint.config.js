@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'runs/**', 'out/**', 'build/**', 'scratch/**', '**/*.d.ts'] },
+  { ignores: ['node_modules/**', 'runs/**', 'out/**', 'build/**', 'scratch/**', 'web/dist/**', '**/*.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -19,6 +19,7 @@ export const COMMAND_LOADERS: Record<string, Loader> = {
   sql: () => import('./sql.ts'),
   schema: () => import('./schema.ts'),
   'synth-search': () => import('./synth-search.ts'),
+  dashboard: () => import('./dashboard.ts'),
 };
 
 /** The registrations needed for argv: just the named subcommand when there is one, else all (for help). */

@@ -1,0 +1,53 @@
+// Screenshots of each dashboard page for the README: `node --import tsx scripts/dashboard-screenshots.ts <runs folder> [out dir]`.
+// Serves the folder in-process, drives Debian's chromium, and writes docs/dashboard-*.png.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { SqlPool } from '../src/sql/pool.ts';
+import { dashboardRoutes } from '../src/server/dashboard.ts';
+import { launchChromium } from '../test/support/browser.ts';
+
+const [dir = 'runs', outDir = 'docs', question = 'How many genres are there?'] = process.argv.slice(2);
+mkdirSync(outDir, { recursive: true });
+const pool = new SqlPool();
+const server = serve({ fetch: dashboardRoutes({ dir, executor: pool }).fetch, port: 0, hostname: '127.0.0.1' });
+await new Promise((r) => server.once('listening', r));
+const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+const b = await launchChromium();
+try {
+  const page = await b.context.newPage();
+  await page.setViewportSize({ width: 1280, height: 860 });
+  const shot = async (name: string) => {
+    await page.waitForTimeout(400);
+    await page.screenshot({ path: join(outDir, `dashboard-${name}.png`) });
+    console.log(`wrote ${join(outDir, `dashboard-${name}.png`)}`);
+  };
+  await page.goto(`${base}#/runs`);
+  await page.waitForSelector('.plot canvas');
+  await shot('runs');
+  await page.goto(`${base}#/data`);
+  await page.waitForSelector('[data-testid=pairs] tbody tr');
+  await shot('data');
+  await page.click('[data-testid=pairs] tbody tr');
+  await page.waitForSelector('[data-testid=pair-result]');
+  await page.evaluate(() => document.querySelector('[data-testid=pair-detail]')?.scrollIntoView());
+  await shot('data-pair');
+  await page.goto(`${base}#/evals`);
+  await page.waitForSelector('[data-testid=questions] tbody tr', { timeout: 60_000 });
+  await page.click('[data-testid=questions] tbody tr.diff');
+  await page.waitForSelector('[data-testid=compare] [data-testid=gold-result]');
+  await page.evaluate(() => document.querySelector('[data-testid=compare]')?.scrollIntoView());
+  await shot('evals');
+  await page.goto(`${base}#/playground`);
+  await page.waitForSelector('[data-testid=prompt]');
+  await page.fill('[data-testid=question]', question);
+  await page.click('[data-testid=ask]');
+  await page.waitForSelector('.turns .muted, .turns .error', { timeout: 120_000 });
+  await shot('playground');
+} finally {
+  await b.close();
+  server.close();
+  (server as unknown as { closeAllConnections(): void }).closeAllConnections();
+  await pool.close();
+}

@@ -1,0 +1,316 @@
+/**
+ * The dashboard's route group: the browser app (built into web/dist at install time, served from memory
+ * of the disk, nothing fetched at run time) and the JSON and server-sent-event APIs it reads a folder of
+ * runs through. Mount it anywhere: the app uses relative URLs and hash routes.
+ *
+ *   GET  /                        the app (index.html, assets/*)
+ *   GET  api/overview             runs, datasets, evaluations, policies, databases
+ *   GET  api/run?id=              a run's metrics (as columns), config, held-out eval, quickstart report
+ *   GET  api/events?run=&offset=  SSE: `metrics` events with the rows each run appends (repeat run/offset)
+ *   GET  api/dataset?id=          manifest, schema coverage, pairs
+ *   GET  api/eval?id=             an evaluation report (a quickstart's predictions are scored on demand)
+ *   GET  api/eval/compare?id=&index=   predicted vs gold results, differing rows marked
+ *   POST api/sql {db, sql}        one read-only query through the sandbox on a listed database
+ *   GET  api/playground/prompt?policy=&db=   the system prompt (schema) the policy sees
+ *   GET  api/playground/ask?policy=&db=&question=   SSE: the episode's steps
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, extname, join, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Hono, type Context } from 'hono';
+import { streamSSE } from 'hono/streaming';
+import { AgroError, oneLine } from '../errors.ts';
+import type { SqlExecutor } from '../sql/types.ts';
+import type { DatabaseInfo, MetricsEvent, RunDetail, RunInfo } from './dashboard/api-types.ts';
+import { loadDataset } from './dashboard/data.ts';
+import { compareQuestion, evalLabel, loadEval } from './dashboard/evals.ts';
+import { countLines, MetricsCache, readNewLines, toColumns, type TailState } from './dashboard/metrics.ts';
+import { rowCount } from './dashboard/columns.ts';
+import { checkpointBackend, type PlaygroundBackend } from './dashboard/playground.ts';
+import { toResultTable } from './dashboard/results.ts';
+import { scanFolder, type FolderScan, type FoundRun } from './dashboard/scan.ts';
+
+export type { PlaygroundBackend } from './dashboard/playground.ts';
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** Where `npm run build:web` (run by npm install) puts the bundle. */
+export const DEFAULT_WEB_DIR = join(REPO_ROOT, 'web', 'dist');
+const BUNDLED_DATABASES = join(REPO_ROOT, 'data', 'databases');
+
+export interface DashboardOptions {
+  /** The folder of runs, data and evaluations to show. */
+  dir: string;
+  /** Runs every query (the caller owns it and closes it). */
+  executor: SqlExecutor;
+  /** The built app; default web/dist. */
+  webDir?: string;
+  /** The Playground's policies and episodes; default: the folder's checkpoints on the built-in model. */
+  playground?: PlaygroundBackend;
+  /** Folders of `<db_id>/<db_id>.sqlite` databases offered in the Playground; default the bundled ones. */
+  databaseRoots?: string[];
+  /** How often the live stream looks at metrics files. */
+  pollMs?: number;
+}
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.json': 'application/json',
+};
+
+/** Rows a query typed in the app returns. */
+const SQL_ROWS = 1000;
+
+/** Errors as JSON with the status the CLI's exit codes map to. */
+function fail(c: Context, err: unknown): Response {
+  const kind = err instanceof AgroError ? err.kind : 'internal';
+  const status = kind === 'not_found' ? 404 : kind === 'internal' ? 500 : 400;
+  return c.json({ error: oneLine(err) }, status);
+}
+
+function runInfo(r: FoundRun, steps = countLines(join(r.dir, 'metrics.jsonl'))): RunInfo {
+  const metrics = join(r.dir, 'metrics.jsonl');
+  let algo: string | undefined;
+  if (r.kind === 'grpo') {
+    try {
+      algo = (JSON.parse(readFileSync(join(r.dir, 'train_config.json'), 'utf8')) as { train?: { algo?: string } }).train?.algo;
+    } catch {
+      // A config being rewritten: no label this time.
+    }
+  }
+  return { id: r.id, kind: r.kind, ...(algo ? { algo } : {}), steps, modifiedMs: statSync(metrics).mtimeMs, hasEval: existsSync(join(r.dir, 'eval.json')) };
+}
+
+function readJsonOr(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+export function dashboardRoutes(opts: DashboardOptions): Hono {
+  const root = resolve(opts.dir);
+  if (!existsSync(root) || !statSync(root).isDirectory()) throw new AgroError('not_found', `dashboard folder not found: ${opts.dir}`);
+  const webDir = opts.webDir ?? DEFAULT_WEB_DIR;
+  const exec = opts.executor;
+  const pollMs = opts.pollMs ?? 500;
+  const metricsCache = new MetricsCache();
+  // One walk serves the requests of a page load; new runs show up a second later.
+  let cached: { at: number; scan: FolderScan } | null = null;
+  const scan = (): FolderScan => {
+    if (!cached || Date.now() - cached.at > 1000) cached = { at: Date.now(), scan: scanFolder(root) };
+    return cached.scan;
+  };
+  const playground = opts.playground ?? checkpointBackend({ executor: exec, scan });
+
+  const databases = (): (DatabaseInfo & { path: string })[] => {
+    const out = new Map<string, DatabaseInfo & { path: string }>();
+    for (const dbRoot of opts.databaseRoots ?? [BUNDLED_DATABASES]) {
+      if (!existsSync(dbRoot)) continue;
+      for (const id of readdirSync(dbRoot).sort()) {
+        const p = join(dbRoot, id, `${id}.sqlite`);
+        if (existsSync(p)) out.set(p, { id: p, label: id, path: p });
+      }
+    }
+    for (const d of scan().datasets) {
+      const db = (readJsonOr(join(d.dir, 'manifest.json')) as { db?: unknown } | null)?.db;
+      if (typeof db === 'string' && existsSync(db) && !out.has(resolve(db))) out.set(resolve(db), { id: resolve(db), label: `${basename(db, extname(db))} (${d.id})`, path: resolve(db) });
+    }
+    return [...out.values()];
+  };
+  const database = (id: string | undefined): string => {
+    const db = databases().find((d) => d.id === id);
+    if (!db) throw new AgroError('not_found', `unknown database '${id ?? ''}'`);
+    return db.path;
+  };
+  const findRun = (id: string | undefined): FoundRun => {
+    const r = scan().runs.find((x) => x.id === id) ?? scanFolder(root).runs.find((x) => x.id === id);
+    if (!r) throw new AgroError('not_found', `no run '${id ?? ''}' in ${root}`);
+    return r;
+  };
+
+  const app = new Hono();
+
+  app.get('/api/overview', async (c) => {
+    try {
+      const s = scan();
+      return c.json({
+        root,
+        runs: s.runs.map(runInfo),
+        datasets: s.datasets.map((d) => ({ id: d.id })),
+        evals: s.evals.map((e) => ({ id: e.id, source: e.source, label: evalLabel(e) })),
+        policies: await playground.policies(),
+        databases: databases().map(({ id, label }) => ({ id, label })),
+      });
+    } catch (err) {
+      return fail(c, err);
+    }
+  });
+
+  app.get('/api/run', (c) => {
+    try {
+      const r = findRun(c.req.query('id'));
+      const read = metricsCache.read(join(r.dir, 'metrics.jsonl'));
+      const config = readJsonOr(join(r.dir, r.kind === 'sft' ? 'sft_config.json' : 'train_config.json'));
+      const quickstart = readJsonOr(join(r.dir, '..', 'report.json'));
+      const body: RunDetail = {
+        run: runInfo(r, rowCount(read.metrics)),
+        metrics: read.metrics,
+        offset: read.offset,
+        config,
+        eval: readJsonOr(join(r.dir, 'eval.json')),
+        ...(quickstart ? { quickstart } : {}),
+      };
+      return c.json(body);
+    } catch (err) {
+      return fail(c, err);
+    }
+  });
+
+  app.get('/api/events', (c) => {
+    let runs: { r: FoundRun; state: TailState | null }[];
+    try {
+      const ids = c.req.queries('run') ?? [];
+      const offsets = c.req.queries('offset') ?? [];
+      runs = ids.map((id, i) => {
+        const r = findRun(id);
+        const offset = Number(offsets[i] ?? 0);
+        // Continue after what the page already has, unless the file was replaced since.
+        let state: TailState | null = null;
+        try {
+          if (offset > 0) state = { offset, ino: statSync(join(r.dir, 'metrics.jsonl')).ino };
+        } catch {
+          state = null;
+        }
+        return { r, state };
+      });
+    } catch (err) {
+      return fail(c, err);
+    }
+    return streamSSE(c, async (stream) => {
+      let aborted = false;
+      stream.onAbort(() => {
+        aborted = true;
+      });
+      let idle = 0;
+      while (!aborted) {
+        for (const run of runs) {
+          const read = readNewLines(join(run.r.dir, 'metrics.jsonl'), run.state);
+          if (!read) continue;
+          run.state = read.state;
+          if (!read.reset && read.lines.length === 0) continue;
+          const ev: MetricsEvent = { run: run.r.id, reset: read.reset, metrics: toColumns(read.lines), offset: read.state.offset };
+          if (ev.metrics.keys.length === 0 && !read.reset) continue;
+          await stream.writeSSE({ event: 'metrics', data: JSON.stringify(ev) });
+          idle = 0;
+        }
+        // A comment now and then keeps proxies and idle timers from closing a quiet stream.
+        if (++idle * pollMs >= 15_000) {
+          await stream.write(': keep-alive\n\n');
+          idle = 0;
+        }
+        await stream.sleep(pollMs);
+      }
+    });
+  });
+
+  app.get('/api/dataset', (c) => {
+    try {
+      const d = scan().datasets.find((x) => x.id === c.req.query('id'));
+      if (!d) throw new AgroError('not_found', `no dataset '${c.req.query('id') ?? ''}' in ${root}`);
+      return c.json(loadDataset(d.id, d.dir));
+    } catch (err) {
+      return fail(c, err);
+    }
+  });
+
+  const findEval = (id: string | undefined) => {
+    const e = scan().evals.find((x) => x.id === id);
+    if (!e) throw new AgroError('not_found', `no evaluation '${id ?? ''}' in ${root}`);
+    return e;
+  };
+  app.get('/api/eval', async (c) => {
+    try {
+      return c.json((await loadEval(findEval(c.req.query('id')), exec)).detail);
+    } catch (err) {
+      return fail(c, err);
+    }
+  });
+  app.get('/api/eval/compare', async (c) => {
+    try {
+      const ev = await loadEval(findEval(c.req.query('id')), exec);
+      const res = await compareQuestion(ev, Number(c.req.query('index')), exec);
+      if (!res) throw new AgroError('not_found', `no question ${c.req.query('index') ?? ''} in that evaluation`);
+      return c.json(res);
+    } catch (err) {
+      return fail(c, err);
+    }
+  });
+
+  app.post('/api/sql', async (c) => {
+    try {
+      const body = (await c.req.json().catch(() => null)) as { db?: unknown; sql?: unknown } | null;
+      if (!body || typeof body.sql !== 'string' || typeof body.db !== 'string') throw new AgroError('usage', 'expected {"db": "...", "sql": "..."}');
+      const r = await exec.execute(database(body.db), body.sql, { timeoutMs: 10_000, maxRows: SQL_ROWS + 1 });
+      return c.json(toResultTable(r, SQL_ROWS));
+    } catch (err) {
+      return fail(c, err);
+    }
+  });
+
+  app.get('/api/playground/prompt', async (c) => {
+    try {
+      const db = database(c.req.query('db'));
+      if (!playground.prompt) return c.json({ prompt: null });
+      return c.json({ prompt: await playground.prompt(c.req.query('policy') ?? '', db) });
+    } catch (err) {
+      return fail(c, err);
+    }
+  });
+
+  app.get('/api/playground/ask', (c) => {
+    const policy = c.req.query('policy') ?? '';
+    const question = (c.req.query('question') ?? '').trim();
+    let db: string;
+    try {
+      db = database(c.req.query('db'));
+      if (!question) throw new AgroError('usage', 'ask a question');
+    } catch (err) {
+      return fail(c, err);
+    }
+    return streamSSE(c, async (stream) => {
+      const pending: Promise<void>[] = [];
+      await playground.ask(policy, db, question, (e) => {
+        pending.push(stream.writeSSE({ event: e.type, data: JSON.stringify(e) }));
+      });
+      await Promise.all(pending);
+    });
+  });
+
+  // The app itself: files of the bundle, index.html for the folder.
+  app.get('/*', (c) => {
+    const rel = c.req.path.replace(/^.*?\/(assets\/[^/]+|favicon\.svg)$/, '$1');
+    const name = rel.startsWith('assets/') || rel === 'favicon.svg' ? rel : 'index.html';
+    const file = resolve(webDir, name);
+    if (!file.startsWith(resolve(webDir) + sep) || !existsSync(file)) {
+      if (name === 'index.html') return c.text('The dashboard app is not built: run `npm run build:web` (npm install does it).', 503);
+      return c.text('not found', 404);
+    }
+    const immutable = name.startsWith('assets/');
+    return c.body(readFileSync(file), 200, {
+      'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+      'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
+    });
+  });
+
+  return app;
+}
+
+/** True when the app bundle is there to serve. */
+export function webBundleBuilt(webDir = DEFAULT_WEB_DIR): boolean {
+  return existsSync(join(webDir, 'index.html'));
+}

@@ -1,0 +1,157 @@
+/**
+ * The dashboard's JSON contract, shared by the server (src/server/dashboard*) and the browser app (web/):
+ * type-only, so the bundle imports nothing from the server.
+ */
+
+/** A SQL cell as JSON: bigints as strings, blobs as a short description. */
+export type Cell = string | number | null;
+
+export interface ResultTable {
+  ok: boolean;
+  columns: string[];
+  rows: Cell[][];
+  truncated: boolean;
+  /** The executor's error kind and message when ok is false. */
+  error?: string;
+  message?: string;
+  elapsedMs: number;
+}
+
+export interface RunInfo {
+  /** Path relative to the dashboard folder, '/'-separated ('.' for the folder itself). */
+  id: string;
+  kind: 'sft' | 'grpo' | 'run';
+  /** The algorithm of a GRPO-family run. */
+  algo?: string;
+  steps: number;
+  modifiedMs: number;
+  /** Held-out evaluation written at the end of the run (eval.json). */
+  hasEval: boolean;
+}
+
+/** metrics.jsonl as columns: nested objects flattened to 'rewards.execution'; missing values null. */
+export interface MetricColumns {
+  keys: string[];
+  columns: Record<string, (number | null)[]>;
+}
+
+export interface RunDetail {
+  run: RunInfo;
+  metrics: MetricColumns;
+  /** Bytes of metrics.jsonl read so far: where the live stream continues. */
+  offset: number;
+  config: unknown;
+  eval: unknown;
+  /** A quickstart's report.json when the run sits in one. */
+  quickstart?: unknown;
+}
+
+/** Server-sent event on the run stream: rows appended to a run's metrics, or the whole file again after a rewrite (resume). */
+export interface MetricsEvent {
+  run: string;
+  reset: boolean;
+  metrics: MetricColumns;
+  offset: number;
+}
+
+export interface DatasetInfo {
+  id: string;
+  dbId: string;
+  rows: number;
+}
+
+export interface PairRow {
+  question_id: number | string;
+  db_id: string;
+  question: string;
+  evidence: string;
+  SQL: string;
+  difficulty: string;
+  style: string;
+  /** The template that built the SQL (provenance.template). */
+  shape: string;
+  tables: string[];
+  provenance: unknown;
+}
+
+export interface ColumnCoverage {
+  table: string;
+  /** Pairs that read the table. */
+  pairs: number;
+  columns: { name: string; pairs: number }[];
+}
+
+export interface DatasetDetail {
+  info: DatasetInfo;
+  manifest: unknown;
+  /** Whether the database the data came from is there to run queries on. */
+  dbAvailable: boolean;
+  /** Its id for api/sql (an absolute path), when available. */
+  db: string | null;
+  coverage: ColumnCoverage[];
+  pairs: PairRow[];
+}
+
+export interface EvalInfo {
+  id: string;
+  /** report: an `agro eval --out` file; predictions: a quickstart predictions.json scored on demand. */
+  source: 'report' | 'predictions';
+  label: string;
+}
+
+export interface EvalQuestion {
+  index: number;
+  questionId?: number | string;
+  dbId: string;
+  bucket: string;
+  outcome: string;
+  errorKind?: string;
+  message?: string;
+  question?: string;
+  pred: string;
+  gold: string;
+  /** The agent's turns when the report carries them. */
+  trajectory?: { role: string; content: string }[];
+}
+
+export interface EvalDetail {
+  info: EvalInfo;
+  summary: {
+    count: number;
+    correct: number;
+    accuracy: number;
+    byDifficulty: { bucket: string; count: number; correct: number; accuracy: number }[];
+    outcomes: Record<string, number>;
+  };
+  mode: string;
+  questions: EvalQuestion[];
+}
+
+/** Predicted and gold results of one question, rows marked where they differ (multiset difference). */
+export interface CompareResult {
+  pred: ResultTable;
+  gold: ResultTable;
+  /** Per row of pred: true when gold has no matching row left. */
+  predExtra: boolean[];
+  /** Per row of gold: true when pred has no matching row left. */
+  goldMissing: boolean[];
+}
+
+export interface PolicyInfo {
+  id: string;
+  label: string;
+  kind: string;
+}
+
+export interface DatabaseInfo {
+  id: string;
+  label: string;
+}
+
+/** One step of a playground episode, streamed as it happens. */
+export type PlaygroundEvent =
+  | { type: 'start'; policy: string; db: string; messages: { role: string; content: string }[] }
+  | { type: 'assistant'; turn: number; text: string; think?: string; action?: { kind: string; content: string } }
+  | { type: 'observation'; turn: number; text: string; table?: ResultTable }
+  | { type: 'end'; reason: string; answer?: string; result?: ResultTable }
+  | { type: 'error'; message: string };

@@ -1,0 +1,148 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
+/**
+ * The dashboard in a real browser (Debian's chromium through playwright-core) on a real folder made with
+ * agro's own trainers, factory and evaluator (test/support/dashboard-fixture.ts), served by the real
+ * route group over HTTP. The app is built from web/ into a temp folder first, so the current sources are tested.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import type { Page } from 'playwright-core';
+import { SqlPool } from '../../src/sql/pool.ts';
+import { dashboardRoutes } from '../../src/server/dashboard.ts';
+import { launchChromium, type LaunchedBrowser } from '../support/browser.ts';
+import { buildDashboardFixture, PLAYGROUND_QUESTION, type DashboardFixture } from '../support/dashboard-fixture.ts';
+
+const tmp = mkdtempSync(join(tmpdir(), 'agro-dash-e2e-'));
+const webDir = join(tmp, 'web');
+const pool = new SqlPool();
+let fixture: DashboardFixture;
+let server: ServerType;
+let base = '';
+let chrome: LaunchedBrowser;
+let page: Page;
+
+const metricLines = (run: string) =>
+  readFileSync(join(fixture.dir, run, 'metrics.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as Record<string, number>);
+
+/** The uPlot chart under a figure title: its data arrays ([x, ...series]). */
+const chartData = (title: string) =>
+  page.evaluate((t) => {
+    const fig = [...document.querySelectorAll('figure.chart')].find((f) => f.getAttribute('data-title') === t);
+    const host = fig?.querySelector('.plot') as (HTMLElement & { _uplot?: { data: (number | null)[][] } }) | null;
+    return host?._uplot?.data ?? null;
+  }, title);
+
+before(async () => {
+  const vite = spawnSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', 'web', '--outDir', webDir, '--emptyOutDir', '--logLevel', 'error'], { encoding: 'utf8' });
+  assert.equal(vite.status, 0, vite.stderr);
+  fixture = await buildDashboardFixture(join(tmp, 'runs'), pool);
+  server = serve({ fetch: dashboardRoutes({ dir: fixture.dir, executor: pool, webDir, pollMs: 200 }).fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise((r) => server.once('listening', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  chrome = await launchChromium();
+  page = await chrome.context.newPage();
+  page.setDefaultTimeout(60_000);
+});
+
+after(async () => {
+  await chrome?.close();
+  server?.close();
+  (server as unknown as { closeAllConnections?: () => void })?.closeAllConnections?.();
+  await pool.close();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+test('Runs: the reward chart holds the GRPO run points, and rows the run appends arrive live', async () => {
+  await page.goto(`${base}#/runs?run=grpo`);
+  await page.waitForSelector('figure.chart[data-title="Reward (total and per component)"] canvas');
+  const rows = metricLines('grpo');
+  assert.equal(rows.length, fixture.grpoSteps);
+  const data = (await chartData('Reward (total and per component)'))!;
+  assert.deepEqual(data[0], rows.map((r) => r.step));
+  assert.deepEqual(data[1], rows.map((r) => r.reward));
+  // The trainer's next line, as it appends it.
+  const next = { ...rows[rows.length - 1], step: rows.length + 1, reward: 0.75 };
+  appendFileSync(join(fixture.dir, 'grpo', 'metrics.jsonl'), JSON.stringify(next) + '\n');
+  await page.waitForFunction(() => {
+    const fig = document.querySelector('figure.chart[data-title="Reward (total and per component)"] .plot') as HTMLElement & { _uplot?: { data: number[][] } };
+    return fig?._uplot?.data[0].length === 3;
+  });
+  const after = (await chartData('Reward (total and per component)'))!;
+  assert.deepEqual(after[0], [...rows.map((r) => r.step), 3]);
+  assert.equal(after[1][2], 0.75);
+  assert.match((await page.textContent('aside'))!, /3 steps/);
+});
+
+test('Runs: two runs overlaid; the SFT loss curve has every step', async () => {
+  await page.goto(`${base}#/runs?run=grpo,sft`);
+  await page.waitForSelector('figure.chart[data-title="Loss"] canvas');
+  const loss = (await chartData('Loss'))!;
+  const sft = metricLines('sft');
+  assert.equal(sft.length, fixture.sftSteps);
+  // Joined x: the union of both runs' steps.
+  assert.deepEqual(loss[0], sft.map((r) => r.step));
+  const labels = await page.$$eval('figure.chart[data-title="Loss"] .u-legend th', (ths) => ths.map((t) => t.textContent ?? ''));
+  assert.ok(labels.some((l) => l.includes('sft · loss')) && labels.some((l) => l.includes('grpo · loss')), labels.join('|'));
+  await page.click('details.card summary');
+  assert.match((await page.textContent('details.card pre'))!, /"algo": "grpo"/);
+});
+
+test('Data: charts of the manifest, and filtering the pairs changes the table', async () => {
+  await page.goto(`${base}#/data`);
+  await page.waitForSelector('[data-testid=pairs] tbody tr');
+  const manifest = JSON.parse(readFileSync(join(fixture.dir, 'synth', 'manifest.json'), 'utf8')) as { rows: number; difficulty: Record<string, number> };
+  const count = () => page.$$eval('[data-testid=pairs] tbody tr', (trs) => trs.length);
+  assert.equal(await count(), manifest.rows);
+  const dif = (await chartData('Difficulty'))!;
+  assert.deepEqual(dif[1], ['simple', 'moderate', 'challenging'].filter((d) => d in manifest.difficulty).map((d) => manifest.difficulty[d]));
+  await page.selectOption('select[data-filter=difficulty]', 'simple');
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid=pairs] tbody tr').length === n, manifest.difficulty.simple);
+  const shown = await page.$$eval('[data-testid=pairs] tbody tr td:nth-child(3)', (tds) => tds.map((t) => t.textContent));
+  assert.ok(shown.length > 0 && shown.length < manifest.rows && shown.every((d) => d === 'simple'), shown.join(','));
+  assert.match((await page.textContent('[data-testid=pairs] .table-bar'))!, new RegExp(`${manifest.difficulty.simple} of ${manifest.rows} pairs`));
+  await page.click('[data-testid=pairs] tbody tr');
+  await page.waitForSelector('[data-testid=pair-result] tbody tr');
+  assert.match((await page.textContent('[data-testid=coverage]'))!, /genres/);
+});
+
+test('Evaluations: EX as in the report, and a wrong question shows both results with differing rows marked', async () => {
+  const report = JSON.parse(readFileSync(join(fixture.dir, 'eval', 'report.json'), 'utf8')) as { summary: { accuracy: number; count: number; correct: number } };
+  await page.goto(`${base}#/evals`);
+  await page.waitForSelector('[data-testid=questions] tbody tr');
+  assert.match((await page.textContent('[data-testid=ex]'))!, new RegExp(`${report.summary.accuracy.toFixed(2)}% \\(${report.summary.correct} of ${report.summary.count}`));
+  await page.click('[data-testid=questions] tbody tr.diff');
+  await page.waitForSelector('[data-testid=gold-result] tbody tr');
+  await page.waitForSelector('[data-testid=pred-result] tbody tr');
+  // The wrong prediction lists the 12 genre names: none of them is a gold row.
+  const marked = await page.$$eval('[data-testid=pred-result] tbody tr.diff', (trs) => trs.length);
+  assert.equal(marked, 12);
+});
+
+test('Playground: a question on the bundled database streams the turns and shows a result table', async () => {
+  await page.goto(`${base}#/playground`);
+  await page.waitForSelector('[data-testid=policy] option', { state: 'attached' });
+  await page.selectOption('[data-testid=policy]', 'sft/checkpoints/step-40');
+  const music = await page.$eval('[data-testid=database]', (s) => [...(s as HTMLSelectElement).options].find((o) => o.textContent === 'music_store')?.value ?? '');
+  await page.selectOption('[data-testid=database]', music);
+  // The system prompt the policy gets (the schema within the budget it was trained with).
+  await page.waitForFunction(() => /^You answer questions about a SQLite database/.test(document.querySelector('[data-testid=prompt]')?.textContent ?? ''));
+  await page.fill('[data-testid=question]', PLAYGROUND_QUESTION);
+  await page.click('[data-testid=ask]');
+  await page.waitForSelector('[data-testid=final-result] tbody tr', { timeout: 120_000 });
+  assert.match((await page.textContent('[data-testid=turns]'))!, /SELECT COUNT\(\*\) FROM genres/);
+  assert.equal((await page.textContent('[data-testid=final-result] tbody td'))!.trim(), '12');
+  // Edit the final SQL and run it.
+  await page.fill('[data-testid=final-sql]', 'SELECT name FROM genres ORDER BY name LIMIT 2');
+  await page.click('[data-testid=run-sql]');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=final-result] tbody tr').length === 2);
+});

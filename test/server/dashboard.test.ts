@@ -1,0 +1,179 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { appendFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { flattenRecord, readNewLines, toColumns } from '../../src/server/dashboard/metrics.ts';
+import { diffRows } from '../../src/server/dashboard/results.ts';
+import { schemaCoverage, toPairRow } from '../../src/server/dashboard/data.ts';
+import { scanFolder } from '../../src/server/dashboard/scan.ts';
+import { dashboardRoutes } from '../../src/server/dashboard.ts';
+import { SqlPool } from '../../src/sql/pool.ts';
+import { toCsv } from '../../web/src/csv.ts';
+import { appendColumns, chartPlan, seriesOf } from '../../web/src/metrics.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
+const tmp = mkdtempSync(join(tmpdir(), 'agro-dash-unit-'));
+const pool = new SqlPool({ size: 1 });
+after(async () => {
+  await pool.close();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+test('metrics lines become columns: nested keys flattened, missing values null, bad lines skipped', () => {
+  assert.deepEqual(flattenRecord({ step: 1, rewards: { execution: 0.5, format: 1 }, skipped: true, note: 'x' }), { step: 1, 'rewards.execution': 0.5, 'rewards.format': 1, skipped: 1 });
+  const m = toColumns(['{"step":1,"loss":2.5}', 'not json', '{"step":2,"loss":2,"eval_accuracy":0.25}', '']);
+  assert.deepEqual(m.keys, ['step', 'loss', 'eval_accuracy']);
+  assert.deepEqual(m.columns, { step: [1, 2], loss: [2.5, 2], eval_accuracy: [null, 0.25] });
+  assert.deepEqual(seriesOf(m, 'eval_accuracy'), { x: [2], y: [0.25] });
+});
+
+test('the tail of a metrics file: only complete new lines, and the whole file again after a rewrite', () => {
+  const f = join(tmp, 'metrics.jsonl');
+  writeFileSync(f, '{"step":1}\n{"step":2}\n{"step":3');
+  const a = readNewLines(f, null)!;
+  assert.equal(a.reset, true);
+  assert.deepEqual(toColumns(a.lines).columns.step, [1, 2]);
+  appendFileSync(f, '}\n{"step":4}\n');
+  const b = readNewLines(f, a.state)!;
+  assert.equal(b.reset, false);
+  assert.deepEqual(toColumns(b.lines).columns.step, [3, 4]);
+  assert.deepEqual(readNewLines(f, b.state)!.lines, []);
+  // A resume rewrites the file by rename (a new inode) with fewer lines.
+  writeFileSync(`${f}.tmp`, '{"step":1}\n');
+  renameSync(`${f}.tmp`, f);
+  const c = readNewLines(f, b.state)!;
+  assert.equal(c.reset, true);
+  assert.deepEqual(toColumns(c.lines).columns.step, [1]);
+});
+
+test('appended rows extend the columns; a key new to the run is null before it appears', () => {
+  const a = toColumns(['{"step":1,"loss":3}']);
+  const b = toColumns(['{"step":2,"loss":2,"eval_accuracy":0.5}']);
+  assert.deepEqual(appendColumns(a, b).columns, { step: [1, 2], loss: [3, 2], eval_accuracy: [null, 0.5] });
+});
+
+test('charts group the trainer metrics and give every other metric its own chart', () => {
+  const plan = chartPlan(['step', 'reward', 'rewards.format', 'accuracy', 'eval_accuracy', 'loss', 'time_rollout_s', 'time_update_s', 'custom']);
+  assert.deepEqual(plan, [
+    { title: 'Reward (total and per component)', keys: ['reward', 'rewards.format'] },
+    { title: 'Accuracy (training batch) and held-out EX', keys: ['accuracy', 'eval_accuracy'] },
+    { title: 'Loss', keys: ['loss'] },
+    { title: 'Time split (s per step)', keys: ['time_rollout_s', 'time_update_s'] },
+    { title: 'custom', keys: ['custom'] },
+  ]);
+});
+
+test('differing rows: a multiset difference, duplicates counted', () => {
+  const d = diffRows(
+    [[1, 'a'], [1, 'a'], [2, 'b'], [3, null]],
+    [[1, 'a'], [2, 'b'], [2, 'b'], [4, 'd']],
+  );
+  assert.deepEqual(d.predExtra, [false, true, false, true]);
+  assert.deepEqual(d.goldMissing, [false, false, true, true]);
+});
+
+test('schema coverage counts pairs per table and per column they name', () => {
+  const schema = { tables: [
+    { name: 'genres', columns: [{ name: 'genre_id' }, { name: 'name' }] },
+    { name: 'tracks', columns: [{ name: 'track_id' }, { name: 'Name' }, { name: 'bytes' }] },
+    { name: 'media', columns: [{ name: 'id' }] },
+  ] } as Parameters<typeof schemaCoverage>[0];
+  const pairs = [
+    toPairRow({ SQL: 'SELECT name FROM genres WHERE genre_id = 1' }, 0),
+    toPairRow({ SQL: 'SELECT T1."name" FROM tracks AS T1 JOIN genres AS T2 ON T1.track_id = T2.genre_id' }, 1),
+  ];
+  assert.deepEqual(pairs[1].tables, ['tracks', 'genres']);
+  assert.deepEqual(schemaCoverage(schema, pairs), [
+    { table: 'genres', pairs: 2, columns: [{ name: 'genre_id', pairs: 2 }, { name: 'name', pairs: 2 }] },
+    { table: 'tracks', pairs: 1, columns: [{ name: 'track_id', pairs: 1 }, { name: 'Name', pairs: 1 }, { name: 'bytes', pairs: 0 }] },
+    { table: 'media', pairs: 0, columns: [{ name: 'id', pairs: 0 }] },
+  ]);
+});
+
+test('CSV export quotes commas, quotes and line breaks (RFC 4180)', () => {
+  assert.equal(toCsv(['a', 'b'], [[1, 'x,y'], [null, 'say "hi"\nbye']]), 'a,b\r\n1,"x,y"\r\n,"say ""hi""\nbye"\r\n');
+});
+
+test('the folder scan finds runs, factory outputs, eval reports and checkpoints, and skips the rest', () => {
+  const root = join(tmp, 'scan');
+  mkdirSync(join(root, 'a', 'sft', 'checkpoints', 'step-5'), { recursive: true });
+  mkdirSync(join(root, 'a', 'sft', 'checkpoints', 'step-10'), { recursive: true });
+  writeFileSync(join(root, 'a', 'sft', 'metrics.jsonl'), '{"step":1}\n');
+  writeFileSync(join(root, 'a', 'sft', 'sft_config.json'), '{}');
+  writeFileSync(join(root, 'a', 'sft', 'checkpoints', 'step-5', 'config.json'), '{}');
+  writeFileSync(join(root, 'a', 'sft', 'checkpoints', 'step-10', 'config.json'), '{}');
+  mkdirSync(join(root, 'data'), { recursive: true });
+  writeFileSync(join(root, 'data', 'manifest.json'), '{}');
+  writeFileSync(join(root, 'data', 'dataset.jsonl'), '');
+  writeFileSync(join(root, 'report.json'), JSON.stringify({ version: 1, data: 'x' }, null, 2));
+  writeFileSync(join(root, 'other.json'), JSON.stringify({ version: 2, data: 'x' }, null, 2));
+  const s = scanFolder(root);
+  assert.deepEqual(s.runs.map((r) => [r.id, r.kind]), [['a/sft', 'sft']]);
+  assert.deepEqual(s.datasets.map((d) => d.id), ['data']);
+  assert.deepEqual(s.evals.map((e) => e.id), ['report.json']);
+  assert.deepEqual(s.checkpoints.map((c) => [c.id, c.step]), [['a/sft/checkpoints/step-10', 10]]);
+});
+
+test('the API answers bad requests with a JSON error and the right status, and runs SQL only through the sandbox', async () => {
+  const root = join(tmp, 'api');
+  mkdirSync(root, { recursive: true });
+  const app = dashboardRoutes({ dir: root, executor: pool, webDir: join(tmp, 'no-bundle') });
+  const r1 = await app.request('/api/run?id=nope');
+  assert.equal(r1.status, 404);
+  assert.match(((await r1.json()) as { error: string }).error, /no run 'nope'/);
+  const ov = (await (await app.request('/api/overview')).json()) as { databases: { id: string; label: string }[] };
+  const music = ov.databases.find((d) => d.label === 'music_store')!;
+  const post = (body: unknown) => app.request('/api/sql', { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const ok = (await (await post({ db: music.id, sql: 'SELECT COUNT(*) FROM genres' })).json()) as { ok: boolean; rows: unknown[][] };
+  assert.deepEqual(ok, { ...ok, ok: true, rows: [[12]] });
+  const refused = (await (await post({ db: music.id, sql: 'DELETE FROM genres' })).json()) as { ok: boolean; error: string };
+  assert.equal(refused.ok, false);
+  assert.equal(refused.error, 'refused');
+  assert.equal((await post({ db: '/etc/passwd', sql: 'SELECT 1' })).status, 404);
+  assert.equal((await post({ sql: 1 })).status, 400);
+  const page = await app.request('/');
+  assert.equal(page.status, 503);
+  assert.match(await page.text(), /npm run build:web/);
+  assert.equal((await app.request('/assets/..%2f..%2fpackage.json')).status, 404);
+});
+
+test('agro dashboard: a missing folder is one line and exit 3; a bad port is a usage error', () => {
+  const r = spawnSync(process.execPath, [BIN, 'dashboard', join(tmp, 'missing'), '--no-open', '--port', '0'], { encoding: 'utf8' });
+  assert.equal(r.status, 3, r.stderr);
+  assert.match(r.stderr, /^agro: dashboard folder not found: .*missing\n$/);
+  const p = spawnSync(process.execPath, [BIN, 'dashboard', tmp, '--no-open', '--port', 'x'], { encoding: 'utf8' });
+  assert.equal(p.status, 2);
+  assert.match(p.stderr, /^agro: --port must be an integer/);
+});
+
+test('agro dashboard serves the app and the API on loopback until interrupted', async () => {
+  const empty = join(tmp, 'empty');
+  mkdirSync(empty);
+  const child = spawn(process.execPath, [BIN, 'dashboard', empty, '--no-open', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise((r) => child.once('exit', r));
+  after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  const url = await new Promise<string>((res, rej) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      if (m) res(m[1]);
+    });
+    child.once('exit', (code) => rej(new Error(`exited ${code}: ${out}`)));
+  });
+  const html = await (await fetch(url)).text();
+  assert.match(html, /<div id="app">/);
+  const asset = /src="\.\/(assets\/[^"]+\.js)"/.exec(html)![1];
+  const js = await fetch(url + asset);
+  assert.equal(js.status, 200);
+  assert.match(js.headers.get('content-type')!, /javascript/);
+  const ov = (await (await fetch(`${url}api/overview`)).json()) as { runs: unknown[] };
+  assert.deepEqual(ov.runs, []);
+  child.kill('SIGINT');
+  assert.equal(await exited, 0);
+});

@@ -1,0 +1,22 @@
+import { useEffect, useState } from 'preact/hooks';
+import { getJson } from './api.ts';
+import type { DatabaseInfo, EvalInfo, PolicyInfo, RunInfo } from '../../src/server/dashboard/api-types.ts';
+
+export interface Overview {
+  root: string;
+  runs: RunInfo[];
+  datasets: { id: string }[];
+  evals: EvalInfo[];
+  policies: PolicyInfo[];
+  databases: DatabaseInfo[];
+}
+
+/** What the folder holds, fetched once per page. */
+export function useOverview(): { data: Overview | null; error: string | null } {
+  const [data, setData] = useState<Overview | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    getJson<Overview>('overview').then(setData, (e: Error) => setError(e.message));
+  }, []);
+  return { data, error };
+}

@@ -1,0 +1,144 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { getJson } from '../api.ts';
+import { BarChart } from '../components/Chart.tsx';
+import { DataTable, ResultView } from '../components/Table.tsx';
+import { navigate } from '../main.tsx';
+import { useOverview } from '../overview.ts';
+import type { CompareResult, EvalDetail, EvalQuestion } from '../../../src/server/dashboard/api-types.ts';
+
+function Trajectory({ turns }: { turns: { role: string; content: string }[] }) {
+  return (
+    <div class="turns">
+      {turns.map((t) => (
+        <div class={`turn ${t.role}`}>
+          <span class="role">{t.role}</span>
+          <pre>{t.content}</pre>
+        </div>
+      ))}
+    </div>
+  );
+}
+
+function Compare({ evalId, q }: { evalId: string; q: EvalQuestion }) {
+  const [res, setRes] = useState<CompareResult | null>(null);
+  const [err, setErr] = useState<string | null>(null);
+  // Rows are marked only when both queries ran: against an error every gold row would be "missing".
+  const both = !!res && res.pred.ok && res.gold.ok;
+  useEffect(() => {
+    setRes(null);
+    setErr(null);
+    getJson<CompareResult>('eval/compare', { id: evalId, index: q.index }).then(setRes, (e: Error) => setErr(e.message));
+  }, [evalId, q.index]);
+  return (
+    <section class="card" data-testid="compare">
+      <h3>
+        Question {q.questionId ?? q.index} · {q.bucket} · <span class={`outcome ${q.outcome}`}>{q.outcome}</span>
+      </h3>
+      {q.question ? <p class="question">{q.question}</p> : null}
+      {q.message ? <p class="muted">{q.message}</p> : null}
+      {err ? <p class="error">{err}</p> : null}
+      <div class="side-by-side">
+        <div>
+          <h4>Predicted</h4>
+          <pre class="sql">{q.pred || '(no answer)'}</pre>
+          {res ? <ResultView result={res.pred} marked={both ? res.predExtra : undefined} csvName={`q${q.index}-pred.csv`} testId="pred-result" /> : null}
+        </div>
+        <div>
+          <h4>Gold</h4>
+          <pre class="sql">{q.gold}</pre>
+          {res ? <ResultView result={res.gold} marked={both ? res.goldMissing : undefined} csvName={`q${q.index}-gold.csv`} testId="gold-result" /> : null}
+        </div>
+      </div>
+      {both && res ? (
+        <p class="muted">
+          Marked rows have no equal row on the other side: {res.predExtra.filter(Boolean).length} predicted, {res.goldMissing.filter(Boolean).length} gold.
+        </p>
+      ) : null}
+      {q.trajectory ? (
+        <>
+          <h4>Trajectory</h4>
+          <Trajectory turns={q.trajectory} />
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+export function EvalsPage({ params }: { params: URLSearchParams }) {
+  const { data: overview, error } = useOverview();
+  const [detail, setDetail] = useState<EvalDetail | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [outcome, setOutcome] = useState('');
+  const [open, setOpen] = useState<number | null>(null);
+  const id = params.get('id') ?? overview?.evals[0]?.id ?? null;
+  useEffect(() => {
+    if (!id) return;
+    setDetail(null);
+    setOpen(null);
+    setLoadError(null);
+    getJson<EvalDetail>('eval', { id }).then(setDetail, (e: Error) => setLoadError(e.message));
+  }, [id]);
+  const questions = useMemo(() => (detail?.questions ?? []).filter((q) => !outcome || q.outcome === outcome), [detail, outcome]);
+
+  if (error) return <p class="error">{error}</p>;
+  if (!overview) return <p class="muted">loading…</p>;
+  if (!overview.evals.length) return <p class="muted">No evaluation here (an `agro eval --out report.json` file, or a quickstart's predictions).</p>;
+  const s = detail?.summary;
+  return (
+    <div class="layout">
+      <aside>
+        <h3>Evaluations</h3>
+        <ul class="runs">
+          {overview.evals.map((e) => (
+            <li>
+              <a href="#" class={e.id === id ? 'active' : ''} onClick={(ev) => (ev.preventDefault(), navigate('evals', { id: e.id }))}>
+                {e.label}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </aside>
+      <section class="content">
+        {loadError ? <p class="error">{loadError}</p> : null}
+        {!detail || !s ? (
+          !loadError && <p class="muted">loading (a quickstart's predictions are scored now)…</p>
+        ) : (
+          <>
+            <p class="stats" data-testid="ex">
+              Execution accuracy <strong>{s.accuracy.toFixed(2)}%</strong> ({s.correct} of {s.count}, {detail.mode} comparison)
+            </p>
+            <div class="charts">
+              <BarChart title="EX by difficulty (%)" labels={s.byDifficulty.map((b) => b.bucket)} series={[{ label: 'EX %', values: s.byDifficulty.map((b) => b.accuracy) }]} />
+              <BarChart title="Outcomes" labels={Object.keys(s.outcomes)} series={[{ label: 'questions', values: Object.values(s.outcomes) }]} />
+            </div>
+            <section class="card">
+              <h3>Questions</h3>
+              <div class="filters">
+                <label class="filter">
+                  outcome
+                  <select value={outcome} onChange={(e) => (setOutcome((e.target as HTMLSelectElement).value), setOpen(null))}>
+                    <option value="">all</option>
+                    {Object.keys(s.outcomes).map((o) => (
+                      <option value={o}>{o}</option>
+                    ))}
+                  </select>
+                </label>
+              </div>
+              <DataTable
+                testId="questions"
+                caption={`${questions.length} questions`}
+                columns={['#', 'difficulty', 'outcome', 'question', 'predicted', 'gold']}
+                rows={questions.map((q) => [q.questionId ?? q.index, q.bucket, q.outcome, q.question ?? '', q.pred, q.gold])}
+                marked={questions.map((q) => q.outcome !== 'match')}
+                csvName="evaluation.csv"
+                selected={open ?? undefined}
+                onRowClick={setOpen}
+              />
+            </section>
+            {open !== null && questions[open] ? <Compare evalId={detail.info.id} q={questions[open]} /> : null}
+          </>
+        )}
+      </section>
+    </div>
+  );
+}
