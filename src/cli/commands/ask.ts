@@ -57,7 +57,8 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     } else {
       write(`no answer (${res.endReason}${res.error ? `: ${res.error}` : ''})\n`);
     }
-    if (res.answer === undefined) process.exitCode = res.endReason === 'timeout' ? 7 : 1;
+    // A finished episode exits 0 even without an answer (the output says why); a deadline is a timeout (7), an answer SQLite rejects an SQL error (6).
+    if (res.endReason === 'timeout') process.exitCode = 7;
     else if (final && !final.ok) process.exitCode = 6;
   } finally {
     await policy.close();
