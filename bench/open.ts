@@ -63,17 +63,15 @@ export async function run(args: string[]): Promise<void> {
     const seq = ctx.getSequence();
     const text = renderChatText(messages, { addGenerationPrompt: true });
     const out: number[] = [];
-    let stopped = false;
     for await (const t of seq.evaluate(m.tokenize(text, true), { temperature: 0 })) {
-      if (m.isEogToken(t)) {
-        stopped = t === endId;
-        break;
-      }
+      // node-llama-cpp ends the generator at an end-of-generation token without yielding it.
+      if (m.isEogToken(t)) break;
       out.push(t);
       if (out.length >= maxNewTokens) break;
     }
+    const stopped = out.length < maxNewTokens;
     const md = m.fileInfo.metadata as { tokenizer?: { chat_template?: string } };
-    console.log(`llama.cpp: warnings ${logs.length === 0 ? 'none' : JSON.stringify(logs)}; chat template in metadata: ${Boolean(md.tokenizer?.chat_template)}; greedy turn stopped at <|end|>: ${stopped} after ${out.length} tokens; same tokens as agro: ${JSON.stringify(out) === JSON.stringify(greedy.tokens.slice(0, -1))}`);
+    console.log(`llama.cpp: warnings ${logs.length === 0 ? 'none' : JSON.stringify(logs)}; chat template in metadata: ${Boolean(md.tokenizer?.chat_template)}; greedy turn ended at an end-of-generation token: ${stopped} after ${out.length} tokens; same tokens as agro: ${JSON.stringify(out) === JSON.stringify(greedy.tokens.slice(0, -1))}`);
     await ctx.dispose();
     await m.dispose();
   } finally {

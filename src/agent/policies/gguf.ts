@@ -138,6 +138,8 @@ export class GgufPolicy implements Policy {
       }
       if (out.length >= limit || req.signal?.aborted) break;
     }
+    // node-llama-cpp's generator also ends by itself at an end-of-generation token, without yielding it.
+    if (out.length < limit && !req.signal?.aborted) finish = 'stop';
     const text = this.model.detokenize(out, true);
     if (req.onText && text.length > shown.length) req.onText(text.slice(shown.length));
     return { text, finish, promptTokens: prompt.length, completionTokens: out.length + (finish === 'stop' ? 1 : 0) };
