@@ -1,24 +1,11 @@
 /**
- * Several samples per question: pass@k and execution-based self-consistency.
- *
- * pass@k is the unbiased estimator of Chen et al. (2021): with n samples of which c are right,
- * pass@k = 1 - C(n-c, k) / C(n, k), computed as a product to stay exact for large n.
+ * Several samples per question: execution-based self-consistency (pass@k is src/rl/evaluate.ts's passAtK).
  * Self-consistency votes over result sets: samples whose queries return the same result (as a set in
  * BIRD mode, a multiset in Spider mode) form one group; the largest group wins, ties go to the group
  * whose first sample came first; samples whose query failed do not vote.
  */
 import { cellKey } from '../sql/compare.ts';
 import type { CompareMode, ExecResult } from '../sql/types.ts';
-
-export function passAtK(n: number, c: number, k: number): number {
-  if (!(Number.isInteger(n) && Number.isInteger(c) && Number.isInteger(k)) || k < 1 || k > n || c < 0 || c > n) {
-    throw new RangeError(`passAtK: need 1 <= k <= n and 0 <= c <= n, got n=${n} c=${c} k=${k}`);
-  }
-  if (n - c < k) return 1;
-  let miss = 1;
-  for (let i = n - c + 1; i <= n; i++) miss *= 1 - k / i;
-  return 1 - miss;
-}
 
 /** A key equal for results the comparison in `mode` calls equal (exact values, no tolerance). */
 export function resultKey(r: ExecResult, mode: CompareMode): string | null {

@@ -23,10 +23,12 @@ import { runEpisode, EPISODE_MODES, type EpisodeEvent, type EpisodeResult } from
 import type { Policy } from '../agent/policies/types.ts';
 import { evaluate, EVAL_DEFAULTS } from '../eval/run.ts';
 import { summarize } from '../eval/metrics.ts';
-import { readDataset } from '../eval/read-dataset.ts';
-import { resolveDatabases } from '../eval/databases.ts';
-import { majorityVote, passAtK } from '../eval/sampling.ts';
-import type { EvalItem, EvalReport, QuestionResult } from '../eval/types.ts';
+import { readDataset } from '../data/read-dataset.ts';
+import { resolveDatabases } from '../data/databases.ts';
+import { majorityVote } from '../eval/sampling.ts';
+import { passAtK } from '../rl/evaluate.ts';
+import type { EvalReport, QuestionResult } from '../eval/types.ts';
+import type { EvalItem } from '../data/types.ts';
 import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predictions.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 

@@ -11,7 +11,8 @@ import { LlamaModel } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
 import { saveCheckpoint } from '../../src/model/checkpoint.ts';
 import { CHAT_TEMPLATE_JINJA, renderChatText, renderPrompt, type ChatMessage } from '../../src/model/chat.ts';
-import { DEFAULT_SPECIAL_TOKENS, Tokenizer } from '../../src/model/tokenizer.ts';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
+import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 import { GgufPolicy } from '../../src/agent/policies/gguf.ts';
 import { CheckpointPolicy } from '../../src/agent/policies/checkpoint.ts';
 import { openPolicy } from '../../src/agent/policies/open.ts';
@@ -27,7 +28,7 @@ const CONV: ChatMessage[] = [
 
 test('agro export gguf: the GGUF renders prompts with its own template exactly as agro does, and generates on llama.cpp', async () => {
   await initBackend();
-  const tk = Tokenizer.train(['SELECT COUNT(*) FROM albums', 'How many albums are there?', 'answer questions about a SQLite database'], { vocabSize: 330, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  const tk = Tokenizer.train(['SELECT COUNT(*) FROM albums', 'How many albums are there?', 'answer questions about a SQLite database'], { vocabSize: 330, specialTokens: AGENT_SPECIAL_TOKENS });
   const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tk.vocabSize }), { seed: 5 });
   const ck = join(tmp, 'ck');
   saveCheckpoint(ck, { model, tokenizer: tk });

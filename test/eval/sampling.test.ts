@@ -1,21 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { majorityVote, passAtK, resultKey } from '../../src/eval/sampling.ts';
+import { majorityVote, resultKey } from '../../src/eval/sampling.ts';
 import type { ExecResult } from '../../src/sql/types.ts';
 import { birdPredictions, NO_ANSWER_SQL, oneLineSql, spiderPredictions } from '../../src/data/predictions.ts';
 
 const ok = (rows: (number | string | null)[][]): ExecResult => ({ ok: true, columns: rows[0]?.map((_, i) => `c${i}`) ?? [], rows, truncated: false, elapsedMs: 1 }) as ExecResult;
 const fail: ExecResult = { ok: false, error: 'syntax', message: 'near x', elapsedMs: 1 };
-
-test('pass@k: 1 - C(n-c,k)/C(n,k), by hand', () => {
-  // n=5, c=2, k=2: C(3,2)/C(5,2) = 3/10.
-  assert.ok(Math.abs(passAtK(5, 2, 2) - 0.7) < 1e-12);
-  // k=1 is c/n.
-  assert.ok(Math.abs(passAtK(4, 1, 1) - 0.25) < 1e-12);
-  assert.equal(passAtK(4, 0, 4), 0);
-  assert.equal(passAtK(4, 1, 4), 1);
-  assert.throws(() => passAtK(3, 1, 4), RangeError);
-});
 
 test('self-consistency votes over result sets; failures do not vote; ties go to the earliest group', () => {
   // bird mode: set equality, so [[1],[1]] and [[1]] are one group.

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { Template } from '@huggingface/jinja';
 import { CHAT_TEMPLATE_JINJA, renderChatText, type ChatMessage } from '../../src/model/chat.ts';
 import { generationConfig, tokenizerConfig } from '../../src/model/hf-files.ts';
-import { DEFAULT_SPECIAL_TOKENS, Tokenizer } from '../../src/model/tokenizer.ts';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
+import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
 
 const CONVERSATION: ChatMessage[] = [
@@ -26,7 +27,7 @@ test('the Jinja chat template renders exactly the built-in template, with and wi
 });
 
 test('tokenizer_config and generation_config name the chat tokens; none for a tokenizer without them', () => {
-  const tk = Tokenizer.train(['SELECT a FROM t'], { vocabSize: 300, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  const tk = Tokenizer.train(['SELECT a FROM t'], { vocabSize: 300, specialTokens: AGENT_SPECIAL_TOKENS });
   const cfg = resolveModelConfig({ preset: 'tiny', vocabSize: tk.vocabSize });
   const t = tokenizerConfig(tk, cfg)!;
   assert.deepEqual([t.bos_token, t.eos_token, t.pad_token, t.chat_template, t.model_max_length], ['<|bos|>', '<|eos|>', '<|pad|>', CHAT_TEMPLATE_JINJA, cfg.maxPositions]);

@@ -9,8 +9,8 @@ import { openPolicy } from '../../src/agent/policies/open.ts';
 import { runPredict } from '../../src/pipeline/predict.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { evaluate } from '../../src/eval/run.ts';
-import { readDataset } from '../../src/eval/read-dataset.ts';
-import { readPredictions } from '../../src/eval/read-predictions.ts';
+import { readDataset } from '../../src/data/read-dataset.ts';
+import { readPredictions } from '../../src/data/read-predictions.ts';
 import { AgroError } from '../../src/errors.ts';
 
 const ALL = JSON.parse(readFileSync('data/dev.json', 'utf8')) as { question: string; SQL: string; db_id: string }[];
@@ -96,7 +96,7 @@ test('predict: garbage, errors and a never-ending episode are per-question failu
       if (!broken) return null;
       if (i === 1) return { kind: 'garbage', body: '<html>oops' };
       if (i === 3) return { kind: 'status', status: 400, body: 'bad' };
-      if (i === 5) return { kind: 'slow', delayMs: 3000, content: '<think>x</think><answer>SELECT 1</answer>' };
+      if (i === 5) return { kind: 'slow', delayMs: 10_000, content: '<think>x</think><answer>SELECT 1</answer>' };
       return null;
     }),
   );
@@ -104,7 +104,7 @@ test('predict: garbage, errors and a never-ending episode are per-question failu
   try {
     const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
     const out = join(tmp, 'run2');
-    const res = await runPredict({ ...settings(out), episodeTimeoutMs: 800 }, policy, pool);
+    const res = await runPredict({ ...settings(out), episodeTimeoutMs: 4000 }, policy, pool);
     const r = res.report!;
     assert.equal(r.predict.failed, 3);
     assert.deepEqual(r.predict.endReasons, { answer: 3, error: 2, timeout: 1 });
@@ -114,7 +114,7 @@ test('predict: garbage, errors and a never-ending episode are per-question failu
     // The endpoint is fixed: the rerun runs only the questions that failed on a policy error (1 and 3).
     broken = false;
     const n = fake.requests.length;
-    const again = await runPredict({ ...settings(out), episodeTimeoutMs: 800 }, policy, pool);
+    const again = await runPredict({ ...settings(out), episodeTimeoutMs: 4000 }, policy, pool);
     assert.equal(fake.requests.length - n, 2);
     assert.equal(again.report!.predict.failed, 1, 'the timed-out question is a model failure and stays');
   } finally {
@@ -132,3 +132,32 @@ test('policy paths and endpoints that are not there fail with one line', async (
 });
 
 test.after(() => rmSync(tmp, { recursive: true, force: true }));
+
+test('predict --samples: pass@1, pass@k and self-consistency by majority vote over result sets', async () => {
+  // Question 0's samples: one wrong, two right (the vote picks right); question 1's: two wrong, one right.
+  const seen = new Map<number, number>();
+  const fake = await startFakeOpenAI((req) => {
+    const i = goldFor(req);
+    const n = seen.get(i) ?? 0;
+    seen.set(i, n + 1);
+    const right = i === 0 ? n > 0 : n === 2;
+    return { kind: 'reply', content: `<think>t</think><answer>${right ? QS[i].SQL : 'SELECT 1'}</answer>` };
+  });
+  const pool = new SqlPool({ size: 2 });
+  const data = join(tmp, 'two.json');
+  writeFileSync(data, JSON.stringify(QS.slice(0, 2)));
+  try {
+    const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
+    const res = await runPredict({ ...settings(join(tmp, 'run3')), data, mode: 'direct', samples: 3, concurrency: 1 }, policy, pool);
+    const p = res.report!.predict;
+    assert.equal(p.temperature, 0.7);
+    assert.ok(Math.abs(p.passAt1! - 50) < 1e-9, `pass@1 ${p.passAt1}`); // (2/3 + 1/3) / 2
+    assert.equal(p.passAtK, 100);
+    assert.equal(p.selfConsistency, 50);
+    assert.equal(res.report!.summary.correct, 1);
+    await assert.rejects(runPredict({ ...settings(join(tmp, 'run4')), data, samples: 3, temperature: 0 }, policy, pool), /needs --temperature > 0/);
+  } finally {
+    await pool.close();
+    await fake.close();
+  }
+});

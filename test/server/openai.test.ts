@@ -16,7 +16,8 @@ import { initBackend } from '../../src/model/backend.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
 import { saveCheckpoint } from '../../src/model/checkpoint.ts';
-import { DEFAULT_SPECIAL_TOKENS, Tokenizer } from '../../src/model/tokenizer.ts';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
+import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 import type { Policy, TurnRequest } from '../../src/agent/policies/types.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'agro-serve-'));
@@ -28,7 +29,7 @@ writeFileSync(DATA, JSON.stringify(QS));
 async function makeCheckpoint(): Promise<void> {
   await initBackend();
   const texts = ['SELECT name FROM artists WHERE id = 1', 'How many albums are there?', '<think>count</think><sql>SELECT COUNT(*) FROM albums</sql>'];
-  const tk = Tokenizer.train(texts, { vocabSize: 320, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  const tk = Tokenizer.train(texts, { vocabSize: 320, specialTokens: AGENT_SPECIAL_TOKENS });
   const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tk.vocabSize }), { seed: 3 });
   saveCheckpoint(CKPT, { model, tokenizer: tk });
   model.dispose();
