@@ -71,7 +71,7 @@ export async function run(args: string[]): Promise<void> {
     }
     const stopped = out.length < maxNewTokens;
     const md = m.fileInfo.metadata as { tokenizer?: { chat_template?: string } };
-    console.log(`llama.cpp: warnings ${logs.length === 0 ? 'none' : JSON.stringify(logs)}; chat template in metadata: ${Boolean(md.tokenizer?.chat_template)}; greedy turn ended at an end-of-generation token: ${stopped} after ${out.length} tokens; same tokens as agro: ${JSON.stringify(out) === JSON.stringify(greedy.tokens.slice(0, -1))}`);
+    console.log(`llama.cpp: warnings ${logs.length === 0 ? 'none' : JSON.stringify(logs)}; chat template in metadata: ${Boolean(md.tokenizer?.chat_template)}; greedy turn ended at an end-of-generation token: ${stopped} after ${out.length} tokens; same tokens as agro: ${JSON.stringify(out) === JSON.stringify(greedy.finish === 'stop' ? greedy.tokens.slice(0, -1) : greedy.tokens)}`);
     await ctx.dispose();
     await m.dispose();
   } finally {

@@ -36,7 +36,7 @@ function agent(special: (i: number, req: RecordedRequest) => FakeBehavior | null
   };
 }
 
-const settings = (out: string) => ({ data: DATA, dbRoot: 'data/databases', out, concurrency: 3, episodeTimeoutMs: 5000 });
+const settings = (out: string) => ({ data: DATA, dbRoot: 'data/databases', out, concurrency: 3, episodeTimeoutMs: 30_000 });
 
 test('predict: official-format files, trajectories, the same report as agro eval, resumable', async () => {
   const fake = await startFakeOpenAI(agent());
@@ -96,15 +96,17 @@ test('predict: garbage, errors and a never-ending episode are per-question failu
       if (!broken) return null;
       if (i === 1) return { kind: 'garbage', body: '<html>oops' };
       if (i === 3) return { kind: 'status', status: 400, body: 'bad' };
-      if (i === 5) return { kind: 'slow', delayMs: 10_000, content: '<think>x</think><answer>SELECT 1</answer>' };
+      if (i === 5) return { kind: 'slow', delayMs: 60_000, content: '<think>x</think><answer>SELECT 1</answer>' };
       return null;
     }),
   );
   const pool = new SqlPool({ size: 2 });
   try {
     const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
+    // Warm the pool (its processes start on first use) so that only the slow reply meets the deadline on a loaded machine.
+    await pool.execute('data/databases/music_store/music_store.sqlite', 'SELECT 1', { timeoutMs: 30_000 });
     const out = join(tmp, 'run2');
-    const res = await runPredict({ ...settings(out), episodeTimeoutMs: 4000 }, policy, pool);
+    const res = await runPredict({ ...settings(out), episodeTimeoutMs: 10_000 }, policy, pool);
     const r = res.report!;
     assert.equal(r.predict.failed, 3);
     assert.deepEqual(r.predict.endReasons, { answer: 3, error: 2, timeout: 1 });
@@ -114,7 +116,7 @@ test('predict: garbage, errors and a never-ending episode are per-question failu
     // The endpoint is fixed: the rerun runs only the questions that failed on a policy error (1 and 3).
     broken = false;
     const n = fake.requests.length;
-    const again = await runPredict({ ...settings(out), episodeTimeoutMs: 4000 }, policy, pool);
+    const again = await runPredict({ ...settings(out), episodeTimeoutMs: 10_000 }, policy, pool);
     assert.equal(fake.requests.length - n, 2);
     assert.equal(again.report!.predict.failed, 1, 'the timed-out question is a model failure and stays');
   } finally {
