@@ -10,7 +10,8 @@ import { Semaphore } from './semaphore.ts';
 import { parseJsonReply } from './json.ts';
 
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
+  /** `tool`: an environment's reply (the SQL agent's observations), for servers whose chat template has that role. */
+  role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
 }
 
@@ -38,6 +39,16 @@ export interface ChatOptions {
   maxTokens?: number;
   /** Ask the server for a JSON object (response_format: json_object). */
   json?: boolean;
+  seed?: number;
+  topP?: number;
+}
+
+/** One completion with what the server says about it. */
+export interface Completion {
+  content: string;
+  finishReason?: string;
+  promptTokens?: number;
+  completionTokens?: number;
 }
 
 /** Why a call failed, for counting (the pipeline tallies these instead of crashing). */
@@ -64,8 +75,9 @@ const KIND: Record<LlmFailure, ErrorKind> = {
 
 const CompletionSchema = z.object({
   choices: z
-    .array(z.object({ message: z.object({ content: z.string().nullable().optional() }) }))
+    .array(z.object({ message: z.object({ content: z.string().nullable().optional() }), finish_reason: z.string().nullish() }))
     .min(1),
+  usage: z.object({ prompt_tokens: z.number().optional(), completion_tokens: z.number().optional() }).nullish(),
 });
 
 /** Sleep that a test can shorten; real code uses setTimeout. */
@@ -91,6 +103,11 @@ export class LlmClient {
 
   /** One chat completion; returns the assistant's text. Retries transient failures. */
   async chat(messages: ChatMessage[], opts: ChatOptions = {}): Promise<string> {
+    return (await this.complete(messages, opts)).content;
+  }
+
+  /** One chat completion with its finish reason and token usage. */
+  async complete(messages: ChatMessage[], opts: ChatOptions = {}): Promise<Completion> {
     return this.sem.run(() => this.chatWithRetries(messages, opts));
   }
 
@@ -121,7 +138,7 @@ export class LlmClient {
     throw new LlmError('invalid_json', `LLM reply was not valid JSON for the expected shape after one repair: ${r2.error}`);
   }
 
-  private async chatWithRetries(messages: ChatMessage[], opts: ChatOptions): Promise<string> {
+  private async chatWithRetries(messages: ChatMessage[], opts: ChatOptions): Promise<Completion> {
     let attempt = 0;
     for (;;) {
       try {
@@ -145,7 +162,7 @@ export class LlmClient {
     return Math.round(this.random() * cap);
   }
 
-  private async once(messages: ChatMessage[], opts: ChatOptions): Promise<string> {
+  private async once(messages: ChatMessage[], opts: ChatOptions): Promise<Completion> {
     const url = this.config.baseUrl.replace(/\/+$/, '') + '/chat/completions';
     const body: Record<string, unknown> = {
       model: this.config.model,
@@ -154,6 +171,8 @@ export class LlmClient {
       max_tokens: opts.maxTokens ?? this.config.maxTokens,
     };
     if (opts.json) body.response_format = { type: 'json_object' };
+    if (opts.seed !== undefined) body.seed = opts.seed;
+    if (opts.topP !== undefined) body.top_p = opts.topP;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
 
@@ -197,7 +216,14 @@ export class LlmClient {
     if (!parsed.success) {
       throw new LlmError('bad_reply', `LLM endpoint ${url} returned no choices[0].message in its reply`);
     }
-    return parsed.data.choices[0].message.content ?? '';
+    const choice = parsed.data.choices[0];
+    const usage = parsed.data.usage;
+    return {
+      content: choice.message.content ?? '',
+      ...(choice.finish_reason ? { finishReason: choice.finish_reason } : {}),
+      ...(usage?.prompt_tokens !== undefined ? { promptTokens: usage.prompt_tokens } : {}),
+      ...(usage?.completion_tokens !== undefined ? { completionTokens: usage.completion_tokens } : {}),
+    };
   }
 }
 

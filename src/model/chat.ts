@@ -40,6 +40,20 @@ export const CHAT_TOKENS = {
   tool: '<|tool|>',
 } as const;
 
+/**
+ * The same template in Jinja, for tools that render chats themselves (transformers' apply_chat_template,
+ * llama.cpp, vLLM, node-llama-cpp): it must produce exactly renderChatText's text. The tokens are
+ * literals, not `bos_token`, so that it renders the same whatever a tool passes in.
+ */
+export const CHAT_TEMPLATE_JINJA =
+  `{{ '${CHAT_TOKENS.bos}' }}{% for message in messages %}{{ '<|' + message['role'] + '|>' + message['content'] + '${CHAT_TOKENS.end}' }}{% endfor %}` +
+  `{% if add_generation_prompt %}{{ '${CHAT_TOKENS.assistant}' }}{% endif %}`;
+
+/** Whether a tokenizer carries every token of the built-in chat template. */
+export function hasChatTokens(tk: Tokenizer): boolean {
+  return Object.values(CHAT_TOKENS).every((t) => tk.hasToken(t));
+}
+
 /** The chat control tokens in the order a new tokenizer gets their ids (pad first, so it is id 0). */
 export const CHAT_SPECIAL_TOKENS: readonly string[] = (['pad', 'bos', 'eos', 'system', 'user', 'assistant', 'tool', 'end'] as const).map((k) => CHAT_TOKENS[k]);
 

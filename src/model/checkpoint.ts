@@ -7,12 +7,15 @@ import { LlamaModel } from './llama.ts';
 import type { WeightMap } from './llama.ts';
 import { readSafetensors, writeSafetensors } from './safetensors.ts';
 import { Tokenizer } from './tokenizer.ts';
+import { generationConfig, HF_SIDE_FILES, tokenizerConfig } from './hf-files.ts';
 
 /**
  * A checkpoint is a directory in the Hugging Face layout, loadable by `transformers`:
  *   config.json            LlamaForCausalLM / Qwen2ForCausalLM config
  *   model.safetensors      F32 weights under HF names
  *   tokenizer.json         HF tokenizer
+ *   tokenizer_config.json  special tokens and the chat template (Jinja), when the tokenizer has agro's chat tokens
+ *   generation_config.json generation stops at <|end|> or <|eos|> (same condition)
  *   trainer_state.json     optional: step, RNG state, data order... (resume)
  *   optimizer.safetensors  optional: optimizer moments (resume)
  * The tokenizer may have fewer ids than the model's embedding (rows past it are simply never
@@ -49,6 +52,10 @@ export function saveCheckpoint(dir: string, ck: Checkpoint): void {
     writeJsonAtomic(join(tmp, FILES.config), toHfConfig(ck.model.config, { bosTokenId: bos, eosTokenId: eos, padTokenId: pad }));
     writeSafetensors(join(tmp, FILES.weights), ck.model.exportWeights(), { format: 'pt' });
     ck.tokenizer.save(join(tmp, FILES.tokenizer));
+    const tkCfg = tokenizerConfig(ck.tokenizer, ck.model.config);
+    const genCfg = generationConfig(ck.tokenizer);
+    if (tkCfg) writeJsonAtomic(join(tmp, HF_SIDE_FILES.tokenizerConfig), tkCfg);
+    if (genCfg) writeJsonAtomic(join(tmp, HF_SIDE_FILES.generationConfig), genCfg);
     if (ck.trainerState !== undefined) writeJsonAtomic(join(tmp, FILES.trainer), ck.trainerState);
     if (ck.optimizerState !== undefined) writeSafetensors(join(tmp, FILES.optimizer), ck.optimizerState);
     if (existsSync(dir)) {

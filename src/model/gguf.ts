@@ -13,6 +13,7 @@ import { headDimOf } from './config.ts';
 import type { ModelConfig } from './config.ts';
 import { AgroError } from '../errors.ts';
 import { writeFileAtomic } from '../util/fs.ts';
+import { CHAT_TEMPLATE_JINJA, CHAT_TOKENS, hasChatTokens } from './chat.ts';
 
 export const GGUF_ALIGNMENT = 32;
 
@@ -179,6 +180,7 @@ export function permuteRope(data: Float32Array, heads: number, headDim: number, 
 /** llama.cpp token types (llama_token_type). */
 const TOKEN_NORMAL = 1;
 const TOKEN_CONTROL = 3;
+const TOKEN_USER_DEFINED = 4;
 const TOKEN_UNUSED = 5;
 
 function tokenizerMetadata(tokenizer: Tokenizer, vocabSize: number): [string, GgufValue][] {
@@ -196,7 +198,9 @@ function tokenizerMetadata(tokenizer: Tokenizer, vocabSize: number): [string, Gg
   }
   for (const a of json.added_tokens) {
     tokens[a.id] = a.content;
-    types[a.id] = a.special ? TOKEN_CONTROL : TOKEN_NORMAL;
+    // Added tokens that are not control tokens (the protocol tags) are USER_DEFINED, as convert_hf_to_gguf.py
+    // writes them: llama.cpp keeps them atomic when tokenizing and prints them when detokenizing.
+    types[a.id] = a.special ? TOKEN_CONTROL : TOKEN_USER_DEFINED;
   }
   // Ids no token uses (model rows beyond the tokenizer): llama.cpp needs a unique string for each.
   for (let i = 0; i < vocabSize; i++) if (tokens[i] === undefined) tokens[i] = `[PAD${i}]`;
@@ -213,10 +217,14 @@ function tokenizerMetadata(tokenizer: Tokenizer, vocabSize: number): [string, Gg
   const special = (key: string, tok: string): void => {
     if (tokenizer.hasToken(tok)) md.push([key, { type: 'u32', value: tokenizer.tokenId(tok) }]);
   };
-  special('tokenizer.ggml.bos_token_id', '<|bos|>');
-  special('tokenizer.ggml.eos_token_id', '<|eos|>');
-  special('tokenizer.ggml.padding_token_id', '<|pad|>');
-  special('tokenizer.ggml.eot_token_id', '<|end|>');
+  special('tokenizer.ggml.bos_token_id', CHAT_TOKENS.bos);
+  // llama.cpp ends generation at its end-of-generation set: eos, eot, and control tokens it recognizes by
+  // name (`<|end|>` is one). It warns when eos is outside that set and `<|eos|>` is no name it knows, so
+  // eos is `<|end|>`, the token every reply ends with; `<|eos|>` stays a control token.
+  special('tokenizer.ggml.eos_token_id', tokenizer.hasToken(CHAT_TOKENS.end) ? CHAT_TOKENS.end : CHAT_TOKENS.eos);
+  special('tokenizer.ggml.padding_token_id', CHAT_TOKENS.pad);
+  special('tokenizer.ggml.eot_token_id', CHAT_TOKENS.end);
+  if (hasChatTokens(tokenizer)) md.push(['tokenizer.chat_template', { type: 'string', value: CHAT_TEMPLATE_JINJA }]);
   return md;
 }
 

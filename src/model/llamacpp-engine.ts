@@ -25,7 +25,7 @@ import { checkSampleRequest, logSoftmaxAt, RowSampler, type CheckedSampleOptions
 let llamaPromise: Promise<Llama> | null = null;
 
 /** The native addon, loaded once; never builds or downloads anything. */
-function nativeLlama(): Promise<Llama> {
+export function nativeLlama(): Promise<Llama> {
   llamaPromise ??= getLlama({ gpu: false, build: 'never', skipDownload: true, progressLogs: false, logLevel: LlamaLogLevel.error }).catch((err: unknown) => {
     llamaPromise = null;
     throw new AgroError('internal', `llama.cpp: the node-llama-cpp prebuilt CPU binary did not load: ${err instanceof Error ? err.message : String(err)}`);

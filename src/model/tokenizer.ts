@@ -18,6 +18,16 @@ export const LLAMA3_SPLIT =
 /** GPT-2's regex: what a ByteLevel pre-tokenizer with use_regex=true applies. */
 const GPT2_SPLIT = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
+/**
+ * Which added tokens are "special" (control tokens: `<|...|>`, dropped by decode(skipSpecial) here and by
+ * `skip_special_tokens` in transformers, CONTROL type in GGUF). The protocol tags (`<think>`, `<sql>`...)
+ * are added tokens too, always encoded atomically, but not special: they are the agent's text and must
+ * survive a decode that drops control tokens.
+ */
+export function isControlToken(content: string): boolean {
+  return /^<\|[^|]*\|>$/.test(content);
+}
+
 const { BYTE_TO_CHAR, CHAR_TO_BYTE } = buildByteMap();
 
 /** GPT-2's bytes_to_unicode: printable bytes map to themselves, the rest to U+0100 onwards. */
@@ -251,7 +261,7 @@ export class Tokenizer {
     return new Tokenizer({
       vocab,
       merges,
-      added: specials.map((content, id) => ({ id, content, special: true })),
+      added: specials.map((content, id) => ({ id, content, special: isControlToken(content) })),
       pre,
       norm: [],
       ignoreMerges: false,

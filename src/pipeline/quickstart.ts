@@ -279,6 +279,13 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     const rel = (p: string): string => relative(process.cwd(), p) || '.';
     log(`run directory: ${rel(out)} (report.json, synth/, sft/, grpo/)`);
     log(`check with the evaluator: agro eval --data ${rel(join(out, 'held_out.jsonl'))} --pred ${rel(join(rlDir, 'predictions.json'))} --db-root ${rel(dbRoot)}${report.synth.variants > 0 ? ` --suite ${rel(variantsDir)}` : ''}`);
+    // How to use the trained agent: the same prompt settings (schema budget) as in training.
+    const ck = rel(report.rl.checkpoint);
+    const sample = heldOut[0]?.question ?? 'How many rows are there?';
+    const quoted = `'${sample.replace(/'/g, `'\\''`)}'`;
+    log(`ask your agent:   agro ask --policy ${ck} --db ${rel(db)} --schema-chars ${cfg.schemaChars} ${quoted}`);
+    log(`run it on a file: agro predict --policy ${ck} --data ${rel(join(out, 'held_out.jsonl'))} --db-root ${rel(dbRoot)} --schema-chars ${cfg.schemaChars} --out ${rel(join(out, 'predict'))}`);
+    log(`serve it:         agro serve --policy ${ck}   (OpenAI API on http://127.0.0.1:8000/v1; then agro predict --llm-url http://127.0.0.1:8000/v1 ...)`);
     save();
     return report;
   } finally {

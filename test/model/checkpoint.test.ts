@@ -106,7 +106,7 @@ test('checkpoint round trip is bit-exact for weights, tokenizer, trainer and opt
     const dir = join(tmp(), 'ck');
     const opt = new Map([['adam.m.0', { shape: [2], data: new Float32Array([0.1, -0.2]) }]]);
     saveCheckpoint(dir, { model, tokenizer: TOK, trainerState: { step: 3, rng: 12345 }, optimizerState: opt });
-    assert.deepEqual(readdirSync(dir).sort(), ['config.json', 'model.safetensors', 'optimizer.safetensors', 'tokenizer.json', 'trainer_state.json']);
+    assert.deepEqual(readdirSync(dir).sort(), ['config.json', 'generation_config.json', 'model.safetensors', 'optimizer.safetensors', 'tokenizer.json', 'tokenizer_config.json', 'trainer_state.json']);
     const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
     assert.equal(cfg.vocab_size, 320);
     assert.equal(cfg.bos_token_id, TOK.tokenId('<|bos|>'));
@@ -120,7 +120,7 @@ test('checkpoint round trip is bit-exact for weights, tokenizer, trainer and opt
     const other = tinyModel(320, 8, extra);
     saveCheckpoint(dir, { model: other, tokenizer: TOK });
     assert.deepEqual(readdirSync(join(dir, '..')), ['ck']);
-    assert.deepEqual(readdirSync(dir).sort(), ['config.json', 'model.safetensors', 'tokenizer.json']);
+    assert.deepEqual(readdirSync(dir).sort(), ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
     assert.deepEqual(bits(loadCheckpoint(dir).model.exportWeights()), bits(other.exportWeights()));
     model.dispose(); other.dispose(); back.model.dispose();
   }

@@ -262,8 +262,10 @@ test('exportGguf writes llama metadata and the tokenizer that node-llama-cpp rea
   assert.equal(md.tokenizer.ggml.model, 'gpt2');
   assert.equal(md.tokenizer.ggml.tokens.length, V);
   assert.equal(md.tokenizer.ggml.tokens[TOK.tokenId('<|eos|>')], '<|eos|>');
-  assert.equal(md.tokenizer.ggml.eos_token_id, TOK.tokenId('<|eos|>'));
+  // eos is <|end|> (llama.cpp's end-of-generation set must contain eos); <|eos|> stays a control token.
+  assert.equal(md.tokenizer.ggml.eos_token_id, TOK.tokenId('<|end|>'));
   assert.equal(md.tokenizer.ggml.token_type[TOK.tokenId('<|eos|>')], 3); // control
+  assert.equal(md.tokenizer.ggml.token_type[TOK.tokenId('<think>')], 4); // user-defined: atomic, printed
   assert.equal(md.tokenizer.ggml.tokens[305], '[PAD305]');
   assert.equal(md.tokenizer.ggml.token_type[305], 5); // unused
   const names = info.fullTensorInfo!.map((t) => t.name);

@@ -127,6 +127,8 @@ test('special tokens are single ids, never split, and never produced from ordina
   }
   const specialIds = new Set(AGENT_SPECIAL_TOKENS.map((s) => tk.tokenId(s)));
   assert.ok(tk.encode('<sq l> think answer <|en d|>').every((id) => !specialIds.has(id)));
-  assert.equal(tk.decode(tk.encode('<sql>a</sql>'), { skipSpecial: true }), 'a');
+  // Control tokens are special (dropped by skipSpecial); protocol tags are atomic but survive it.
+  assert.equal(tk.decode(tk.encode('<|user|><sql>a</sql><|end|>'), { skipSpecial: true }), '<sql>a</sql>');
+  assert.deepEqual(tk.specialTokens, AGENT_SPECIAL_TOKENS.filter((t) => t.startsWith('<|')));
   assert.throws(() => tk.tokenId('<nope>'), /has no token "<nope>"/);
 });

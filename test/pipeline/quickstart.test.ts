@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { QuickstartReport } from '../../src/pipeline/quickstart.ts';
 import { skeletonKey } from '../../src/data/splits.ts';
@@ -71,4 +71,14 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   const again = spawnSync(process.execPath, [BIN, 'quickstart', '--small', '--out', out], { encoding: 'utf8' });
   assert.equal(again.status, 0, again.stderr);
   assert.match(again.stdout, /held-out execution accuracy: SFT .* → grpo /);
+
+  // The last lines show how to use the agent; the ask command they print runs as printed.
+  const ask = /ask your agent: +agro ask --policy (\S+) --db (\S+) --schema-chars (\d+) '(.*)'$/m.exec(again.stdout);
+  assert.ok(ask, again.stdout);
+  assert.equal(resolve(ask[1]), join(out, 'grpo', 'checkpoints', 'step-3'));
+  const asked = spawnSync(process.execPath, [BIN, 'ask', '--policy', ask[1], '--db', ask[2], '--schema-chars', ask[3], '--max-turn-tokens', '32', '--json', ask[4].replace(/'\\''/g, "'")], { encoding: 'utf8' });
+  assert.equal(asked.status, 0, asked.stderr);
+  const episode = JSON.parse(asked.stdout) as { turns: unknown[]; endReason: string };
+  assert.ok(episode.turns.length >= 1 && episode.endReason.length > 0);
+  assert.match(again.stdout, /run it on a file: agro predict --policy /);
 });

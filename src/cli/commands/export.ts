@@ -1,4 +1,8 @@
 import type { Command } from 'commander';
+import { AgroError } from '../../errors.ts';
+import { initBackend } from '../../model/backend.ts';
+import { loadCheckpoint } from '../../model/checkpoint.ts';
+import { exportGguf } from '../../model/gguf.ts';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { parseCliOptions } from '../options.ts';
@@ -51,9 +55,9 @@ async function runExport(raw: unknown): Promise<void> {
 }
 
 export function register(program: Command): void {
-  program
+  const exp = program
     .command('export')
-    .description('Write a dataset for TRL (JSONL chat prompts) or verl (train/val parquet with tool kwargs)')
+    .description('Write a dataset for TRL (JSONL chat prompts) or verl (train/val parquet with tool kwargs); `export gguf` writes a checkpoint for llama.cpp')
     .requiredOption('--format <name>', `target engine: ${EXPORT_FORMATS.join(' or ')}`)
     .requiredOption('--data <path>', 'a factory output folder (agro synth --out) or a BIRD/Spider JSON/JSONL file')
     .requiredOption('--out <dir>', 'output folder (train/val files and export.json)')
@@ -65,4 +69,20 @@ export function register(program: Command): void {
     .option('--limit <n>', 'export only the first n rows')
     .option('--json', 'print the result as JSON')
     .action(async (opts: unknown) => runExport(opts));
+  exp
+    .command('gguf')
+    .description('An f32 GGUF for llama.cpp (and LM Studio, Ollama, node-llama-cpp) with the chat template and end-of-turn token in its metadata')
+    .argument('<checkpoint>', 'checkpoint folder')
+    .argument('<out>', 'output .gguf file')
+    .action(async (ckpt: string, out: string) => {
+      if (!/\.gguf$/i.test(out)) throw new AgroError('usage', `export gguf: the output file must end in .gguf, got ${out}`);
+      await initBackend();
+      const ck = loadCheckpoint(ckpt);
+      try {
+        const { bytes } = exportGguf(ck.model, ck.tokenizer, out);
+        process.stdout.write(`wrote ${out} (${(bytes / 1e6).toFixed(1)} MB)\n`);
+      } finally {
+        ck.model.dispose();
+      }
+    });
 }

@@ -1,0 +1,42 @@
+/**
+ * A policy answers one chat turn: the conversation so far in, the assistant's next message out. Every
+ * way of running a model sits behind this one interface: an agro checkpoint (TF.js or llama.cpp), any
+ * GGUF file (its own chat template and tokenizer), any OpenAI-compatible endpoint. The episode runner
+ * (../episode.ts) drives it; it never sees which kind it has.
+ */
+import type { ChatMessage } from '../../model/chat.ts';
+
+export const POLICY_KINDS = ['checkpoint', 'gguf', 'endpoint'] as const;
+export type PolicyKind = (typeof POLICY_KINDS)[number];
+
+export interface TurnRequest {
+  messages: ChatMessage[];
+  /** New tokens at most (the policy lowers it to what its context still holds). */
+  maxTokens: number;
+  /** 0 = greedy. */
+  temperature: number;
+  topP?: number;
+  seed?: number;
+  /** Text as it is produced: token chunks where the engine streams, the whole turn at once elsewhere. */
+  onText?: (delta: string) => void;
+  /** Asks the policy to stop early (an endpoint call is aborted; a local engine finishes its batch). */
+  signal?: AbortSignal;
+}
+
+export interface TurnReply {
+  text: string;
+  /** stop: the model ended its turn; length: it hit maxTokens or the context. */
+  finish: 'stop' | 'length';
+  promptTokens?: number;
+  completionTokens?: number;
+}
+
+export interface Policy {
+  readonly kind: PolicyKind;
+  /** A name for reports and /v1/models (the checkpoint folder, the GGUF file, the endpoint's model). */
+  readonly name: string;
+  /** One line for logs: what runs and on which engine. */
+  readonly description: string;
+  complete(req: TurnRequest): Promise<TurnReply>;
+  close(): Promise<void>;
+}

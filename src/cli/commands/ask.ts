@@ -1,0 +1,86 @@
+import { existsSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { Option, type Command } from 'commander';
+import { AgroError } from '../../errors.ts';
+import { EPISODE_MODES, runEpisode, type EpisodeMode, type EpisodeEvent } from '../../agent/episode.ts';
+import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
+import { SqlPool } from '../../sql/pool.ts';
+import { numberArg } from '../options.ts';
+import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
+
+interface AskCliOptions extends PolicyCliOptions {
+  db: string;
+  evidence?: string;
+  mode: EpisodeMode;
+  maxTurns: number;
+  maxTurnTokens: number;
+  episodeTimeout: number;
+  schemaChars: number;
+  rows: number;
+  temperature: number;
+  json?: boolean;
+}
+
+const indent = (s: string, pad = '   '): string => s.split('\n').map((l) => pad + l).join('\n');
+
+/** What a person reads as the episode goes: thinking, each SQL and its result, the answer. */
+function printer(write: (s: string) => void): (e: EpisodeEvent) => void {
+  return (e) => {
+    if (e.type !== 'turn') return;
+    const r = e.record;
+    write(`turn ${r.turn + 1} (${(r.ms / 1000).toFixed(1)}s${r.completionTokens !== undefined ? `, ${r.completionTokens} tokens` : ''})\n`);
+    if (r.think) write(`  think: ${r.think}\n`);
+    if (r.sql) write(`  sql:   ${r.sql}\n`);
+    if (r.observation) write(indent(r.observation.replace(/^<observation>|<\/observation>$/g, ''), '   | ') + '\n');
+    if (r.action === 'invalid') write(`  (not a valid turn: ${r.invalid})\n${indent(r.text.slice(0, 400))}\n`);
+  };
+}
+
+async function run(question: string, o: AskCliOptions): Promise<void> {
+  if (!question.trim()) throw new AgroError('usage', 'ask: the question is empty');
+  if (!existsSync(o.db)) throw new AgroError('not_found', `database not found: ${o.db}`);
+  const policy = await openPolicyFromCli(o, 1);
+  const pool = new SqlPool({ size: 1 });
+  try {
+    const env = new SqlEnvironment(pool, { maxTurns: o.mode === 'direct' ? 1 : o.maxTurns, schemaChars: o.schemaChars });
+    const dbPath = resolve(o.db);
+    const task: SqlTask = { id: 'ask', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, ...(o.evidence ? { evidence: o.evidence } : {}), goldSql: '' };
+    const write = (s: string): void => void process.stdout.write(s);
+    const res = await runEpisode(env, task, policy, { mode: o.mode, maxTurnTokens: o.maxTurnTokens, temperature: o.temperature, timeoutMs: o.episodeTimeout }, { onEvent: o.json ? undefined : printer(write) });
+    const final = res.answer !== undefined ? await pool.execute(dbPath, res.answer, { timeoutMs: 30_000, maxRows: o.rows + 1 }) : undefined;
+    if (o.json) {
+      const { messages: _m, ...episode } = res;
+      write(JSON.stringify({ question, db: o.db, policy: policy.name, ...episode, result: final ?? null }, null, 2) + '\n');
+    } else if (res.answer !== undefined) {
+      write(`answer: ${res.answer}\n`);
+      write(indent(formatResultTable(final!, o.rows, 100_000)) + '\n');
+    } else {
+      write(`no answer (${res.endReason}${res.error ? `: ${res.error}` : ''})\n`);
+    }
+    // A finished episode exits 0 even without an answer (the output says why); a deadline is a timeout (7), an answer SQLite rejects an SQL error (6).
+    if (res.endReason === 'timeout') process.exitCode = 7;
+    else if (final && !final.ok) process.exitCode = 6;
+  } finally {
+    await policy.close();
+    await pool.close();
+  }
+}
+
+export function register(program: Command): void {
+  const cmd = program
+    .command('ask')
+    .description('Ask a trained agent (checkpoint, GGUF or endpoint) one question about a SQLite database')
+    .argument('<question>', 'the question, in quotes')
+    .requiredOption('--db <file>', 'SQLite database');
+  addPolicyOptions(cmd)
+    .option('--evidence <text>', 'a hint, as BIRD gives one')
+    .addOption(new Option('--mode <mode>', 'agent: multi-turn with the SQL tool; direct: one turn').choices([...EPISODE_MODES]).default('agent'))
+    .option('--max-turns <n>', 'policy turns (agent mode)', numberArg('--max-turns', { min: 1 }), 4)
+    .option('--max-turn-tokens <n>', 'new tokens per turn', numberArg('--max-turn-tokens', { min: 1 }), 256)
+    .option('--episode-timeout <ms>', 'wall-clock limit', numberArg('--episode-timeout', { min: 1 }), 120_000)
+    .option('--schema-chars <n>', 'schema characters in the prompt (as in training)', numberArg('--schema-chars', { min: 200 }), 1800)
+    .option('--temperature <t>', 'sampling temperature (0 = greedy)', numberArg('--temperature', { min: 0, integer: false }), 0)
+    .option('--rows <n>', 'rows of the final result to show', numberArg('--rows', { min: 1 }), 20)
+    .option('--json', 'print the episode and the result as JSON')
+    .action((q: string, o: AskCliOptions) => run(q, o));
+}

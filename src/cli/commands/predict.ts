@@ -1,0 +1,122 @@
+import { Option, type Command } from 'commander';
+import { EPISODE_MODES } from '../../agent/episode.ts';
+import { runPredict, type PredictConfig, type PredictProgress } from '../../pipeline/predict.ts';
+import { formatReport } from '../../eval/format.ts';
+import { SqlPool } from '../../sql/pool.ts';
+import { numberArg } from '../options.ts';
+import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
+
+interface PredictCliOptions extends PolicyCliOptions {
+  data: string;
+  dbRoot: string;
+  out: string;
+  mode: PredictConfig['mode'];
+  compare: PredictConfig['compare'];
+  samples: number;
+  temperature?: number;
+  concurrency: number;
+  maxTurns: number;
+  maxTurnTokens: number;
+  episodeTimeout: number;
+  timeout: number;
+  schemaChars: number;
+  seed: number;
+  json?: boolean;
+  workers: number;
+}
+
+function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  return s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m` : s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${s}s`;
+}
+
+/** `[ 12/100] EX 41.7% · 1 failed · 0.8 q/s · ETA 1m50s`: the rate counts only questions this process ran. */
+export function progressLine(p: PredictProgress): string {
+  const rate = p.doneHere / Math.max(1e-3, p.elapsedMs / 1000);
+  const eta = p.doneHere > 0 ? duration(((p.total - p.done) / rate) * 1000) : '?';
+  const ex = p.done ? ((100 * p.correct) / p.done).toFixed(1) : '0.0';
+  const w = String(p.total).length;
+  return `[${String(p.done).padStart(w)}/${p.total}] EX ${ex}% · ${p.failed} failed · ${rate.toFixed(2)} q/s · ETA ${eta}`;
+}
+
+async function run(o: PredictCliOptions): Promise<void> {
+  const policy = await openPolicyFromCli(o, o.concurrency);
+  const pool = new SqlPool({ size: o.workers });
+  const ctrl = new AbortController();
+  const onSig = (): void => ctrl.abort();
+  process.once('SIGINT', onSig);
+  process.once('SIGTERM', onSig);
+  const tty = !o.json && Boolean(process.stderr.isTTY);
+  let lastLogged = -1;
+  try {
+    if (!o.json) process.stderr.write(`policy: ${policy.description}\n`);
+    const res = await runPredict(
+      {
+        data: o.data, dbRoot: o.dbRoot, out: o.out, mode: o.mode, compare: o.compare, samples: o.samples,
+        ...(o.temperature !== undefined ? { temperature: o.temperature } : {}),
+        concurrency: o.concurrency, maxTurns: o.maxTurns, maxTurnTokens: o.maxTurnTokens, episodeTimeoutMs: o.episodeTimeout,
+        execTimeoutMs: o.timeout, schemaChars: o.schemaChars, seed: o.seed,
+      },
+      policy,
+      pool,
+      {
+        signal: ctrl.signal,
+        onProgress: (p) => {
+          if (o.json) return;
+          if (tty) process.stderr.write(`\r${progressLine(p)}\x1b[K`);
+          // Without a terminal: a line per 10% (and the last).
+          else if (p.done === p.total || Math.floor((10 * p.done) / p.total) > lastLogged) {
+            lastLogged = Math.floor((10 * p.done) / p.total);
+            process.stderr.write(progressLine(p) + '\n');
+          }
+        },
+      },
+    );
+    if (tty) process.stderr.write('\n');
+    if (res.interrupted) {
+      process.stderr.write(`agro: predict interrupted: ${res.done}/${res.total} questions done, in ${res.files.trajectories}; run the same command again to continue\n`);
+      process.exitCode = 130;
+      return;
+    }
+    const r = res.report!;
+    if (o.json) {
+      process.stdout.write(JSON.stringify(r, null, 2) + '\n');
+      return;
+    }
+    process.stdout.write(formatReport(r));
+    const p = r.predict;
+    const ends = Object.entries(p.endReasons).map(([k, v]) => `${k} ${v}`).join(', ');
+    process.stdout.write(`episodes: ${ends}; ${p.failed} failed; ${p.toolCalls.toFixed(2)} tool calls per question; ${p.questionsPerSecond.toFixed(2)} questions/s\n`);
+    if (p.samples > 1) process.stdout.write(`samples ${p.samples} at temperature ${p.temperature}: pass@1 ${p.passAt1!.toFixed(2)}%, pass@${p.samples} ${p.passAtK!.toFixed(2)}%, self-consistency ${p.selfConsistency!.toFixed(2)}%\n`);
+    process.stdout.write(`predictions: ${res.files.bird} (BIRD), ${res.files.spider} (Spider); trajectories: ${res.files.trajectories}; report: ${res.files.report}\n`);
+  } finally {
+    process.removeListener('SIGINT', onSig);
+    process.removeListener('SIGTERM', onSig);
+    await policy.close();
+    await pool.close();
+  }
+}
+
+export function register(program: Command): void {
+  const cmd = program
+    .command('predict')
+    .description('Run a policy (checkpoint, GGUF or endpoint) over a BIRD/Spider question file: official-format predictions, trajectories, EX report')
+    .requiredOption('--data <file>', 'questions: BIRD/Spider JSON array or JSONL')
+    .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
+    .requiredOption('--out <dir>', 'run directory (resumable: rerun the same command to continue)');
+  addPolicyOptions(cmd)
+    .addOption(new Option('--mode <mode>', 'agent: multi-turn with the SQL tool; direct: one turn').choices([...EPISODE_MODES]).default('agent'))
+    .addOption(new Option('--compare <mode>', 'result comparison of the report').choices(['bird', 'spider']).default('bird'))
+    .option('--samples <k>', 'episodes per question: adds pass@k and self-consistency (majority vote over result sets)', numberArg('--samples', { min: 1 }), 1)
+    .option('--temperature <t>', 'sampling temperature (default 0 = greedy; 0.7 with --samples > 1)', numberArg('--temperature', { min: 0, integer: false }))
+    .option('--concurrency <n>', 'questions in flight', numberArg('--concurrency', { min: 1 }), 4)
+    .option('--max-turns <n>', 'policy turns per episode (agent mode)', numberArg('--max-turns', { min: 1 }), 4)
+    .option('--max-turn-tokens <n>', 'new tokens per turn', numberArg('--max-turn-tokens', { min: 1 }), 256)
+    .option('--episode-timeout <ms>', 'wall-clock limit of one episode', numberArg('--episode-timeout', { min: 1 }), 120_000)
+    .option('--timeout <ms>', 'per-query limit when scoring', numberArg('--timeout', { min: 1 }), 30_000)
+    .option('--schema-chars <n>', 'schema characters in the prompt (as in training)', numberArg('--schema-chars', { min: 200 }), 1800)
+    .option('--seed <n>', 'seed for sampling', numberArg('--seed', { min: 0 }), 0)
+    .option('--workers <n>', 'SQL executor processes', numberArg('--workers', { min: 1 }), 2)
+    .option('--json', 'print the JSON report instead of the table')
+    .action((o: PredictCliOptions) => run(o));
+}

@@ -1,0 +1,126 @@
+import type { Command } from 'commander';
+import { serve, type ServerType } from '@hono/node-server';
+import { AgroError } from '../../errors.ts';
+import { createApp, type RouteGroup } from '../../server/app.ts';
+import { openaiRoutes } from '../../server/openai.ts';
+import { assertTokenForHost, envRoutes, type EnvRoutes } from '../../server/env.ts';
+import { dashboardRoutes } from '../../server/dashboard.ts';
+import { catalogFromDbRoot, catalogFromFactoryOutput, combineCatalogs, type DatabaseCatalog } from '../../data/catalog.ts';
+import { SqlPool } from '../../sql/pool.ts';
+import type { Policy } from '../../agent/policies/types.ts';
+import { numberArg } from '../options.ts';
+import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
+
+interface ServeCliOptions extends PolicyCliOptions {
+  host: string;
+  port: number;
+  modelName?: string;
+  concurrency: number;
+  maxQueue: number;
+  timeout: number;
+  maxBody: number;
+  maxTokens: number;
+  grace: number;
+  dbRoot?: string;
+  variants?: string;
+  factory?: string[];
+  token?: string;
+  dashboard?: string;
+}
+
+function listen(app: ReturnType<typeof createApp>, host: string, port: number): Promise<ServerType> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(server));
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new AgroError(err.code === 'EADDRINUSE' ? 'usage' : 'internal', err.code === 'EADDRINUSE' ? `port ${port} on ${host} is in use` : `server: ${err.message}`)),
+    );
+  });
+}
+
+/** The environment API's databases: a db-root (with variants) and/or factory outputs. */
+function catalogOf(o: ServeCliOptions): DatabaseCatalog | undefined {
+  const parts: DatabaseCatalog[] = [];
+  if (o.dbRoot) parts.push(catalogFromDbRoot(o.dbRoot, o.variants));
+  for (const f of o.factory ?? []) parts.push(catalogFromFactoryOutput(f));
+  return parts.length ? combineCatalogs(parts) : undefined;
+}
+
+async function run(o: ServeCliOptions): Promise<void> {
+  const token = o.token ?? process.env.AGRO_TOKEN;
+  const catalog = catalogOf(o);
+  if (!o.policy && !catalog && !o.dashboard) throw new AgroError('usage', 'serve: give --policy (OpenAI API), --db-root or --factory (environment API) and/or --dashboard <dir>');
+  // The API runs SQL on your files and your model: any address but loopback needs a bearer token.
+  assertTokenForHost(o.host, token);
+  const groups: RouteGroup[] = [];
+  const closers: Array<() => Promise<void>> = [];
+  let policy: Policy | undefined;
+  let server: ServerType;
+  try {
+    if (o.policy) {
+      policy = await openPolicyFromCli(o, o.concurrency);
+      const p = policy;
+      closers.push(() => p.close());
+      groups.push({ app: openaiRoutes({ policy, modelName: o.modelName, concurrency: o.concurrency, maxQueue: o.maxQueue, timeoutMs: o.timeout, maxTokens: o.maxTokens }) });
+    }
+    if (catalog) {
+      const env: EnvRoutes = envRoutes({ catalog, ...(token ? { token } : {}) });
+      closers.push(() => env.close());
+      groups.push({ app: env });
+    }
+    if (o.dashboard) {
+      const pool = new SqlPool();
+      closers.push(() => pool.close());
+      groups.push({ prefix: '/dashboard', app: dashboardRoutes({ dir: o.dashboard, executor: pool }) });
+    }
+    server = await listen(createApp({ groups, maxBodyBytes: o.maxBody }), o.host, o.port);
+  } catch (err) {
+    for (const close of closers) await close();
+    throw err;
+  }
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : o.port;
+  const base = `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`;
+  if (policy) process.stdout.write(`agro serve: ${policy.description}\nOpenAI API: ${base}/v1 (model "${o.modelName ?? policy.name}")\n`);
+  if (catalog) process.stdout.write(`environment API: ${base}/v1/sql, /v1/reward, /v1/env/sessions (${catalog.describe})\n`);
+  if (o.dashboard) process.stdout.write(`dashboard: ${base}/dashboard/\n`);
+  process.stdout.write(`listening on ${base}; Ctrl-C stops\n`);
+  // Graceful shutdown: stop accepting, let requests in flight finish (up to --grace ms), then free the model.
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.removeListener('SIGINT', stop);
+      process.removeListener('SIGTERM', stop);
+      process.stdout.write('agro serve: shutting down\n');
+      const force = setTimeout(() => (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.(), o.grace);
+      server.close(() => {
+        clearTimeout(force);
+        resolve();
+      });
+      (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  for (const close of closers) await close();
+}
+
+export function register(program: Command): void {
+  const cmd = program
+    .command('serve')
+    .description('One server on loopback: a policy over the OpenAI chat-completions API, the environment API for TRL/verl, the dashboard');
+  addPolicyOptions(cmd, { endpoint: false })
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--port <n>', 'port (0 = any free one)', numberArg('--port', { min: 0 }), 8000)
+    .option('--model-name <name>', 'model name in /v1/models (default: the checkpoint folder or GGUF file name)')
+    .option('--concurrency <n>', 'completions running at once (a local engine batches them)', numberArg('--concurrency', { min: 1 }), 4)
+    .option('--max-queue <n>', 'requests waiting beyond that before 429', numberArg('--max-queue', { min: 0 }), 64)
+    .option('--timeout <ms>', 'per-request time limit (504 beyond)', numberArg('--timeout', { min: 1 }), 300_000)
+    .option('--max-body <bytes>', 'largest request body (413 beyond)', numberArg('--max-body', { min: 1024 }), 4 * 1024 * 1024)
+    .option('--max-tokens <n>', 'cap on max_tokens per completion', numberArg('--max-tokens', { min: 1 }), 1024)
+    .option('--grace <ms>', 'on shutdown, how long requests in flight may finish', numberArg('--grace', { min: 0 }), 10_000)
+    .option('--db-root <dir>', 'environment API: databases as <dir>/<db_id>/<db_id>.sqlite')
+    .option('--variants <dir>', 'environment API: variant databases as <dir>/<db_id>/*.sqlite (the test-suite reward)')
+    .option('--factory <dir...>', 'environment API: agro synth output folders (their databases and variants)')
+    .option('--token <token>', 'bearer token for the environment API (default env AGRO_TOKEN; required off loopback)')
+    .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/')
+    .action((o: ServeCliOptions) => run(o));
+}

@@ -1,0 +1,278 @@
+/**
+ * `agro predict`: a policy over every question of a BIRD/Spider-style file.
+ *
+ * Run directory:
+ *   run.json            the settings; a rerun with other settings is refused
+ *   trajectories.jsonl  one line per finished question: every sample's turns (text, SQL, observation,
+ *                       timing, tokens), the chosen prediction and its evaluation. Appended as each
+ *                       question ends, so a killed run loses only the questions in flight; a rerun
+ *                       skips what is there (and retries questions that failed on a policy error).
+ *   predict_dev.json    BIRD's format    } written (atomically) once every question is done
+ *   predict.sql         Spider's format  }
+ *   report.json         `agro eval`'s report of the predictions, plus a `predict` section
+ * Each question is scored as it ends with the evaluator itself (src/eval), so the running EX and the
+ * final report are exactly what `agro eval --pred` on the written file gives.
+ */
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { AgroError } from '../errors.ts';
+import { writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
+import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
+import { runEpisode, EPISODE_MODES, type EpisodeEvent, type EpisodeResult } from '../agent/episode.ts';
+import type { Policy } from '../agent/policies/types.ts';
+import { evaluate, EVAL_DEFAULTS } from '../eval/run.ts';
+import { summarize } from '../eval/metrics.ts';
+import { readDataset } from '../data/read-dataset.ts';
+import { resolveDatabases } from '../data/databases.ts';
+import { majorityVote } from '../eval/sampling.ts';
+import { passAtK } from '../rl/evaluate.ts';
+import type { EvalReport, QuestionResult } from '../eval/types.ts';
+import type { EvalItem } from '../data/types.ts';
+import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predictions.ts';
+import type { SqlExecutor } from '../sql/types.ts';
+import { sqlTaskOf } from '../agent/tasks.ts';
+
+export const predictConfigSchema = z.strictObject({
+  data: z.string().min(1),
+  dbRoot: z.string().min(1),
+  out: z.string().min(1),
+  mode: z.enum(EPISODE_MODES).default('agent'),
+  compare: z.enum(['bird', 'spider']).default('bird'),
+  samples: z.number().int().min(1).max(64).default(1),
+  /** 0 = greedy; with samples > 1 the default is 0.7. */
+  temperature: z.number().min(0).max(2).optional(),
+  topP: z.number().gt(0).max(1).default(1),
+  concurrency: z.number().int().min(1).max(64).default(4),
+  maxTurns: z.number().int().min(1).max(32).default(4),
+  maxTurnTokens: z.number().int().min(1).default(256),
+  episodeTimeoutMs: z.number().int().positive().default(120_000),
+  execTimeoutMs: z.number().int().positive().default(EVAL_DEFAULTS.timeoutMs),
+  schemaChars: z.number().int().min(200).default(1800),
+  seed: z.number().int().min(0).default(0),
+});
+export type PredictConfig = z.infer<typeof predictConfigSchema>;
+
+export interface SampleRecord extends Omit<EpisodeResult, 'messages'> {
+  /** The sample's query scored alone (samples > 1). */
+  correct?: boolean;
+}
+
+export interface QuestionRecord {
+  index: number;
+  question_id?: number | string;
+  db_id: string;
+  question: string;
+  /** The query written to the prediction files. */
+  prediction: string;
+  /** Which sample it came from (self-consistency vote; 0 with one sample). */
+  chosen: number;
+  samples: SampleRecord[];
+  result: QuestionResult;
+}
+
+export interface PredictProgress {
+  done: number;
+  total: number;
+  correct: number;
+  failed: number;
+  /** Questions finished by this process (for a rate that ignores resumed ones). */
+  doneHere: number;
+  elapsedMs: number;
+}
+
+export interface PredictHooks {
+  onProgress?: (p: PredictProgress) => void;
+  /** Every episode event, with the question it belongs to. */
+  onEvent?: (index: number, sample: number, e: EpisodeEvent) => void;
+  signal?: AbortSignal;
+}
+
+export interface PredictSummary {
+  policy: string;
+  mode: PredictConfig['mode'];
+  samples: number;
+  temperature: number;
+  /** Questions whose chosen episode ended on a policy error or the episode deadline. */
+  failed: number;
+  endReasons: Record<string, number>;
+  /** Mean over questions; pass@k and self-consistency only with samples > 1. */
+  passAt1?: number;
+  passAtK?: number;
+  selfConsistency?: number;
+  /** Questions per second and mean tool calls, over the questions this process ran. */
+  questionsPerSecond: number;
+  toolCalls: number;
+}
+
+export type PredictReport = EvalReport & { predict: PredictSummary };
+
+export interface PredictResult {
+  interrupted: boolean;
+  done: number;
+  total: number;
+  report?: PredictReport;
+  files: { trajectories: string; bird?: string; spider?: string; report?: string };
+}
+
+const FILES = { run: 'run.json', traj: 'trajectories.jsonl', bird: 'predict_dev.json', spider: 'predict.sql', report: 'report.json' };
+
+const isFailure = (r: Pick<EpisodeResult, 'endReason'>): boolean => r.endReason === 'error' || r.endReason === 'timeout';
+
+/** The finished questions of an earlier run; a torn last line (a kill mid-write) and policy failures are dropped, the file rewritten without them. */
+function loadDone(path: string, total: number): Map<number, QuestionRecord> {
+  const done = new Map<number, QuestionRecord>();
+  if (!existsSync(path)) return done;
+  const lines = readFileSync(path, 'utf8').split('\n');
+  let dirty = false;
+  lines.forEach((line, i) => {
+    if (line.trim() === '') return;
+    let rec: QuestionRecord;
+    try {
+      rec = JSON.parse(line) as QuestionRecord;
+    } catch {
+      if (i >= lines.length - 2) {
+        dirty = true;
+        return;
+      }
+      throw new AgroError('invalid_input', `${path}: line ${i + 1} is not JSON (not a file agro predict wrote?)`);
+    }
+    if (!Number.isInteger(rec.index) || rec.index < 0 || rec.index >= total) throw new AgroError('invalid_input', `${path}: line ${i + 1}: question index ${rec.index} is not in the data`);
+    if (rec.samples[rec.chosen]?.endReason === 'error') {
+      dirty = true;
+      return;
+    }
+    done.set(rec.index, rec);
+  });
+  if (dirty) writeFileAtomic(path, [...done.values()].map((r) => JSON.stringify(r) + '\n').join(''));
+  return done;
+}
+
+async function mapLimit<T>(items: readonly T[], limit: number, signal: AbortSignal | undefined, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length && !signal?.aborted) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+}
+
+export async function runPredict(input: z.input<typeof predictConfigSchema>, policy: Policy, executor: SqlExecutor, hooks: PredictHooks = {}): Promise<PredictResult> {
+  const parsed = predictConfigSchema.safeParse(input);
+  if (!parsed.success) {
+    const i = parsed.error.issues[0];
+    throw new AgroError('usage', `predict: ${i.path.join('.') || 'config'}: ${i.message}`);
+  }
+  const cfg = parsed.data;
+  const temperature = cfg.temperature ?? (cfg.samples > 1 ? 0.7 : 0);
+  if (cfg.samples > 1 && temperature === 0) throw new AgroError('usage', 'predict: --samples > 1 needs --temperature > 0 (greedy samples are all the same)');
+  // All input is read and checked before the first episode: bad input costs nothing.
+  const dataset = readDataset(cfg.data);
+  const dbs = resolveDatabases(cfg.dbRoot, dataset.items.map((it) => it.dbId));
+  const tasks = new Map(dataset.items.map((it) => [it.index, sqlTaskOf(it, dbs.get(it.dbId) as string, [])]));
+  const out = resolve(cfg.out);
+  mkdirSync(out, { recursive: true });
+  const runInfo = { version: 1, settings: { ...cfg, data: resolve(cfg.data), dbRoot: resolve(cfg.dbRoot), out: undefined, temperature }, policy: policy.name };
+  const runPath = join(out, FILES.run);
+  if (existsSync(runPath)) {
+    const prev = JSON.parse(readFileSync(runPath, 'utf8')) as typeof runInfo;
+    if (JSON.stringify(prev.settings) !== JSON.stringify(runInfo.settings) || prev.policy !== runInfo.policy) {
+      throw new AgroError('usage', `${cfg.out} holds a predict run with other settings or another policy; choose another --out or delete it`);
+    }
+  } else writeJsonAtomic(runPath, runInfo);
+  const trajPath = join(out, FILES.traj);
+  const done = loadDone(trajPath, dataset.items.length);
+
+  const env = new SqlEnvironment(executor, { maxTurns: cfg.mode === 'direct' ? 1 : cfg.maxTurns, execTimeoutMs: Math.min(cfg.execTimeoutMs, 10_000), schemaChars: cfg.schemaChars, compareMode: cfg.compare });
+  const evalOpts = { dbRoot: cfg.dbRoot, mode: cfg.compare, timeoutMs: cfg.execTimeoutMs, concurrency: 1 };
+  const scoreOne = async (item: EvalItem, sql: string): Promise<QuestionResult> =>
+    (await evaluate({ path: dataset.path, format: dataset.format, items: [item] }, [sql], executor, evalOpts)).questions[0];
+
+  const t0 = Date.now();
+  let doneHere = 0;
+  let hereTools = 0;
+  const progress = (): void => {
+    const recs = [...done.values()];
+    hooks.onProgress?.({
+      done: done.size,
+      total: dataset.items.length,
+      correct: recs.filter((r) => r.result.outcome === 'match').length,
+      failed: recs.filter((r) => isFailure(r.samples[r.chosen])).length,
+      doneHere,
+      elapsedMs: Date.now() - t0,
+    });
+  };
+  progress();
+
+  const runQuestion = async (item: EvalItem): Promise<void> => {
+    const task = tasks.get(item.index) as SqlTask;
+    const episodes = await Promise.all(
+      Array.from({ length: cfg.samples }, (_, s) =>
+        runEpisode(env, task, policy, { mode: cfg.mode, maxTurnTokens: cfg.maxTurnTokens, temperature, topP: cfg.topP, seed: cfg.seed + s * 7777, timeoutMs: cfg.episodeTimeoutMs, signal: hooks.signal }, { onEvent: (e) => hooks.onEvent?.(item.index, s, e) }),
+      ),
+    );
+    // An interrupted question is not done: the rerun runs it again.
+    if (hooks.signal?.aborted) return;
+    const samples: SampleRecord[] = episodes.map(({ messages: _m, ...rest }) => rest);
+    let chosen = 0;
+    if (cfg.samples > 1) {
+      const execs = await Promise.all(episodes.map((e) => executor.execute(task.dbPath, e.answer ?? '', { timeoutMs: cfg.execTimeoutMs, maxRows: EVAL_DEFAULTS.maxRows })));
+      chosen = majorityVote(execs, cfg.compare) ?? 0;
+      const scored = await Promise.all(episodes.map((e) => scoreOne(item, oneLineSql(e.answer ?? ''))));
+      scored.forEach((r, s) => (samples[s].correct = r.outcome === 'match'));
+    }
+    const prediction = oneLineSql(episodes[chosen].answer ?? '');
+    const result = await scoreOne(item, prediction);
+    const rec: QuestionRecord = { index: item.index, ...(item.questionId !== undefined ? { question_id: item.questionId } : {}), db_id: item.dbId, question: task.question, prediction, chosen, samples, result };
+    appendFileSync(trajPath, JSON.stringify(rec) + '\n');
+    done.set(item.index, rec);
+    doneHere++;
+    hereTools += episodes[chosen].toolCalls;
+    progress();
+  };
+
+  const pending = dataset.items.filter((it) => !done.has(it.index));
+  await mapLimit(pending, cfg.concurrency, hooks.signal, runQuestion);
+  const files: PredictResult['files'] = { trajectories: trajPath };
+  if (done.size < dataset.items.length) return { interrupted: true, done: done.size, total: dataset.items.length, files };
+
+  const recs = dataset.items.map((it) => done.get(it.index)!);
+  const preds = recs.map((r) => ({ sql: r.prediction, dbId: r.db_id }));
+  files.bird = join(out, FILES.bird);
+  files.spider = join(out, FILES.spider);
+  files.report = join(out, FILES.report);
+  writeFileAtomic(files.bird, birdPredictions(preds));
+  writeFileAtomic(files.spider, spiderPredictions(preds));
+  const questions = recs.map((r) => r.result);
+  const endReasons: Record<string, number> = {};
+  for (const r of recs) endReasons[r.samples[r.chosen].endReason] = (endReasons[r.samples[r.chosen].endReason] ?? 0) + 1;
+  const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const summary: PredictSummary = {
+    policy: policy.name,
+    mode: cfg.mode,
+    samples: cfg.samples,
+    temperature,
+    failed: recs.filter((r) => isFailure(r.samples[r.chosen])).length,
+    endReasons,
+    questionsPerSecond: doneHere / Math.max(1e-3, (Date.now() - t0) / 1000),
+    toolCalls: doneHere ? hereTools / doneHere : 0,
+  };
+  if (cfg.samples > 1) {
+    const c = recs.map((r) => r.samples.filter((s) => s.correct).length);
+    summary.passAt1 = 100 * mean(c.map((x) => passAtK(cfg.samples, x, 1)));
+    summary.passAtK = 100 * mean(c.map((x) => passAtK(cfg.samples, x, cfg.samples)));
+    summary.selfConsistency = 100 * mean(questions.map((q) => (q.outcome === 'match' ? 1 : 0)));
+  }
+  const report: PredictReport = {
+    version: 1,
+    data: dataset.path,
+    pred: dataset.format === 'bird' ? files.bird : files.spider,
+    dbRoot: cfg.dbRoot,
+    mode: cfg.compare,
+    timeoutMs: cfg.execTimeoutMs,
+    summary: summarize(questions, dataset.format),
+    questions,
+    predict: summary,
+  };
+  writeJsonAtomic(files.report, report);
+  return { interrupted: false, done: done.size, total: dataset.items.length, report, files };
+}

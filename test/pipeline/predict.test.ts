@@ -1,0 +1,165 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startFakeOpenAI, closedPortUrl, lastUser, type RecordedRequest, type FakeBehavior } from '../support/fake-openai.ts';
+import { EndpointPolicy } from '../../src/agent/policies/endpoint.ts';
+import { openPolicy } from '../../src/agent/policies/open.ts';
+import { runPredict } from '../../src/pipeline/predict.ts';
+import { SqlPool } from '../../src/sql/pool.ts';
+import { evaluate } from '../../src/eval/run.ts';
+import { readDataset } from '../../src/data/read-dataset.ts';
+import { readPredictions } from '../../src/data/read-predictions.ts';
+import { AgroError } from '../../src/errors.ts';
+
+const ALL = JSON.parse(readFileSync('data/dev.json', 'utf8')) as { question: string; SQL: string; db_id: string }[];
+const QS = ALL.filter((q) => q.db_id === 'music_store').slice(0, 6);
+const tmp = mkdtempSync(join(tmpdir(), 'agro-predict-'));
+const DATA = join(tmp, 'dev.json');
+writeFileSync(DATA, JSON.stringify(QS));
+const goldFor = (req: RecordedRequest): number => QS.findIndex((q) => lastUser(req).startsWith(q.question.trim()));
+
+/**
+ * A scripted agent: on questions 0, 2, 4 it first runs a query (one tool call), then answers with the
+ * gold SQL; on 1 and 3 it answers a wrong query; on 5 it answers `behave(5)` (default: gold).
+ */
+function agent(special: (i: number, req: RecordedRequest) => FakeBehavior | null = () => null) {
+  return (req: RecordedRequest): FakeBehavior => {
+    const i = goldFor(req);
+    const s = special(i, req);
+    if (s) return s;
+    const sawTool = (req.body.messages ?? []).some((m) => m.role === 'tool');
+    if (i % 2 === 0 && !sawTool) return { kind: 'reply', content: '<think>look first</think>\n<sql>SELECT COUNT(*) FROM artists</sql>' };
+    const sql = i === 1 || i === 3 ? 'SELECT 1' : QS[i].SQL;
+    return { kind: 'reply', content: `<think>so</think>\n<answer>${sql}</answer> and more text after the action` };
+  };
+}
+
+const settings = (out: string) => ({ data: DATA, dbRoot: 'data/databases', out, concurrency: 3, episodeTimeoutMs: 30_000 });
+
+test('predict: official-format files, trajectories, the same report as agro eval, resumable', async () => {
+  const fake = await startFakeOpenAI(agent());
+  const pool = new SqlPool({ size: 2 });
+  try {
+    const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
+    const out = join(tmp, 'run1');
+    const progress: number[] = [];
+    const res = await runPredict(settings(out), policy, pool, { onProgress: (p) => progress.push(p.done) });
+    assert.equal(res.interrupted, false);
+    const r = res.report!;
+    assert.equal(r.summary.correct, 4, 'questions 0, 2, 4, 5 are answered with the gold query');
+    assert.equal(r.predict.failed, 0);
+    assert.deepEqual(progress, [0, 1, 2, 3, 4, 5, 6]);
+    // Questions 0, 2, 4 made one tool call each: the trajectory keeps the SQL and the observation.
+    const lines = readFileSync(res.files.trajectories, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const q0 = lines.find((l) => l.index === 0);
+    assert.equal(q0.samples[0].toolCalls, 1);
+    assert.equal(q0.samples[0].turns[0].sql, 'SELECT COUNT(*) FROM artists');
+    assert.match(q0.samples[0].turns[0].observation, /^<observation>COUNT\(\*\)\n\d+/);
+    // The text after the answer tag was cut, so the turn parsed.
+    assert.equal(q0.samples[0].turns[1].text.endsWith('</answer>'), true);
+    // The files are what agro eval reads, and it scores them the same.
+    const spider = readFileSync(res.files.spider!, 'utf8');
+    assert.equal(spider.split('\n').length, QS.length + 1);
+    assert.ok(!spider.slice(0, -1).split('\n').some((l) => l.trim() === ''));
+    const ds = readDataset(DATA);
+    for (const f of [res.files.bird!, res.files.spider!]) {
+      const ev = await evaluate(ds, readPredictions(f, ds.items), pool, { dbRoot: 'data/databases' });
+      assert.deepEqual(ev.summary, r.summary);
+    }
+    // A rerun does nothing new.
+    const before = fake.requests.length;
+    const again = await runPredict(settings(out), policy, pool);
+    assert.equal(fake.requests.length, before);
+    assert.deepEqual(again.report!.summary, r.summary);
+    // A kill mid-write leaves a torn last line: the rerun drops it and runs that question again.
+    const full = readFileSync(res.files.trajectories, 'utf8').trim().split('\n');
+    writeFileSync(res.files.trajectories, full.slice(0, -1).join('\n') + '\n');
+    appendFileSync(res.files.trajectories, full[full.length - 1].slice(0, 40));
+    const third = await runPredict(settings(out), policy, pool);
+    assert.ok(fake.requests.length > before);
+    assert.deepEqual(third.report!.summary, r.summary);
+    assert.equal(readFileSync(res.files.trajectories, 'utf8').trim().split('\n').length, QS.length);
+    // Other settings in the same run directory are refused.
+    await assert.rejects(runPredict({ ...settings(out), mode: 'direct' }, policy, pool), /other settings/);
+  } finally {
+    await pool.close();
+    await fake.close();
+  }
+});
+
+test('predict: garbage, errors and a never-ending episode are per-question failures, retried on the rerun', async () => {
+  let broken = true;
+  const fake = await startFakeOpenAI(
+    agent((i) => {
+      if (!broken) return null;
+      if (i === 1) return { kind: 'garbage', body: '<html>oops' };
+      if (i === 3) return { kind: 'status', status: 400, body: 'bad' };
+      if (i === 5) return { kind: 'slow', delayMs: 60_000, content: '<think>x</think><answer>SELECT 1</answer>' };
+      return null;
+    }),
+  );
+  const pool = new SqlPool({ size: 2 });
+  try {
+    const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
+    // Warm the pool (its processes start on first use) so that only the slow reply meets the deadline on a loaded machine.
+    await pool.execute('data/databases/music_store/music_store.sqlite', 'SELECT 1', { timeoutMs: 30_000 });
+    const out = join(tmp, 'run2');
+    const res = await runPredict({ ...settings(out), episodeTimeoutMs: 10_000 }, policy, pool);
+    const r = res.report!;
+    assert.equal(r.predict.failed, 3);
+    assert.deepEqual(r.predict.endReasons, { answer: 3, error: 2, timeout: 1 });
+    const lines = readFileSync(res.files.trajectories, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.match(lines.find((l) => l.index === 1).samples[0].error, /not JSON/);
+    assert.equal(r.summary.correct, 3, 'questions 0, 2, 4');
+    // The endpoint is fixed: the rerun runs only the questions that failed on a policy error (1 and 3).
+    broken = false;
+    const n = fake.requests.length;
+    const again = await runPredict({ ...settings(out), episodeTimeoutMs: 10_000 }, policy, pool);
+    assert.equal(fake.requests.length - n, 2);
+    assert.equal(again.report!.predict.failed, 1, 'the timed-out question is a model failure and stays');
+  } finally {
+    await pool.close();
+    await fake.close();
+  }
+});
+
+test('policy paths and endpoints that are not there fail with one line', async () => {
+  await assert.rejects(openPolicy({ path: join(tmp, 'nope') }), (e: unknown) => e instanceof AgroError && e.kind === 'not_found');
+  await assert.rejects(openPolicy({ path: DATA }), (e: unknown) => e instanceof AgroError && e.kind === 'invalid_input' && /neither a checkpoint folder nor a GGUF/.test(e.message));
+  await assert.rejects(openPolicy({ path: tmp }), /not a checkpoint: it has no config.json/);
+  await assert.rejects(openPolicy({ llmUrl: await closedPortUrl() }), (e: unknown) => e instanceof AgroError && e.kind === 'not_found' && /unreachable/.test(e.message));
+  await assert.rejects(openPolicy({ llmUrl: 'not a url' }), /must be a URL/);
+});
+
+test.after(() => rmSync(tmp, { recursive: true, force: true }));
+
+test('predict --samples: pass@1, pass@k and self-consistency by majority vote over result sets', async () => {
+  // Question 0's samples: one wrong, two right (the vote picks right); question 1's: two wrong, one right.
+  const seen = new Map<number, number>();
+  const fake = await startFakeOpenAI((req) => {
+    const i = goldFor(req);
+    const n = seen.get(i) ?? 0;
+    seen.set(i, n + 1);
+    const right = i === 0 ? n > 0 : n === 2;
+    return { kind: 'reply', content: `<think>t</think><answer>${right ? QS[i].SQL : 'SELECT 1'}</answer>` };
+  });
+  const pool = new SqlPool({ size: 2 });
+  const data = join(tmp, 'two.json');
+  writeFileSync(data, JSON.stringify(QS.slice(0, 2)));
+  try {
+    const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
+    const res = await runPredict({ ...settings(join(tmp, 'run3')), data, mode: 'direct', samples: 3, concurrency: 1 }, policy, pool);
+    const p = res.report!.predict;
+    assert.equal(p.temperature, 0.7);
+    assert.ok(Math.abs(p.passAt1! - 50) < 1e-9, `pass@1 ${p.passAt1}`); // (2/3 + 1/3) / 2
+    assert.equal(p.passAtK, 100);
+    assert.equal(p.selfConsistency, 50);
+    assert.equal(res.report!.summary.correct, 1);
+    await assert.rejects(runPredict({ ...settings(join(tmp, 'run4')), data, samples: 3, temperature: 0 }, policy, pool), /needs --temperature > 0/);
+  } finally {
+    await pool.close();
+    await fake.close();
+  }
+});
