@@ -5,14 +5,14 @@
  * written atomically: dataset.jsonl, manifest.json, variants/<db_id>/variant-N.sqlite.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { introspectSchema } from '../sql/introspect.ts';
 import { SqlPool } from '../sql/pool.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
-import { readJsonl, writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
+import { readJsonl, writeFileAtomic, writeJsonAtomic, ensureDir } from '../util/fs.ts';
 import { Rng } from '../util/rng.ts';
 import { alignStage, makeParseEnv } from './align.ts';
 import { ambiguityStage, buildVariants } from './augment.ts';
@@ -137,7 +137,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     rmSync(work, { recursive: true, force: true });
     rmSync(variantDir, { recursive: true, force: true });
   }
-  mkdirSync(work, { recursive: true });
+  ensureDir(work);
   if (!existsSync(argsPath)) writeFileAtomic(argsPath, argsKey + '\n');
 
   const ownExecutor = !opts.executor;

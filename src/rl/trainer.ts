@@ -5,14 +5,14 @@
  * Checkpoints hold the weights, the optimizer moments and the trainer state (step, data position, RNG),
  * so a resumed run continues exactly. Metrics go to metrics.jsonl, one line per step.
  */
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
-import { writeJsonAtomic } from '../util/fs.ts';
+import { writeJsonAtomic, ensureDir } from '../util/fs.ts';
 import type { Environment, EpisodeContext, TaskBase } from '../agent/types.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import type { RolloutEngine } from '../model/engine.ts';
@@ -329,7 +329,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   const opt = new AdamW(params, { beta1: cfg.beta1, beta2: cfg.beta2, eps: cfg.eps, weightDecay: cfg.weightDecay });
   if (opts.resumeFrom) state = restoreTrainerState(stateSchema, opts.resumeFrom, opt, 'a GRPO');
 
-  mkdirSync(opts.outDir, { recursive: true });
+  ensureDir(opts.outDir);
   const metricsPath = join(opts.outDir, 'metrics.jsonl');
   truncateMetrics(metricsPath, state.step);
   writeJsonAtomic(join(opts.outDir, 'train_config.json'), { train: cfg, algo, model: model.config, tasks: opts.tasks.length, heldOut: opts.heldOut?.length ?? 0 });

@@ -34,10 +34,9 @@ function isNum(v: SqlValue): v is number | bigint {
   return typeof v === 'number' || typeof v === 'bigint';
 }
 
+/** Native hex of the bytes, no copy: a 100 MB blob takes ~0.1 s and 200 MB of string, not minutes and gigabytes. */
 function hex(b: Uint8Array): string {
-  let s = '';
-  for (const x of b) s += x.toString(16).padStart(2, '0');
-  return s;
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 }
 
 /** A string equal for exactly the values Python's `==` (and hash) treats as equal. */

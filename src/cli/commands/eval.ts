@@ -9,6 +9,7 @@ import { readPredictions } from '../../data/read-predictions.ts';
 import { resolveDatabases } from '../../data/databases.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import { writeJsonAtomic } from '../../util/fs.ts';
+import { LIMITS } from '../options.ts';
 
 const optionsSchema = z.object({
   data: z.string().min(1),
@@ -16,12 +17,12 @@ const optionsSchema = z.object({
   pred: z.string().min(1).optional(),
   gold: z.boolean().optional(),
   mode: z.enum(['bird', 'spider']),
-  timeout: z.coerce.number().int().positive(),
+  timeout: z.coerce.number().int().positive().max(LIMITS.timeoutMs),
   suite: z.string().min(1).optional(),
   out: z.string().min(1).optional(),
   json: z.boolean().optional(),
   workers: z.coerce.number().int().min(1).max(64),
-  floatTol: z.coerce.number().min(0),
+  floatTol: z.coerce.number().min(0).max(1),
 });
 type EvalCliOptions = z.infer<typeof optionsSchema>;
 

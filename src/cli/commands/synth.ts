@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
-import { parseCliOptions } from '../options.ts';
+import { LIMITS, parseCliOptions } from '../options.ts';
 import { runFactory } from '../../factory/pipeline.ts';
 import { stageProgress } from '../../factory/progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
@@ -12,13 +12,13 @@ const optionsSchema = z.object({
   db: z.string().min(1),
   out: z.string().min(1),
   n: z.coerce.number().int().min(1).max(1_000_000),
-  seed: z.coerce.number().int().min(0),
+  seed: z.coerce.number().int().min(0).max(LIMITS.seed),
   variants: z.coerce.number().int().min(0).max(20),
   cycles: z.coerce.number().int().min(0).max(20),
   llmUrl: z.string().optional(),
   llmModel: z.string().optional(),
-  show: z.coerce.number().int().min(0),
-  timeout: z.coerce.number().int().positive(),
+  show: z.coerce.number().int().min(0).max(10_000),
+  timeout: z.coerce.number().int().positive().max(LIMITS.timeoutMs),
   json: z.boolean().optional(),
 });
 
