@@ -127,6 +127,11 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   const cfg = parsed.data;
   const dbPath = resolve(cfg.db);
   const schema = loadSchema(dbPath);
+  const tables = schema.tables.filter((t) => t.kind === 'table');
+  if (!tables.some((t) => t.rowCount > 0)) {
+    const why = tables.length === 0 ? 'has no tables' : `has ${tables.length} table${tables.length === 1 ? '' : 's'} but no rows`;
+    throw new AgroError('invalid_input', `${cfg.db} ${why}: nothing to synthesize from`);
+  }
   const dbId = schema.dbId || basename(dbPath).replace(/\.(sqlite3?|db)$/i, '');
   const out = resolve(cfg.out);
   const work = join(out, '.work');
@@ -156,8 +161,6 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     }
     const lex = buildLexicon(schema);
     const { profiles, skipped } = profileSchema(schema, graph, lex, await longTextColumns(schema, executor, cfg.timeoutMs));
-    const tablesWithRows = schema.tables.filter((t) => t.kind === 'table' && t.rowCount > 0).length;
-    if (tablesWithRows === 0) skipped.push({ what: 'database', why: 'no table has rows: nothing to synthesize from' });
 
     const ctxFor = (name: string, variants: string[]): StageContext => {
       const counts = (rejections[name] ??= {});

@@ -16,12 +16,12 @@ import { SqlPool } from '../sql/pool.ts';
 import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
 import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { selectColdStart } from '../train/coldstart.ts';
-import { runSft } from '../train/sft.ts';
-import { runGrpo, evaluatePolicy, type PolicyEval, type StepRecord } from '../rl/trainer.ts';
+import { resolveSftConfig, runSft, type SftConfigInput } from '../train/sft.ts';
+import { resolveTrainConfig, runGrpo, evaluatePolicy, type PolicyEval, type StepRecord, type TrainConfigInput } from '../rl/trainer.ts';
 import { initBackend, type BackendName } from '../model/backend.ts';
 import { Tokenizer } from '../model/tokenizer.ts';
 import { LlamaModel } from '../model/llama.ts';
-import { resolveModelConfig } from '../model/config.ts';
+import { PRESETS, resolveModelConfig } from '../model/config.ts';
 import { renderChat } from '../model/chat.ts';
 import { loadCheckpoint } from '../model/checkpoint.ts';
 import { sqlFeatures, structureKey } from '../sql/features.ts';
@@ -96,13 +96,55 @@ export interface QuickstartHooks {
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
-export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
+/** The episode limits of the held-out evaluations and of the RL rollouts. */
+const EPISODE = { maxTurnTokens: 96, maxResponseTokens: 320 };
+
+function sftConfigFor(cfg: QuickstartConfig): SftConfigInput {
+  return {
+    steps: cfg.sftSteps,
+    batchSize: cfg.sftBatch,
+    lr: cfg.sftLr,
+    warmupSteps: Math.min(20, Math.floor(cfg.sftSteps / 10)),
+    evalEvery: 0,
+    checkpointEvery: 0,
+    maxSeqLen: PRESETS[cfg.preset].maxPositions,
+    seed: cfg.seed,
+  };
+}
+
+function rlConfigFor(cfg: QuickstartConfig): TrainConfigInput {
+  return {
+    algo: cfg.algo,
+    // As in DAPO and Dr.GRPO, no KL term: it would cost a reference forward pass per step on a CPU.
+    algoOverrides: { kl: { coef: 0 } },
+    steps: cfg.rlSteps,
+    promptsPerStep: cfg.promptsPerStep,
+    groupSize: cfg.groupSize,
+    lr: cfg.rlLr,
+    ...EPISODE,
+    checkpointEvery: 0,
+    seed: cfg.seed,
+  };
+}
+
+/**
+ * The whole configuration checked at once, the later stages' too (an unknown --algo fails here, not
+ * after minutes of synthesis and SFT).
+ */
+export function resolveQuickstartConfig(input: QuickstartConfigInput): QuickstartConfig {
   const parsed = quickstartConfigSchema.safeParse(input);
   if (!parsed.success) {
     const i = parsed.error.issues[0];
     throw new AgroError('invalid_input', `quickstart config: ${i.path.join('.') || 'config'}: ${i.message}`);
   }
   const cfg = parsed.data;
+  resolveSftConfig(sftConfigFor(cfg));
+  resolveTrainConfig(rlConfigFor(cfg));
+  return cfg;
+}
+
+export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
+  const cfg = resolveQuickstartConfig(input);
   const log = hooks.log ?? (() => {});
   const db = resolve(cfg.db);
   if (!existsSync(db)) throw new AgroError('not_found', `database not found: ${cfg.db}`);
@@ -151,7 +193,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
 
     // ---- 2. diversity-aware cold start ----
     const sftDir = join(out, 'sft');
-    const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320, seed: cfg.seed };
+    const evalOpts = { ...EPISODE, seed: cfg.seed };
     if (!report.sft) {
       const trajs = await synthesizeTrajectories(train, env, { verifyShare: cfg.verifyShare, seed: cfg.seed });
       const size = cfg.coldStart > 0 ? Math.min(cfg.coldStart, trajs.length) : trajs.length;
@@ -177,7 +219,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
         model,
         tokenizer,
         samples,
-        config: { steps: cfg.sftSteps, batchSize: cfg.sftBatch, lr: cfg.sftLr, warmupSteps: Math.min(20, Math.floor(cfg.sftSteps / 10)), evalEvery: 0, checkpointEvery: 0, maxSeqLen: model.config.maxPositions, seed: cfg.seed },
+        config: sftConfigFor(cfg),
         progress: hooks.progress,
         signal: hooks.signal,
       });
@@ -204,19 +246,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
         tasks: train,
         model: ck.model,
         tokenizer: ck.tokenizer,
-        // As in DAPO and Dr.GRPO, no KL term: it would cost a reference forward pass per step on a CPU.
-        config: {
-          algo: cfg.algo,
-          algoOverrides: { kl: { coef: 0 } },
-          steps: cfg.rlSteps,
-          promptsPerStep: cfg.promptsPerStep,
-          groupSize: cfg.groupSize,
-          lr: cfg.rlLr,
-          maxTurnTokens: evalOpts.maxTurnTokens,
-          maxResponseTokens: evalOpts.maxResponseTokens,
-          checkpointEvery: 0,
-          seed: cfg.seed,
-        },
+        config: rlConfigFor(cfg),
         progress: hooks.progress,
         signal: hooks.signal,
         onStep: (r: StepRecord) => {

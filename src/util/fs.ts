@@ -1,5 +1,5 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, rmSync, statSync } from 'node:fs';
-import { dirname, basename, join, resolve } from 'node:path';
+import { dirname, basename, join, relative, resolve } from 'node:path';
 import { AgroError } from '../errors.ts';
 
 /** Why a path cannot be used for writing, in words (errno codes a user can act on); undefined for others. */
@@ -31,7 +31,9 @@ export function ensureDir(dir: string): void {
     try {
       isDir = statSync(p).isDirectory();
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && dirname(p) !== p) {
+      // ENOTDIR: a part above is a file; walk up to it and name it below.
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code === 'ENOENT' || code === 'ENOTDIR') && dirname(p) !== p) {
         missing.push(p);
         p = dirname(p);
         continue;
@@ -40,7 +42,7 @@ export function ensureDir(dir: string): void {
       if (why) throw new AgroError('usage', `cannot create directory ${dir}: ${why}`);
       throw err;
     }
-    if (!isDir) throw new AgroError('usage', `cannot create directory ${dir}: ${p} is a file, not a directory`);
+    if (!isDir) throw new AgroError('usage', `cannot create directory ${dir}: ${relative(process.cwd(), p) || p} is a file, not a directory`);
     break;
   }
   for (const m of missing.reverse()) {

@@ -10,6 +10,7 @@ import { resolveDatabases } from '../../data/databases.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import { writeJsonAtomic } from '../../util/fs.ts';
 import { LIMITS } from '../options.ts';
+import { prepareOutFile } from '../out-path.ts';
 
 const optionsSchema = z.object({
   data: z.string().min(1),
@@ -39,7 +40,8 @@ function parseOptions(raw: unknown): EvalCliOptions {
 
 async function runEval(raw: unknown): Promise<void> {
   const o = parseOptions(raw);
-  // All input is read and checked before the first query runs: bad input costs nothing.
+  // All input is read and checked, and the output path too, before the first query runs: bad input costs nothing.
+  if (o.out) prepareOutFile({ flag: '--out', path: o.out }, [{ flag: '--data', path: o.data }, ...(o.pred ? [{ flag: '--pred', path: o.pred }] : [])]);
   const dataset = readDataset(o.data);
   const predictions = o.gold ? dataset.items.map((it) => it.gold) : readPredictions(o.pred!, dataset.items);
   resolveDatabases(o.dbRoot, dataset.items.map((it) => it.dbId));

@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
+import { prepareOutDir } from '../out-path.ts';
+import { readText } from '../../data/read-json.ts';
 import { LIMITS, numberArg, seedArg } from '../options.ts';
 import { tablesRead } from '../../sql/lexer.ts';
 import { initBackend } from '../../model/backend.ts';
@@ -41,8 +42,7 @@ const messagesRow = z.object({ messages: z.array(chatMessageSchema).min(1) });
 
 /** Rows of a .jsonl file (one JSON object a line) or of a .json array (BIRD's dev.json). */
 export function readRows(path: string): { line: number; value: unknown }[] {
-  if (!existsSync(path)) throw new AgroError('not_found', `dataset not found: ${path}`);
-  const text = readFileSync(path, 'utf8');
+  const text = readText(path, 'dataset');
   if (text.trimStart().startsWith('[')) {
     let arr: unknown;
     try {
@@ -128,6 +128,7 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
 
   const conversations = rowsToConversations(readRows(o.data), o.dbRoot, o.data);
   if (conversations.length === 0) throw new AgroError('invalid_input', `${o.data}: the dataset is empty`);
+  prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--data', path: o.data }, ...(o.init ? [{ flag: '--init', path: o.init }] : [])]);
   const existing = listCheckpoints(o.out);
   if (existing.length && !o.resume) {
     throw new AgroError('usage', `${o.out} already has checkpoints (newest ${existing.at(-1)?.dir}); pass --resume to continue or choose another --out`);

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { LIMITS, parseCliOptions } from '../options.ts';
+import { prepareOutDir } from '../out-path.ts';
 import { SearchCorpus } from '../../search/corpus.ts';
 import { SYNTH_DEFAULTS, synthesize, type SearchQuestion } from '../../search/synthesize.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../../util/fs.ts';
@@ -17,7 +18,9 @@ const optionsSchema = z.object({
 });
 
 function parseOptions(raw: unknown): z.infer<typeof optionsSchema> {
-  return parseCliOptions(optionsSchema, raw, 'synth-search');
+  const o = parseCliOptions(optionsSchema, raw, 'synth-search');
+  prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--db', path: o.db }]);
+  return o;
 }
 
 function showQuestion(q: SearchQuestion): string {

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
 import { LIMITS, parseCliOptions } from '../options.ts';
+import { prepareOutDir } from '../out-path.ts';
 import { runFactory } from '../../factory/pipeline.ts';
 import { stageProgress } from '../../factory/progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
@@ -25,6 +26,7 @@ const optionsSchema = z.object({
 function parseOptions(raw: unknown): z.infer<typeof optionsSchema> {
   const o = parseCliOptions(optionsSchema, raw, 'synth');
   if (Boolean(o.llmUrl) !== Boolean(o.llmModel)) throw new AgroError('usage', 'synth: --llm-url and --llm-model go together');
+  prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--db', path: o.db }]);
   return o;
 }
 

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { AgroError } from '../../errors.ts';
+import { prepareOutDir } from '../out-path.ts';
 import { LIMITS, numberArg, seedArg } from '../options.ts';
 import { initBackend, type BackendName } from '../../model/backend.ts';
 import { loadCheckpoint, type Checkpoint } from '../../model/checkpoint.ts';
@@ -114,6 +115,10 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   if (o.lr !== undefined) config.lr = o.lr;
   if (o.seed !== undefined) config.seed = o.seed;
   const { algo } = resolveTrainConfig(config); // fail on a bad config before loading anything heavy
+  const inputs = Object.entries({ '--data': o.data, '--init': o.init, '--held-out': o.heldOut, '--config': o.config, '--variants': o.variants })
+    .filter((e): e is [string, string] => e[1] !== undefined)
+    .map(([flag, path]) => ({ flag, path }));
+  prepareOutDir({ flag: '--out', path: o.out }, inputs);
 
   if (o.task !== 'sql' && o.task !== 'search') throw new AgroError('usage', `--task must be sql or search, got "${o.task}"`);
   const engineName = o.engine ?? 'tfjs';
