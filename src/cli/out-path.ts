@@ -2,7 +2,7 @@
  * Output paths are checked before a command does any work: a run that would fail at its last write
  * (after minutes of queries or training) fails at once instead, and no command writes over its input.
  */
-import { closeSync, existsSync, openSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, realpathSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { AgroError } from '../errors.ts';
 import { ensureDir } from '../util/fs.ts';
@@ -32,7 +32,7 @@ function refuseInputs(out: NamedPath, inputs: readonly NamedPath[]): void {
   }
 }
 
-/** Create-and-remove a probe file: the only check that holds on every file system (access() says yes on /proc for root). */
+/** Create and remove a probe file in `dir`. */
 function probeWritable(flag: string, dir: string): void {
   const probe = join(dir, `.agro-write-check-${process.pid}`);
   try {
@@ -54,14 +54,30 @@ function asUsage(flag: string, fn: () => void): void {
   }
 }
 
-/** An output directory: created now (with its parents), writable, and not one of the inputs. */
+/**
+ * Creating the directory and a file in it is the only check that holds everywhere (/proc says ENOENT
+ * to mkdir; access() says yes to root). What the check created is removed again: a command that then
+ * fails on its input leaves nothing behind.
+ */
+function checkWritableDir(flag: string, dir: string): void {
+  let made: string[] = [];
+  try {
+    asUsage(flag, () => {
+      made = ensureDir(dir);
+    });
+    probeWritable(flag, dir);
+  } finally {
+    for (const d of made.reverse()) rmdirSync(d);
+  }
+}
+
+/** An output directory: it can be created (or is a directory), is writable, and is not one of the inputs. */
 export function prepareOutDir(out: NamedPath, inputs: readonly NamedPath[] = []): void {
   refuseInputs(out, inputs);
   if (existsSync(out.path) && !statSync(out.path).isDirectory()) {
     throw new AgroError('usage', `${out.flag} ${out.path} is a file; give a directory`);
   }
-  asUsage(out.flag, () => ensureDir(out.path));
-  probeWritable(out.flag, out.path);
+  checkWritableDir(out.flag, out.path);
 }
 
 /** An output file: not a directory, not one of the inputs, in a directory that exists (created now) and is writable. */
@@ -70,7 +86,5 @@ export function prepareOutFile(out: NamedPath, inputs: readonly NamedPath[] = []
   if (existsSync(out.path) && statSync(out.path).isDirectory()) {
     throw new AgroError('usage', `${out.flag} ${out.path} is a directory; give a file name`);
   }
-  const dir = dirname(out.path);
-  asUsage(out.flag, () => ensureDir(dir));
-  probeWritable(out.flag, dir);
+  checkWritableDir(out.flag, dirname(out.path));
 }

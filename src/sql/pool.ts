@@ -28,7 +28,10 @@ const CHILD_SCRIPT = fileURLToPath(new URL('./pool-child.mjs', import.meta.url))
 const START_GRACE_MS = 30_000;
 /** Longest per-query limit: setTimeout holds at most 2^31-1 ms, and the start grace is added to it. */
 export const MAX_TIMEOUT_MS = 2 ** 31 - 1 - START_GRACE_MS;
-/** Runs of one query when its child dies of something other than the query's own limits. */
+/**
+ * Runs of one query that may end in its child dying of something other than the query's own limits.
+ * A child that dies before it has loaded does not count: the query never ran there.
+ */
 const MAX_ATTEMPTS = 3;
 /** Data-size limit of each child (RLIMIT_DATA); a fresh child uses about 85 MiB of it. */
 export const DEFAULT_MEMORY_LIMIT_MIB = 512;
@@ -81,7 +84,7 @@ interface Job {
   sql: string;
   opts: Required<ExecOptions>;
   resolve: (r: ExecResult) => void;
-  /** Runs started so far (a run is repeated when its child dies of an outside cause). */
+  /** Runs that ended with their (loaded) child dying of an outside cause; the query is repeated until MAX_ATTEMPTS. */
   attempts: number;
   /** The child has finished the query (its `done` message) and is sending the result. */
   doneMs?: number;
@@ -192,6 +195,11 @@ export class SqlPool implements SqlExecutor {
     return this.slots.flatMap((s) => (s.child?.pid ? [s.child.pid] : []));
   }
 
+  /** Process ids of the children that have loaded and are running a query. */
+  runningPids(): number[] {
+    return this.slots.flatMap((s) => (s.child?.pid && s.job && this.ready.has(s.child) ? [s.child.pid] : []));
+  }
+
   /**
    * A child under its data-size limit: on Linux through `sh -c 'ulimit -d'` then exec (same pid, same
    * IPC channel), elsewhere a plain fork. No execArgv, so the child does not inherit `--import tsx`
@@ -263,6 +271,7 @@ export class SqlPool implements SqlExecutor {
         return;
       }
       const how = signal ? `signal ${signal}` : `exit code ${code}`;
+      if (this.ready.has(child)) job.attempts++;
       if (job.attempts < MAX_ATTEMPTS && !this.closed) {
         // Not the query's doing: run it again from the start, on a fresh child, with its full time limit.
         clearTimeout(slot.timer);
@@ -271,6 +280,11 @@ export class SqlPool implements SqlExecutor {
         job.doneMs = undefined;
         this.queue.unshift(job);
         this.pump();
+        // Keep a started spare from now on, as after a timeout: the next death costs no process start.
+        if (!this.spare && !this.closed) {
+          this.spare = this.startChild();
+          this.release(this.spare);
+        }
         return;
       }
       this.finish(slot, { ok: false, error: 'runtime', message: `the SQL executor process died (${how}) while running the query, ${job.attempts} times`, elapsedMs });
@@ -356,7 +370,6 @@ export class SqlPool implements SqlExecutor {
       const job = this.queue.shift()!;
       const child = slot.child ?? this.childFor(slot);
       slot.job = job;
-      job.attempts++;
       slot.startedAt = performance.now();
       this.busy(child);
       this.startTimer(slot, job);

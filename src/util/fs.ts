@@ -19,11 +19,11 @@ function writeProblem(err: unknown): string | undefined {
 }
 
 /**
- * Create a directory and its missing parents, one level at a time. Not `mkdirSync(..., { recursive: true })`:
+ * Create a directory and its missing parents, one level at a time; returns the directories it made. Not `mkdirSync(..., { recursive: true })`:
  * on a path such as /proc/x (mkdir says ENOENT although the parent exists) that call loops forever.
  * A path that cannot be a directory is a usage error naming it.
  */
-export function ensureDir(dir: string): void {
+export function ensureDir(dir: string): string[] {
   const missing: string[] = [];
   let p = resolve(dir);
   for (;;) {
@@ -45,9 +45,11 @@ export function ensureDir(dir: string): void {
     if (!isDir) throw new AgroError('usage', `cannot create directory ${dir}: ${relative(process.cwd(), p) || p} is a file, not a directory`);
     break;
   }
+  const made: string[] = [];
   for (const m of missing.reverse()) {
     try {
       mkdirSync(m);
+      made.push(m);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST' && statSync(m).isDirectory()) continue; // made meanwhile
       const why = writeProblem(err);
@@ -55,6 +57,7 @@ export function ensureDir(dir: string): void {
       throw err;
     }
   }
+  return made;
 }
 
 /**

@@ -144,10 +144,10 @@ test('missing database, garbage file and syntax errors map to their kinds', asyn
   assert.equal(failed(await pool.execute(DB, 'SELECT abs(-9223372036854775808)')).error, 'runtime');
 });
 
-/** Waits until the pool's slot has a child other than `not` (a respawn after a kill). */
+/** Waits until a loaded child other than `not` runs the query (a respawn after a kill). */
 async function nextChild(p: SqlPool, not: number[]): Promise<number> {
   for (;;) {
-    const pid = p.childPids().find((x) => !not.includes(x));
+    const pid = p.runningPids().find((x) => !not.includes(x));
     if (pid) return pid;
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -179,7 +179,6 @@ test('a query whose child is killed on every run fails after 3 runs, and the poo
     const killed: number[] = [];
     for (let i = 0; i < 3; i++) {
       const pid = await nextChild(p, killed);
-      await new Promise((r) => setTimeout(r, 150));
       killed.push(pid);
       process.kill(pid, 'SIGKILL');
     }
@@ -197,13 +196,13 @@ test('a result bigger than the child may hold fails as the query\'s own error, a
   try {
     // Eight lazy 100 MB zeroblobs: SQLite's own allocation fails (SQLITE_NOMEM), the child lives on.
     const cols = Array.from({ length: 8 }, () => 'zeroblob(100000000)').join(', ');
-    const r = failed(await p.execute(DB, `SELECT ${cols}`, { maxBytes: 1 << 30 }));
+    const r = failed(await p.execute(DB, `SELECT ${cols}`, { maxBytes: 1 << 30, timeoutMs: 60_000 }));
     assert.equal(r.error, 'runtime');
     assert.match(r.message, /more memory than the SQL executor may use/);
     assert.equal(p.spawned, 1);
     // 150 MB fits in SQLite but not twice (its copy out to JavaScript): V8 aborts the child. That is
     // the query's own limit: one replacement child, no second run.
-    const big = failed(await p.execute(DB, 'SELECT randomblob(150000000)', { maxBytes: 1 << 30 }));
+    const big = failed(await p.execute(DB, 'SELECT randomblob(150000000)', { maxBytes: 1 << 30, timeoutMs: 60_000 }));
     assert.match(big.message, /more memory than the SQL executor may use \(256 MiB\)/);
     assert.equal(p.spawned, 1, 'the replacement starts with the next query');
     assert.deepEqual(ok(await p.execute(DB, 'SELECT count(*) FROM t')).rows, [[1000]]);
