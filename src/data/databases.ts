@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { AgroError } from '../errors.ts';
 
 function isDir(p: string): boolean {
@@ -36,4 +36,17 @@ export function suiteVariants(suiteDir: string, dbId: string): string[] {
     .filter((f) => f.endsWith('.sqlite'))
     .sort()
     .map((f) => resolve(dir, f));
+}
+
+/**
+ * Spider's test suite as upstream finds it: every other `.sqlite` file in the folder of the database
+ * (exec_eval lists `<db_id>/` and runs both queries on each), sorted; the database itself excluded.
+ */
+export function folderDatabases(dbPath: string): string[] {
+  const dir = dirname(dbPath);
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.sqlite'))
+    .sort()
+    .map((f) => resolve(dir, f))
+    .filter((p) => p !== resolve(dbPath));
 }

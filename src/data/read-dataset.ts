@@ -11,7 +11,8 @@ const rowSchema = z
   .object({
     question_id: z.union([z.number().int(), nonEmpty]).optional(),
     db_id: nonEmpty,
-    question: z.string(),
+    // Evaluation never reads the question; it is kept for the report when present.
+    question: z.string().optional(),
     evidence: z.string().nullish(),
     SQL: nonEmpty.optional(),
     query: nonEmpty.optional(),
@@ -37,11 +38,29 @@ function toItem(value: unknown, index: number, where: string, path: string, styl
     index,
     ...(row.question_id !== undefined ? { questionId: row.question_id } : {}),
     dbId: row.db_id.trim(),
-    question: row.question,
+    ...(row.question !== undefined ? { question: row.question } : {}),
     ...(row.evidence ? { evidence: row.evidence } : {}),
     gold: (row.SQL ?? row.query)!,
     ...(row.difficulty ? { difficulty: row.difficulty } : {}),
   };
+}
+
+/**
+ * BIRD's gold file (`dev_gold.sql`): one `SQL<TAB>db_id` per line, read as its evaluation scripts do
+ * (`sql_str.strip().split('\t')`, exactly two parts). Blank lines at the end are ignored.
+ */
+function readGoldSql(path: string, text: string): Dataset {
+  const lines = text.split('\n');
+  while (lines.length > 0 && lines[lines.length - 1].trim() === '') lines.pop();
+  const items = lines.map((line, i): EvalItem => {
+    const parts = line.trim().split('\t');
+    if (parts.length !== 2 || parts[0].trim() === '' || parts[1].trim() === '') {
+      throw new AgroError('invalid_input', `${path}: line ${i + 1}: expected "SQL<TAB>db_id"`);
+    }
+    return { index: i, dbId: parts[1], gold: parts[0] };
+  });
+  if (items.length === 0) throw new AgroError('invalid_input', `${path}: no questions`);
+  return { path, format: 'bird', items };
 }
 
 /**
@@ -50,6 +69,7 @@ function toItem(value: unknown, index: number, where: string, path: string, styl
  */
 export function readDataset(path: string): Dataset {
   const text = readText(path, 'data');
+  if (/\.sql$/i.test(path)) return readGoldSql(path, text);
   let items: EvalItem[];
   const styles = new Set<'bird' | 'spider'>();
   if (isJsonl(path, text)) {

@@ -1,9 +1,8 @@
 import { AgroError } from '../errors.ts';
 import { isJsonl, parseJson, parseJsonl, readText } from './read-json.ts';
+import { BIRD_SEPARATOR } from './bird-files.ts';
 import type { EvalItem } from './types.ts';
 
-/** BIRD's official prediction files store `SQL\t----- bird -----\tdb_id`. */
-const BIRD_SEPARATOR = '\t----- bird -----\t';
 
 interface RawPrediction {
   /** Where it came from, for error messages: `line 3`, `item 2`, `key "17"`. */

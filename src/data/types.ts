@@ -7,7 +7,8 @@ export interface EvalItem {
   index: number;
   questionId?: number | string;
   dbId: string;
-  question: string;
+  /** Not needed to evaluate; absent in BIRD's dev_gold.sql and allowed to be absent elsewhere. */
+  question?: string;
   evidence?: string;
   /** The gold query (BIRD's `SQL`, Spider's `query`). */
   gold: string;

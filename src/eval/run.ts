@@ -1,9 +1,9 @@
-import { hasOrderBy, resultsMatch } from '../sql/compare.ts';
-import { testSuiteMatch } from '../sql/testsuite.ts';
-import type { CompareMode, ExecResult, SqlExecutor } from '../sql/types.ts';
-import { resolveDatabases, suiteVariants } from '../data/databases.ts';
-import { summarize } from './metrics.ts';
+import { resultsMatch } from '../sql/compare.ts';
+import type { CompareMode, ExecResult, Row, SqlExecutor } from '../sql/types.ts';
+import { folderDatabases, resolveDatabases, suiteVariants } from '../data/databases.ts';
 import type { Dataset, EvalItem } from '../data/types.ts';
+import { summarize } from './metrics.ts';
+import { isEmptyStatement, sortRowValues, spiderPair, type PreparedQuery } from './official.ts';
 import { UNLABELED, type EvalReport, type PredErrorKind, type QuestionResult } from './types.ts';
 
 /** Defaults in one place. 30 s per query is BIRD's meta_time_out. */
@@ -20,6 +20,8 @@ export const EVAL_DEFAULTS = {
   /** Questions in flight at once; each runs its gold and predicted query side by side. */
   concurrency: 4,
   floatTol: 0,
+  keepDistinct: false,
+  birdSortedRows: false,
 };
 
 export interface EvaluateOptions {
@@ -32,29 +34,75 @@ export interface EvaluateOptions {
   concurrency?: number;
   maxRows?: number;
   maxBytes?: number;
+  /** Spider: keep DISTINCT (upstream's --keep_distinct); by default it is removed from both queries. */
+  keepDistinct?: boolean;
+  /** BIRD: sort each row's values before the set comparison (DAMO-ConvAI PR #159 variant). */
+  birdSortedRows?: boolean;
   /** Names recorded in the report (the files the data and predictions came from). */
   predLabel?: string;
   onProgress?: (done: number, total: number) => void;
 }
 
 type Settings = Required<Omit<EvaluateOptions, 'suiteDir' | 'onProgress' | 'predLabel'>> & { suiteDir?: string };
+type Failure = Extract<ExecResult, { ok: false }>;
 
-function predErrorKind(r: Extract<ExecResult, { ok: false }>): PredErrorKind {
+function predErrorKind(r: Failure): PredErrorKind {
   if (r.error === 'syntax' || r.error === 'refused') return r.error;
   return 'runtime';
 }
 
-/** How a failure on a variant database (testSuiteMatch's per-database error text) is scored. */
-function variantFailure(error: string | undefined): Pick<QuestionResult, 'outcome' | 'errorKind'> {
-  const m = /^predicted query failed: (\w+):/.exec(error ?? '');
-  if (!m) return { outcome: 'mismatch' };
-  if (m[1] === 'timeout') return { outcome: 'timeout' };
-  return { outcome: 'pred_error', errorKind: m[1] === 'syntax' || m[1] === 'refused' ? m[1] : 'runtime' };
+/**
+ * Runs one prepared query as the official scripts would: text they cannot run at all is a syntax
+ * error, text with no statement returns no rows (Python's sqlite3 does so), the rest goes to the
+ * executor with INTEGER and REAL cells kept apart (bigint vs number), as Python keeps int and float.
+ */
+async function runPrepared(exec: SqlExecutor, db: string, q: PreparedQuery, s: Settings): Promise<ExecResult> {
+  if (!q.ok) return { ok: false, error: 'syntax', message: q.message, elapsedMs: 0 };
+  if (isEmptyStatement(q.sql)) return { ok: true, columns: [], rows: [], truncated: false, elapsedMs: 0 };
+  return exec.execute(db, q.sql, { timeoutMs: s.timeoutMs, maxRows: s.maxRows, maxBytes: s.maxBytes, safeIntegers: true });
+}
+
+interface Plan {
+  gold: PreparedQuery;
+  pred: PreparedQuery;
+  same: (pred: Row[], gold: Row[]) => boolean;
+}
+
+/** The mode's official semantics for one question: what runs, and which results count as equal. */
+function plan(goldSql: string, predSql: string, s: Settings): Plan {
+  if (s.mode === 'spider') {
+    const p = spiderPair(goldSql, predSql, { keepDistinct: s.keepDistinct });
+    return { gold: p.gold, pred: p.pred, same: (pr, gr) => resultsMatch(pr, gr, { mode: 'spider', ordered: p.ordered, floatTol: s.floatTol, pythonTypes: true }) };
+  }
+  const sorted = s.birdSortedRows;
+  return {
+    gold: { ok: true, sql: goldSql },
+    pred: { ok: true, sql: predSql },
+    same: (pr, gr) => resultsMatch(sorted ? sortRowValues(pr) : pr, sorted ? sortRowValues(gr) : gr, { mode: 'bird', floatTol: s.floatTol }),
+  };
+}
+
+type Verdict = Pick<QuestionResult, 'outcome' | 'errorKind' | 'message'>;
+
+/** Gold and prediction on one database. */
+async function onDatabase(exec: SqlExecutor, db: string, pl: Plan, s: Settings): Promise<{ verdict: Verdict; goldMs: number; predMs: number }> {
+  const [g, p] = await Promise.all([runPrepared(exec, db, pl.gold, s), runPrepared(exec, db, pl.pred, s)]);
+  const ms = { goldMs: Math.round(g.elapsedMs), predMs: Math.round(p.elapsedMs) };
+  if (!g.ok) return { ...ms, verdict: { outcome: 'gold_error', message: `gold query failed: ${g.error}: ${g.message}` } };
+  if (!p.ok) {
+    if (p.error === 'timeout') return { ...ms, verdict: { outcome: 'timeout', message: p.message } };
+    return { ...ms, verdict: { outcome: 'pred_error', errorKind: predErrorKind(p), message: p.message } };
+  }
+  // A cut result is not the answer: comparing prefixes could call a wrong query right.
+  if (g.truncated || p.truncated) return { ...ms, verdict: { outcome: 'mismatch', message: 'a result was cut at the row/byte cap' } };
+  return { ...ms, verdict: { outcome: pl.same(p.rows, g.rows) ? 'match' : 'mismatch' } };
 }
 
 /**
- * One question: gold and prediction on the original database, scored in detail; in test-suite mode a
- * match there must also hold on every variant database (src/sql/testsuite.ts), else it is wrong.
+ * One question: gold and prediction on the original database, scored in detail; then, as a test
+ * suite, on every other database that must agree too (Spider: the other `.sqlite` files in the
+ * database's folder, as upstream; any mode: `<suiteDir>/<db_id>/*.sqlite`). The first disagreement
+ * decides.
  */
 async function evaluateOne(item: EvalItem, pred: string, dbPath: string, variants: string[], exec: SqlExecutor, s: Settings): Promise<QuestionResult> {
   const base: QuestionResult = {
@@ -66,29 +114,21 @@ async function evaluateOne(item: EvalItem, pred: string, dbPath: string, variant
     pred,
     gold: item.gold,
   };
-  const execOpts = { timeoutMs: s.timeoutMs, maxRows: s.maxRows, maxBytes: s.maxBytes };
-  const [g, p] = await Promise.all([exec.execute(dbPath, item.gold, execOpts), exec.execute(dbPath, pred, execOpts)]);
-  base.goldMs = Math.round(g.elapsedMs);
-  base.predMs = Math.round(p.elapsedMs);
-  if (!g.ok) return { ...base, outcome: 'gold_error', message: `gold query failed: ${g.error}: ${g.message}` };
-  if (!p.ok) {
-    if (p.error === 'timeout') return { ...base, outcome: 'timeout', message: p.message };
-    return { ...base, outcome: 'pred_error', errorKind: predErrorKind(p), message: p.message };
+  const pl = plan(item.gold, pred, s);
+  const first = await onDatabase(exec, dbPath, pl, s);
+  const head: QuestionResult = { ...base, goldMs: first.goldMs, predMs: first.predMs, ...first.verdict };
+  if (first.verdict.outcome !== 'match' || variants.length === 0) {
+    return s.suiteDir && first.verdict.outcome === 'match' ? { ...head, variantsChecked: 0 } : head;
   }
-  // A cut result is not the answer: comparing prefixes could call a wrong query right.
-  if (g.truncated || p.truncated) return { ...base, outcome: 'mismatch', message: 'a result was cut at the row/byte cap' };
-  const ordered = s.mode === 'spider' && hasOrderBy(item.gold);
-  if (!resultsMatch(p.rows, g.rows, { mode: s.mode, ordered, floatTol: s.floatTol })) return { ...base, outcome: 'mismatch' };
-  if (!s.suiteDir) return base;
-  if (variants.length === 0) return { ...base, variantsChecked: 0 };
-  const suite = await testSuiteMatch(exec, pred, item.gold, variants, { mode: s.mode, ordered, floatTol: s.floatTol, ...execOpts });
-  if (suite.match) return { ...base, variantsChecked: variants.length };
-  const first = suite.perDb.find((d) => !d.match)!;
+  const results = await Promise.all(variants.map((db) => onDatabase(exec, db, pl, s)));
+  const bad = results.findIndex((r) => r.verdict.outcome !== 'match');
+  if (bad < 0) return { ...head, variantsChecked: variants.length };
+  const v = results[bad].verdict;
   return {
-    ...base,
-    ...variantFailure(first.error),
-    failedVariant: first.db,
-    message: first.error ?? 'results differ on a variant database',
+    ...head,
+    ...v,
+    message: `on ${variants[bad]}: ${v.message ?? 'results differ on a variant database'}`,
+    failedVariant: variants[bad],
     variantsChecked: variants.length,
   };
 }
@@ -124,10 +164,14 @@ export async function evaluate(dataset: Dataset, predictions: readonly string[],
     concurrency: options.concurrency ?? EVAL_DEFAULTS.concurrency,
     maxRows: options.maxRows ?? EVAL_DEFAULTS.maxRows,
     maxBytes: options.maxBytes ?? EVAL_DEFAULTS.maxBytes,
+    keepDistinct: options.keepDistinct ?? EVAL_DEFAULTS.keepDistinct,
+    birdSortedRows: options.birdSortedRows ?? EVAL_DEFAULTS.birdSortedRows,
     ...(options.suiteDir !== undefined ? { suiteDir: options.suiteDir } : {}),
   };
   const dbs = resolveDatabases(s.dbRoot, dataset.items.map((it) => it.dbId));
-  const variants = new Map([...dbs.keys()].map((id) => [id, s.suiteDir ? suiteVariants(s.suiteDir, id) : []]));
+  const variants = new Map(
+    [...dbs].map(([id, path]) => [id, [...(s.mode === 'spider' ? folderDatabases(path) : []), ...(s.suiteDir ? suiteVariants(s.suiteDir, id) : [])]]),
+  );
   let done = 0;
   const questions = await mapLimit(dataset.items, s.concurrency, async (item, i) => {
     const r = await evaluateOne(item, predictions[i], dbs.get(item.dbId)!, variants.get(item.dbId)!, exec, s);

@@ -10,7 +10,7 @@
  * (b) form a test suite for evaluation (`agro eval --suite <out>/variants/<db_id>`) and rewards.
  */
 import { ensureDir } from '../util/fs.ts';
-import Database from 'better-sqlite3';
+import { openDatabase } from '../sql/open-database.mjs';
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { testSuiteMatch } from '../sql/testsuite.ts';
@@ -50,8 +50,8 @@ export function buildVariant(srcPath: string, schema: DbSchema, graph: SchemaGra
   const nullShare = opts.nullShare ?? 0.1;
   const tmp = `${outPath}.${process.pid}.tmp`;
   rmSync(tmp, { force: true });
-  const src = new Database(srcPath, { readonly: true, fileMustExist: true });
-  const dst = new Database(tmp);
+  const src = openDatabase(srcPath, { readonly: true, fileMustExist: true });
+  const dst = openDatabase(tmp);
   // Keys are kept consistent by construction; enforcement would only abort on cycles we leave NULL-free.
   dst.pragma('foreign_keys = OFF');
   dst.pragma('journal_mode = OFF');

@@ -4,7 +4,7 @@
  */
 import { totalmem } from 'node:os';
 import { z } from 'zod';
-import { AgroError } from '../errors.ts';
+import { AgroError, parseWith } from '../errors.ts';
 
 /** Most values in one tensor: typed arrays and the wasm backend's 32-bit memory end near 2^31 elements. */
 const MAX_TENSOR_VALUES = 2 ** 31 - 1;
@@ -63,13 +63,7 @@ export function headDimOf(cfg: ModelConfig): number {
  * (missing fields come from the `tiny` preset). Throws AgroError('invalid_input') on one line.
  */
 export function resolveModelConfig(input: unknown): ModelConfig {
-  const parsed = schema.safeParse(input);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue.path.length ? issue.path.join('.') : 'config';
-    throw new AgroError('invalid_input', `model config: ${where}: ${issue.message}`);
-  }
-  const { preset, ...rest } = parsed.data;
+  const { preset, ...rest } = parseWith(schema, input, 'model config');
   const base = PRESETS[preset ?? 'tiny'];
   const defined = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
   const cfg: ModelConfig = { ...base, ...defined } as ModelConfig;
@@ -172,12 +166,7 @@ const hfSchema = z.object({
 });
 
 export function fromHfConfig(json: unknown): ModelConfig {
-  const parsed = hfSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new AgroError('invalid_input', `config.json: ${issue.path.join('.') || 'root'}: ${issue.message}`);
-  }
-  const c = parsed.data;
+  const c = parseWith(hfSchema, json, 'config.json');
   const type = c.model_type ?? (c.architectures?.[0]?.startsWith('Qwen2') ? 'qwen2' : 'llama');
   if (type !== 'llama' && type !== 'qwen2')
     throw new AgroError('invalid_input', `config.json: unsupported architecture '${type}' (supported: llama, qwen2)`);

@@ -4,7 +4,8 @@
  * referenced entity's title (so a multi-hop chain can be followed by searching for that title).
  */
 import { existsSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openDatabase } from '../sql/open-database.mjs';
 import { AgroError } from '../errors.ts';
 import type { SearchDoc } from './corpus.ts';
 import { quoteIdent } from '../sql/lexer.ts';
@@ -96,7 +97,7 @@ export function openReadOnly(path: string): Database.Database {
   if (!existsSync(path)) throw new AgroError('not_found', `database not found: ${path}`);
   let db: Database.Database;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
+    db = openDatabase(path, { readonly: true, fileMustExist: true });
     db.prepare('SELECT count(*) FROM sqlite_master').get();
   } catch (err) {
     throw new AgroError('invalid_input', `not a readable SQLite database: ${path} (${err instanceof Error ? err.message : String(err)})`);

@@ -11,9 +11,11 @@
  * bigint and a float), None == None (NULLs are equal to each other inside tuples), bytes compare
  * byte by byte, strings exactly, and no cross-type equality ('1' != 1, b'a' != 'a').
  *
- * Not reproduced: Spider's `quick_rej` sorts cells by `str(x) + str(type(x))`, which in rare cases
- * tells an int from an equal float (gold (1, 1.5) vs pred (1.0, 1.5) is rejected there). better-sqlite3
- * hands both as the same JS number, so the type is gone; we compare by value, like Python's `==`.
+ * Spider's `quick_rej` sorts each row's cells by `str(x) + str(type(x))` before comparing, which in rare
+ * cases tells an int from an equal float (gold (1, 1.5) vs pred (1.0, 1.5) is rejected there). It is
+ * reproduced when the rows carry SQLite's storage class (`pythonTypes`: INTEGER as bigint, REAL as
+ * number, as the executor returns them with `safeIntegers`); without it an integral number could be
+ * either, and cells compare by value only, like Python's `==`.
  */
 import { isWord, tokenize } from './lexer.ts';
 import type { CompareMode, Row, SqlValue } from './types.ts';
@@ -28,6 +30,11 @@ export interface CompareOptions {
    * relative one above. Other types still compare exactly.
    */
   floatTol?: number;
+  /**
+   * Spider only: integers are bigints and every number is a REAL (the executor's `safeIntegers`), so
+   * upstream's quick_rej, which sorts cells by Python's `str(x) + str(type(x))`, is applied exactly.
+   */
+  pythonTypes?: boolean;
 }
 
 function isNum(v: SqlValue): v is number | bigint {
@@ -164,12 +171,98 @@ function candidateColumns(r1: Row[], r2: Row[], n: number, tol: number): number[
   return cand;
 }
 
+/** Python's `repr(float)`: shortest round-trip digits, fixed notation for exponents -4..15, else `1e+16`. */
+export function pyFloatRepr(x: number): string {
+  if (Number.isNaN(x)) return 'nan';
+  if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
+  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
+  const [mant, expText] = Math.abs(x).toExponential().split('e');
+  const digits = mant.replace('.', '');
+  const exp = Number(expText);
+  const sign = x < 0 ? '-' : '';
+  if (exp < -4 || exp >= 16) {
+    const m = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits;
+    return `${sign}${m}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+  }
+  if (exp < 0) return `${sign}0.${'0'.repeat(-exp - 1)}${digits}`;
+  const int = digits.slice(0, exp + 1).padEnd(exp + 1, '0');
+  const frac = digits.slice(exp + 1);
+  return `${sign}${int}.${frac || '0'}`;
+}
+
+/** Python's `repr(bytes)`. */
+function pyBytesRepr(b: Uint8Array): string {
+  const q = b.includes(0x27) && !b.includes(0x22) ? '"' : "'";
+  let s = 'b' + q;
+  for (const c of b) {
+    if (c === 0x5c) s += '\\\\';
+    else if (c === 0x09) s += '\\t';
+    else if (c === 0x0a) s += '\\n';
+    else if (c === 0x0d) s += '\\r';
+    else if (c === q.charCodeAt(0)) s += '\\' + q;
+    else if (c >= 0x20 && c < 0x7f) s += String.fromCharCode(c);
+    else s += '\\x' + c.toString(16).padStart(2, '0');
+  }
+  return s + q;
+}
+
+/** Python's `str(x)` for a cell read with safeIntegers (bigint = int, number = float). */
+export function pyStr(v: SqlValue): string {
+  if (v === null) return 'None';
+  if (typeof v === 'bigint') return v.toString();
+  if (typeof v === 'number') return pyFloatRepr(v);
+  if (typeof v === 'string') return v;
+  return pyBytesRepr(v);
+}
+
+/** `str(x) + str(type(x))`, upstream quick_rej's sort key. */
+function pyTypedStr(v: SqlValue): string {
+  if (v === null) return "None<class 'NoneType'>";
+  if (typeof v === 'bigint') return `${v}<class 'int'>`;
+  if (typeof v === 'number') return `${pyFloatRepr(v)}<class 'float'>`;
+  if (typeof v === 'string') return `${v}<class 'str'>`;
+  return `${pyBytesRepr(v)}<class 'bytes'>`;
+}
+
+/** Python's str ordering: by code point (JS's < compares UTF-16 units, which differs past U+FFFF). */
+export function cmpCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const hx = x >= 0xd800 && x <= 0xdfff;
+    const hy = y >= 0xd800 && y <= 0xdfff;
+    if (hx !== hy) return hx ? 1 : -1; // a surrogate starts a code point above every BMP one
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/** Upstream's quick_rej: rows with their cells sorted by Python type-tagged text, as bags (or lists when ordered). */
+function quickRej(r1: Row[], r2: Row[], ordered: boolean): boolean {
+  const unorder = (row: Row): string => {
+    const keyed = row.map((v) => ({ v, k: pyTypedStr(v) }));
+    keyed.sort((a, b) => cmpCodePoints(a.k, b.k)); // stable, as Python's sorted
+    return rowKey(keyed.map((c) => c.v));
+  };
+  const s1 = r1.map(unorder);
+  const s2 = r2.map(unorder);
+  if (ordered) return s1.every((k, i) => k === s2[i]);
+  const a = new Set(s1);
+  const b = new Set(s2);
+  if (a.size !== b.size) return false;
+  for (const k of a) if (!b.has(k)) return false;
+  return true;
+}
+
 /** Spider's result_eq(result1, result2, order_matters). */
-function spiderEqual(r1: Row[], r2: Row[], ordered: boolean, tol: number): boolean {
+function spiderEqual(r1: Row[], r2: Row[], ordered: boolean, tol: number, pythonTypes = false): boolean {
   if (r1.length === 0 && r2.length === 0) return true;
   if (r1.length !== r2.length) return false;
   const n = r1[0].length;
   if (r2[0].length !== n) return false;
+  if (pythonTypes && tol === 0 && !quickRej(r1, r2, ordered)) return false;
   const cand = candidateColumns(r1, r2, n, tol);
   const perm: number[] = [];
   const taken = new Array<boolean>(n).fill(false);
@@ -198,7 +291,7 @@ export function resultsMatch(pred: Row[], gold: Row[], opts: CompareOptions): bo
   const tol = opts.floatTol ?? 0;
   if (!(tol >= 0)) throw new RangeError('floatTol must be >= 0');
   if (opts.mode === 'bird') return setEqual(pred, gold, tol);
-  return spiderEqual(gold, pred, opts.ordered ?? false, tol);
+  return spiderEqual(gold, pred, opts.ordered ?? false, tol, opts.pythonTypes);
 }
 
 /**

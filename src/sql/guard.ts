@@ -40,7 +40,8 @@ const REFUSED_FIRST: Record<string, string> = {
 };
 
 /**
- * Throws AgroError('refused') unless `sql` is a single statement starting with SELECT, WITH or VALUES.
+ * Throws AgroError('refused') unless `sql` is a single statement starting with SELECT, WITH or VALUES;
+ * AgroError('sql_error') when the first word starts no SQLite statement at all (a syntax error).
  * A trailing semicolon and comments anywhere are fine. Returns the SQL unchanged for chaining.
  */
 export function assertSingleReadQuery(sql: string): string {
@@ -55,8 +56,11 @@ export function assertSingleReadQuery(sql: string): string {
   const first = tokens[0];
   const word = first.kind === 'word' ? first.text.toUpperCase() : '';
   if (!ALLOWED_FIRST.has(word)) {
-    const why = REFUSED_FIRST[word] ?? `only SELECT, WITH or VALUES queries are allowed (got ${word || first.text})`;
-    throw new AgroError('refused', `refused: ${why}`);
+    const why = REFUSED_FIRST[word];
+    if (why) throw new AgroError('refused', `refused: ${why}`);
+    // Every statement SQLite knows is listed above, so this is no statement at all (`SELEC ...`,
+    // a leading string): SQLite would reject it at prepare time, and it is reported the same way.
+    throw new AgroError('sql_error', `near "${sql.slice(first.start, first.end)}": syntax error`);
   }
   return sql;
 }

@@ -7,3 +7,4 @@ export { introspectSchema, affinityOf, type IntrospectOptions } from './introspe
 export { renderSchema, type RenderOptions } from './render.ts';
 export { resultsMatch, hasOrderBy, cellsEqual, type CompareOptions } from './compare.ts';
 export { testSuiteMatch, type TestSuiteOptions, type TestSuiteResult } from './testsuite.ts';
+export { openDatabase, legacyQuotesAvailable } from './open-database.mjs';

@@ -9,7 +9,8 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { basename, extname } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openDatabase } from './open-database.mjs';
 import { AgroError } from '../errors.ts';
 import type { Column, ColumnStats, DbSchema, ForeignKey, SqlValue, Table } from './types.ts';
 import { quoteIdent } from './lexer.ts';
@@ -63,7 +64,7 @@ function openReadOnly(dbPath: string): Database.Database {
   if (!statSync(dbPath).isFile()) throw new AgroError('invalid_input', `not a database file: ${dbPath}`);
   let db: Database.Database;
   try {
-    db = new Database(dbPath, { readonly: true, fileMustExist: true });
+    db = openDatabase(dbPath, { readonly: true, fileMustExist: true });
     db.prepare('SELECT count(*) FROM sqlite_schema').get();
   } catch (err) {
     throw new AgroError('invalid_input', `not a readable SQLite database: ${dbPath} (${err instanceof Error ? err.message : String(err)})`);

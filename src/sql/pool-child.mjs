@@ -7,7 +7,7 @@
 // ordinary error) or aborts the process (a V8 allocation), which the parent reports as the query's own.
 // The query is timed here, not in the parent, whose event loop may be busy with other questions.
 import { statSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import { openDatabase } from './open-database.mjs';
 
 const MAX_OPEN = 8;
 /** path -> { db, stamp }; Map iteration order doubles as LRU order. */
@@ -34,7 +34,7 @@ function connection(path) {
   }
   let db;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
+    db = openDatabase(path, { readonly: true, fileMustExist: true });
   } catch (err) {
     return { error: 'bad_database', message: `cannot open database ${path}: ${err.message}` };
   }
@@ -65,7 +65,7 @@ function cellBytes(v) {
   return v.byteLength;
 }
 
-function run({ dbPath, sql, maxRows, maxBytes }) {
+function run({ dbPath, sql, maxRows, maxBytes, safeIntegers }) {
   const conn = connection(dbPath);
   if (conn.error) return { ok: false, error: conn.error, message: conn.message };
   let stmt;
@@ -83,7 +83,7 @@ function run({ dbPath, sql, maxRows, maxBytes }) {
   let bytes = 0;
   let truncated = false;
   try {
-    for (const row of stmt.raw(true).iterate()) {
+    for (const row of stmt.raw(true).safeIntegers(Boolean(safeIntegers)).iterate()) {
       if (rows.length >= maxRows) {
         truncated = true;
         break;

@@ -55,12 +55,13 @@ function track(child: ChildProcess): void {
   }
 }
 
-export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024 };
+export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024, safeIntegers: false };
 
 const execOptionsSchema = z.object({
   timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).optional(),
   maxRows: z.number().int().nonnegative().optional(),
   maxBytes: z.number().int().nonnegative().optional(),
+  safeIntegers: z.boolean().optional(),
 });
 
 const poolOptionsSchema = z.object({
@@ -153,7 +154,7 @@ export class SqlPool implements SqlExecutor {
     try {
       assertSingleReadQuery(sql);
     } catch (err) {
-      if (err instanceof AgroError) return Promise.resolve({ ok: false, error: 'refused', message: err.message, elapsedMs: 0 });
+      if (err instanceof AgroError) return Promise.resolve({ ok: false, error: err.kind === 'sql_error' ? 'syntax' : 'refused', message: err.message, elapsedMs: 0 });
       throw err;
     }
     return new Promise<ExecResult>((resolve) => {
@@ -373,7 +374,7 @@ export class SqlPool implements SqlExecutor {
       slot.startedAt = performance.now();
       this.busy(child);
       this.startTimer(slot, job);
-      child.send({ id: job.id, dbPath: job.dbPath, sql: job.sql, maxRows: job.opts.maxRows, maxBytes: job.opts.maxBytes });
+      child.send({ id: job.id, dbPath: job.dbPath, sql: job.sql, maxRows: job.opts.maxRows, maxBytes: job.opts.maxBytes, safeIntegers: job.opts.safeIntegers });
     }
   }
 }

@@ -14,6 +14,11 @@ export interface ExecOptions {
   maxRows?: number;
   /** Approximate bytes of cell data kept before the result is cut and marked truncated. Default 8 MiB. */
   maxBytes?: number;
+  /**
+   * Return INTEGER cells as bigint (exact past 2^53, and told apart from REAL cells, which stay numbers),
+   * as Python's sqlite3 keeps int and float apart; evaluation needs it. Default false.
+   */
+  safeIntegers?: boolean;
 }
 
 /** Why a query produced no result. */

@@ -18,8 +18,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import cliProgress from 'cli-progress';
-import { AgroError } from '../errors.ts';
+import { AgroError, parseWith } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import { writeJsonAtomic, ensureDir } from '../util/fs.ts';
 import { restoreTrainerState, truncateMetrics } from './run-state.ts';
@@ -57,13 +56,9 @@ export type SftConfig = z.infer<typeof sftConfigSchema>;
 export type SftConfigInput = z.input<typeof sftConfigSchema>;
 
 export function resolveSftConfig(input: unknown): SftConfig {
-  const r = sftConfigSchema.strict().safeParse(input ?? {});
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    throw new AgroError('invalid_input', `sft config: ${issue.path.join('.') || 'config'}: ${issue.message}`);
-  }
-  if (r.data.warmupSteps > r.data.steps) throw new AgroError('invalid_input', `sft config: warmupSteps (${r.data.warmupSteps}) exceeds steps (${r.data.steps})`);
-  return r.data;
+  const c = parseWith(sftConfigSchema.strict(), input ?? {}, 'sft config');
+  if (c.warmupSteps > c.steps) throw new AgroError('invalid_input', `sft config: warmupSteps (${c.warmupSteps}) exceeds steps (${c.steps})`);
+  return c;
 }
 
 // ---------------------------------------------------------------- data
@@ -190,8 +185,6 @@ export interface SftRunOptions {
   config?: SftConfigInput;
   /** Continue from a checkpoint made by this trainer (model weights must already be loaded). */
   resumeFrom?: { trainerState: object; optimizerState?: WeightMap };
-  /** Show a progress bar on stderr. */
-  progress?: boolean;
   onStep?: (m: StepMetrics) => void;
   /** Stop after this step as if interrupted (a checkpoint is written first). */
   stopAfter?: number;
@@ -272,11 +265,6 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
     return batches[state.batchPos++].map((i) => train[i]);
   };
 
-  const bar = opts.progress
-    ? new cliProgress.SingleBar({ format: 'sft |{bar}| {value}/{total} steps | loss {loss} | {tps} tok/s | eta {eta_formatted}', hideCursor: true, stream: process.stderr }, cliProgress.Presets.shades_classic)
-    : null;
-  bar?.start(cfg.steps, state.step, { loss: '-', tps: '-' });
-
   const t0 = performance.now();
   let lastLoss: number | null = null;
   let lastCkStep = -1;
@@ -289,8 +277,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
     return dir;
   };
 
-  try {
-    while (state.step < cfg.steps) {
+  while (state.step < cfg.steps) {
       if (opts.signal?.aborted) { interrupted = true; break; }
       const stepStart = performance.now();
       const micro = Array.from({ length: cfg.gradAccum }, () => nextBatch());
@@ -328,14 +315,10 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
       }
       appendFileSync(metricsPath, JSON.stringify(m) + '\n');
       opts.onStep?.(m);
-      bar?.update(state.step, { loss: lossSum.toFixed(3), tps: m.tokens_per_s });
       if (cfg.checkpointEvery > 0 && state.step % cfg.checkpointEvery === 0) checkpoint();
       if (opts.stopAfter !== undefined && state.step >= opts.stopAfter && state.step < cfg.steps) { interrupted = true; break; }
       // Let a SIGINT handler run between steps.
       await new Promise<void>((r) => setImmediate(r));
-    }
-  } finally {
-    bar?.stop();
   }
   const dir = checkpoint();
   opt.dispose();

@@ -11,8 +11,10 @@ import { resolveModelConfig } from '../../src/model/config.ts';
 import { Tokenizer } from '../../src/model/tokenizer.ts';
 import { saveCheckpoint } from '../../src/model/checkpoint.ts';
 import type { Sample, SampleOptions } from '../../src/model/generate.ts';
-import { createEngine, type RolloutEngine } from '../../src/model/engine.ts';
-import { runGrpo, type StepRecord } from '../../src/rl/trainer.ts';
+import type { RolloutEngine } from '../../src/model/engine.ts';
+import { createEngine } from '../../src/model/engines.ts';
+import { runGrpo } from '../../src/rl/trainer.ts';
+import type { StepRecord } from '../../src/rl/phases.ts';
 import { ShortAnswerEnv } from '../support/short-answer-env.ts';
 import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 

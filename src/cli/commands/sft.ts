@@ -19,7 +19,8 @@ import { formatAction, AGENT_SPECIAL_TOKENS } from '../../agent/protocol.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
 import type { ExecResult } from '../../sql/types.ts';
 import { resolveDatabase } from '../../data/databases.ts';
-import { runSft } from '../../train/sft.ts';
+import { resolveSftConfig, runSft } from '../../train/sft.ts';
+import { stepBar } from '../progress.ts';
 import { listCheckpoints } from '../../train/run-state.ts';
 import type { SftConfigInput } from '../../train/sft.ts';
 
@@ -163,12 +164,15 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   const controller = new AbortController();
   const onSigint = (): void => controller.abort();
   process.once('SIGINT', onSigint);
+  const startStep = resumeFrom ? Number((resumeFrom.trainerState as { step?: number }).step ?? 0) : 0;
+  const bar = stepBar(!o.json, 'sft', resolveSftConfig(config).steps, { start: startStep, format: 'loss {loss} | {tps} tok/s' });
   try {
     const res = await runSft({
       outDir: o.out, model, tokenizer, samples, config, resumeFrom,
-      progress: Boolean(process.stderr.isTTY) && !o.json,
       signal: controller.signal,
+      onStep: (m) => bar.update(m.step, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
     });
+    bar.stop();
     if (res.skippedTooLong) log(`skipped ${res.skippedTooLong} samples longer than the model's context (raise --max-seq-len or use --preset small)`);
     const summary = { steps: res.steps, final_loss: res.finalLoss, heldout_loss: res.heldOutLoss, checkpoint: res.checkpoint, interrupted: res.interrupted, samples: samples.length, skipped_too_long: res.skippedTooLong };
     if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');
