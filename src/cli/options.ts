@@ -1,21 +1,62 @@
 /** Flag parsing shared by the commands: every bad flag becomes one `usage` line naming the flag. */
 import type { z } from 'zod';
 import { AgroError } from '../errors.ts';
+import { MAX_TIMEOUT_MS } from '../sql/pool.ts';
 
-/** A commander argument parser for a number flag: `--steps <n>` with `numberArg('--steps', { min: 1 })`. */
-export function numberArg(flag: string, opts: { min?: number; integer?: boolean; positive?: boolean } = {}): (v: string) => number {
-  const { min = -Infinity, integer = true, positive = false } = opts;
-  return (v) => {
-    const n = Number(v);
-    const ok = v.trim() !== '' && Number.isFinite(n) && n >= min && (!integer || Number.isInteger(n)) && (!positive || n > 0);
-    if (!ok) {
-      const kind = integer ? 'an integer' : 'a number';
-      const bound = positive ? ' > 0' : Number.isFinite(min) ? ` >= ${min}` : '';
-      throw new AgroError('usage', `${flag} must be ${kind}${bound}, got "${v}"`);
-    }
-    return n;
-  };
+/**
+ * Upper bounds of the numeric flags, in one place. Every numeric flag has a range: a value past it
+ * would overflow a timer (2^31-1 ms), alias a 32-bit seed, or try to allocate more than a machine has.
+ */
+export const LIMITS = {
+  timeoutMs: MAX_TIMEOUT_MS,
+  seed: 2 ** 32 - 1,
+  steps: 10_000_000,
+  every: 10_000_000,
+  batch: 4096,
+  tokens: 1 << 24,
+  vocab: 1 << 18,
+  rows: 100_000_000,
+  chars: 100_000_000,
+  threads: 256,
+} as const;
+
+interface NumberSpec {
+  min?: number;
+  max?: number;
+  integer?: boolean;
+  /** The value must be > min rather than >= min. */
+  positive?: boolean;
 }
+
+/** The one message for a number out of range: `--steps must be an integer from 1 to 10000000, got "0"`. */
+function rangeText({ min = -Infinity, max = Infinity, integer = true, positive = false }: NumberSpec): string {
+  const kind = integer ? 'an integer' : 'a number';
+  if (positive) return Number.isFinite(max) ? `${kind} > 0 and <= ${max}` : `${kind} > 0`;
+  if (Number.isFinite(min) && Number.isFinite(max)) return `${kind} from ${min} to ${max}`;
+  if (Number.isFinite(min)) return `${kind} >= ${min}`;
+  if (Number.isFinite(max)) return `${kind} <= ${max}`;
+  return kind;
+}
+
+/** Parse one numeric flag value; a value outside the spec is a usage error naming the flag and the range. */
+export function parseNumber(flag: string, v: string, spec: NumberSpec = {}): number {
+  const { min = -Infinity, max = Infinity, integer = true, positive = false } = spec;
+  const n = Number(v);
+  const ok =
+    v.trim() !== '' && Number.isFinite(n) && n >= min && n <= max && (!integer || Number.isSafeInteger(n)) && (!positive || n > 0);
+  if (!ok) throw new AgroError('usage', `${flag} must be ${rangeText(spec)}, got "${v}"`);
+  return n;
+}
+
+/** A commander argument parser for a number flag: `--steps <n>` with `numberArg('--steps', { min: 1, max: LIMITS.steps })`. */
+export function numberArg(flag: string, spec: NumberSpec = {}): (v: string) => number {
+  return (v) => parseNumber(flag, v, spec);
+}
+
+/** `--timeout <ms>`: 1 ms up to what a timer can hold. */
+export const timeoutArg = (flag = '--timeout'): ((v: string) => number) => numberArg(flag, { min: 1, max: LIMITS.timeoutMs });
+/** `--seed <n>`: a 32-bit unsigned seed (larger values would silently alias smaller ones). */
+export const seedArg = (flag = '--seed'): ((v: string) => number) => numberArg(flag, { min: 0, max: LIMITS.seed });
 
 /** Validate a command's parsed options with a zod schema; the first issue becomes `agro: <command>: --flag: message`. */
 export function parseCliOptions<S extends z.ZodType>(schema: S, raw: unknown, command: string): z.infer<S> {

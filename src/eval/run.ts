@@ -10,9 +10,13 @@ import { UNLABELED, type EvalReport, type PredErrorKind, type QuestionResult } f
 export const EVAL_DEFAULTS = {
   mode: 'bird' as CompareMode,
   timeoutMs: 30_000,
-  /** Results are compared whole, so the caps sit far above what a question's answer needs. */
+  /**
+   * Results are compared whole, so the caps sit far above what a question's answer needs. 64 MiB keeps
+   * one attacking prediction (a 120 MB blob) under 1 GB in all: the executor, the transfer and the
+   * comparison each hold about one copy of what is kept.
+   */
   maxRows: 1_000_000,
-  maxBytes: 256 * 1024 * 1024,
+  maxBytes: 64 * 1024 * 1024,
   /** Questions in flight at once; each runs its gold and predicted query side by side. */
   concurrency: 4,
   floatTol: 0,

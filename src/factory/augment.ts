@@ -9,8 +9,9 @@
  * The variants then (a) screen pairs whose question leaves a reading open (rule below) and
  * (b) form a test suite for evaluation (`agro eval --suite <out>/variants/<db_id>`) and rewards.
  */
+import { ensureDir } from '../util/fs.ts';
 import { openDatabase } from '../sql/open-database.mjs';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { testSuiteMatch } from '../sql/testsuite.ts';
 import type { DbSchema, SqlValue } from '../sql/types.ts';
@@ -148,7 +149,7 @@ export function buildVariant(srcPath: string, schema: DbSchema, graph: SchemaGra
 
 /** Builds (or reuses, when already complete) opts.count variants; returns their paths. */
 export function buildVariants(srcPath: string, schema: DbSchema, graph: SchemaGraph, opts: AugmentOptions): string[] {
-  mkdirSync(opts.dir, { recursive: true });
+  ensureDir(opts.dir);
   const paths: string[] = [];
   for (let i = 1; i <= opts.count; i++) {
     const out = join(opts.dir, `variant-${i}.sqlite`);

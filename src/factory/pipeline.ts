@@ -5,14 +5,14 @@
  * written atomically: dataset.jsonl, manifest.json, variants/<db_id>/variant-N.sqlite.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import { introspectSchema } from '../sql/introspect.ts';
 import { SqlPool } from '../sql/pool.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
-import { readJsonl, writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
+import { readJsonl, writeFileAtomic, writeJsonAtomic, ensureDir } from '../util/fs.ts';
 import { Rng } from '../util/rng.ts';
 import { alignStage, makeParseEnv } from './align.ts';
 import { ambiguityStage, buildVariants } from './augment.ts';
@@ -125,6 +125,11 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   const cfg = parseWith(factoryConfigSchema, input, 'factory config', 'usage');
   const dbPath = resolve(cfg.db);
   const schema = loadSchema(dbPath);
+  const tables = schema.tables.filter((t) => t.kind === 'table');
+  if (!tables.some((t) => t.rowCount > 0)) {
+    const why = tables.length === 0 ? 'has no tables' : `has ${tables.length} table${tables.length === 1 ? '' : 's'} but no rows`;
+    throw new AgroError('invalid_input', `${cfg.db} ${why}: nothing to synthesize from`);
+  }
   const dbId = schema.dbId || basename(dbPath).replace(/\.(sqlite3?|db)$/i, '');
   const out = resolve(cfg.out);
   const work = join(out, '.work');
@@ -135,7 +140,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     rmSync(work, { recursive: true, force: true });
     rmSync(variantDir, { recursive: true, force: true });
   }
-  mkdirSync(work, { recursive: true });
+  ensureDir(work);
   if (!existsSync(argsPath)) writeFileAtomic(argsPath, argsKey + '\n');
 
   const ownExecutor = !opts.executor;
@@ -154,8 +159,6 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     }
     const lex = buildLexicon(schema);
     const { profiles, skipped } = profileSchema(schema, graph, lex, await longTextColumns(schema, executor, cfg.timeoutMs));
-    const tablesWithRows = schema.tables.filter((t) => t.kind === 'table' && t.rowCount > 0).length;
-    if (tablesWithRows === 0) skipped.push({ what: 'database', why: 'no table has rows: nothing to synthesize from' });
 
     const ctxFor = (name: string, variants: string[]): StageContext => {
       const counts = (rejections[name] ??= {});

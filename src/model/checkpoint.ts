@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { AgroError } from '../errors.ts';
-import { writeJsonAtomic } from '../util/fs.ts';
+import { writeJsonAtomic, ensureDir } from '../util/fs.ts';
 import { fromHfConfig, toHfConfig } from './config.ts';
 import { LlamaModel } from './llama.ts';
 import type { WeightMap } from './llama.ts';
@@ -41,7 +41,7 @@ export function saveCheckpoint(dir: string, ck: Checkpoint): void {
     throw new AgroError('invalid_input', `cannot save checkpoint: tokenizer has ${ck.tokenizer.vocabSize} ids but the model embedding has ${ck.model.config.vocabSize} rows`);
   }
   const parent = dirname(dir);
-  mkdirSync(parent, { recursive: true });
+  ensureDir(parent);
   const stamp = `${process.pid}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
   const tmp = join(parent, `.${basename(dir)}.tmp-${stamp}`);
   mkdirSync(tmp);

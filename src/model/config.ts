@@ -2,8 +2,12 @@
  * Llama-family model configuration: one zod schema, the presets, and conversion to and from
  * Hugging Face `config.json` (LlamaForCausalLM / Qwen2ForCausalLM), so checkpoints load in HF tools.
  */
+import { totalmem } from 'node:os';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
+
+/** Most values in one tensor: typed arrays and the wasm backend's 32-bit memory end near 2^31 elements. */
+const MAX_TENSOR_VALUES = 2 ** 31 - 1;
 
 export interface ModelConfig {
   vocabSize: number;
@@ -77,6 +81,28 @@ function checkShapes(cfg: ModelConfig): void {
   if (cfg.numHeads % cfg.numKvHeads !== 0)
     bad(`numKvHeads (${cfg.numKvHeads}) must divide numHeads (${cfg.numHeads})`);
   if (headDimOf(cfg) % 2 !== 0) bad(`head dimension (${headDimOf(cfg)}) must be even for rotary embeddings`);
+  checkSize(cfg, bad);
+}
+
+/**
+ * Sizes are checked against this machine before anything is allocated: a config.json with huge
+ * dimensions is bad input (one line), not a crash in a typed-array constructor.
+ */
+function checkSize(cfg: ModelConfig, bad: (msg: string) => never): void {
+  const hd = headDimOf(cfg);
+  const tensors: Record<string, number> = {
+    'embedding (vocabSize x hiddenSize)': cfg.vocabSize * cfg.hiddenSize,
+    'MLP projection (hiddenSize x intermediateSize)': cfg.hiddenSize * cfg.intermediateSize,
+    'attention projection (hiddenSize x numHeads x headDim)': cfg.hiddenSize * cfg.numHeads * hd,
+    'rotary table (maxPositions x headDim)': cfg.maxPositions * hd,
+  };
+  for (const [name, n] of Object.entries(tensors)) {
+    if (n > MAX_TENSOR_VALUES) bad(`the ${name} would hold ${n.toExponential(2)} values, more than one tensor can (${MAX_TENSOR_VALUES})`);
+  }
+  const bytes = parameterCount(cfg) * 4;
+  if (bytes > totalmem()) {
+    bad(`${parameterCount(cfg).toExponential(2)} parameters need ${(bytes / 2 ** 30).toFixed(1)} GiB as float32, more than this machine's ${(totalmem() / 2 ** 30).toFixed(1)} GiB of memory`);
+  }
 }
 
 export function parameterCount(cfg: ModelConfig): number {

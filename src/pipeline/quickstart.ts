@@ -20,6 +20,7 @@ import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { selectColdStart } from '../train/coldstart.ts';
 import { runSft } from '../train/sft.ts';
 import { runGrpo } from '../rl/trainer.ts';
+import { resolveAlgo } from '../rl/config.ts';
 import { evaluatePolicy, samplePassRates, type PolicyEval } from '../rl/evaluate.ts';
 import type { StepRecord } from '../rl/phases.ts';
 import { initBackend, type BackendName } from '../model/backend.ts';
@@ -118,8 +119,18 @@ export interface QuickstartHooks {
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 const passText = (p: Record<number, number> | undefined): string => (p ? Object.entries(p).map(([k, v]) => `pass@${k} ${pct(v)}`).join(', ') : '-');
 
-export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
+/**
+ * The configuration checked at once, the RL stage's algorithm too: an unknown --algo fails here, not
+ * after minutes of synthesis and SFT.
+ */
+export function resolveQuickstartConfig(input: QuickstartConfigInput): QuickstartConfig {
   const cfg = parseWith(quickstartConfigSchema, input, 'quickstart config');
+  resolveAlgo(cfg.algo, { kl: { coef: 0 }, dynamicSampling: { enabled: true } });
+  return cfg;
+}
+
+export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
+  const cfg = resolveQuickstartConfig(input);
   const log = hooks.log ?? (() => {});
   const db = resolve(cfg.db);
   if (!existsSync(db)) throw new AgroError('not_found', `database not found: ${cfg.db}`);

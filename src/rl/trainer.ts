@@ -5,12 +5,12 @@
  * Checkpoints hold the weights, the optimizer moments and the trainer state (step, data position, RNG),
  * so a resumed run continues exactly.
  */
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
-import { writeJsonAtomic } from '../util/fs.ts';
+import { writeJsonAtomic, ensureDir } from '../util/fs.ts';
 import type { TaskBase } from '../agent/types.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import type { RolloutEngine } from '../model/engine.ts';
@@ -121,7 +121,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   let state: GrpoTrainerState = { step: 0, epoch: 0, pos: 0, epochRngState: new Rng(cfg.seed).state, badSteps: 0 };
   if (opts.resumeFrom) state = restoreTrainerState(stateSchema, opts.resumeFrom, opt, 'a GRPO');
 
-  mkdirSync(opts.outDir, { recursive: true });
+  ensureDir(opts.outDir);
   const metricsPath = join(opts.outDir, 'metrics.jsonl');
   truncateMetrics(metricsPath, state.step);
   writeJsonAtomic(join(opts.outDir, 'train_config.json'), { train: cfg, algo, model: model.config, tasks: opts.tasks.length, heldOut: opts.heldOut?.length ?? 0 });

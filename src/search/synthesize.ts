@@ -16,6 +16,7 @@
  * earlier one.
  */
 import { basename } from 'node:path';
+import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import { answerAliases, entityAliases } from './aliases.ts';
 import type { SearchDoc } from './corpus.ts';
@@ -240,5 +241,6 @@ export function synthesizeFromGraph(graph: EntityGraph, options: Partial<SynthOp
 export function synthesize(dbPath: string, options: Partial<SynthOptions> = {}): SynthResult {
   const dbId = basename(dbPath).replace(/\.(sqlite3?|db)$/i, '');
   const graph = loadEntityGraph(dbPath, dbId, { maxRowsPerTable: options.maxRowsPerTable });
+  if (graph.entities.size === 0) throw new AgroError('invalid_input', `${dbPath} has no table with rows: nothing to build documents and questions from`);
   return synthesizeFromGraph(graph, options);
 }

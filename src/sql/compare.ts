@@ -41,11 +41,20 @@ function isNum(v: SqlValue): v is number | bigint {
   return typeof v === 'number' || typeof v === 'bigint';
 }
 
-function hex(b: Uint8Array): string {
-  let s = '';
-  for (const x of b) s += x.toString(16).padStart(2, '0');
-  return s;
+/**
+ * The bytes as base64, natively and without copying them: a 60 MB blob takes ~0.1 s and 80 MB of string
+ * (a byte-at-a-time hex took ~60 bytes of heap per byte). Base64 is one-to-one and needs no JSON escaping.
+ */
+function blobText(b: Uint8Array): string {
+  let text = BLOB_TEXT.get(b);
+  if (text === undefined) {
+    text = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
+    BLOB_TEXT.set(b, text);
+  }
+  return text;
 }
+/** Spider's comparison keys every cell several times (column candidates, then rows): encode a blob once. */
+const BLOB_TEXT = new WeakMap<Uint8Array, string>();
 
 /** A string equal for exactly the values Python's `==` (and hash) treats as equal. */
 export function cellKey(v: SqlValue): string {
@@ -57,11 +66,20 @@ export function cellKey(v: SqlValue): string {
     return `f${v}`;
   }
   if (typeof v === 'string') return `s${v}`;
-  return `b${hex(v)}`;
+  return `b${blobText(v)}`;
 }
 
+/**
+ * The cells' keys, each prefixed by its length: one-to-one like JSON.stringify of the list, without its
+ * character-by-character escaping scan (5 s for one 60 MB blob's key).
+ */
 function rowKey(row: Row): string {
-  return JSON.stringify(row.map(cellKey));
+  let key = '';
+  for (const cell of row) {
+    const k = cellKey(cell);
+    key += `${k.length}:${k}`;
+  }
+  return key;
 }
 
 function numEqTol(a: number | bigint, b: number | bigint, tol: number): boolean {

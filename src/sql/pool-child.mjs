@@ -2,7 +2,10 @@
 // Plain JavaScript on purpose: a fork of this file starts in ~0.15 s, one through tsx in ~0.6-1 s
 // (measured on the 2-core box), and a child is respawned after every timeout kill.
 // The parent has already run the lexical guard (guard.ts); this side checks the prepared statement
-// and enforces the row and byte caps while iterating, so a huge result stops early.
+// and enforces the row and byte caps while iterating, so a huge result stops early. The process runs
+// under a data-size limit (pool.ts): an allocation past it fails inside SQLite (SQLITE_NOMEM, an
+// ordinary error) or aborts the process (a V8 allocation), which the parent reports as the query's own.
+// The query is timed here, not in the parent, whose event loop may be busy with other questions.
 import { statSync } from 'node:fs';
 import { openDatabase } from './open-database.mjs';
 
@@ -43,6 +46,9 @@ function connection(path) {
   }
   return { db };
 }
+
+/** A reply above this size takes a while to serialize and send: a small `done` message goes first. */
+const DONE_FIRST_BYTES = 256 * 1024;
 
 function isBadDatabase(err) {
   return err && (err.code === 'SQLITE_NOTADB' || err.code === 'SQLITE_CORRUPT' || err.code === 'SQLITE_CANTOPEN');
@@ -93,19 +99,29 @@ function run({ dbPath, sql, maxRows, maxBytes, safeIntegers }) {
     }
   } catch (err) {
     if (isBadDatabase(err)) return { ok: false, error: 'bad_database', message: `${dbPath}: ${oneLine(err)}` };
+    if (isTooBig(err)) return { ok: false, error: 'runtime', message: `the query needs more memory than the SQL executor may use (${oneLine(err)})` };
     return { ok: false, error: 'runtime', message: oneLine(err) };
   }
-  return { ok: true, columns, rows, truncated };
+  return { ok: true, columns, rows, truncated, bytes };
+}
+
+function isTooBig(err) {
+  return err && (err.code === 'SQLITE_NOMEM' || err.code === 'SQLITE_TOOBIG' || err instanceof RangeError);
 }
 
 process.on('message', (msg) => {
+  const t0 = performance.now();
   let reply;
   try {
     reply = run(msg);
   } catch (err) {
-    reply = { ok: false, error: 'runtime', message: oneLine(err) };
+    reply = { ok: false, error: 'runtime', message: isTooBig(err) ? `the query needs more memory than the SQL executor may use (${oneLine(err)})` : oneLine(err) };
   }
-  process.send({ id: msg.id, ...reply });
+  const elapsedMs = performance.now() - t0;
+  const { bytes = 0, ...rest } = reply;
+  // The query is over: the parent stops its clock on `done`, so sending a big result costs no query time.
+  if (bytes > DONE_FIRST_BYTES) process.send({ id: msg.id, done: true, elapsedMs });
+  process.send({ id: msg.id, elapsedMs, ...rest });
 });
 process.on('disconnect', () => process.exit(0));
 process.send({ ready: true });

@@ -7,8 +7,15 @@
  * slot owns one child (src/sql/pool-child.mjs); a query past its limit gets its child killed and a
  * fresh one spawned, and the queue keeps moving. Concurrency equals the pool size; results come back
  * through each caller's own promise.
+ *
+ * Each child runs under a data-size limit (RLIMIT_DATA, `memoryLimitMiB`): a query that would
+ * materialize more (zeroblob(1e9) in eight columns) fails as that query's error instead of growing
+ * the process until the machine runs out. A child that dies for any other reason (killed from
+ * outside) is not the query's fault: the query runs again on a fresh child, up to MAX_ATTEMPTS times.
+ * The query is timed in the child; the parent's timer only decides when to stop a child, and before
+ * it does, it reads whatever the child has already sent (a busy event loop can fire the timer late).
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -19,6 +26,17 @@ import type { ExecErrorKind, ExecOptions, ExecResult, Row, SqlExecutor } from '.
 const CHILD_SCRIPT = fileURLToPath(new URL('./pool-child.mjs', import.meta.url));
 /** Extra time a query may wait for its (re)started child to load before it counts as timed out. */
 const START_GRACE_MS = 30_000;
+/** Longest per-query limit: setTimeout holds at most 2^31-1 ms, and the start grace is added to it. */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1 - START_GRACE_MS;
+/**
+ * Runs of one query that may end in its child dying of something other than the query's own limits.
+ * A child that dies before it has loaded does not count: the query never ran there.
+ */
+const MAX_ATTEMPTS = 3;
+/** Data-size limit of each child (RLIMIT_DATA); a fresh child uses about 85 MiB of it. */
+export const DEFAULT_MEMORY_LIMIT_MIB = 512;
+/** How a child that hit its data-size limit in V8 (not in SQLite) says so before it aborts. */
+const OUT_OF_MEMORY = /out of memory|allocation failed|heap limit/i;
 
 /**
  * Live children of every pool in this process. A child busy in native code never sees its parent
@@ -40,7 +58,7 @@ function track(child: ChildProcess): void {
 export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024, safeIntegers: false };
 
 const execOptionsSchema = z.object({
-  timeoutMs: z.number().int().positive().optional(),
+  timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).optional(),
   maxRows: z.number().int().nonnegative().optional(),
   maxBytes: z.number().int().nonnegative().optional(),
   safeIntegers: z.boolean().optional(),
@@ -49,6 +67,7 @@ const execOptionsSchema = z.object({
 const poolOptionsSchema = z.object({
   size: z.number().int().positive().max(64).optional(),
   defaults: execOptionsSchema.optional(),
+  memoryLimitMiB: z.number().int().min(128).max(1024 * 1024).optional(),
 });
 
 export interface SqlPoolOptions {
@@ -56,6 +75,8 @@ export interface SqlPoolOptions {
   size?: number;
   /** Defaults for every execute() call; per-call options override them. */
   defaults?: ExecOptions;
+  /** Data-size limit of each child process in MiB (Linux; default 512). Results must fit in about a third of it. */
+  memoryLimitMiB?: number;
 }
 
 interface Job {
@@ -64,6 +85,10 @@ interface Job {
   sql: string;
   opts: Required<ExecOptions>;
   resolve: (r: ExecResult) => void;
+  /** Runs that ended with their (loaded) child dying of an outside cause; the query is repeated until MAX_ATTEMPTS. */
+  attempts: number;
+  /** The child has finished the query (its `done` message) and is sending the result. */
+  doneMs?: number;
 }
 
 interface Slot {
@@ -75,19 +100,25 @@ interface Slot {
 
 type ChildReply =
   | { ready: true }
-  | { id: number; ok: true; columns: string[]; rows: Row[]; truncated: boolean }
-  | { id: number; ok: false; error: ExecErrorKind; message: string };
+  | { id: number; done: true; elapsedMs: number }
+  | { id: number; ok: true; columns: string[]; rows: Row[]; truncated: boolean; elapsedMs: number }
+  | { id: number; ok: false; error: ExecErrorKind; message: string; elapsedMs: number };
+
+function timeoutMessage(job: Job): string {
+  return `query ran past its ${job.opts.timeoutMs} ms limit and was stopped`;
+}
 
 function parseExecOptions(opts: ExecOptions | undefined, where: string): ExecOptions {
   const r = execOptionsSchema.safeParse(opts ?? {});
   if (!r.success) {
-    throw new AgroError('usage', `${where}: timeoutMs must be a positive integer, maxRows and maxBytes non-negative integers`);
+    throw new AgroError('usage', `${where}: timeoutMs must be an integer from 1 to ${MAX_TIMEOUT_MS}, maxRows and maxBytes non-negative integers`);
   }
   return r.data;
 }
 
 export class SqlPool implements SqlExecutor {
   readonly size: number;
+  readonly memoryLimitMiB: number;
   private readonly defaults: Required<ExecOptions>;
   private readonly slots: Slot[];
   private readonly queue: Job[] = [];
@@ -105,8 +136,9 @@ export class SqlPool implements SqlExecutor {
 
   constructor(options: SqlPoolOptions = {}) {
     const parsed = poolOptionsSchema.safeParse(options);
-    if (!parsed.success) throw new AgroError('usage', 'SqlPool: size must be an integer from 1 to 64');
+    if (!parsed.success) throw new AgroError('usage', 'SqlPool: size must be an integer from 1 to 64, memoryLimitMiB at least 128');
     this.size = parsed.data.size ?? Math.min(2, availableParallelism());
+    this.memoryLimitMiB = parsed.data.memoryLimitMiB ?? DEFAULT_MEMORY_LIMIT_MIB;
     this.defaults = { ...EXEC_DEFAULTS, ...parseExecOptions(options.defaults, 'SqlPool defaults') };
     this.slots = Array.from({ length: this.size }, (): Slot => ({ startedAt: 0 }));
   }
@@ -126,7 +158,7 @@ export class SqlPool implements SqlExecutor {
       throw err;
     }
     return new Promise<ExecResult>((resolve) => {
-      this.queue.push({ id: this.nextId++, dbPath, sql, opts: merged, resolve });
+      this.queue.push({ id: this.nextId++, dbPath, sql, opts: merged, resolve, attempts: 0 });
       this.pump();
     });
   }
@@ -164,11 +196,35 @@ export class SqlPool implements SqlExecutor {
     return this.slots.flatMap((s) => (s.child?.pid ? [s.child.pid] : []));
   }
 
+  /** Process ids of the children that have loaded and are running a query. */
+  runningPids(): number[] {
+    return this.slots.flatMap((s) => (s.child?.pid && s.job && this.ready.has(s.child) ? [s.child.pid] : []));
+  }
+
+  /**
+   * A child under its data-size limit: on Linux through `sh -c 'ulimit -d'` then exec (same pid, same
+   * IPC channel), elsewhere a plain fork. No execArgv, so the child does not inherit `--import tsx`
+   * from a tsx-run parent (3-5x slower start). stderr is kept to tell an out-of-memory abort apart.
+   */
+  private spawnChild(): ChildProcess {
+    const stdio: ['ignore', 'ignore', 'pipe', 'ipc'] = ['ignore', 'ignore', 'pipe', 'ipc'];
+    if (process.platform !== 'linux') return fork(CHILD_SCRIPT, [], { serialization: 'advanced', execArgv: [], stdio });
+    const limitKiB = this.memoryLimitMiB * 1024;
+    return spawn('/bin/sh', ['-c', `ulimit -d ${limitKiB} && exec "$0" "$@"`, process.execPath, CHILD_SCRIPT], { serialization: 'advanced', stdio });
+  }
+
   private startChild(): ChildProcess {
-    // execArgv: [] so the child does not inherit `--import tsx` from a tsx-run parent (3-5x slower start).
-    const child = fork(CHILD_SCRIPT, [], { serialization: 'advanced', execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child = this.spawnChild();
     this.spawned++;
     track(child);
+    let stderrTail = '';
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => {
+      stderrTail = (stderrTail + chunk).slice(-4096);
+      if (process.env.AGRO_DEBUG) process.stderr.write(chunk);
+    });
+    // The pipe must not keep this process alive: the IPC channel's ref decides that (busy vs idle).
+    (child.stderr as (NodeJS.ReadableStream & { unref?: () => void }) | null)?.unref?.();
     // The owning slot is looked up on each event: a spare changes hands after it starts.
     const owner = (): Slot | undefined => this.slots.find((sl) => sl.child === child);
     child.on('message', (msg: ChildReply) => {
@@ -181,13 +237,26 @@ export class SqlPool implements SqlExecutor {
       const slot = owner();
       const job = slot?.job;
       if (!slot || !job || job.id !== msg.id) return;
-      const elapsedMs = performance.now() - slot.startedAt;
+      if ('done' in msg) {
+        // The query is over; sending its result is not query time.
+        job.doneMs = msg.elapsedMs;
+        clearTimeout(slot.timer);
+        slot.timer = undefined;
+        return;
+      }
+      const elapsedMs = msg.elapsedMs;
+      if (elapsedMs > job.opts.timeoutMs) {
+        // Over its limit by its own clock, though the parent was too busy to stop it in time.
+        this.finish(slot, { ok: false, error: 'timeout', message: timeoutMessage(job), elapsedMs });
+        return;
+      }
       this.finish(slot, msg.ok ? { ok: true, columns: msg.columns, rows: msg.rows, truncated: msg.truncated, elapsedMs } : { ok: false, error: msg.error, message: msg.message, elapsedMs });
     });
     child.on('error', () => {
       // Spawn/IPC failures surface as an 'exit' too (or not at all when already gone); the exit handler recovers.
     });
-    child.on('exit', (code, signal) => {
+    // 'close', not 'exit': by then the child's last stderr (an out-of-memory report) has been read.
+    child.on('close', (code, signal) => {
       if (this.spare === child) {
         this.spare = undefined;
         return;
@@ -195,10 +264,31 @@ export class SqlPool implements SqlExecutor {
       const slot = owner();
       if (!slot) return; // killed on purpose (timeout/close): already handled
       slot.child = undefined;
-      if (slot.job) {
-        const how = signal ? `signal ${signal}` : `exit code ${code}`;
-        this.finish(slot, { ok: false, error: 'runtime', message: `the SQL executor process died (${how}) while running the query`, elapsedMs: performance.now() - slot.startedAt });
+      const job = slot.job;
+      if (!job) return;
+      const elapsedMs = performance.now() - slot.startedAt;
+      if (OUT_OF_MEMORY.test(stderrTail)) {
+        this.finish(slot, { ok: false, error: 'runtime', message: `the query needs more memory than the SQL executor may use (${this.memoryLimitMiB} MiB)`, elapsedMs });
+        return;
       }
+      const how = signal ? `signal ${signal}` : `exit code ${code}`;
+      if (this.ready.has(child)) job.attempts++;
+      if (job.attempts < MAX_ATTEMPTS && !this.closed) {
+        // Not the query's doing: run it again from the start, on a fresh child, with its full time limit.
+        clearTimeout(slot.timer);
+        slot.timer = undefined;
+        slot.job = undefined;
+        job.doneMs = undefined;
+        this.queue.unshift(job);
+        this.pump();
+        // Keep a started spare from now on, as after a timeout: the next death costs no process start.
+        if (!this.spare && !this.closed) {
+          this.spare = this.startChild();
+          this.release(this.spare);
+        }
+        return;
+      }
+      this.finish(slot, { ok: false, error: 'runtime', message: `the SQL executor process died (${how}) while running the query, ${job.attempts} times`, elapsedMs });
     });
     return child;
   }
@@ -240,6 +330,16 @@ export class SqlPool implements SqlExecutor {
     child.channel?.ref();
   }
 
+  /**
+   * The timer has fired, but this event loop may have been busy past the limit while the child's reply
+   * waited in the pipe. setImmediate runs after the next poll phase, which reads that reply first.
+   */
+  private onTimer(slot: Slot, job: Job): void {
+    setImmediate(() => {
+      if (slot.job === job && job.doneMs === undefined) this.onTimeout(slot, job);
+    });
+  }
+
   private onTimeout(slot: Slot, job: Job): void {
     if (slot.job !== job) return;
     const child = slot.child;
@@ -254,18 +354,13 @@ export class SqlPool implements SqlExecutor {
         this.release(this.spare);
       }
     }
-    this.finish(slot, {
-      ok: false,
-      error: 'timeout',
-      message: `query ran past its ${job.opts.timeoutMs} ms limit and was stopped`,
-      elapsedMs: performance.now() - slot.startedAt,
-    });
+    this.finish(slot, { ok: false, error: 'timeout', message: timeoutMessage(job), elapsedMs: performance.now() - slot.startedAt });
   }
 
   /** The limit runs from when the child is ready; until then it gets START_GRACE_MS more to start. */
   private startTimer(slot: Slot, job: Job): void {
     clearTimeout(slot.timer);
-    slot.timer = setTimeout(() => this.onTimeout(slot, job), job.opts.timeoutMs + (slot.child && this.ready.has(slot.child) ? 0 : START_GRACE_MS));
+    slot.timer = setTimeout(() => this.onTimer(slot, job), job.opts.timeoutMs + (slot.child && this.ready.has(slot.child) ? 0 : START_GRACE_MS));
   }
 
   private pump(): void {

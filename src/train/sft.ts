@@ -15,12 +15,12 @@
  * after a resume are the ones an uninterrupted run would have drawn.
  */
 import * as tf from '@tensorflow/tfjs-core';
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
-import { writeJsonAtomic } from '../util/fs.ts';
+import { writeJsonAtomic, ensureDir } from '../util/fs.ts';
 import { restoreTrainerState, truncateMetrics } from './run-state.ts';
 import { AdamW, accumulateGrads, clipByGlobalNorm, lrAt, optimizerFields } from './optim.ts';
 import type { LlamaModel, WeightMap } from '../model/llama.ts';
@@ -247,7 +247,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   const opt = new AdamW(params, cfg);
   if (opts.resumeFrom) state = restoreTrainerState(trainerStateSchema, opts.resumeFrom, opt, 'an SFT');
 
-  mkdirSync(opts.outDir, { recursive: true });
+  ensureDir(opts.outDir);
   const metricsPath = join(opts.outDir, 'metrics.jsonl');
   truncateMetrics(metricsPath, state.step);
   writeJsonAtomic(join(opts.outDir, 'sft_config.json'), { ...cfg, model: model.config, trainSamples: train.length, heldOutSamples: heldOut.length, skippedTooLong: tooLong });

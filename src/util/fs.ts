@@ -1,5 +1,64 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, rmSync } from 'node:fs';
-import { dirname, basename, join } from 'node:path';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, rmSync, statSync } from 'node:fs';
+import { dirname, basename, join, relative, resolve } from 'node:path';
+import { AgroError } from '../errors.ts';
+
+/** Why a path cannot be used for writing, in words (errno codes a user can act on); undefined for others. */
+function writeProblem(err: unknown): string | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  const words: Record<string, string> = {
+    ENOTDIR: 'a part of the path is a file, not a directory',
+    EEXIST: 'it exists and is not a directory',
+    EACCES: 'permission denied',
+    EPERM: 'permission denied',
+    EROFS: 'read-only file system',
+    ENOENT: 'the file system does not allow creating it',
+    EISDIR: 'it is a directory',
+    ENAMETOOLONG: 'the name is too long',
+  };
+  return code ? words[code] : undefined;
+}
+
+/**
+ * Create a directory and its missing parents, one level at a time; returns the directories it made. Not `mkdirSync(..., { recursive: true })`:
+ * on a path such as /proc/x (mkdir says ENOENT although the parent exists) that call loops forever.
+ * A path that cannot be a directory is a usage error naming it.
+ */
+export function ensureDir(dir: string): string[] {
+  const missing: string[] = [];
+  let p = resolve(dir);
+  for (;;) {
+    let isDir: boolean;
+    try {
+      isDir = statSync(p).isDirectory();
+    } catch (err) {
+      // ENOTDIR: a part above is a file; walk up to it and name it below.
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code === 'ENOENT' || code === 'ENOTDIR') && dirname(p) !== p) {
+        missing.push(p);
+        p = dirname(p);
+        continue;
+      }
+      const why = writeProblem(err);
+      if (why) throw new AgroError('usage', `cannot create directory ${dir}: ${why}`);
+      throw err;
+    }
+    if (!isDir) throw new AgroError('usage', `cannot create directory ${dir}: ${relative(process.cwd(), p) || p} is a file, not a directory`);
+    break;
+  }
+  const made: string[] = [];
+  for (const m of missing.reverse()) {
+    try {
+      mkdirSync(m);
+      made.push(m);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST' && statSync(m).isDirectory()) continue; // made meanwhile
+      const why = writeProblem(err);
+      if (why) throw new AgroError('usage', `cannot create directory ${dir}: ${why}`);
+      throw err;
+    }
+  }
+  return made;
+}
 
 /**
  * Write a file so that readers see either the old content or the new, never a half-written file:
@@ -7,7 +66,7 @@ import { dirname, basename, join } from 'node:path';
  */
 export function writeFileAtomic(path: string, data: string | Uint8Array): void {
   const dir = dirname(path);
-  mkdirSync(dir, { recursive: true });
+  ensureDir(dir);
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
   const fd = openSync(tmp, 'w');
   try {
@@ -21,7 +80,15 @@ export function writeFileAtomic(path: string, data: string | Uint8Array): void {
     throw err;
   }
   closeSync(fd);
-  renameSync(tmp, path);
+  try {
+    renameSync(tmp, path);
+  } catch (err) {
+    // No temp file is left behind (a directory at `path` makes the rename fail).
+    rmSync(tmp, { force: true });
+    const why = writeProblem(err);
+    if (why) throw new AgroError('usage', `cannot write ${path}: ${why}`);
+    throw err;
+  }
 }
 
 /** Atomic JSON write with a trailing newline, pretty-printed for humans. */

@@ -71,11 +71,14 @@ test('agro schema prints DDL; a garbage file exits 4', () => {
   assert.match(g.stderr, /^agro: not a readable SQLite database/);
 });
 
-test('numeric flags reject non-integers with a usage error', async () => {
-  const { positiveInt } = await import('../../src/cli/commands/sql.ts');
-  assert.equal(positiveInt('--max-rows', true)('0'), 0);
-  assert.equal(positiveInt('--timeout')('250'), 250);
-  assert.throws(() => positiveInt('--timeout')('0'), /--timeout must be a positive integer/);
-  assert.throws(() => positiveInt('--max-rows', true)('lots'), /--max-rows must be a non-negative integer \(got 'lots'\)/);
-  assert.throws(() => positiveInt('--max-rows', true)('1.5'), /non-negative integer/);
+test('numeric flags reject non-integers and out-of-range values with a usage error', async () => {
+  const { numberArg, timeoutArg, LIMITS } = await import('../../src/cli/options.ts');
+  const maxRows = numberArg('--max-rows', { min: 0, max: LIMITS.rows });
+  assert.equal(maxRows('0'), 0);
+  assert.equal(timeoutArg()('250'), 250);
+  assert.throws(() => timeoutArg()('0'), /--timeout must be an integer from 1 to 2147453647, got "0"/);
+  // setTimeout turns anything past 2^31-1 ms into 1 ms: refused, not silently shortened.
+  assert.throws(() => timeoutArg()('99999999999'), /--timeout must be an integer from 1 to/);
+  assert.throws(() => maxRows('lots'), /--max-rows must be an integer from 0 to 100000000, got "lots"/);
+  assert.throws(() => maxRows('1.5'), /an integer/);
 });

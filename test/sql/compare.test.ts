@@ -62,6 +62,23 @@ test('blobs compare as bytes and never equal a string', () => {
   assert.equal(bird([[new Uint8Array([1, 2])]], [[Buffer.from([1, 2])]]), true);
   assert.equal(bird([[new Uint8Array([1, 2])]], [[new Uint8Array([1, 3])]]), false);
   assert.equal(bird([[new Uint8Array([97])]], [['a']]), false);
+  // A view into a larger buffer compares by its own bytes only.
+  const backing = new Uint8Array([9, 1, 2, 9]);
+  assert.equal(bird([[backing.subarray(1, 3)]], [[new Uint8Array([1, 2])]]), true);
+  assert.equal(bird([[backing.subarray(0, 2)]], [[new Uint8Array([1, 2])]]), false);
+});
+
+test('a 10 MB blob compares in seconds, not minutes (byte-by-byte hex took ~10 s and 0.7 GB on an idle machine)', () => {
+  const a = new Uint8Array(10_000_000).fill(7);
+  const b = new Uint8Array(10_000_000).fill(7);
+  const t0 = performance.now();
+  assert.equal(bird([[a]], [[b]]), true);
+  assert.equal(resultsMatch([[b, 1]], [[a, 1]], { mode: 'spider' }), true);
+  const c = new Uint8Array(10_000_000).fill(7);
+  c[9_999_999] = 8;
+  assert.equal(bird([[a]], [[c]]), false, 'the last byte counts');
+  // Generous for a shared, loaded machine; the old encoding needed ~30 s for these three on an idle one.
+  assert.ok(performance.now() - t0 < 8000, `took ${performance.now() - t0} ms`);
 });
 
 test('float tolerance: 0 is exact; > 0 is absolute up to 1, relative above', () => {

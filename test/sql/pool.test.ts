@@ -144,20 +144,84 @@ test('missing database, garbage file and syntax errors map to their kinds', asyn
   assert.equal(failed(await pool.execute(DB, 'SELECT abs(-9223372036854775808)')).error, 'runtime');
 });
 
-test('a child killed from outside fails only its own query; the pool recovers', async () => {
+/** Waits until a loaded child other than `not` runs the query (a respawn after a kill). */
+async function nextChild(p: SqlPool, not: number[]): Promise<number> {
+  for (;;) {
+    const pid = p.runningPids().find((x) => !not.includes(x));
+    if (pid) return pid;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const SLOW_COUNT = 'WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 2000000) SELECT count(*) FROM r';
+
+test('a child killed from outside is not the query\'s fault: the query runs again on a fresh child', async () => {
   const p = new SqlPool({ size: 1 });
   try {
     ok(await p.execute(DB, 'SELECT 1'));
     const [pid] = p.childPids();
     assert.ok(pid > 0);
-    const running = p.execute(DB, 'WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r', { timeoutMs: 20_000 });
+    const running = p.execute(DB, SLOW_COUNT, { timeoutMs: 60_000 });
     await new Promise((r) => setTimeout(r, 100));
     process.kill(pid, 'SIGKILL');
+    assert.deepEqual(ok(await running).rows, [[2000000]]);
+    assert.notEqual(p.childPids()[0], pid);
+  } finally {
+    await p.close();
+  }
+});
+
+test('a query whose child is killed on every run fails after 3 runs, and the pool recovers', async () => {
+  const p = new SqlPool({ size: 1 });
+  try {
+    ok(await p.execute(DB, 'SELECT 1'));
+    const running = p.execute(DB, 'WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r', { timeoutMs: 60_000 });
+    const killed: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const pid = await nextChild(p, killed);
+      killed.push(pid);
+      process.kill(pid, 'SIGKILL');
+    }
     const r = failed(await running);
     assert.equal(r.error, 'runtime');
-    assert.match(r.message, /SIGKILL/);
+    assert.match(r.message, /died \(signal SIGKILL\).*3 times/);
     assert.deepEqual(ok(await p.execute(DB, 'SELECT count(*) FROM t')).rows, [[1000]]);
-    assert.notEqual(p.childPids()[0], pid);
+  } finally {
+    await p.close();
+  }
+});
+
+test('a result bigger than the child may hold fails as the query\'s own error, and is not retried', async () => {
+  const p = new SqlPool({ size: 1, memoryLimitMiB: 256 });
+  try {
+    // Eight lazy 100 MB zeroblobs: SQLite's own allocation fails (SQLITE_NOMEM), the child lives on.
+    const cols = Array.from({ length: 8 }, () => 'zeroblob(100000000)').join(', ');
+    const r = failed(await p.execute(DB, `SELECT ${cols}`, { maxBytes: 1 << 30, timeoutMs: 60_000 }));
+    assert.equal(r.error, 'runtime');
+    assert.match(r.message, /more memory than the SQL executor may use/);
+    assert.equal(p.spawned, 1);
+    // 150 MB fits in SQLite but not twice (its copy out to JavaScript): V8 aborts the child. That is
+    // the query's own limit: one replacement child, no second run.
+    const big = failed(await p.execute(DB, 'SELECT randomblob(150000000)', { maxBytes: 1 << 30, timeoutMs: 60_000 }));
+    assert.match(big.message, /more memory than the SQL executor may use \(256 MiB\)/);
+    assert.equal(p.spawned, 1, 'the replacement starts with the next query');
+    assert.deepEqual(ok(await p.execute(DB, 'SELECT count(*) FROM t')).rows, [[1000]]);
+    assert.equal(p.spawned, 2);
+  } finally {
+    await p.close();
+  }
+});
+
+test('a reply that arrived while this process was busy past the limit is not a timeout', async () => {
+  const p = new SqlPool({ size: 1 });
+  try {
+    ok(await p.execute(DB, 'SELECT 1'));
+    const running = p.execute(DB, 'SELECT count(*) FROM t', { timeoutMs: 200 });
+    const until = performance.now() + 800;
+    while (performance.now() < until); // block the event loop well past the 200 ms limit
+    const r = ok(await running);
+    assert.deepEqual(r.rows, [[1000]]);
+    assert.ok(r.elapsedMs < 200, `timed in the child: ${r.elapsedMs} ms`);
   } finally {
     await p.close();
   }
@@ -190,5 +254,8 @@ test('a database rewritten at the same path is reopened, not served from a stale
 
 test('bad options are a usage error', async () => {
   assert.throws(() => new SqlPool({ size: 0 }), /size/);
+  assert.throws(() => new SqlPool({ memoryLimitMiB: 16 }), /memoryLimitMiB/);
   await assert.rejects(pool.execute(DB, 'SELECT 1', { timeoutMs: -1 }), /timeoutMs/);
+  // setTimeout would turn a limit past 2^31-1 ms into 1 ms.
+  await assert.rejects(pool.execute(DB, 'SELECT 1', { timeoutMs: 99_999_999_999 }), /timeoutMs must be an integer from 1 to/);
 });

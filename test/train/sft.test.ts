@@ -267,5 +267,5 @@ test('agro sft trains from scratch, refuses to clobber a run, and resumes with -
   assert.equal(readFileSync(join(out2, 'checkpoints', 'step-1', 'tokenizer.json'), 'utf8'), readFileSync(join(out, 'checkpoints', 'step-3', 'tokenizer.json'), 'utf8'));
   const missing = spawnSync(process.execPath, ['bin/agro.js', 'sft', '--data', join(dir, 'none.jsonl'), '--out', out], { encoding: 'utf8' });
   assert.equal(missing.status, 3);
-  assert.equal(missing.stderr.trim(), `agro: dataset not found: ${join(dir, 'none.jsonl')}`);
+  assert.equal(missing.stderr.trim(), `agro: dataset file not found: ${join(dir, 'none.jsonl')}`);
 });

@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { z } from 'zod';
@@ -11,7 +10,9 @@ import { resolveDatabases } from '../../data/databases.ts';
 import { writeBirdFiles } from '../../data/bird-files.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import { LEGACY_QUOTES_MISSING, legacyQuotesAvailable } from '../../sql/open-database.mjs';
-import { writeJsonAtomic } from '../../util/fs.ts';
+import { ensureDir, writeJsonAtomic } from '../../util/fs.ts';
+import { LIMITS } from '../options.ts';
+import { prepareOutDir, prepareOutFile } from '../out-path.ts';
 
 const optionsSchema = z.object({
   data: z.string().min(1),
@@ -19,12 +20,12 @@ const optionsSchema = z.object({
   pred: z.string().min(1).optional(),
   gold: z.boolean().optional(),
   mode: z.enum(['bird', 'spider']),
-  timeout: z.coerce.number().int().positive(),
+  timeout: z.coerce.number().int().positive().max(LIMITS.timeoutMs),
   suite: z.string().min(1).optional(),
   out: z.string().min(1).optional(),
   json: z.boolean().optional(),
   workers: z.coerce.number().int().min(1).max(64),
-  floatTol: z.coerce.number().min(0),
+  floatTol: z.coerce.number().min(0).max(1),
   keepDistinct: z.boolean().optional(),
   birdSortedRows: z.boolean().optional(),
   exportBird: z.string().min(1).optional(),
@@ -49,12 +50,15 @@ async function runEval(raw: unknown): Promise<void> {
   // Without it, double-quoted string literals (2,818 of Spider's 8,475 train gold queries) fail here
   // but not in the official scripts: every such score would be wrong, so refuse rather than mislead.
   if (!legacyQuotesAvailable()) throw new AgroError('not_found', `eval: ${LEGACY_QUOTES_MISSING}`);
-  // All input is read and checked before the first query runs: bad input costs nothing.
+  // All input is read and checked, and the output path too, before the first query runs: bad input costs nothing.
+  const inputs = [{ flag: '--data', path: o.data }, ...(o.pred ? [{ flag: '--pred', path: o.pred }] : [])];
+  if (o.out) prepareOutFile({ flag: '--out', path: o.out }, inputs);
+  if (o.exportBird) prepareOutDir({ flag: '--export-bird', path: o.exportBird }, inputs);
   const dataset = readDataset(o.data);
   const predictions = o.gold ? dataset.items.map((it) => it.gold) : readPredictions(o.pred!, dataset.items);
   resolveDatabases(o.dbRoot, dataset.items.map((it) => it.dbId));
   if (o.exportBird) {
-    mkdirSync(o.exportBird, { recursive: true });
+    ensureDir(o.exportBird);
     const files = writeBirdFiles(o.exportBird, dataset.items, predictions);
     if (!o.json) process.stdout.write(`BIRD files written: ${files.pred}, ${files.gold}\n`);
   }

@@ -1,13 +1,14 @@
 import type { Command } from 'commander';
-import { AgroError } from '../../errors.ts';
-import { runQuickstart, SMALL_QUICKSTART, type QuickstartConfigInput } from '../../pipeline/quickstart.ts';
+import { resolveQuickstartConfig, runQuickstart, SMALL_QUICKSTART, type QuickstartConfigInput } from '../../pipeline/quickstart.ts';
+import { seedArg } from '../options.ts';
+import { prepareOutDir } from '../out-path.ts';
 import { stageBars, stepBar, type StepBar } from '../progress.ts';
 
 interface QuickstartCliOptions {
   db?: string;
   out?: string;
   small?: boolean;
-  seed?: string;
+  seed?: number;
   algo?: string;
   json?: boolean;
 }
@@ -20,18 +21,17 @@ export function register(program: Command): void {
     .option('--out <dir>', 'run directory (default: runs/quickstart, or runs/quickstart-small with --small)')
     .option('--small', 'a CI-sized run: tiny model, few pairs and steps (a couple of minutes)')
     .option('--algo <name>', 'RL algorithm preset (default grpo)')
-    .option('--seed <n>', 'seed')
+    .option('--seed <n>', 'seed', seedArg())
     .option('--json', 'print the report as JSON instead of progress lines')
     .action(async (o: QuickstartCliOptions) => {
       const cfg: QuickstartConfigInput = o.small ? { ...SMALL_QUICKSTART, out: 'runs/quickstart-small' } : {};
       if (o.db) cfg.db = o.db;
       if (o.out) cfg.out = o.out;
       if (o.algo) cfg.algo = o.algo;
-      if (o.seed !== undefined) {
-        const n = Number(o.seed);
-        if (!Number.isInteger(n) || n < 0) throw new AgroError('usage', `--seed must be a non-negative integer, got "${o.seed}"`);
-        cfg.seed = n;
-      }
+      if (o.seed !== undefined) cfg.seed = o.seed;
+      // The whole configuration and the run directory are checked before the first stage runs.
+      const resolved = resolveQuickstartConfig(cfg);
+      prepareOutDir({ flag: '--out', path: resolved.out }, [{ flag: '--db', path: resolved.db }]);
       const controller = new AbortController();
       const onSigint = (): void => controller.abort();
       process.once('SIGINT', onSigint);

@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
-import { numberArg } from '../options.ts';
+import { prepareOutDir } from '../out-path.ts';
+import { readText } from '../../data/read-json.ts';
+import { LIMITS, numberArg, seedArg } from '../options.ts';
 import { tablesRead } from '../../sql/lexer.ts';
 import { initBackend } from '../../model/backend.ts';
 import type { BackendName } from '../../model/backend.ts';
@@ -42,8 +43,7 @@ const messagesRow = z.object({ messages: z.array(chatMessageSchema).min(1) });
 
 /** Rows of a .jsonl file (one JSON object a line) or of a .json array (BIRD's dev.json). */
 export function readRows(path: string): { line: number; value: unknown }[] {
-  if (!existsSync(path)) throw new AgroError('not_found', `dataset not found: ${path}`);
-  const text = readFileSync(path, 'utf8');
+  const text = readText(path, 'dataset');
   if (text.trimStart().startsWith('[')) {
     let arr: unknown;
     try {
@@ -129,6 +129,7 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
 
   const conversations = rowsToConversations(readRows(o.data), o.dbRoot, o.data);
   if (conversations.length === 0) throw new AgroError('invalid_input', `${o.data}: the dataset is empty`);
+  prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--data', path: o.data }, ...(o.init ? [{ flag: '--init', path: o.init }] : [])]);
   const existing = listCheckpoints(o.out);
   if (existing.length && !o.resume) {
     throw new AgroError('usage', `${o.out} already has checkpoints (newest ${existing.at(-1)?.dir}); pass --resume to continue or choose another --out`);
@@ -193,18 +194,18 @@ export function register(program: Command): void {
     .requiredOption('--out <dir>', 'run directory (metrics.jsonl, checkpoints/step-N)')
     .option('--init <checkpoint>', 'start from this checkpoint (its tokenizer and weights) instead of from scratch')
     .option('--preset <name>', 'model size when training from scratch: tiny or small', 'small')
-    .option('--steps <n>', 'optimizer steps', numberArg('--steps', { min: 1 }))
-    .option('--seed <n>', 'seed for weights and data order', numberArg('--seed', { min: 0 }))
+    .option('--steps <n>', 'optimizer steps', numberArg('--steps', { min: 1, max: LIMITS.steps }))
+    .option('--seed <n>', 'seed for weights and data order', seedArg())
     .option('--resume', 'continue from the newest checkpoint in --out')
     .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
-    .option('--vocab-size <n>', 'tokenizer size when training from scratch', numberArg('--vocab-size', { min: 300 }), 4096)
-    .option('--batch-size <n>', 'sequences per micro-batch', numberArg('--batch-size', { min: 1 }))
-    .option('--max-batch-tokens <n>', 'most padded tokens per forward pass; bigger batches run in several passes (default 1024)', numberArg('--max-batch-tokens', { min: 2 }))
-    .option('--grad-accum <n>', 'micro-batches per optimizer step', numberArg('--grad-accum', { min: 1 }))
-    .option('--lr <x>', 'peak learning rate', numberArg('--lr', { integer: false, positive: true }))
-    .option('--max-seq-len <n>', 'truncate samples to this many tokens', numberArg('--max-seq-len', { min: 2 }))
-    .option('--eval-every <n>', 'held-out loss every N steps (0: only at the end)', numberArg('--eval-every', { min: 0 }))
-    .option('--checkpoint-every <n>', 'checkpoint every N steps (0: only at the end)', numberArg('--checkpoint-every', { min: 0 }))
+    .option('--vocab-size <n>', 'tokenizer size when training from scratch', numberArg('--vocab-size', { min: 300, max: LIMITS.vocab }), 4096)
+    .option('--batch-size <n>', 'sequences per micro-batch', numberArg('--batch-size', { min: 1, max: LIMITS.batch }))
+    .option('--max-batch-tokens <n>', 'most padded tokens per forward pass; bigger batches run in several passes (default 1024)', numberArg('--max-batch-tokens', { min: 2, max: LIMITS.tokens }))
+    .option('--grad-accum <n>', 'micro-batches per optimizer step', numberArg('--grad-accum', { min: 1, max: LIMITS.batch }))
+    .option('--lr <x>', 'peak learning rate', numberArg('--lr', { integer: false, positive: true, max: 1 }))
+    .option('--max-seq-len <n>', 'truncate samples to this many tokens', numberArg('--max-seq-len', { min: 2, max: LIMITS.tokens }))
+    .option('--eval-every <n>', 'held-out loss every N steps (0: only at the end)', numberArg('--eval-every', { min: 0, max: LIMITS.every }))
+    .option('--checkpoint-every <n>', 'checkpoint every N steps (0: only at the end)', numberArg('--checkpoint-every', { min: 0, max: LIMITS.every }))
     .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
     .option('--json', 'print a JSON summary and no progress bar')
     .action((opts: SftCliOptions) => runSftCommand(opts));

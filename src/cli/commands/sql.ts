@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { AgroError, type ErrorKind } from '../../errors.ts';
+import { LIMITS, numberArg, timeoutArg } from '../options.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import type { ExecErrorKind, Row, SqlValue } from '../../sql/types.ts';
 
@@ -11,16 +12,6 @@ const KIND: Record<ExecErrorKind, ErrorKind> = {
   no_database: 'not_found',
   bad_database: 'invalid_input',
 };
-
-export function positiveInt(flag: string, allowZero = false): (v: string) => number {
-  return (v: string) => {
-    const n = Number(v);
-    if (!/^\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || (!allowZero && n === 0)) {
-      throw new AgroError('usage', `${flag} must be a ${allowZero ? 'non-negative' : 'positive'} integer (got '${v}')`);
-    }
-    return n;
-  };
-}
 
 function cellText(v: SqlValue, width: number): string {
   let s: string;
@@ -52,8 +43,8 @@ export function register(program: Command): void {
     .argument('<query>', 'a single SELECT / WITH / VALUES statement')
     .requiredOption('--db <path>', 'SQLite database file')
     .option('--json', 'print {columns, rows, truncated, elapsedMs} as JSON (blobs as {blob: base64})')
-    .option('--timeout <ms>', 'wall-clock limit in milliseconds', positiveInt('--timeout'), 5000)
-    .option('--max-rows <n>', 'rows kept before the result is cut', positiveInt('--max-rows', true), 10_000)
+    .option('--timeout <ms>', 'wall-clock limit in milliseconds', timeoutArg(), 5000)
+    .option('--max-rows <n>', 'rows kept before the result is cut', numberArg('--max-rows', { min: 0, max: LIMITS.rows }), 10_000)
     .action(async (query: string, opts: { db: string; json?: boolean; timeout: number; maxRows: number }) => {
       const pool = new SqlPool({ size: 1 });
       try {

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { parseCliOptions } from '../options.ts';
+import { LIMITS, parseCliOptions } from '../options.ts';
+import { prepareOutDir } from '../out-path.ts';
 import { SearchCorpus } from '../../search/corpus.ts';
 import { SYNTH_DEFAULTS, synthesize, type SearchQuestion } from '../../search/synthesize.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../../util/fs.ts';
@@ -10,14 +11,16 @@ const optionsSchema = z.object({
   db: z.string().min(1),
   out: z.string().min(1),
   n: z.coerce.number().int().min(1).max(100000),
-  seed: z.coerce.number().int().min(0),
+  seed: z.coerce.number().int().min(0).max(LIMITS.seed),
   maxHops: z.coerce.number().int().min(1).max(3),
-  show: z.coerce.number().int().min(0),
+  show: z.coerce.number().int().min(0).max(10_000),
   json: z.boolean().optional(),
 });
 
 function parseOptions(raw: unknown): z.infer<typeof optionsSchema> {
-  return parseCliOptions(optionsSchema, raw, 'synth-search');
+  const o = parseCliOptions(optionsSchema, raw, 'synth-search');
+  prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--db', path: o.db }]);
+  return o;
 }
 
 function showQuestion(q: SearchQuestion): string {

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
-import { parseCliOptions } from '../options.ts';
+import { LIMITS, parseCliOptions } from '../options.ts';
+import { prepareOutDir } from '../out-path.ts';
 import { runFactory } from '../../factory/pipeline.ts';
 import { stageBars } from '../progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
@@ -12,19 +13,20 @@ const optionsSchema = z.object({
   db: z.string().min(1),
   out: z.string().min(1),
   n: z.coerce.number().int().min(1).max(1_000_000),
-  seed: z.coerce.number().int().min(0),
+  seed: z.coerce.number().int().min(0).max(LIMITS.seed),
   variants: z.coerce.number().int().min(0).max(20),
   cycles: z.coerce.number().int().min(0).max(20),
   llmUrl: z.string().optional(),
   llmModel: z.string().optional(),
-  show: z.coerce.number().int().min(0),
-  timeout: z.coerce.number().int().positive(),
+  show: z.coerce.number().int().min(0).max(10_000),
+  timeout: z.coerce.number().int().positive().max(LIMITS.timeoutMs),
   json: z.boolean().optional(),
 });
 
 function parseOptions(raw: unknown): z.infer<typeof optionsSchema> {
   const o = parseCliOptions(optionsSchema, raw, 'synth');
   if (Boolean(o.llmUrl) !== Boolean(o.llmModel)) throw new AgroError('usage', 'synth: --llm-url and --llm-model go together');
+  prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--db', path: o.db }]);
   return o;
 }
 

@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { AgroError } from '../../errors.ts';
-import { numberArg } from '../options.ts';
+import { prepareOutDir } from '../out-path.ts';
+import { LIMITS, numberArg, seedArg } from '../options.ts';
 import { initBackend, type BackendName } from '../../model/backend.ts';
 import { loadCheckpoint, type Checkpoint } from '../../model/checkpoint.ts';
 import { LlamaModel } from '../../model/llama.ts';
@@ -102,6 +103,10 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   if (o.lr !== undefined) config.lr = o.lr;
   if (o.seed !== undefined) config.seed = o.seed;
   const { algo, train: trainCfg } = resolveTrainConfig(config); // fail on a bad config before loading anything heavy
+  const inputs = Object.entries({ '--data': o.data, '--init': o.init, '--held-out': o.heldOut, '--config': o.config, '--variants': o.variants })
+    .filter((e): e is [string, string] => e[1] !== undefined)
+    .map(([flag, path]) => ({ flag, path }));
+  prepareOutDir({ flag: '--out', path: o.out }, inputs);
 
   if (o.task !== 'sql' && o.task !== 'search') throw new AgroError('usage', `--task must be sql or search, got "${o.task}"`);
   const engineName = o.engine ?? 'tfjs';
@@ -203,16 +208,16 @@ export function register(program: Command): void {
     .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
     .option('--variants <dir>', 'variant databases as <dir>/<db_id>/*.sqlite (e.g. the variants/ of `agro synth`): the reward needs a match on each')
     .option('--held-out <file>', 'questions to evaluate on at the end (search: default the heldout split of --data)')
-    .option('--steps <n>', 'RL steps', numberArg('--steps', { min: 1 }))
-    .option('--group-size <n>', 'responses per prompt (G)', numberArg('--group-size', { min: 1 }))
-    .option('--prompts <n>', 'prompts per step', numberArg('--prompts', { min: 1 }))
-    .option('--lr <x>', 'learning rate', numberArg('--lr', { integer: false, positive: true }))
-    .option('--seed <n>', 'seed', numberArg('--seed', { min: 0 }))
+    .option('--steps <n>', 'RL steps', numberArg('--steps', { min: 1, max: LIMITS.steps }))
+    .option('--group-size <n>', 'responses per prompt (G)', numberArg('--group-size', { min: 1, max: LIMITS.batch }))
+    .option('--prompts <n>', 'prompts per step', numberArg('--prompts', { min: 1, max: LIMITS.batch }))
+    .option('--lr <x>', 'learning rate', numberArg('--lr', { integer: false, positive: true, max: 1 }))
+    .option('--seed <n>', 'seed', seedArg())
     .option('--resume', 'continue from the newest checkpoint in --out')
-    .option('--schema-chars <n>', 'sql: characters of schema in the agent prompt (default 1800)', numberArg('--schema-chars', { min: 200 }))
+    .option('--schema-chars <n>', 'sql: characters of schema in the agent prompt (default 1800)', numberArg('--schema-chars', { min: 200, max: LIMITS.chars }))
     .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
     .option('--engine <name>', `rollout sampler: ${ENGINE_NAMES.join(' or ')} (llama.cpp: a GGUF export of the policy, re-synced after each update)`)
-    .option('--engine-threads <n>', 'llama.cpp engine: CPU threads (default 1)', numberArg('--engine-threads', { min: 1 }))
+    .option('--engine-threads <n>', 'llama.cpp engine: CPU threads (default 1)', numberArg('--engine-threads', { min: 1, max: LIMITS.threads }))
     .option('--json', 'print a JSON summary and no progress')
     .action((opts: TrainCliOptions) => runTrainCommand(opts));
 }
