@@ -13,7 +13,7 @@
  * Each question is scored as it ends with the evaluator itself (src/eval), so the running EX and the
  * final report are exactly what `agro eval --pred` on the written file gives.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
@@ -32,6 +32,7 @@ import type { EvalItem } from '../data/types.ts';
 import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predictions.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { sqlTaskOf } from '../agent/tasks.ts';
+import { ensureDir } from '../util/fs.ts';
 
 export const predictConfigSchema = z.strictObject({
   data: z.string().min(1),
@@ -170,7 +171,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
   const dbs = resolveDatabases(cfg.dbRoot, dataset.items.map((it) => it.dbId));
   const tasks = new Map(dataset.items.map((it) => [it.index, sqlTaskOf(it, dbs.get(it.dbId) as string, [])]));
   const out = resolve(cfg.out);
-  mkdirSync(out, { recursive: true });
+  ensureDir(out);
   const runInfo = { version: 1, settings: { ...cfg, data: resolve(cfg.data), dbRoot: resolve(cfg.dbRoot), out: undefined, temperature }, policy: policy.name };
   const runPath = join(out, FILES.run);
   if (existsSync(runPath)) {

@@ -11,6 +11,7 @@ import { SqlEnvironment } from '../../agent/sql-env.ts';
 import { exportRow, splitRows } from '../../agent/export.ts';
 import { EXPORT_FORMATS, writeExport } from '../../data/export-formats.ts';
 import { SqlPool } from '../../sql/pool.ts';
+import { prepareOutDir } from '../out-path.ts';
 
 /**
  * `agro export --format trl|verl`: a factory output or any BIRD/Spider file as training data for TRL
@@ -31,6 +32,7 @@ const optionsSchema = z.object({
 
 async function runExport(raw: unknown): Promise<void> {
   const o = parseCliOptions(optionsSchema, raw, 'export');
+  prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--data', path: o.data }]);
   const source = resolveTaskSource(o.data, { dbRoot: o.dbRoot, variants: o.variants });
   let tasks = tasksFromCatalog(source.dataPath, source.catalog);
   if (o.limit !== undefined) tasks = tasks.slice(0, o.limit);

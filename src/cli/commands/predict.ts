@@ -5,6 +5,7 @@ import { formatReport } from '../../eval/format.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import { numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
+import { prepareOutDir } from '../out-path.ts';
 
 interface PredictCliOptions extends PolicyCliOptions {
   data: string;
@@ -40,6 +41,7 @@ export function progressLine(p: PredictProgress): string {
 }
 
 async function run(o: PredictCliOptions): Promise<void> {
+  prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--data', path: o.data }, ...(o.policy ? [{ flag: '--policy', path: o.policy }] : [])]);
   const policy = await openPolicyFromCli(o, o.concurrency);
   const pool = new SqlPool({ size: o.workers });
   const ctrl = new AbortController();
