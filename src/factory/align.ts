@@ -191,11 +191,10 @@ function parseCond(p: Parser, scope: Scope, env: { outerBase: string; graph: Sch
       if (left.kind !== 'col') throw new ParseError('IN on a non-column');
       const sub: Scope = { alias: 'S1', mentions: [] };
       const target = p.needColumn(sub);
-      p.expect(' values for which ');
-      const c = parseCond(p, sub, null);
+      p.expect(' values');
       const q = emptySelect(target.table, 'S1');
       q.columns = [target];
-      q.where = [c];
+      if (p.eat(' for which ')) q.where = [parseCond(p, sub, null)];
       return { kind: 'in', expr: left, query: q, negated };
     }
   }
@@ -261,7 +260,8 @@ function parseCore(p: Parser, env: ParseEnv, stopAtSet: boolean): SelectAst {
     if (!dir) throw new ParseError('missing sort direction');
     q.orderBy = [{ expr: e, dir }];
   }
-  if (p.eat(', showing only the first ')) {
+  if (p.eat(', showing only the top one')) q.limit = 1;
+  else if (p.eat(', showing only the top ')) {
     const n = p.literal();
     if (typeof n !== 'number') throw new ParseError('bad limit');
     q.limit = n;

@@ -20,6 +20,7 @@ const optionsSchema = z.object({
   show: z.coerce.number().int().min(0),
   timeout: z.coerce.number().int().positive(),
   json: z.boolean().optional(),
+  strict: z.boolean().optional(),
 });
 
 function parseOptions(raw: unknown): z.infer<typeof optionsSchema> {
@@ -46,8 +47,13 @@ async function run(raw: unknown): Promise<void> {
       { executor: exec, progress: stageProgress(!quiet) },
     );
     const m = r.manifest;
+    // Fewer pairs than asked is said on one line (stderr), and is an error under --strict.
+    if (m.shortfall && o.strict) throw new AgroError('invalid_input', `synth --strict: ${m.shortfall}`);
+    if (m.shortfall) process.stderr.write(`agro: warning: ${m.shortfall}\n`);
     if (o.json) {
-      process.stdout.write(JSON.stringify({ dataset: r.datasetPath, manifest: r.manifestPath, rows: m.rows, difficulty: m.difficulty, stages: m.stages, skipped: m.skipped, variants: m.variants }) + '\n');
+      process.stdout.write(
+        JSON.stringify({ dataset: r.datasetPath, manifest: r.manifestPath, rows: m.rows, shortfall: m.shortfall ?? null, difficulty: m.difficulty, stages: m.stages, skipped: m.skipped, unused: m.unused, variants: m.variants }) + '\n',
+      );
       return;
     }
     const lines = [`wrote ${m.rows} pairs to ${r.datasetPath}`];
@@ -61,6 +67,9 @@ async function run(raw: unknown): Promise<void> {
     lines.push(`  difficulty: ${Object.entries(m.difficulty).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     lines.push(`  variants: ${m.variants.length} in ${m.variants.length ? m.variants[0].replace(/\/[^/]+$/, '') : '-'} (caught ${m.caughtByVariants} pairs the original alone accepted)`);
     for (const s of m.skipped) lines.push(`  skipped ${s.what}: ${s.why}`);
+    const unusedTables = m.unused.filter((u) => u.what.startsWith('table '));
+    const unusedColumns = m.unused.length - unusedTables.length;
+    if (m.unused.length) lines.push(`  unused: ${unusedTables.length} tables, ${unusedColumns} columns (reasons in ${r.manifestPath})`);
     process.stdout.write(lines.join('\n') + '\n');
     if (o.show > 0) {
       const shown: string[] = [];
@@ -87,5 +96,6 @@ export function register(program: Command): void {
     .option('--show <count>', 'print this many examples with a few result rows', '0')
     .option('--timeout <ms>', 'per-query time limit', '5000')
     .option('--json', 'print a JSON summary instead of text (no progress bars)')
+    .option('--strict', 'exit with an error (code 4) when fewer than --n pairs could be written')
     .action(run);
 }
