@@ -12,7 +12,8 @@ import { buildLexicon, type Lexicon } from './names.ts';
 import { printQuery } from './print.ts';
 import { AGG_WORDS, CMP_WORDS, OP_WORDS, realizePair, SET_WORDS, STYLE_PREFIXES } from './realize.ts';
 import { buildJoins, type SchemaGraph } from './schema-graph.ts';
-import type { Stage, StageContext, SynthPair } from './types.ts';
+import { mapConcurrent } from '../util/concurrency.ts';
+import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
 import { QUESTION_STYLES } from './types.ts';
 
 class ParseError extends Error {}
@@ -347,7 +348,7 @@ export function alignStage(env: ParseEnv): Stage<SynthPair, SynthPair> {
     async run(items, ctx) {
       const out: SynthPair[] = [];
       ctx.progress.start('align', items.length);
-      for (const p of items) {
+      const results = await mapConcurrent(items, STAGE_CONCURRENCY, async (p) => {
         let r = await roundTrip(ctx, env, p);
         if (r !== 'ok') {
           const first = r;
@@ -357,6 +358,10 @@ export function alignStage(env: ParseEnv): Stage<SynthPair, SynthPair> {
           if (r === 'ok') p.provenance.repairedFrom = `${p.id}:${first}`;
         }
         ctx.progress.tick();
+        return r;
+      });
+      for (const [i, p] of items.entries()) {
+        const r = results[i];
         if (r !== 'ok') {
           ctx.reject(p, r);
           continue;

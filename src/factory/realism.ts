@@ -88,8 +88,8 @@ export function identifierLeaks(question: string, schema: DbSchema): string[] {
   for (const w of schemaWords) for (const f of [w, pluralize.singular(w), pluralize.plural(w)]) forms.add(f);
   for (const w of text.toLowerCase().match(/\p{L}+/gu) ?? []) {
     if (forms.has(w) || w.length < 3) continue;
-    // a schema word cut short ("siz" from "sizes"): a prefix missing 1-2 letters that no proper form explains
-    if ([...schemaWords].some((s) => s.length > w.length && s.length - w.length <= 2 && s.startsWith(w) && /s$/.test(s))) {
+    // a plural cut wrong ("siz" from "sizes"): the word plus -s/-es is a schema word whose singular it is not
+    if (schemaWords.has(`${w}s`) || schemaWords.has(`${w}es`)) {
       out.push('truncated_singular');
       break;
     }

@@ -16,7 +16,12 @@ import type { Difficulty, StageContext, SynthPair } from './types.ts';
 export interface SynthEnv {
   graph: SchemaGraph;
   profiles: Map<string, TableProfile>;
+  /** Sampled rows per table (and joined table), fetched once: literals come from these, not a query per candidate. */
+  rowCache?: Map<string, SqlValue[][]>;
 }
+
+/** Rows sampled per frame (a window at a random offset in the first 5000 rows), so big tables are never scanned. */
+const SAMPLE_ROWS = 64;
 
 interface Bound extends UsableColumn {
   ref: ColRef;
@@ -42,13 +47,21 @@ async function frame(ctx: StageContext, env: SynthEnv, base: TableProfile, relat
     if (!p) continue;
     for (const c of p.columns) cols.push({ ...c, ref: col(alias, t, c.column) });
   }
-  const probe: SelectAst = { ...q, columns: cols.map((c) => c.ref) };
-  const offset = ctx.rng.int(Math.max(1, Math.min(base.table.rowCount, 5000)));
-  let r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT 1 OFFSET ${offset}`, { timeoutMs: ctx.timeoutMs });
-  if (r.ok && r.rows.length === 0) r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT 1`, { timeoutMs: ctx.timeoutMs });
-  if (!r.ok || r.rows.length === 0) return null;
+  const cacheKey = `${base.table.name}\u0000${related?.table.name ?? ''}`;
+  const cache = (env.rowCache ??= new Map<string, SqlValue[][]>());
+  let rows: SqlValue[][] | undefined = cache.get(cacheKey);
+  if (!rows) {
+    const probe: SelectAst = { ...q, columns: cols.map((c) => c.ref) };
+    const offset = ctx.rng.int(Math.max(1, Math.min(base.table.rowCount, 5000) - SAMPLE_ROWS));
+    let r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT ${SAMPLE_ROWS} OFFSET ${offset}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
+    if (r.ok && r.rows.length === 0) r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT ${SAMPLE_ROWS}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
+    rows = r.ok ? r.rows : [];
+    cache.set(cacheKey, rows);
+  }
+  if (!rows.length) return null;
+  const picked = ctx.rng.pick(rows);
   const row = new Map<string, SqlValue>();
-  cols.forEach((c, i) => row.set(key(c.ref), r.rows[0][i]));
+  cols.forEach((c, i) => row.set(key(c.ref), picked[i]));
   return { q, cols, row, related: related?.table.name ?? null };
 }
 
@@ -172,7 +185,7 @@ const TEMPLATES: Record<string, Builder> = {
     return f.q.where.length || !f.related ? f.q : null;
   },
   async groupAgg(ctx, env) {
-    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.75));
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.55));
     if (!pick) return null;
     const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
@@ -193,11 +206,12 @@ const TEMPLATES: Record<string, Builder> = {
     f.q.columns = [g.ref, agg];
     f.q.groupBy = [g.ref];
     if (ctx.rng.next() < 0.3) f.q.where = filters(f, ctx.rng, 1, new Set([key(g.ref)]));
-    if (ctx.rng.next() < 0.35) {
+    if (ctx.rng.next() < 0.3) {
       const countStar: Expr = { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false };
       f.q.having = [{ kind: 'cmp', left: countStar, op: '>', right: lit(1 + ctx.rng.int(3)) }];
     }
-    if (ctx.rng.next() < 0.6) {
+    if (ctx.rng.next() < 0.45) {
+      // "which X has the most Y"
       f.q.orderBy = [
         { expr: agg, dir: 'DESC' },
         { expr: g.ref, dir: 'ASC' },

@@ -75,6 +75,9 @@ export interface StageContext {
   timeoutMs: number;
 }
 
+/** Items a stage checks at once: the factory's SQL pool runs two queries at a time. */
+export const STAGE_CONCURRENCY = 2;
+
 export interface Stage<I, O> {
   name: string;
   run(items: I[], ctx: StageContext): Promise<O[]>;

@@ -9,7 +9,8 @@ import { resultsMatch } from '../sql/compare.ts';
 import type { ExecResult, Row } from '../sql/types.ts';
 import type { QueryAst, SelectAst } from './ast.ts';
 import { printCondIn, printQuery } from './print.ts';
-import type { Stage, StageContext, SynthPair } from './types.ts';
+import { mapConcurrent } from '../util/concurrency.ts';
+import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
 
 export const MAX_RESULT_ROWS = 200;
 
@@ -126,9 +127,13 @@ export const verifyStage: Stage<SynthPair, SynthPair> = {
     const out: SynthPair[] = [];
     let single = 0;
     ctx.progress.start('verify', items.length);
-    for (const p of items) {
-      let reason = await verifyPair(ctx, p);
+    const reasons = await mapConcurrent(items, STAGE_CONCURRENCY, async (p) => {
+      const r = await verifyPair(ctx, p);
       ctx.progress.tick();
+      return r;
+    });
+    for (const [i, p] of items.entries()) {
+      let reason = reasons[i];
       if (!reason && p.resultRows === 1 && resultWidth(p) === 1) {
         // The share is of the candidates, not of those kept so far, so a run is not starved of pairs.
         if (single + 1 > Math.max(3, SINGLE_VALUE_SHARE * items.length)) reason = 'single_value_cap';

@@ -16,7 +16,7 @@ import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
 import { verifyPair } from '../../src/factory/verify.ts';
 import { realizeEvidence, realizeQuestion } from '../../src/factory/realize.ts';
 import { makeParseEnv, parseQuestion } from '../../src/factory/align.ts';
-import { runFactory, shortfallLine } from '../../src/factory/pipeline.ts';
+import { runFactory, shortfallLine, type StageReport } from '../../src/factory/pipeline.ts';
 import { identifierLeaks, queryShape, schemaItems } from '../../src/factory/realism.ts';
 import { silentProgress, type StageContext, type SynthPair } from '../../src/factory/types.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
@@ -181,12 +181,17 @@ test('realism metrics: shapes, tables and columns through aliases, leaked identi
   assert.deepEqual(identifierLeaks("What is the order_status where the name is 'a_b'?", schema), ['snake_case']);
   assert.deepEqual(identifierLeaks('Show the signupDate of customers.', schema), ['CamelCase']);
   assert.deepEqual(identifierLeaks('What is the car maker maker?', schema), ['doubled_word']);
-  assert.deepEqual(identifierLeaks('What is the custome name?', schema), ['truncated_singular']);
+  const sizesDb = new Database(join(dir, 'sizes.sqlite'));
+  sizesDb.exec('CREATE TABLE Sizes (size_code TEXT)');
+  sizesDb.close();
+  const sizes = introspectSchema(join(dir, 'sizes.sqlite'));
+  assert.deepEqual(identifierLeaks('What is the siz size code?', sizes), ['truncated_singular']);
+  assert.deepEqual(identifierLeaks('What is the size code of each size, for sizes?', sizes), []);
   assert.deepEqual(identifierLeaks('How many customers live in Lyon?', schema), []);
 });
 
 test('honesty: a shortfall is one line naming the stage that starved it; synth --strict exits non-zero', () => {
-  const stages = [
+  const stages: StageReport[] = [
     { stage: 'synthesize', in: 50, out: 50, rejected: {}, resumed: false, seconds: 1 },
     { stage: 'verify', in: 50, out: 10, rejected: { empty_result: 30, timeout: 10 }, resumed: false, seconds: 1 },
   ];
