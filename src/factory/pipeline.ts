@@ -23,6 +23,7 @@ import { refineStage, type CycleLog } from './refine.ts';
 import { coverage, diversityStage, embedHybrid, type Coverage } from '../diversity/index.ts';
 import { sqlFeatures, sqlSkeleton, structureKey } from '../sql/features.ts';
 import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
+import { queryShape } from './realism.ts';
 import { realizeStage } from './realize.ts';
 import { buildSchemaGraph, inferForeignKeys, type SchemaGraph } from './schema-graph.ts';
 import { synthesize } from './synthesize.ts';
@@ -269,7 +270,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       items = await asStage(audit, items, variants);
       llm.audit = audit.stats;
     }
-    items = await asStage(diversityStage({ size: cfg.n, mix: cfg.mix ?? { simple: 0.35, moderate: 0.4, challenging: 0.25 } }), items, variants);
+    items = await asStage(diversityStage({ size: cfg.n, mix: cfg.mix ?? { simple: 0.35, moderate: 0.4, challenging: 0.25 }, cover: (p) => queryShape(p.sql) }), items, variants);
     let refineLog: CycleLog[] = [];
     if (cfg.cycles > 0) {
       const refine = refineStage({ cycles: cfg.cycles, llmUrl: cfg.llmUrl, llmModel: cfg.llmModel, schema, graph });

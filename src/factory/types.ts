@@ -36,6 +36,8 @@ export interface SynthPair {
   provenance: Provenance;
   /** Row count of the result on the original database (set by verify). */
   resultRows?: number;
+  /** The result on the original database as a few rows of JSON (set by verify), for later stages not to run it again. */
+  result?: string;
 }
 
 /** One line of dataset.jsonl. */

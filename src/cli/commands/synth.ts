@@ -21,7 +21,20 @@ const optionsSchema = z.object({
   timeout: z.coerce.number().int().positive(),
   json: z.boolean().optional(),
   strict: z.boolean().optional(),
+  templates: z.string().optional(),
 });
+
+/** "projection=6,count=2" -> { projection: 6, count: 2 }. */
+function parseWeights(spec: string | undefined): Record<string, number> | undefined {
+  if (!spec) return undefined;
+  const out: Record<string, number> = {};
+  for (const part of spec.split(',')) {
+    const m = /^\s*([A-Za-z]+)\s*=\s*(\d+(?:\.\d+)?)\s*$/.exec(part);
+    if (!m) throw new AgroError('usage', `synth: --templates wants name=weight,... (got "${part}")`);
+    out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
 
 function parseOptions(raw: unknown): z.infer<typeof optionsSchema> {
   const o = parseCliOptions(optionsSchema, raw, 'synth');
@@ -43,7 +56,7 @@ async function run(raw: unknown): Promise<void> {
   try {
     const quiet = Boolean(o.json) || !process.stderr.isTTY;
     const r = await runFactory(
-      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout },
+      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout, templateWeights: parseWeights(o.templates) },
       { executor: exec, progress: stageProgress(!quiet) },
     );
     const m = r.manifest;
@@ -96,6 +109,7 @@ export function register(program: Command): void {
     .option('--show <count>', 'print this many examples with a few result rows', '0')
     .option('--timeout <ms>', 'per-query time limit', '5000')
     .option('--json', 'print a JSON summary instead of text (no progress bars)')
+    .option('--templates <weights>', 'relative weight of synthesis templates, e.g. groupAgg=8,setOperation=0')
     .option('--strict', 'exit with an error (code 4) when fewer than --n pairs could be written')
     .action(run);
 }
