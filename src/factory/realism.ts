@@ -5,7 +5,8 @@
  * realism`; pure functions over SQL text, questions and the schema.
  */
 import pluralize from 'pluralize';
-import { sqlFeatures, tokenize } from '../sql/features.ts';
+import { sqlFeatures } from '../sql/features.ts';
+import { tokenize } from '../sql/lexer.ts';
 import type { DbSchema } from '../sql/types.ts';
 import { words } from './names.ts';
 

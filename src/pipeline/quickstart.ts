@@ -1,32 +1,40 @@
 /**
  * The main job end to end on one database, with the built-in model:
- *   synthesize verified data (+ variant databases) → diversity-aware cold start (SFT) → GRPO → evaluate.
+ *   synthesize verified data (+ variant databases) → split by SQL skeleton into SFT, RL and held-out sets
+ *   → diversity-aware cold start (SFT) → keep the RL questions the SFT policy sometimes gets right
+ *   (0 < pass rate < 1: the only groups with a learning signal) → GRPO with dynamic sampling → evaluate.
  * Every stage writes into its own folder of the run directory and is skipped on a rerun once finished,
  * so an interrupted quickstart resumes where it stopped. report.json gathers what each stage produced.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
-import { AgroError } from './errors.ts';
-import { readJsonl, writeJsonAtomic, writeFileAtomic } from './util/fs.ts';
-import { Rng } from './util/rng.ts';
-import { runFactory, type Manifest } from './factory/pipeline.ts';
-import type { DatasetRow } from './factory/types.ts';
-import { SqlPool } from './sql/pool.ts';
-import { SqlEnvironment, type SqlTask } from './agent/sql-env.ts';
-import { synthesizeTrajectories } from './agent/trajectories.ts';
-import { SPECIAL_TOKENS as PROTOCOL_TOKENS } from './agent/protocol.ts';
-import { selectColdStart } from './rl/coldstart.ts';
-import { runSft } from './rl/sft.ts';
-import { runGrpo, evaluatePolicy, type PolicyEval, type StepRecord } from './rl/trainer.ts';
-import { initBackend, type BackendName } from './model/backend.ts';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from './model/tokenizer.ts';
-import { LlamaModel } from './model/llama.ts';
-import { resolveModelConfig } from './model/config.ts';
-import { renderChat } from './model/chat.ts';
-import { loadCheckpoint } from './model/checkpoint.ts';
-import { sqlFeatures, structureKey } from './sql/features.ts';
-import { suiteVariants } from './eval/databases.ts';
+import { AgroError, parseWith } from '../errors.ts';
+import { readJsonl, writeJsonAtomic, writeFileAtomic } from '../util/fs.ts';
+import { Rng } from '../util/rng.ts';
+import { runFactory, type Manifest } from '../factory/pipeline.ts';
+import type { DatasetRow } from '../factory/types.ts';
+import { SqlPool } from '../sql/pool.ts';
+import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
+import { synthesizeTrajectories } from '../agent/trajectories.ts';
+import { selectColdStart } from '../train/coldstart.ts';
+import { runSft } from '../train/sft.ts';
+import { runGrpo } from '../rl/trainer.ts';
+import { evaluatePolicy, samplePassRates, type PolicyEval } from '../rl/evaluate.ts';
+import type { StepRecord } from '../rl/phases.ts';
+import { initBackend, type BackendName } from '../model/backend.ts';
+import { Tokenizer } from '../model/tokenizer.ts';
+import { LlamaModel } from '../model/llama.ts';
+import { resolveModelConfig } from '../model/config.ts';
+import { renderChat } from '../model/chat.ts';
+import { loadCheckpoint } from '../model/checkpoint.ts';
+import { sqlFeatures, structureKey } from '../sql/features.ts';
+import { suiteVariants } from '../data/databases.ts';
+import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
+import type { ProgressSink } from '../factory/types.ts';
+import { sqlTaskOf } from '../agent/tasks.ts';
+import { readDataset } from '../data/read-dataset.ts';
+import { splitBySkeleton } from '../data/splits.ts';
 
 export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
@@ -34,8 +42,14 @@ export const quickstartConfigSchema = z.strictObject({
   /** Verified pairs to synthesize. */
   pairs: z.number().int().min(10).default(800),
   variants: z.number().int().min(0).default(2),
-  /** Share of the pairs held out for evaluation. */
+  /** Share of the pairs held out for evaluation (disjoint from SFT and RL by SQL skeleton). */
   heldOutShare: z.number().gt(0).lt(1).default(0.15),
+  /** Share of the pairs kept for RL only: questions the SFT policy never saw, so it is unsure of them. */
+  rlShare: z.number().min(0).lt(1).default(0.35),
+  /** Samples per question for pass@k (headroom) and for the RL prompt filter. */
+  passSamples: z.number().int().min(2).default(4),
+  /** Train RL only on questions whose sampled pass rate is strictly between 0 and 1. */
+  filterRl: z.boolean().default(true),
   /** Cold-start trajectories chosen by diversity from the training pairs (0 = all). */
   coldStart: z.number().int().min(0).default(0),
   /** Share of cold-start trajectories that run the query once before answering. */
@@ -68,6 +82,8 @@ export const SMALL_QUICKSTART: QuickstartConfigInput = {
   pairs: 40,
   variants: 1,
   heldOutShare: 0.2,
+  rlShare: 0.25,
+  passSamples: 2,
   coldStart: 24,
   preset: 'tiny',
   vocabSize: 600,
@@ -82,27 +98,28 @@ export const SMALL_QUICKSTART: QuickstartConfigInput = {
 export interface QuickstartReport {
   config: QuickstartConfig;
   synth?: { rows: number; difficulty: Record<string, number>; variants: number; caughtByVariants: number; seconds: number };
-  split?: { train: number; heldOut: number };
+  split?: { sft: number; rl: number; heldOut: number };
+  /** RL questions by how many of passSamples samples the SFT policy got right, and how many were kept. */
+  rlFilter?: { candidates: number; kept: number; byCorrect: number[] };
   coldStart?: { candidates: number; selected: number; verify: number; structures: number; randomStructures: number };
-  sft?: { steps: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number; eval: PolicyEval };
-  rl?: { steps: number; checkpoint: string; seconds: number; eval: PolicyEval; firstReward: number; lastReward: number };
+  sft?: { steps: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number> };
+  rl?: { steps: number; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number>; firstReward: number; lastReward: number; zeroSignal: number };
 }
 
 export interface QuickstartHooks {
   log?: (line: string) => void;
-  progress?: boolean;
+  /** The factory's stages (start/tick/stop per stage). */
+  factoryProgress?: ProgressSink;
+  /** Each SFT and RL step as it finishes, with the stage's total and what a progress line shows. */
+  onStep?: (stage: 'sft' | 'rl', step: number, total: number, fields: Record<string, string | number>) => void;
   signal?: AbortSignal;
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+const passText = (p: Record<number, number> | undefined): string => (p ? Object.entries(p).map(([k, v]) => `pass@${k} ${pct(v)}`).join(', ') : '-');
 
 export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
-  const parsed = quickstartConfigSchema.safeParse(input);
-  if (!parsed.success) {
-    const i = parsed.error.issues[0];
-    throw new AgroError('invalid_input', `quickstart config: ${i.path.join('.') || 'config'}: ${i.message}`);
-  }
-  const cfg = parsed.data;
+  const cfg = parseWith(quickstartConfigSchema, input, 'quickstart config');
   const log = hooks.log ?? (() => {});
   const db = resolve(cfg.db);
   if (!existsSync(db)) throw new AgroError('not_found', `database not found: ${cfg.db}`);
@@ -122,7 +139,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     if (!report.synth) {
       log(`[1/4] synthesizing ${cfg.pairs} verified pairs from ${cfg.db} ...`);
       const t0 = performance.now();
-      const res = await runFactory({ db, out: synthDir, n: cfg.pairs, seed: cfg.seed, variants: cfg.variants }, { executor: pool });
+      const res = await runFactory({ db, out: synthDir, n: cfg.pairs, seed: cfg.seed, variants: cfg.variants }, { executor: pool, ...(hooks.factoryProgress ? { progress: hooks.factoryProgress } : {}) });
       const m: Manifest = res.manifest;
       report.synth = { rows: m.rows, difficulty: m.difficulty, variants: m.variants.length, caughtByVariants: m.caughtByVariants, seconds: Math.round((performance.now() - t0) / 100) / 10 };
       save();
@@ -131,23 +148,19 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     const rows = readJsonl<DatasetRow>(join(synthDir, 'dataset.jsonl'));
     if (rows.length < 10) throw new AgroError('invalid_input', `the factory produced only ${rows.length} pairs from ${cfg.db}; the quickstart needs at least 10`);
     const variantsDir = join(synthDir, 'variants');
-    const toTask = (r: DatasetRow): SqlTask => ({
-      id: String(r.question_id),
-      dbId: r.db_id,
-      dbPath: db,
-      question: r.question,
-      evidence: r.evidence,
-      goldSql: r.SQL,
-      difficulty: r.difficulty,
-      variantPaths: report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, r.db_id) : [],
-    });
-    const order = new Rng(cfg.seed ^ 0x9e37).shuffle(rows.map((_, i) => i));
-    const nHeld = Math.max(5, Math.round(rows.length * cfg.heldOutShare));
-    const heldOut = order.slice(0, nHeld).map((i) => toTask(rows[i]));
-    const train = order.slice(nHeld).map((i) => toTask(rows[i]));
-    report.split = { train: train.length, heldOut: heldOut.length };
-    writeFileAtomic(join(out, 'held_out.jsonl'), order.slice(0, nHeld).map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
-    writeFileAtomic(join(out, 'train.jsonl'), order.slice(nHeld).map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
+    const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
+    const toTask = (i: number): SqlTask => sqlTaskOf(items[i], db, report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, items[i].dbId) : []);
+    const split = splitBySkeleton(rows.map((_, i) => i), (i) => rows[i].SQL, { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
+    if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${cfg.db} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
+    const heldOut = split.heldOut.map(toTask);
+    const train = split.sft.map(toTask);
+    const rlCandidates = split.rl.map(toTask);
+    report.split = { sft: train.length, rl: rlCandidates.length, heldOut: heldOut.length };
+    const writeRows = (name: string, idx: number[]): void => writeFileAtomic(join(out, name), idx.map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
+    writeRows('held_out.jsonl', split.heldOut);
+    writeRows('train.jsonl', split.sft);
+    writeRows('rl.jsonl', split.rl);
+    log(`[1/4] split by SQL skeleton (no held-out skeleton is trained on): SFT ${train.length}, RL ${rlCandidates.length}, held out ${heldOut.length}`);
 
     // ---- 2. diversity-aware cold start ----
     const sftDir = join(out, 'sft');
@@ -164,7 +177,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       writeFileAtomic(join(out, 'cold_start.jsonl'), chosen.map((t) => JSON.stringify({ id: t.id, difficulty: t.difficulty, messages: t.messages })).join('\n') + '\n');
       log(`[2/4] cold start: ${chosen.length} of ${trajs.length} trajectories (${report.coldStart.verify} check the result with a tool call first), covering ${report.coldStart.structures} SQL structures (a random subset: ${report.coldStart.randomStructures})`);
 
-      const specials = [...new Set([...DEFAULT_SPECIAL_TOKENS, ...PROTOCOL_TOKENS])];
+      const specials = [...AGENT_SPECIAL_TOKENS];
       const texts = chosen.flatMap((t) => t.messages.map((m) => m.content));
       const tokenizer = Tokenizer.train(texts, { vocabSize: cfg.vocabSize, specialTokens: specials });
       const model = new LlamaModel(resolveModelConfig({ preset: cfg.preset, vocabSize: tokenizer.vocabSize }), { seed: cfg.seed });
@@ -178,36 +191,50 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
         tokenizer,
         samples,
         config: { steps: cfg.sftSteps, batchSize: cfg.sftBatch, lr: cfg.sftLr, warmupSteps: Math.min(20, Math.floor(cfg.sftSteps / 10)), evalEvery: 0, checkpointEvery: 0, maxSeqLen: model.config.maxPositions, seed: cfg.seed },
-        progress: hooks.progress,
         signal: hooks.signal,
+        onStep: (m) => hooks.onStep?.('sft', m.step, cfg.sftSteps, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
       });
       if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during SFT; run it again to continue');
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
       const ev = await evaluatePolicy(env, heldOut, model, tokenizer, evalOpts);
       writeJsonAtomic(join(sftDir, 'predictions.json'), ev.predictions);
-      report.sft = { steps: res.steps, finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev };
+      const headroom = await samplePassRates(env, heldOut, model, tokenizer, { ...evalOpts, samples: cfg.passSamples });
+      report.sft = { steps: res.steps, finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev, passAt: headroom.passAt };
       save();
       model.dispose();
     }
-    log(`[2/4] after SFT: held-out loss ${report.sft.heldOutLoss?.toFixed(3) ?? '-'}, execution accuracy ${pct(report.sft.eval.accuracy)} on ${report.sft.eval.n} held-out questions (${report.sft.seconds}s)`);
+    log(`[2/4] after SFT: held-out loss ${report.sft.heldOutLoss?.toFixed(3) ?? '-'}, execution accuracy ${pct(report.sft.eval.accuracy)} on ${report.sft.eval.n} held-out questions (${report.sft.seconds}s); headroom ${passText(report.sft.passAt)}`);
 
     // ---- 3. GRPO ----
     const rlDir = join(out, 'grpo');
     if (!report.rl) {
       const ck = loadCheckpoint(report.sft.checkpoint);
-      log(`[3/4] ${cfg.algo}: ${cfg.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts, reward = execution on the original and ${report.synth.variants} variant databases ...`);
+      let rlTasks = rlCandidates.length ? rlCandidates : train;
+      if (cfg.filterRl && rlCandidates.length) {
+        const rates = await samplePassRates(env, rlCandidates, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples, seed: cfg.seed + 1 });
+        const byCorrect = Array.from({ length: cfg.passSamples + 1 }, (_, c) => rates.correct.filter((x) => x === c).length);
+        const kept = rlCandidates.filter((_, i) => rates.correct[i] > 0 && rates.correct[i] < cfg.passSamples);
+        report.rlFilter = { candidates: rlCandidates.length, kept: kept.length, byCorrect };
+        // Too few informative questions: fall back to every RL question (dynamic sampling still skips dead groups).
+        if (kept.length >= cfg.promptsPerStep) rlTasks = kept;
+        log(`[3/4] RL questions the SFT policy gets right in 0..${cfg.passSamples} of ${cfg.passSamples} samples: ${byCorrect.join(' / ')}; training on the ${rlTasks.length} ${rlTasks === kept ? 'in between' : 'candidates'}`);
+      }
+      log(`[3/4] ${cfg.algo}: ${cfg.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts on questions SFT never saw, reward = execution on the original and ${report.synth.variants} variant databases ...`);
       const t0 = performance.now();
       const rewards: number[] = [];
+      const zero: number[] = [];
       const res = await runGrpo({
         outDir: rlDir,
         env,
-        tasks: train,
+        tasks: rlTasks,
         model: ck.model,
         tokenizer: ck.tokenizer,
         // As in DAPO and Dr.GRPO, no KL term: it would cost a reference forward pass per step on a CPU.
         config: {
           algo: cfg.algo,
-          algoOverrides: { kl: { coef: 0 } },
+          // Dynamic sampling re-checks every group as training goes: a question the policy now always (or
+          // never) gets right is dropped and replaced, so each step trains on groups with a signal.
+          algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true } },
           steps: cfg.rlSteps,
           promptsPerStep: cfg.promptsPerStep,
           groupSize: cfg.groupSize,
@@ -217,27 +244,31 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           checkpointEvery: 0,
           seed: cfg.seed,
         },
-        progress: hooks.progress,
         signal: hooks.signal,
         onStep: (r: StepRecord) => {
           rewards.push(r.reward);
-          if (!hooks.progress) log(`      step ${r.step}: reward ${r.reward.toFixed(3)}, accuracy ${r.accuracy.toFixed(2)}, tool calls ${r.tool_calls.toFixed(2)}`);
+          zero.push(r.zero_signal);
+          hooks.onStep?.('rl', r.step, cfg.rlSteps, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2) });
         },
       });
       if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during RL; run it again to continue');
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
       const ev = await evaluatePolicy(env, heldOut, ck.model, ck.tokenizer, evalOpts);
       writeJsonAtomic(join(rlDir, 'predictions.json'), ev.predictions);
+      const after = await samplePassRates(env, heldOut, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples });
       const k = Math.max(1, Math.floor(rewards.length / 3));
       const avg = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-      report.rl = { steps: res.steps, checkpoint: res.checkpoint, seconds, eval: ev, firstReward: avg(rewards.slice(0, k)), lastReward: avg(rewards.slice(-k)) };
+      report.rl = { steps: res.steps, checkpoint: res.checkpoint, seconds, eval: ev, passAt: after.passAt, firstReward: avg(rewards.slice(0, k)), lastReward: avg(rewards.slice(-k)), zeroSignal: avg(zero) };
       save();
       ck.model.dispose();
     }
-    log(`[3/4] after ${cfg.algo}: execution accuracy ${pct(report.rl.eval.accuracy)} (tool calls per episode ${report.rl.eval.toolCalls.toFixed(2)}), mean reward ${report.rl.firstReward.toFixed(3)} → ${report.rl.lastReward.toFixed(3)} (${report.rl.seconds}s)`);
+    log(`[3/4] after ${cfg.algo}: execution accuracy ${pct(report.rl.eval.accuracy)}, ${passText(report.rl.passAt)} (tool calls per episode ${report.rl.eval.toolCalls.toFixed(2)}), mean reward ${report.rl.firstReward.toFixed(3)} → ${report.rl.lastReward.toFixed(3)}, zero-signal groups ${pct(report.rl.zeroSignal ?? 0)} (${report.rl.seconds}s)`);
 
     // ---- 4. summary ----
-    log(`[4/4] held-out execution accuracy: SFT ${pct(report.sft.eval.accuracy)} → ${cfg.algo} ${pct(report.rl.eval.accuracy)} on ${report.rl.eval.n} questions`);
+    const gain = 100 * (report.rl.eval.accuracy - report.sft.eval.accuracy);
+    log(`[4/4] held-out execution accuracy: SFT ${pct(report.sft.eval.accuracy)} → ${cfg.algo} ${pct(report.rl.eval.accuracy)} on ${report.rl.eval.n} questions (${gain >= 0 ? '+' : ''}${gain.toFixed(1)} points from RL)`);
+    const te = report.rl.eval.toolEffect;
+    if (te) log(`      tool use: ${te.checked} answers ran a query first; ${te.changed} changed the query after seeing its result, ${te.changedRight} of those right`);
     for (const d of Object.keys(report.rl.eval.byDifficulty).sort()) {
       const a = report.sft.eval.byDifficulty[d] ?? { n: 0, correct: 0 };
       const b = report.rl.eval.byDifficulty[d];
