@@ -33,7 +33,9 @@ const ISO_DATE = /^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$/;
 
 function roleOf(c: Column): ColumnRole | null {
   const samples = c.stats.samples.filter((v) => v !== null);
-  if (c.affinity === 'BLOB' || samples.some((v) => v instanceof Uint8Array)) return null;
+  // A column declared without a type has BLOB affinity but usually holds text or numbers (CSV imports):
+  // only a declared BLOB type or stored bytes make it unusable.
+  if (/blob/i.test(c.type) || samples.some((v) => v instanceof Uint8Array)) return null;
   if (samples.some((v) => typeof v === 'string' && v.length > 80)) return null;
   // Dates stored as text are dates whatever the declared type (DATETIME has NUMERIC affinity).
   if (samples.length && samples.every((v) => typeof v === 'string' && ISO_DATE.test(v))) return 'date';

@@ -84,6 +84,20 @@ test('schema coverage: composite-key data columns, DATETIME text dates, names wi
   assert.equal(printQuery(parseQuestion(realizeQuestion(one, 'formal'), env)), printQuery(one));
 });
 
+test('columns declared without a type (CSV imports) are usable, not taken for blobs', () => {
+  const dir = tmpDir();
+  const path = join(dir, 'plants.sqlite');
+  const db = new Database(path);
+  db.exec('CREATE TABLE plants (Id, Name, Country, Capacity, Photo BLOB)');
+  for (let i = 0; i < 20; i++) db.prepare('INSERT INTO plants VALUES (?, ?, ?, ?, ?)').run(i, `Plant ${i}`, ['France', 'Japan', 'USA'][i % 3], 100 * i, Buffer.from([i]));
+  db.close();
+  const schema = introspectSchema(path);
+  const { profiles, skipped } = profileSchema(schema, buildSchemaGraph(schema), buildLexicon(schema));
+  const roles = Object.fromEntries(profiles.get('plants')!.columns.map((c) => [c.column, c.role]));
+  assert.deepEqual(roles, { Id: 'numeric', Name: 'category', Country: 'category', Capacity: 'numeric' });
+  assert.deepEqual(skipped.map((x) => x.what), ['column plants.Photo']);
+});
+
 test('the factory uses composite-key columns, key-only tables and values with stray spaces, and lists what it left unused', async () => {
   const dir = tmpDir();
   const r = await runFactory({ db: makeWorldDb(dir), out: join(dir, 'out'), n: 60, seed: 2, variants: 1 });
