@@ -1,8 +1,9 @@
-// `npm run bench -- factory [--n N] [--big-n N] [--no-big]`
+// `npm run bench -- factory [--n N] [--big-n N] [--no-big] [--scaling] [--scale-n N]`
 // The data factory end to end: final pairs per second per database, stage acceptance rates, how
 // many pairs the variant databases caught that the original alone would have accepted, and peak
 // RSS of this process (the SQL pool's child processes are not included). Runs on the bundled
 // databases and on a shop database of about a million rows built here (removed afterwards).
+// --scaling: the same shop at about 1k, 10k, 100k and 1M rows, pairs/s at each size.
 import Database from 'better-sqlite3';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,9 @@ import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { num } from './_args.ts';
 
-export function buildBig(path: string): number {
+/** The shop at `scale` (1 = about a million rows: 50k customers, 2k products, 400k orders, 550k items). */
+export function buildBig(path: string, scale = 1): number {
+  const k = (x: number) => Math.max(10, Math.round(x * scale));
   const db = new Database(path);
   db.pragma('journal_mode = OFF');
   db.pragma('synchronous = OFF');
@@ -20,14 +23,14 @@ export function buildBig(path: string): number {
     CREATE TABLE products (product_id INTEGER PRIMARY KEY, title TEXT, category TEXT, price REAL, stock INTEGER);
     CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(customer_id), order_date TEXT, status TEXT);
     CREATE TABLE order_items (item_id INTEGER PRIMARY KEY, order_id INTEGER REFERENCES orders(order_id), product_id INTEGER REFERENCES products(product_id), quantity INTEGER);
-    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 50000)
+    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < ${k(50000)})
       INSERT INTO customers SELECT x, 'customer ' || x, 'country ' || (x % 40), 'city ' || (x % 400), date('2015-01-01', '+' || (x % 3000) || ' days') FROM r;
-    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 2000)
+    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < ${Math.min(2000, k(2000))})
       INSERT INTO products SELECT x, 'product ' || x, 'category ' || (x % 25), (x * 37 % 10000) / 100.0, x % 300 FROM r;
-    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 400000)
-      INSERT INTO orders SELECT x, (x * 7919) % 50000 + 1, date('2020-01-01', '+' || (x % 1400) || ' days'), CASE x % 4 WHEN 0 THEN 'shipped' WHEN 1 THEN 'pending' WHEN 2 THEN 'returned' ELSE 'cancelled' END FROM r;
-    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 550000)
-      INSERT INTO order_items SELECT x, (x * 104729) % 400000 + 1, (x * 31) % 2000 + 1, x % 7 + 1 FROM r;
+    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < ${k(400000)})
+      INSERT INTO orders SELECT x, (x * 7919) % ${k(50000)} + 1, date('2020-01-01', '+' || (x % 1400) || ' days'), CASE x % 4 WHEN 0 THEN 'shipped' WHEN 1 THEN 'pending' WHEN 2 THEN 'returned' ELSE 'cancelled' END FROM r;
+    WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < ${k(550000)})
+      INSERT INTO order_items SELECT x, (x * 104729) % ${k(400000)} + 1, (x * 31) % ${Math.min(2000, k(2000))} + 1, x % 7 + 1 FROM r;
     CREATE INDEX orders_customer ON orders(customer_id);
     CREATE INDEX items_order ON order_items(order_id);
     CREATE INDEX items_product ON order_items(product_id);
@@ -47,6 +50,27 @@ export async function run(args: string[]): Promise<void> {
   for (const id of ['music_store', 'retail', 'school']) {
     const p = join('data', 'databases', id, `${id}.sqlite`);
     if (existsSync(p)) dbs.push([id, p, n]);
+  }
+  if (args.includes('--scaling')) {
+    const sn = num(args, '--scale-n', 50);
+    console.log(`scaling: the shop at growing size, --n ${sn}, 3 variants`);
+    console.log('rows        pairs   secs  pairs/s  verified/s');
+    try {
+      for (const scale of [0.001, 0.01, 0.1, 1]) {
+        const p = join(tmp, `shop_${scale}.sqlite`);
+        const rows = buildBig(p, scale);
+        const t0 = performance.now();
+        const r = await runFactory({ db: p, out: join(tmp, `scale_${scale}`), n: sn, seed: 1, variants: 3 }, { executor: pool });
+        const secs = (performance.now() - t0) / 1000;
+        const verified = r.manifest.stages.find((s) => s.stage === 'verify')?.out ?? 0;
+        console.log(`${String(rows).padEnd(10)} ${String(r.manifest.rows).padStart(5)} ${secs.toFixed(1).padStart(6)} ${(r.manifest.rows / secs).toFixed(2).padStart(8)} ${(verified / secs).toFixed(2).padStart(11)}${r.manifest.shortfall ? '  ' + r.manifest.shortfall : ''}`);
+        rmSync(p, { force: true });
+      }
+    } finally {
+      await pool.close();
+      rmSync(tmp, { recursive: true, force: true });
+    }
+    return;
   }
   if (!args.includes('--no-big')) {
     const big = join(tmp, 'big_shop.sqlite');

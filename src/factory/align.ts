@@ -12,7 +12,8 @@ import { buildLexicon, type Lexicon } from './names.ts';
 import { printQuery } from './print.ts';
 import { AGG_WORDS, CMP_WORDS, OP_WORDS, realizePair, SET_WORDS, STYLE_PREFIXES } from './realize.ts';
 import { buildJoins, type SchemaGraph } from './schema-graph.ts';
-import type { Stage, StageContext, SynthPair } from './types.ts';
+import { mapConcurrent } from '../util/concurrency.ts';
+import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
 import { QUESTION_STYLES } from './types.ts';
 
 class ParseError extends Error {}
@@ -191,11 +192,10 @@ function parseCond(p: Parser, scope: Scope, env: { outerBase: string; graph: Sch
       if (left.kind !== 'col') throw new ParseError('IN on a non-column');
       const sub: Scope = { alias: 'S1', mentions: [] };
       const target = p.needColumn(sub);
-      p.expect(' values for which ');
-      const c = parseCond(p, sub, null);
+      p.expect(' values');
       const q = emptySelect(target.table, 'S1');
       q.columns = [target];
-      q.where = [c];
+      if (p.eat(' for which ')) q.where = [parseCond(p, sub, null)];
       return { kind: 'in', expr: left, query: q, negated };
     }
   }
@@ -261,7 +261,8 @@ function parseCore(p: Parser, env: ParseEnv, stopAtSet: boolean): SelectAst {
     if (!dir) throw new ParseError('missing sort direction');
     q.orderBy = [{ expr: e, dir }];
   }
-  if (p.eat(', showing only the first ')) {
+  if (p.eat(', showing only the top one')) q.limit = 1;
+  else if (p.eat(', showing only the top ')) {
     const n = p.literal();
     if (typeof n !== 'number') throw new ParseError('bad limit');
     q.limit = n;
@@ -347,7 +348,7 @@ export function alignStage(env: ParseEnv): Stage<SynthPair, SynthPair> {
     async run(items, ctx) {
       const out: SynthPair[] = [];
       ctx.progress.start('align', items.length);
-      for (const p of items) {
+      const results = await mapConcurrent(items, STAGE_CONCURRENCY, async (p) => {
         let r = await roundTrip(ctx, env, p);
         if (r !== 'ok') {
           const first = r;
@@ -357,6 +358,10 @@ export function alignStage(env: ParseEnv): Stage<SynthPair, SynthPair> {
           if (r === 'ok') p.provenance.repairedFrom = `${p.id}:${first}`;
         }
         ctx.progress.tick();
+        return r;
+      });
+      for (const [i, p] of items.entries()) {
+        const r = results[i];
         if (r !== 'ok') {
           ctx.reject(p, r);
           continue;

@@ -20,7 +20,8 @@ import { col, type Expr, type QueryAst, type SelectAst } from './ast.ts';
 import { printQuery } from './print.ts';
 import { sqlName } from '../sql/lexer.ts';
 import type { SchemaGraph } from './schema-graph.ts';
-import type { Stage, StageContext, SynthPair } from './types.ts';
+import { mapConcurrent } from '../util/concurrency.ts';
+import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
 
 export interface AugmentOptions {
   count: number;
@@ -196,9 +197,13 @@ export function ambiguityStage(): Stage<SynthPair, SynthPair> {
     async run(items, ctx) {
       const out: SynthPair[] = [];
       ctx.progress.start('augment', items.length);
-      for (const p of items) {
-        const reason = await ambiguityReason(ctx, p);
+      const reasons = await mapConcurrent(items, STAGE_CONCURRENCY, async (p) => {
+        const r = await ambiguityReason(ctx, p);
         ctx.progress.tick();
+        return r;
+      });
+      for (const [i, p] of items.entries()) {
+        const reason = reasons[i];
         if (reason) {
           ctx.reject(p, reason);
           continue;

@@ -2,29 +2,60 @@
  * Readable names for schema identifiers, shared by the realizer (AST -> question) and the
  * round-trip parser (question -> AST) so both sides agree on how a column is spoken.
  */
+import pluralize from 'pluralize';
 import type { DbSchema } from '../sql/types.ts';
 
-/** snake_case / camelCase / spaced identifiers -> lowercase words ("InvoiceLine_id" -> "invoice line id"). */
+/** Common abbreviations in column and table names, spoken in full. */
+const ABBREVIATIONS: Record<string, string> = {
+  addr: 'address',
+  amt: 'amount',
+  avg: 'average',
+  cnt: 'count',
+  cust: 'customer',
+  dept: 'department',
+  desc: 'description',
+  descr: 'description',
+  dob: 'date of birth',
+  dt: 'date',
+  emp: 'employee',
+  fname: 'first name',
+  lname: 'last name',
+  info: 'information',
+  lat: 'latitude',
+  lng: 'longitude',
+  lon: 'longitude',
+  mgr: 'manager',
+  num: 'number',
+  no: 'number',
+  nbr: 'number',
+  pct: 'percent',
+  qty: 'quantity',
+  tel: 'telephone',
+  yr: 'year',
+};
+
+// Mass nouns that the library would otherwise singularize ("data" -> "datum").
+for (const w of ['data', 'media', 'information', 'equipment', 'staff', 'personnel', 'feedback', 'software']) pluralize.addUncountableRule(w);
+
+/** snake_case / camelCase / spaced identifiers -> lowercase words ("InvoiceLine_id" -> "invoice line id"), abbreviations expanded. */
 export function words(name: string): string {
   return name
     .replace(/([\p{Ll}\d])(\p{Lu})/gu, '$1 $2')
     .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, '$1 $2')
     .replace(/[^\p{L}\p{N}]+/gu, ' ')
     .trim()
-    .toLowerCase();
+    .toLowerCase()
+    .split(' ')
+    .map((w) => ABBREVIATIONS[w] ?? w)
+    .join(' ');
 }
 
 export function singular(w: string): string {
-  if (/ies$/.test(w)) return w.slice(0, -3) + 'y';
-  if (/(sses|xes|zes|ches|shes)$/.test(w)) return w.slice(0, -2);
-  if (/[^su]s$/.test(w)) return w.slice(0, -1);
-  return w;
+  return pluralize.singular(w);
 }
 
 export function plural(w: string): string {
-  if (/[^aeiou]y$/.test(w)) return w.slice(0, -1) + 'ies';
-  if (/(s|x|z|ch|sh)$/.test(w)) return w + 'es';
-  return w + 's';
+  return pluralize.plural(w);
 }
 
 function lastWord(f: (w: string) => string, phrase: string): string {
@@ -41,11 +72,22 @@ export function tablePlural(table: string): string {
   return lastWord(plural, tableSingular(table));
 }
 
-/** How a column is spoken: "<table singular> <column words>", without repeating the table name. */
+/**
+ * How a column is spoken: "<table singular> <column words>", without repeating what the table
+ * name already says ("customers.customer_id" -> "customer id", "car_makers.Maker" -> "car maker",
+ * "customer_orders.order_status" -> "customer order status").
+ */
 export function columnPhrase(table: string, column: string): string {
   const t = tableSingular(table);
   const c = words(column) || 'value';
   if (c === t || c.startsWith(t + ' ')) return c;
+  const tw = t.split(' ');
+  const cw = c.split(' ');
+  for (let k = Math.min(tw.length, cw.length); k > 0; k--) {
+    const overlap = tw.slice(-k).join(' ');
+    const head = cw.slice(0, k);
+    if (overlap === head.join(' ') || overlap === [...head.slice(0, -1), singular(head[k - 1])].join(' ')) return [...tw, ...cw.slice(k)].join(' ');
+  }
   return `${t} ${c}`;
 }
 
@@ -71,8 +113,9 @@ export function buildLexicon(schema: DbSchema): Lexicon {
   const columns = new Map<string, [string, string]>();
   const unspeakable = new Set<string>();
   for (const [p, keys] of seen) {
-    // A phrase that contains another construct's keyword would confuse the parser.
-    const bad = keys.length > 1 || /\b(where|and|is|of|for|by|sorted|having|each|not|among)\b/.test(p.replace(/^\S+ /, '')) || p.length === 0;
+    // Ambiguous phrases are unusable; phrases with grammar words ("cost of treatment", "is official")
+    // are fine: the parser matches whole column phrases, longest first.
+    const bad = keys.length > 1 || p.length === 0;
     for (const k of keys) {
       if (bad) unspeakable.add(k);
       else {

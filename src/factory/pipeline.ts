@@ -16,13 +16,14 @@ import { readJsonl, writeFileAtomic, writeJsonAtomic, ensureDir } from '../util/
 import { Rng } from '../util/rng.ts';
 import { alignStage, makeParseEnv } from './align.ts';
 import { ambiguityStage, buildVariants } from './augment.ts';
-import { buildLexicon } from './names.ts';
+import { buildLexicon, colKey } from './names.ts';
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
 import { coverage, diversityStage, embedHybrid, type Coverage } from './diversity/index.ts';
 import { sqlFeatures, sqlSkeleton, structureKey } from '../sql/features.ts';
 import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
+import { queryShape } from './realism.ts';
 import { realizeStage } from './realize.ts';
 import { buildSchemaGraph, inferForeignKeys, type SchemaGraph } from './schema-graph.ts';
 import { synthesize } from './synthesize.ts';
@@ -44,6 +45,8 @@ export const factoryConfigSchema = z.object({
   timeoutMs: z.number().int().positive().default(5000),
   /** Rows per table in a variant database. */
   variantRows: z.number().int().positive().default(2000),
+  /** Relative weight of each synthesis template (see TEMPLATE_NAMES); unnamed ones keep their default. */
+  templateWeights: z.record(z.string(), z.number().nonnegative()).optional(),
   /** Difficulty mix for the diversity selection. */
   mix: z.object({ simple: z.number(), moderate: z.number(), challenging: z.number() }).partial().optional(),
 });
@@ -78,6 +81,10 @@ export interface Manifest {
   variants: string[];
   schema: { tables: number; foreignKeys: number; inferredForeignKeys: number };
   skipped: Skipped[];
+  /** Tables and columns no kept pair uses, each with the reason. */
+  unused: Skipped[];
+  /** One line saying why fewer than --n pairs were written and which stage starved; absent when --n was met. */
+  shortfall?: string;
   /** Pairs the variant databases rejected that the original database alone would have accepted. */
   caughtByVariants: number;
 }
@@ -110,6 +117,53 @@ function histogram(values: string[]): Record<string, number> {
 }
 
 export class FactoryStopped extends Error {}
+
+/** Table and column names a query uses (FROM, JOIN and every column reference, subqueries included). */
+function usedNames(node: unknown, out: Set<string>): void {
+  if (Array.isArray(node)) node.forEach((n) => usedNames(n, out));
+  else if (node && typeof node === 'object') {
+    const o = node as Record<string, unknown>;
+    if (o.kind === 'col') out.add(colKey(o.table as string, o.column as string));
+    if (o.kind === 'select') out.add((o.from as { table: string }).table);
+    if (typeof o.table === 'string' && typeof o.alias === 'string' && !('kind' in o)) out.add(o.table);
+    for (const v of Object.values(o)) usedNames(v, out);
+  }
+}
+
+export function unusedSchema(schema: DbSchema, items: SynthPair[], skipped: Skipped[]): Skipped[] {
+  const used = new Set<string>();
+  for (const p of items) usedNames(p.ast, used);
+  const why = new Map(skipped.map((s) => [s.what, s.why]));
+  const out: Skipped[] = [];
+  for (const t of schema.tables) {
+    const tw = `${t.kind === 'view' ? 'view' : 'table'} ${t.name}`;
+    if (!used.has(t.name)) {
+      out.push({ what: tw, why: why.get(tw) ?? 'usable, but no kept pair drew it (a larger --n reaches more of the schema)' });
+      continue;
+    }
+    for (const c of t.columns) {
+      if (used.has(colKey(t.name, c.name))) continue;
+      const cw = `column ${t.name}.${c.name}`;
+      out.push({ what: cw, why: why.get(cw) ?? (c.pk > 0 && t.primaryKey.length === 1 ? 'a surrogate key: joins and tie-breaks only' : 'usable, but no kept pair drew it') });
+    }
+  }
+  return out;
+}
+
+/** Why fewer than `want` pairs came out: the stage that lost the most, with its main reasons. */
+export function shortfallLine(want: number, got: number, stages: StageReport[], skipped: Skipped[]): string | undefined {
+  if (got >= want) return undefined;
+  const db = skipped.find((s) => s.what === 'database');
+  if (db) return `wrote ${got} of ${want} pairs: ${db.why}`;
+  const worst = [...stages].filter((s) => s.in > 0).sort((a, b) => b.in - b.out - (a.in - a.out))[0];
+  if (!worst) return `wrote ${got} of ${want} pairs: no table could be synthesized from (see skipped)`;
+  const reasons = Object.entries(worst.rejected)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+  return `wrote ${got} of ${want} pairs: ${worst.stage} starved it, keeping ${worst.out} of ${worst.in}${reasons ? ` (${reasons})` : ''}`;
+}
 
 export function loadSchema(db: string): DbSchema {
   if (!existsSync(db)) throw new AgroError('not_found', `database not found: ${db}`);
@@ -198,7 +252,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     const asStage = (s: Stage<SynthPair, SynthPair>, items: SynthPair[], variants: string[]) => checkpoint(s.name, items.length, variants, (ctx) => s.run(items, ctx));
 
     const want = Math.ceil(cfg.n * cfg.oversample);
-    let items = profiles.size ? await checkpoint('synthesize', want, [], (ctx) => synthesize(ctx, { graph, profiles }, want)) : [];
+    let items = profiles.size ? await checkpoint('synthesize', want, [], (ctx) => synthesize(ctx, { graph, profiles }, want, cfg.templateWeights)) : [];
     items = await asStage(verifyStage, items, []);
     progress.start('variants', cfg.variants);
     const variants = cfg.variants > 0 && profiles.size ? buildVariants(dbPath, schema, graph, { count: cfg.variants, seed: cfg.seed, dir: variantDir, maxRowsPerTable: cfg.variantRows }) : [];
@@ -217,7 +271,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       items = await asStage(audit, items, variants);
       llm.audit = audit.stats;
     }
-    items = await asStage(diversityStage({ size: cfg.n, mix: cfg.mix ?? { simple: 0.35, moderate: 0.4, challenging: 0.25 } }), items, variants);
+    items = await asStage(diversityStage({ size: cfg.n, mix: cfg.mix ?? { simple: 0.35, moderate: 0.4, challenging: 0.25 }, cover: (p) => queryShape(p.sql) }), items, variants);
     let refineLog: CycleLog[] = [];
     if (cfg.cycles > 0) {
       const refine = refineStage({ cycles: cfg.cycles, llmUrl: cfg.llmUrl, llmModel: cfg.llmModel, schema, graph });
@@ -254,6 +308,8 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       variants,
       schema: { tables: schema.tables.length, foreignKeys: graph.edges.length, inferredForeignKeys: inferred },
       skipped,
+      unused: unusedSchema(schema, items, skipped),
+      shortfall: shortfallLine(cfg.n, rows.length, reports, skipped),
       caughtByVariants: caught,
     };
     writeFileAtomic(datasetPath, toJsonl(rows));

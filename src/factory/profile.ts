@@ -33,13 +33,15 @@ const ISO_DATE = /^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$/;
 
 function roleOf(c: Column): ColumnRole | null {
   const samples = c.stats.samples.filter((v) => v !== null);
-  if (c.affinity === 'BLOB' || samples.some((v) => v instanceof Uint8Array)) return null;
+  // A column declared without a type has BLOB affinity but usually holds text or numbers (CSV imports):
+  // only a declared BLOB type or stored bytes make it unusable.
+  if (/blob/i.test(c.type) || samples.some((v) => v instanceof Uint8Array)) return null;
   if (samples.some((v) => typeof v === 'string' && v.length > 80)) return null;
-  if (c.affinity === 'INTEGER' || c.affinity === 'REAL' || c.affinity === 'NUMERIC') {
-    return samples.length && samples.every((v) => typeof v === 'number') ? 'numeric' : samples.length ? null : 'numeric';
-  }
+  // Dates stored as text are dates whatever the declared type (DATETIME has NUMERIC affinity).
   if (samples.length && samples.every((v) => typeof v === 'string' && ISO_DATE.test(v))) return 'date';
-  if (samples.some((v) => typeof v === 'number' || typeof v === 'bigint')) return null;
+  if (samples.length && samples.every((v) => typeof v === 'number' || typeof v === 'bigint')) return 'numeric';
+  if (!samples.length) return c.affinity === 'TEXT' ? 'text' : 'numeric';
+  if (samples.some((v) => typeof v === 'number' || typeof v === 'bigint')) return null; // mixed storage classes
   return c.stats.distinctCount <= 50 ? 'category' : 'text';
 }
 
@@ -71,7 +73,9 @@ export function profileSchema(schema: DbSchema, graph: SchemaGraph, lex: Lexicon
         skipped.push({ what: `column ${t.name}.${c.name}`, why: 'its spoken name is ambiguous or clashes with question keywords' });
         continue;
       }
-      columns.push({ table: t.name, column: c.name, role, isKey: c.pk > 0 || keyCols.has(colKey(t.name, c.name)), nullable: !c.notNull && c.pk === 0, distinct: c.stats.distinctCount, rows: t.rowCount });
+      // A column of a composite primary key that is no foreign key (countrylanguage.Language) is data, not an id.
+      const isKey = (c.pk > 0 && t.primaryKey.length === 1) || keyCols.has(colKey(t.name, c.name));
+      columns.push({ table: t.name, column: c.name, role, isKey, nullable: !c.notNull && c.pk === 0, distinct: c.stats.distinctCount, rows: t.rowCount });
     }
     if (!columns.length) {
       skipped.push({ what: `table ${t.name}`, why: 'no usable columns' });

@@ -6,7 +6,7 @@
  *   question := PREFIX core SUFFIX
  *   core     := targets [" for each " COLUMN] [" where " cond (" and " cond)*]
  *               [", keeping only groups where " cond] [", sorted by " expr (" from highest to lowest" | " from lowest to highest")]
- *               [", showing only the first " N]
+ *               [", showing only the top one" | ", showing only the top " N]
  *             | core (", together with " | ", that are also among " | ", excluding ") core
  *   targets  := expr ((", " | " and ") expr)*
  *
@@ -82,7 +82,8 @@ function cond(c: Cond, base: string): string {
       const sub = c.query;
       const target = sub.columns[0];
       if (target.kind !== 'col') throw new Error('unrealizable IN');
-      return `${expr(c.expr, base)} ${c.negated ? 'is not one of' : 'is one of'} the ${columnPhrase(target.table, target.column)} values for which ${cond(sub.where[0], sub.from.table)}`;
+      const head = `${expr(c.expr, base)} ${c.negated ? 'is not one of' : 'is one of'} the ${columnPhrase(target.table, target.column)} values`;
+      return sub.where.length ? `${head} for which ${cond(sub.where[0], sub.from.table)}` : head;
     }
     case 'exists': {
       const sub = c.query;
@@ -101,7 +102,7 @@ function core(q: SelectAst): string {
   if (where.length) s += ` where ${where.map((c) => cond(c, base)).join(' and ')}`;
   if (q.having.length) s += `, keeping only groups where ${cond(q.having[0], base)}`;
   if (q.orderBy.length) s += `, sorted by ${expr(q.orderBy[0].expr, base)} ${q.orderBy[0].dir === 'DESC' ? 'from highest to lowest' : 'from lowest to highest'}`;
-  if (q.limit !== null) s += `, showing only the first ${q.limit}`;
+  if (q.limit !== null) s += q.limit === 1 ? ', showing only the top one' : `, showing only the top ${q.limit}`;
   return s;
 }
 
@@ -154,7 +155,7 @@ export function realizeEvidence(q: QueryAst): string {
   const visitCond = (c: Cond) => {
     if (c.kind === 'cmp') {
       if (c.left.kind === 'col' && c.right.kind === 'lit' && typeof c.right.value === 'string') {
-        add(`'${c.right.value}' refers to ${colSql(c.left.table, c.left.column)} = ${printLiteral(c.right.value)}`);
+        add(`'${c.right.value}' refers to ${colSql(c.left.table, c.left.column)} ${c.op} ${printLiteral(c.right.value)}`);
       }
       if (c.left.kind === 'datepart') {
         const a = c.left.arg;

@@ -4,6 +4,7 @@
  * Deterministic for a seed: every random choice goes through ctx.rng, and rows are sampled by
  * OFFSET rather than ORDER BY random().
  */
+import { AgroError } from '../errors.ts';
 import type { SqlValue } from '../sql/types.ts';
 import type { Rng } from '../util/rng.ts';
 import { col, emptySelect, lit, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst } from './ast.ts';
@@ -15,7 +16,12 @@ import type { Difficulty, StageContext, SynthPair } from './types.ts';
 export interface SynthEnv {
   graph: SchemaGraph;
   profiles: Map<string, TableProfile>;
+  /** Sampled rows per table (and joined table), fetched once: literals come from these, not a query per candidate. */
+  rowCache?: Map<string, SqlValue[][]>;
 }
+
+/** Rows sampled per frame (a window at a random offset in the first 5000 rows), so big tables are never scanned. */
+const SAMPLE_ROWS = 64;
 
 interface Bound extends UsableColumn {
   ref: ColRef;
@@ -41,18 +47,27 @@ async function frame(ctx: StageContext, env: SynthEnv, base: TableProfile, relat
     if (!p) continue;
     for (const c of p.columns) cols.push({ ...c, ref: col(alias, t, c.column) });
   }
-  const probe: SelectAst = { ...q, columns: cols.map((c) => c.ref) };
-  const offset = ctx.rng.int(Math.max(1, Math.min(base.table.rowCount, 5000)));
-  let r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT 1 OFFSET ${offset}`, { timeoutMs: ctx.timeoutMs });
-  if (r.ok && r.rows.length === 0) r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT 1`, { timeoutMs: ctx.timeoutMs });
-  if (!r.ok || r.rows.length === 0) return null;
+  const cacheKey = `${base.table.name}\u0000${related?.table.name ?? ''}`;
+  const cache = (env.rowCache ??= new Map<string, SqlValue[][]>());
+  let rows: SqlValue[][] | undefined = cache.get(cacheKey);
+  if (!rows) {
+    const probe: SelectAst = { ...q, columns: cols.map((c) => c.ref) };
+    const offset = ctx.rng.int(Math.max(1, Math.min(base.table.rowCount, 5000) - SAMPLE_ROWS));
+    let r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT ${SAMPLE_ROWS} OFFSET ${offset}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
+    if (r.ok && r.rows.length === 0) r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT ${SAMPLE_ROWS}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
+    rows = r.ok ? r.rows : [];
+    cache.set(cacheKey, rows);
+  }
+  if (!rows.length) return null;
+  const picked = ctx.rng.pick(rows);
   const row = new Map<string, SqlValue>();
-  cols.forEach((c, i) => row.set(key(c.ref), r.rows[0][i]));
+  cols.forEach((c, i) => row.set(key(c.ref), picked[i]));
   return { q, cols, row, related: related?.table.name ?? null };
 }
 
+/** A value usable as a literal; stray spaces ('US ') are kept as stored, or the filter would not match. */
 function okString(v: string): boolean {
-  return v.length > 0 && v.length <= 60 && !/['\n\r\t]/.test(v) && v.trim() === v;
+  return v.trim().length > 0 && v.length <= 60 && !/['\n\r\t]/.test(v);
 }
 
 /** A filter on `c` that the sampled row satisfies (mostly), or null. */
@@ -74,7 +89,9 @@ function filterFor(c: Bound, v: SqlValue, rng: Rng): Cond | null {
 }
 
 function filters(f: Frame, rng: Rng, n: number, exclude: Set<string> = new Set()): Cond[] {
-  const pool = rng.shuffle(f.cols.filter((c) => !c.isKey && !exclude.has(key(c.ref))));
+  const free = rng.shuffle(f.cols.filter((c) => !c.isKey && !exclude.has(key(c.ref))));
+  // With a join, the first filter is on the joined table: otherwise the join is dropped as unneeded.
+  const pool = f.related ? [...free.filter((c) => c.ref.alias !== 'T1'), ...free.filter((c) => c.ref.alias === 'T1')] : free;
   const out: Cond[] = [];
   for (const c of pool) {
     if (out.length >= n) break;
@@ -129,8 +146,9 @@ const TEMPLATES: Record<string, Builder> = {
     const targets = ctx.rng.shuffle(nonKey(f, 'T1').filter((c) => c.role !== 'date')).slice(0, 1 + ctx.rng.int(2));
     if (!targets.length) return null;
     f.q.columns = targets.map((c) => c.ref);
-    const fs = filters(f, ctx.rng, 1 + ctx.rng.int(2), new Set(targets.map((c) => key(c.ref))));
-    if (!fs.length) return null;
+    // A third of the lists people ask for have no filter ("the names of all singers").
+    const fs = !f.related && ctx.rng.next() < 0.35 ? [] : filters(f, ctx.rng, 1 + ctx.rng.int(2), new Set(targets.map((c) => key(c.ref))));
+    if (!fs.length && (f.related || env.profiles.get(f.q.from.table)!.table.rowCount > 200)) return null;
     f.q.where = fs;
     f.q.distinct = targets.length === 1 && targets[0].role === 'category';
     return f.q;
@@ -142,8 +160,9 @@ const TEMPLATES: Record<string, Builder> = {
     if (!f) return null;
     if (!manyToOne(f, env)) return null;
     f.q.columns = [{ kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false }];
-    f.q.where = filters(f, ctx.rng, 1 + ctx.rng.int(2));
-    return f.q.where.length ? f.q : null;
+    // "How many singers are there?" has no filter.
+    f.q.where = !f.related && ctx.rng.next() < 0.3 ? [] : filters(f, ctx.rng, 1 + ctx.rng.int(2));
+    return f.q.where.length || !f.related ? f.q : null;
   },
   async aggregate(ctx, env) {
     const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.4));
@@ -152,27 +171,31 @@ const TEMPLATES: Record<string, Builder> = {
     if (!f) return null;
     if (!manyToOne(f, env)) return null;
     const nums = nonKey(f, 'T1', 'numeric');
-    const cats = nonKey(f, 'T1', 'category');
-    if (nums.length && ctx.rng.next() < 0.8) {
+    const cats = nonKey(f, null, 'category');
+    if (nums.length && ctx.rng.next() < 0.7) {
       const c = ctx.rng.pick(nums);
       const fns: AggFn[] = NOT_ADDITIVE.test(c.column) ? ['MIN', 'MAX'] : ['SUM', 'AVG', 'MIN', 'MAX'];
       f.q.columns = [{ kind: 'agg', fn: ctx.rng.pick(fns), arg: c.ref, distinct: false }];
-      f.q.where = filters(f, ctx.rng, 1, new Set([key(c.ref)]));
+      f.q.where = !f.related && ctx.rng.next() < 0.35 ? [] : filters(f, ctx.rng, 1, new Set([key(c.ref)]));
     } else if (cats.length) {
       const c = ctx.rng.pick(cats);
       f.q.columns = [{ kind: 'agg', fn: 'COUNT', arg: c.ref, distinct: true }];
-      f.q.where = filters(f, ctx.rng, 1, new Set([key(c.ref)]));
+      f.q.where = !f.related && ctx.rng.next() < 0.35 ? [] : filters(f, ctx.rng, 1, new Set([key(c.ref)]));
     } else return null;
-    return f.q.where.length ? f.q : null;
+    return f.q.where.length || !f.related ? f.q : null;
   },
   async groupAgg(ctx, env) {
-    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.75));
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.55));
     if (!pick) return null;
     const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
     const groupAlias = f.related ? [...f.q.joins].reverse()[0].alias : 'T1';
     if (!manyToOne(f, env)) return null;
-    const groups = nonKey(f, groupAlias, 'category').filter((c) => c.distinct < c.rows);
+    // People group by categories, by small-domain numbers (years, cylinders), and by a parent row
+    // through a foreign key, naming the parent ("for each singer name").
+    const groups = nonKey(f, groupAlias).filter((c) =>
+      c.role === 'category' ? c.distinct < c.rows || f.related !== null : c.role === 'numeric' ? c.distinct <= 30 && c.distinct < c.rows : c.role === 'text' && f.related !== null,
+    );
     if (!groups.length) return null;
     const g = ctx.rng.pick(groups);
     const nums = nonKey(f, 'T1', 'numeric').filter((c) => !NOT_ADDITIVE.test(c.column));
@@ -183,16 +206,17 @@ const TEMPLATES: Record<string, Builder> = {
     f.q.columns = [g.ref, agg];
     f.q.groupBy = [g.ref];
     if (ctx.rng.next() < 0.3) f.q.where = filters(f, ctx.rng, 1, new Set([key(g.ref)]));
-    if (ctx.rng.next() < 0.35) {
+    if (ctx.rng.next() < 0.3) {
       const countStar: Expr = { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false };
       f.q.having = [{ kind: 'cmp', left: countStar, op: '>', right: lit(1 + ctx.rng.int(3)) }];
     }
-    if (ctx.rng.next() < 0.6) {
+    if (ctx.rng.next() < 0.45) {
+      // "which X has the most Y"
       f.q.orderBy = [
         { expr: agg, dir: 'DESC' },
         { expr: g.ref, dir: 'ASC' },
       ];
-      f.q.limit = 1 + ctx.rng.int(5);
+      f.q.limit = ctx.rng.next() < 0.6 ? 1 : 2 + ctx.rng.int(4); // people mostly ask for the top one
     }
     return f.q;
   },
@@ -202,16 +226,17 @@ const TEMPLATES: Record<string, Builder> = {
     const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
     const tb = tieBreak(f, env);
-    const nums = nonKey(f, 'T1', 'numeric');
+    // Ranked by a number or a date, of the base table or (across a many-to-one join) of the joined one.
+    const rankable = (c: Bound) => c.role === 'numeric' || c.role === 'date';
+    const nums = f.related && manyToOne(f, env) ? nonKey(f, null).filter((c) => rankable(c) && c.ref.alias !== 'T1') : nonKey(f, 'T1').filter(rankable);
     const targets = nonKey(f, 'T1').filter((c) => c.role !== 'numeric' && c.role !== 'date');
     if (!tb || !nums.length || !targets.length) return null;
     const by = ctx.rng.pick(nums);
     const t = ctx.rng.pick(targets);
     f.q.columns = [t.ref];
-    f.q.where = f.related || ctx.rng.next() < 0.5 ? filters(f, ctx.rng, 1, new Set([key(by.ref), key(t.ref)])) : [];
-    if (f.related && !f.q.where.length) return null;
+    f.q.where = ctx.rng.next() < 0.4 ? filters(f, ctx.rng, 1, new Set([key(by.ref), key(t.ref)])) : [];
     f.q.orderBy = [{ expr: by.ref, dir: ctx.rng.next() < 0.6 ? 'DESC' : 'ASC' }, ...tb.map((c) => ({ expr: c as Expr, dir: 'ASC' as const }))];
-    f.q.limit = 1 + ctx.rng.int(5);
+    f.q.limit = ctx.rng.next() < 0.6 ? 1 : 2 + ctx.rng.int(4); // people mostly ask for the top one
     // NULLs sort first in SQLite: keep them out of "highest/lowest" questions.
     f.q.where.push({ kind: 'null', expr: by.ref, negated: true });
     return f.q;
@@ -266,6 +291,17 @@ const TEMPLATES: Record<string, Builder> = {
     const e = ctx.rng.pick(edges);
     const child = env.profiles.get(e.fromTable)!;
     const parent = env.profiles.get(e.toTable)!;
+    if (ctx.rng.next() < 0.4) {
+      // The anti-join people write: parent rows no child row points at ("singers with no concert").
+      const names = parent.columns.filter((c) => !c.isKey && c.role !== 'numeric' && c.role !== 'date');
+      if (!names.length) return null;
+      const sub = emptySelect(child.table.name, 'S1');
+      sub.columns = [col('S1', child.table.name, e.fromColumns[0])];
+      const q = emptySelect(parent.table.name);
+      q.columns = [col('T1', parent.table.name, ctx.rng.pick(names).column)];
+      q.where = [{ kind: 'in', expr: col('T1', parent.table.name, e.toColumns[0]), query: sub, negated: ctx.rng.next() < 0.75 }];
+      return q;
+    }
     const pf = await frame(ctx, env, parent, null);
     if (!pf) return null;
     const [pc] = filters(pf, ctx.rng, 1);
@@ -311,10 +347,10 @@ const TEMPLATES: Record<string, Builder> = {
     return q;
   },
   async setOperation(ctx, env) {
-    const pick = pickBase(env, ctx.rng, false);
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.5));
     if (!pick) return null;
-    const a = await frame(ctx, env, pick.base, null);
-    const b = await frame(ctx, env, pick.base, null);
+    const a = await frame(ctx, env, pick.base, pick.related);
+    const b = await frame(ctx, env, pick.base, pick.related);
     if (!a || !b) return null;
     const targets = nonKey(a, 'T1').filter((c) => c.role === 'category' || c.role === 'text');
     if (!targets.length) return null;
@@ -332,19 +368,19 @@ const TEMPLATES: Record<string, Builder> = {
 
 export const TEMPLATE_NAMES = Object.keys(TEMPLATES);
 
-/** Relative frequency of each template: roughly 40% simple, 35% moderate, 25% challenging. */
+/** Relative frequency of each template, following the shapes of human questions on Spider's train databases. */
 const WEIGHTS: Record<string, number> = {
-  projection: 4,
+  projection: 6,
   count: 4,
-  aggregate: 4,
+  aggregate: 3,
   groupAgg: 5,
-  topK: 3,
-  arithmetic: 2,
-  percentage: 2,
+  topK: 4,
+  arithmetic: 1,
+  percentage: 1,
   aboveAverage: 2,
   inSubquery: 2,
-  exists: 2,
-  setOperation: 2,
+  exists: 1,
+  setOperation: 3,
 };
 
 function renameAlias(c: Cond, from: string, to: string): Cond {
@@ -435,9 +471,13 @@ export function astSignature(q: QueryAst): string {
 }
 
 /** Synthesizes up to `n` distinct candidates; attempts are bounded so a poor schema ends early. */
-export async function synthesize(ctx: StageContext, env: SynthEnv, n: number): Promise<SynthPair[]> {
-  const names = TEMPLATE_NAMES;
-  const total = names.reduce((a, t) => a + WEIGHTS[t], 0);
+export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, weights: Record<string, number> = {}): Promise<SynthPair[]> {
+  const unknown = Object.keys(weights).filter((t) => !TEMPLATES[t]);
+  if (unknown.length) throw new AgroError('usage', `unknown synthesis template ${unknown.join(', ')} (have: ${TEMPLATE_NAMES.join(', ')})`);
+  const w = { ...WEIGHTS, ...weights };
+  const names = TEMPLATE_NAMES.filter((t) => w[t] > 0);
+  if (!names.length) throw new AgroError('usage', 'every synthesis template has weight 0');
+  const total = names.reduce((a, t) => a + w[t], 0);
   const out: SynthPair[] = [];
   const seen = new Set<string>();
   ctx.progress.start('synthesize', n);
@@ -445,7 +485,7 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number): P
     let r = ctx.rng.next() * total;
     let template = names[0];
     for (const t of names) {
-      r -= WEIGHTS[t];
+      r -= w[t];
       if (r < 0) {
         template = t;
         break;

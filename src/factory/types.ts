@@ -38,6 +38,8 @@ export interface SynthPair {
   provenance: Provenance;
   /** Row count of the result on the original database (set by verify). */
   resultRows?: number;
+  /** The result on the original database as a few rows of JSON (set by verify), for later stages not to run it again. */
+  result?: string;
 }
 
 /** One line of dataset.jsonl. */
@@ -76,6 +78,9 @@ export interface StageContext {
   /** Per-query execution limit. */
   timeoutMs: number;
 }
+
+/** Items a stage checks at once: the factory's SQL pool runs two queries at a time. */
+export const STAGE_CONCURRENCY = 2;
 
 export interface Stage<I, O> {
   name: string;

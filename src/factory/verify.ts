@@ -9,17 +9,25 @@ import { resultsMatch } from '../sql/compare.ts';
 import type { ExecResult, Row } from '../sql/types.ts';
 import type { QueryAst, SelectAst } from './ast.ts';
 import { printCondIn, printQuery } from './print.ts';
-import type { Stage, StageContext, SynthPair } from './types.ts';
+import { mapConcurrent } from '../util/concurrency.ts';
+import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
 
 export const MAX_RESULT_ROWS = 200;
 
 type Ok = Extract<ExecResult, { ok: true }>;
 
+/** Verification gives each query at most this long (or --timeout when shorter): a slow pair is a poor pair to train on. */
+export const VERIFY_TIMEOUT_MS = 1500;
+
 async function run(ctx: StageContext, sql: string, db = ctx.dbPath): Promise<ExecResult> {
-  return ctx.executor.execute(db, sql, { timeoutMs: ctx.timeoutMs, maxRows: MAX_RESULT_ROWS + 1 });
+  return ctx.executor.execute(db, sql, { timeoutMs: Math.min(ctx.timeoutMs, VERIFY_TIMEOUT_MS), maxRows: MAX_RESULT_ROWS + 1 });
 }
 
 const same = (a: Row[], b: Row[], ordered: boolean) => resultsMatch(a, b, { mode: 'spider', ordered });
+
+function resultWidth(p: SynthPair): number {
+  return p.ast.kind === 'select' ? p.ast.columns.length : p.ast.left.columns.length;
+}
 
 export function isOrdered(q: QueryAst): boolean {
   return q.kind === 'select' && q.orderBy.length > 0;
@@ -35,6 +43,21 @@ export function visibleWhere(q: SelectAst): number[] {
   return idx;
 }
 
+/** A one-cell answer that says next to nothing (0, 1, 100: a count of one row, a share of all). */
+export function isTrivialValue(rows: Row[]): boolean {
+  if (rows.length !== 1 || rows[0].length !== 1) return false;
+  const v = rows[0][0];
+  return typeof v === 'number' && (v === 0 || v === 1 || v === 100);
+}
+
+/** Distinct rows as strings: set operations compare sets, not multisets. */
+const rowSet = (rows: Row[]) => new Set(rows.map((r) => JSON.stringify(r, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))));
+const sameSet = (a: Row[], b: Row[]) => {
+  const x = rowSet(a);
+  const y = rowSet(b);
+  return x.size === y.size && [...x].every((k) => y.has(k));
+};
+
 function isEmptyAggregate(q: QueryAst, rows: Row[]): boolean {
   if (q.kind !== 'select' || q.groupBy.length || rows.length !== 1) return false;
   return q.columns.some((e, i) => (e.kind === 'agg' || e.kind === 'pct') && (rows[0][i] === null || (e.kind === 'agg' && e.fn === 'COUNT' && rows[0][i] === 0)));
@@ -48,22 +71,35 @@ export async function verifyPair(ctx: StageContext, p: SynthPair): Promise<strin
   if (r.rows.length === 0) return 'empty_result';
   if (r.rows.every((row) => row.every((v) => v === null))) return 'all_null';
   if (isEmptyAggregate(p.ast, r.rows)) return 'empty_aggregate';
+  if (isTrivialValue(r.rows)) return 'trivial_result';
   const ordered = isOrdered(p.ast);
-  const again = await run(ctx, p.sql);
-  if (!again.ok || !same(again.rows, r.rows, ordered)) return 'nondeterministic';
+  // Only a LIMIT can pick different rows on a second run (ties); the variants test tie-breaks further.
+  if (p.ast.kind === 'select' && p.ast.limit !== null) {
+    const again = await run(ctx, p.sql);
+    if (!again.ok || !same(again.rows, r.rows, ordered)) return 'nondeterministic';
+  }
   const reason = await degenerate(ctx, p.ast, r as Ok, ordered);
   if (reason) return reason;
   p.resultRows = r.rows.length;
+  p.result = JSON.stringify(r.rows, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v instanceof Uint8Array ? `<${v.length} bytes>` : v));
   return null;
 }
 
 async function degenerate(ctx: StageContext, q: QueryAst, r: Ok, ordered: boolean): Promise<string | null> {
   if (q.kind === 'setop') {
-    for (const side of [q.left, q.right]) {
-      const s = await run(ctx, printQuery(side));
-      if (s.ok && same(s.rows, r.rows, false)) return 'redundant_set_operation';
+    const [l, rr] = [printQuery(q.left), printQuery(q.right)];
+    if (l === rr) return 'identical_set_sides';
+    for (const side of [l, rr]) {
+      const s = await run(ctx, side);
+      if (s.ok && sameSet(s.rows, r.rows)) return 'redundant_set_operation';
     }
     return null;
+  }
+  if (q.limit !== null && !q.orderBy.length) return 'limit_without_order';
+  if (q.limit !== null) {
+    // "the top 5" of a result that has 5 rows or fewer anyway: the LIMIT says nothing.
+    const all = await ctx.executor.execute(ctx.dbPath, printQuery({ ...q, limit: q.limit + 1 }), { timeoutMs: Math.min(ctx.timeoutMs, VERIFY_TIMEOUT_MS), maxRows: q.limit + 1 });
+    if (all.ok && all.rows.length <= q.limit) return 'limit_not_needed';
   }
   const visible = visibleWhere(q);
   if (q.where.length && visible.length) {
@@ -89,14 +125,27 @@ async function degenerate(ctx: StageContext, q: QueryAst, r: Ok, ordered: boolea
   return null;
 }
 
+/** Most single-value answers (one row, one column) a run keeps, as a share of the candidates verified. */
+export const SINGLE_VALUE_SHARE = 0.3;
+
 export const verifyStage: Stage<SynthPair, SynthPair> = {
   name: 'verify',
   async run(items, ctx) {
     const out: SynthPair[] = [];
+    let single = 0;
     ctx.progress.start('verify', items.length);
-    for (const p of items) {
-      const reason = await verifyPair(ctx, p);
+    const reasons = await mapConcurrent(items, STAGE_CONCURRENCY, async (p) => {
+      const r = await verifyPair(ctx, p);
       ctx.progress.tick();
+      return r;
+    });
+    for (const [i, p] of items.entries()) {
+      let reason = reasons[i];
+      if (!reason && p.resultRows === 1 && resultWidth(p) === 1) {
+        // The share is of the candidates, not of those kept so far, so a run is not starved of pairs.
+        if (single + 1 > Math.max(3, SINGLE_VALUE_SHARE * items.length)) reason = 'single_value_cap';
+        else single++;
+      }
       if (reason) {
         ctx.reject(p, reason);
         continue;

@@ -21,7 +21,21 @@ const optionsSchema = z.object({
   show: z.coerce.number().int().min(0).max(10_000),
   timeout: z.coerce.number().int().positive().max(LIMITS.timeoutMs),
   json: z.boolean().optional(),
+  strict: z.boolean().optional(),
+  templates: z.string().optional(),
 });
+
+/** "projection=6,count=2" -> { projection: 6, count: 2 }. */
+function parseWeights(spec: string | undefined): Record<string, number> | undefined {
+  if (!spec) return undefined;
+  const out: Record<string, number> = {};
+  for (const part of spec.split(',')) {
+    const m = /^\s*([A-Za-z]+)\s*=\s*(\d+(?:\.\d+)?)\s*$/.exec(part);
+    if (!m) throw new AgroError('usage', `synth: --templates wants name=weight,... (got "${part}")`);
+    out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
 
 function parseOptions(raw: unknown): z.infer<typeof optionsSchema> {
   const o = parseCliOptions(optionsSchema, raw, 'synth');
@@ -44,12 +58,17 @@ async function run(raw: unknown): Promise<void> {
   try {
     const quiet = Boolean(o.json) || !process.stderr.isTTY;
     const r = await runFactory(
-      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout },
+      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout, templateWeights: parseWeights(o.templates) },
       { executor: exec, progress: stageBars(!quiet) },
     );
     const m = r.manifest;
+    // Fewer pairs than asked is said on one line (stderr), and is an error under --strict.
+    if (m.shortfall && o.strict) throw new AgroError('invalid_input', `synth --strict: ${m.shortfall}`);
+    if (m.shortfall) process.stderr.write(`agro: warning: ${m.shortfall}\n`);
     if (o.json) {
-      process.stdout.write(JSON.stringify({ dataset: r.datasetPath, manifest: r.manifestPath, rows: m.rows, difficulty: m.difficulty, stages: m.stages, skipped: m.skipped, variants: m.variants }) + '\n');
+      process.stdout.write(
+        JSON.stringify({ dataset: r.datasetPath, manifest: r.manifestPath, rows: m.rows, shortfall: m.shortfall ?? null, difficulty: m.difficulty, stages: m.stages, skipped: m.skipped, unused: m.unused, variants: m.variants }) + '\n',
+      );
       return;
     }
     const lines = [`wrote ${m.rows} pairs to ${r.datasetPath}`];
@@ -63,6 +82,9 @@ async function run(raw: unknown): Promise<void> {
     lines.push(`  difficulty: ${Object.entries(m.difficulty).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     lines.push(`  variants: ${m.variants.length} in ${m.variants.length ? m.variants[0].replace(/\/[^/]+$/, '') : '-'} (caught ${m.caughtByVariants} pairs the original alone accepted)`);
     for (const s of m.skipped) lines.push(`  skipped ${s.what}: ${s.why}`);
+    const unusedTables = m.unused.filter((u) => u.what.startsWith('table '));
+    const unusedColumns = m.unused.length - unusedTables.length;
+    if (m.unused.length) lines.push(`  unused: ${unusedTables.length} tables, ${unusedColumns} columns (reasons in ${r.manifestPath})`);
     process.stdout.write(lines.join('\n') + '\n');
     if (o.show > 0) {
       const shown: string[] = [];
@@ -89,5 +111,7 @@ export function register(program: Command): void {
     .option('--show <count>', 'print this many examples with a few result rows', '0')
     .option('--timeout <ms>', 'per-query time limit', '5000')
     .option('--json', 'print a JSON summary instead of text (no progress bars)')
+    .option('--templates <weights>', 'relative weight of synthesis templates, e.g. groupAgg=8,setOperation=0')
+    .option('--strict', 'exit with an error (code 4) when fewer than --n pairs could be written')
     .action(run);
 }

@@ -3,6 +3,7 @@
  * questions), then, when a target size is set, keep a subset that covers the space of SQL
  * structure and question wording at the requested difficulty mix.
  */
+import type { Row } from '../../sql/types.ts';
 import type { Difficulty, Stage, StageContext, SynthPair } from '../types.ts';
 import { dedup } from './dedup.ts';
 import { embedHybrid } from './embed.ts';
@@ -18,6 +19,11 @@ export interface DiversityStageOptions {
   method?: SelectionMethod;
   sqlWeight?: number;
   questionThreshold?: number;
+  /**
+   * A key per pair (e.g. its query shape): one pair of each key is kept first, in input order,
+   * before the selection fills the rest, so no kind of query is lost to a small size.
+   */
+  cover?: (p: SynthPair) => string;
 }
 
 export function diversityStage(opts: DiversityStageOptions = {}): Stage<SynthPair, SynthPair> {
@@ -27,8 +33,12 @@ export function diversityStage(opts: DiversityStageOptions = {}): Stage<SynthPai
       ctx.progress.start('diversify', items.length);
       const fps: Array<string | undefined> = [];
       for (const p of items) {
-        const r = await ctx.executor.execute(ctx.dbPath, p.sql, { timeoutMs: ctx.timeoutMs });
-        fps.push(r.ok && !r.truncated ? resultFingerprint(r.rows) : undefined);
+        // Verification kept the result; run the query only for pairs that came without one.
+        if (p.result !== undefined) fps.push(resultFingerprint(JSON.parse(p.result) as Row[]));
+        else {
+          const r = await ctx.executor.execute(ctx.dbPath, p.sql, { timeoutMs: ctx.timeoutMs });
+          fps.push(r.ok && !r.truncated ? resultFingerprint(r.rows) : undefined);
+        }
         ctx.progress.tick();
       }
       ctx.progress.stop();
@@ -39,16 +49,28 @@ export function diversityStage(opts: DiversityStageOptions = {}): Stage<SynthPai
       for (const d of dropped) ctx.reject(d.item.pair, `duplicate_${d.reason}`);
       let out = kept.map((k) => k.pair);
       if (opts.size !== undefined && opts.size < out.length) {
+        const keep = new Set<number>();
+        if (opts.cover) {
+          const seen = new Set<string>();
+          out.forEach((p, i) => {
+            const k = opts.cover!(p);
+            if (!seen.has(k) && keep.size < Math.floor(opts.size! / 2)) {
+              seen.add(k);
+              keep.add(i);
+            }
+          });
+        }
+        const rest = out.map((_, i) => i).filter((i) => !keep.has(i));
         const vectors = embedHybrid(
-          out.map((p) => ({ sqls: [p.sql], text: `${p.question} ${p.evidence}` })),
+          rest.map((i) => ({ sqls: [out[i].sql], text: `${out[i].question} ${out[i].evidence}` })),
           { sqlWeight: opts.sqlWeight },
         );
-        const idx = selectIndices(vectors, opts.size, opts.method ?? 'kcenter', {
+        const idx = selectIndices(vectors, opts.size - keep.size, opts.method ?? 'kcenter', {
           seed: ctx.rng.int(0x7fffffff),
-          groups: opts.mix ? out.map((p) => p.difficulty) : undefined,
+          groups: opts.mix ? rest.map((i) => out[i].difficulty) : undefined,
           mix: opts.mix as Record<string, number> | undefined,
         });
-        const keep = new Set(idx);
+        for (const j of idx) keep.add(rest[j]);
         out.forEach((p, i) => {
           if (!keep.has(i)) ctx.reject(p, 'not_selected');
         });
