@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { ADVANTAGE_NAMES, type AdvantageParams } from './advantages.ts';
-import { AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSS_NAMES, type LossConfig } from './losses.ts';
+import { AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSS_NAMES, type LossConfig, type PolicyLossParams } from './losses.ts';
 
 const advantageSchema = z.strictObject({
   name: z.enum(ADVANTAGE_NAMES).default('grpo'),
@@ -14,8 +14,14 @@ const advantageSchema = z.strictObject({
   scale: z.enum(['group', 'batch', 'none']).default('group'),
   singleton: z.enum(['identity', 'zero']).default('identity'),
   gamma: z.number().min(0).max(1).default(1),
+  lambda: z.number().min(0).max(1).default(1),
+  returnReset: z.enum(['policy', 'mask']).default('policy'),
   alpha: z.number().min(0).default(0.5),
-  entityNorm: z.enum(['group_max', 'none']).default('group_max'),
+  entityNorm: z.enum(['group_max', 'group_max_well_formed', 'none']).default('group_max'),
+  seedAlpha: z.number().min(0).max(1).default(1),
+  distinctThreshold: z.number().min(0).default(0.1),
+  setSize: z.number().int().min(1).default(2),
+  acceptThreshold: z.number().default(1),
 });
 
 const lossSchema = z.strictObject({
@@ -27,6 +33,26 @@ const lossSchema = z.strictObject({
   aggregation: z.enum(AGGREGATIONS).default('token-mean'),
   aggNormalizer: z.number().positive().nullable().default(null),
   seqLogRatioMax: z.number().default(10),
+  emptySeqs: z.enum(['skip', 'count']).default('skip'),
+  cispoClip: z.enum(['both', 'upper']).default('both'),
+  delta: z.number().gt(1).nullable().default(null),
+  tauPos: z.number().positive().default(1),
+  tauNeg: z.number().positive().default(1.05),
+  vespoKPos: z.number().default(2),
+  vespoLambdaPos: z.number().positive().default(3),
+  vespoKNeg: z.number().default(3),
+  vespoLambdaNeg: z.number().positive().default(2),
+  clipCovRatio: z.number().gt(0).max(1).default(2e-4),
+  clipCovLb: z.number().default(1),
+  clipCovUb: z.number().default(5),
+  klCovRatio: z.number().gt(0).max(1).default(2e-4),
+  klCovCoef: z.number().min(0).default(1),
+  covSeed: z.number().int().min(0).default(0),
+  topEntropyQuantile: z.number().min(0).max(1).nullable().default(null),
+  r2vpoBeta: z.number().min(0).default(1),
+  discoDelta: z.number().min(0).default(1e-4),
+  discoBeta: z.number().min(0).default(1e3),
+  regScale: z.number().positive().default(1),
 });
 
 const klSchema = z.strictObject({
@@ -47,6 +73,8 @@ export const algoConfigSchema = z.strictObject({
   loss: lossSchema.prefault({}),
   kl: klSchema.prefault({}),
   entropyCoef: z.number().default(0),
+  /** LLDS likelihood-preserving regularizer (losses.ts lldsPenalty); 0 = off. */
+  lldsCoef: z.number().min(0).default(0),
   rewards: z.array(rewardSpecSchema).min(1).default([
     { name: 'execution', weight: 1, params: {} },
     { name: 'format', weight: 0.1, params: {} },
@@ -144,6 +172,6 @@ export function advantageParams(cfg: AlgoConfig): AdvantageParams {
 }
 
 /** The parts of a config computePolicyLoss takes. */
-export function lossConfig(cfg: AlgoConfig): LossConfig {
-  return { loss: cfg.loss, kl: cfg.kl, entropyCoef: cfg.entropyCoef };
+export function lossConfig(cfg: AlgoConfig): LossConfig & { loss: PolicyLossParams & { name: string } } {
+  return { loss: cfg.loss, kl: cfg.kl, entropyCoef: cfg.entropyCoef, lldsCoef: cfg.lldsCoef };
 }
