@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend, wasmThreadCount } from '../src/model/backend.ts';
 import { nativeKernelsActive, nativeStatus, setNativeKernels } from '../src/model/native.ts';
-import { AdamW } from '../src/rl/sft.ts';
+import { AdamW } from '../src/train/optim.ts';
 import type { BackendName } from '../src/model/backend.ts';
 import { resolveModelConfig } from '../src/model/config.ts';
 import { LlamaModel } from '../src/model/llama.ts';

@@ -9,12 +9,13 @@
 import { initBackend } from '../src/model/backend.ts';
 import { resolveModelConfig } from '../src/model/config.ts';
 import { LlamaModel } from '../src/model/llama.ts';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../src/model/tokenizer.ts';
+import { Tokenizer } from '../src/model/tokenizer.ts';
 import { TfjsEngine, type RolloutEngine } from '../src/model/engine.ts';
 import { LlamaCppEngine } from '../src/model/llamacpp-engine.ts';
 import { Rng } from '../src/util/rng.ts';
 import { ARCH, runTorch } from './model.ts';
 import { flag } from './_args.ts';
+import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
 
 
 interface Row {
@@ -61,7 +62,7 @@ export async function run(args: string[]): Promise<void> {
   });
   const model = new LlamaModel(cfg, { seed: 0 });
   // The GGUF needs a vocabulary; ids beyond this small tokenizer's become placeholder tokens.
-  const tok = Tokenizer.train(['SELECT name FROM singer WHERE age > 30', 'How many singers are there?'], { vocabSize: 300, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  const tok = Tokenizer.train(['SELECT name FROM singer WHERE age > 30', 'How many singers are there?'], { vocabSize: 300, specialTokens: AGENT_SPECIAL_TOKENS });
   const rng = new Rng(0);
   const prompts = Array.from({ length: ARCH.batch }, () => Array.from({ length: ARCH.promptLen }, () => rng.int(ARCH.vocab)));
   // The shape of a GRPO rollout's first turn: one long prompt (schema + question), G samples.

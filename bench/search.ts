@@ -9,15 +9,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { SPECIAL_TOKENS as PROTOCOL_TOKENS } from '../src/agent/protocol.ts';
 import { synthesize } from '../src/search/synthesize.ts';
 import { SearchCorpus } from '../src/search/corpus.ts';
 import { SearchEnvironment } from '../src/search/env.ts';
 import { searchTaskOf, synthesizeSearchTrajectories } from '../src/search/trajectories.ts';
-import { runSft } from '../src/rl/sft.ts';
-import { runGrpo, type StepRecord, type TrainConfigInput } from '../src/rl/trainer.ts';
+import { runSft } from '../src/train/sft.ts';
+import { runGrpo } from '../src/rl/trainer.ts';
+import type { StepRecord } from '../src/rl/phases.ts';
+import type { TrainConfigInput } from '../src/rl/train-config.ts';
 import { initBackend } from '../src/model/backend.ts';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../src/model/tokenizer.ts';
+import { Tokenizer } from '../src/model/tokenizer.ts';
 import { LlamaModel } from '../src/model/llama.ts';
 import { resolveModelConfig } from '../src/model/config.ts';
 import { renderChat } from '../src/model/chat.ts';
@@ -25,6 +26,7 @@ import { loadCheckpoint } from '../src/model/checkpoint.ts';
 import { Rng } from '../src/util/rng.ts';
 import { flag, num } from './_args.ts';
 import { episodeStats, greedyEpisodes, mean, pct, samplePeak, secs, spread, table } from './rl.ts';
+import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
 
 /** The two algorithms compared, as trainer configs over the registry's presets. */
 const ALGOS: Record<string, { algo: string; algoOverrides: Record<string, unknown> }> = {
@@ -99,7 +101,7 @@ export async function run(args: string[]): Promise<void> {
       t0 = performance.now();
       const pick = new Rng(seed).shuffle([...trainQs]).slice(0, Math.min(coldStart, trainQs.length));
       const trajs = await synthesizeSearchTrajectories(pick, env);
-      const specials = [...new Set([...DEFAULT_SPECIAL_TOKENS, ...PROTOCOL_TOKENS])];
+      const specials = [...AGENT_SPECIAL_TOKENS];
       const tk = Tokenizer.train(trajs.flatMap((t) => t.messages.map((m) => m.content)), { vocabSize: vocab, specialTokens: specials });
       const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tk.vocabSize, maxPositions }), { seed });
       const samples = trajs.map((t) => renderChat(tk, t.messages));

@@ -3,6 +3,8 @@
  * The CLI prints `agro: <message>` on one line and exits with `exitCode`; library callers can
  * switch on `kind` without parsing messages.
  */
+import type { z } from 'zod';
+
 export type ErrorKind =
   | 'usage' // bad flags or arguments
   | 'not_found' // a file, database, db_id or checkpoint that does not exist
@@ -43,4 +45,15 @@ export function exitCodeFor(kind: ErrorKind): number {
 export function oneLine(err: unknown): string {
   const msg = err instanceof Error ? err.message : String(err);
   return msg.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+/**
+ * Validate `input` against a zod schema; the first issue becomes one AgroError line,
+ * `<what>: <field path>: <message>` (the path reads `config` for the value as a whole).
+ */
+export function parseWith<S extends z.ZodType>(schema: S, input: unknown, what: string, kind: ErrorKind = 'invalid_input'): z.infer<S> {
+  const r = schema.safeParse(input);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  throw new AgroError(kind, `${what}: ${issue.path.map(String).join('.') || 'config'}: ${issue.message}`);
 }

@@ -15,6 +15,7 @@
  *  - only the protocol's own tag names count as tags, so `a < b` or `x<>y` inside SQL is just text.
  * One SQL statement per <sql> is enforced by the SQL sandbox, not here.
  */
+import { CHAT_SPECIAL_TOKENS } from '../model/chat.ts';
 
 export const ACTION_KINDS = ['sql', 'answer', 'search', 'open'] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];
@@ -23,7 +24,7 @@ export const SQL_AGENT_ACTIONS: readonly ActionKind[] = ['sql', 'answer'];
 export const SEARCH_AGENT_ACTIONS: readonly ActionKind[] = ['search', 'open', 'answer'];
 
 /** Every tag name of the protocol; `observation` and `information` are written by environments only. */
-export const TAG_NAMES = ['think', 'sql', 'answer', 'search', 'open', 'observation', 'information'] as const;
+export const TAG_NAMES = ['think', 'sql', 'answer', 'observation', 'search', 'open', 'information'] as const;
 export type TagName = (typeof TAG_NAMES)[number];
 
 export const TAGS = Object.fromEntries(TAG_NAMES.map((t) => [t, { open: `<${t}>`, close: `</${t}>` }])) as Record<
@@ -32,7 +33,10 @@ export const TAGS = Object.fromEntries(TAG_NAMES.map((t) => [t, { open: `<${t}>`
 >;
 
 /** The literal tag strings, for a tokenizer's special/added tokens and the chat template. */
-export const SPECIAL_TOKENS: readonly string[] = TAG_NAMES.flatMap((t) => [TAGS[t].open, TAGS[t].close]);
+export const PROTOCOL_TOKENS: readonly string[] = TAG_NAMES.flatMap((t) => [TAGS[t].open, TAGS[t].close]);
+
+/** Every special token of a tokenizer agro trains: the chat control tokens, then the protocol tags (ids in this order). */
+export const AGENT_SPECIAL_TOKENS: readonly string[] = [...CHAT_SPECIAL_TOKENS, ...PROTOCOL_TOKENS];
 
 export type ParsedAction = { kind: ActionKind; content: string; think: string } | { kind: 'invalid'; reason: string };
 

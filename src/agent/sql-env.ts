@@ -6,8 +6,7 @@
  */
 import { z } from 'zod';
 import { parseAction, SQL_AGENT_ACTIONS, formatObservation } from './protocol.ts';
-import type { ChatMessage, Environment, Episode, EpisodeContext, StepResult, TaskBase, Transcript } from './types.ts';
-import type { RewardContext, RewardDeps } from '../rl/rewards.ts';
+import type { ChatMessage, Environment, Episode, EpisodeContext, RewardContext, RewardDeps, StepResult, TaskBase, Transcript } from './types.ts';
 import { introspectSchema } from '../sql/introspect.ts';
 import { renderSchema } from '../sql/render.ts';
 import { hasOrderBy, resultsMatch } from '../sql/compare.ts';

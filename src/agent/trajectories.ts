@@ -8,6 +8,7 @@ import { formatAction } from './protocol.ts';
 import type { SqlEnvironment, SqlTask } from './sql-env.ts';
 import type { ChatMessage } from './types.ts';
 import { Rng } from '../util/rng.ts';
+import { tablesRead } from '../sql/lexer.ts';
 
 export interface AgentTrajectory {
   id: string;
@@ -19,17 +20,6 @@ export interface AgentTrajectory {
   difficulty?: string;
   /** 'direct' or 'verify' (one tool call before the answer). */
   kind: 'direct' | 'verify';
-}
-
-/** Tables a query reads (FROM/JOIN targets), in order of appearance. */
-export function tablesRead(sql: string): string[] {
-  const out: string[] = [];
-  for (const m of sql.matchAll(/\b(?:FROM|JOIN)\s+("(?:[^"]|"")+"|`[^`]+`|\[[^\]]+\]|[A-Za-z_][\w$]*)/gi)) {
-    const quoted = /^"(.*)"$/s.exec(m[1]);
-    const name = quoted ? quoted[1].replace(/""/g, '"') : m[1].replace(/^[`[]|[`\]]$/g, '');
-    if (!out.includes(name)) out.push(name);
-  }
-  return out;
 }
 
 function planNote(sql: string): string {

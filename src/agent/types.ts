@@ -1,5 +1,6 @@
-import type { RewardContext, RewardDeps } from '../rl/rewards.ts';
 import type { ChatMessage } from '../model/chat.ts';
+import type { ExecResult } from '../sql/types.ts';
+import type { ActionKind } from './protocol.ts';
 
 export type { ChatMessage, ChatRole as Role } from '../model/chat.ts';
 
@@ -68,4 +69,48 @@ export interface Environment<T extends TaskBase = TaskBase> {
   /** Functions the rewards need for this task (e.g. the SQL result comparison in the task's mode). */
   rewardDeps?(task: T): RewardDeps;
   close?(): Promise<void>;
+}
+
+// ---------------------------------------------------------------- the reward contract
+
+/** A ground-truth entity with the other names it goes by (E-GRPO's entity match rate). */
+export interface Entity {
+  name: string;
+  aliases?: string[];
+}
+
+/**
+ * Everything a finished episode tells the reward registry (src/rl/rewards.ts). Environments fill it;
+ * rewards read it and never reach back into the environment.
+ */
+export interface RewardContext {
+  /** The final assistant turn (format reward when `turns` is absent). */
+  response?: string;
+  /** Every assistant turn of the episode. */
+  turns?: readonly string[];
+  /** Actions the environment allows (default: the SQL agent's). */
+  allowedActions?: readonly ActionKind[];
+  /** Execution of the predicted and gold SQL, one pair per database (several = test suite). */
+  exec?: { pred: readonly ExecResult[]; gold: readonly ExecResult[] };
+  predSql?: string;
+  goldSql?: string;
+  /** Search agent: the final answer text and the gold answers / entities. */
+  answer?: string;
+  goldAnswers?: readonly string[];
+  /** Ground-truth entities (with aliases) for E-GRPO's entity match rate. */
+  goldEntities?: readonly (string | Entity)[];
+  /** The agent's reasoning text (think blocks and tool queries): where E-GRPO looks for the entities. */
+  reasoning?: string;
+  /** Tool calls made in the episode, and the fewest made by a correct response of the same group (OTC's n). */
+  toolCalls?: number;
+  optimalToolCalls?: number | null;
+  /** Whether the final answer is right (gates OTC's tool reward). */
+  correct?: boolean;
+  /** Policy tokens generated (overlong punishment). */
+  completionTokens?: number;
+}
+
+export interface RewardDeps {
+  /** Result comparison (src/sql/compare.ts in production), injected to keep rewards pure. */
+  match?: (pred: ExecResult, gold: ExecResult) => boolean;
 }

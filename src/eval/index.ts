@@ -1,7 +1,7 @@
 // The evaluation module's public surface.
-export { readDataset } from './read-dataset.ts';
-export { readPredictions } from './read-predictions.ts';
-export { resolveDatabase, resolveDatabases, suiteVariants } from './databases.ts';
+export { readDataset } from '../data/read-dataset.ts';
+export { readPredictions } from '../data/read-predictions.ts';
+export { resolveDatabase, resolveDatabases, suiteVariants } from '../data/databases.ts';
 export { summarize, percent } from './metrics.ts';
 export { evaluate, EVAL_DEFAULTS, type EvaluateOptions } from './run.ts';
 export { formatReport } from './format.ts';

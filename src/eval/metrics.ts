@@ -1,4 +1,5 @@
-import { DIFFICULTIES, OUTCOMES, PRED_ERROR_KINDS, UNLABELED, type BucketScore, type EvalSummary, type Outcome, type PredErrorKind } from './types.ts';
+import { DIFFICULTIES } from '../factory/types.ts';
+import { OUTCOMES, PRED_ERROR_KINDS, UNLABELED, type BucketScore, type EvalSummary, type Outcome, type PredErrorKind } from './types.ts';
 
 export interface Scored {
   bucket: string;

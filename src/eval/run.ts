@@ -1,9 +1,10 @@
 import { hasOrderBy, resultsMatch } from '../sql/compare.ts';
 import { testSuiteMatch } from '../sql/testsuite.ts';
 import type { CompareMode, ExecResult, SqlExecutor } from '../sql/types.ts';
-import { resolveDatabases, suiteVariants } from './databases.ts';
+import { resolveDatabases, suiteVariants } from '../data/databases.ts';
 import { summarize } from './metrics.ts';
-import { UNLABELED, type Dataset, type EvalItem, type EvalReport, type PredErrorKind, type QuestionResult } from './types.ts';
+import type { Dataset, EvalItem } from '../data/types.ts';
+import { UNLABELED, type EvalReport, type PredErrorKind, type QuestionResult } from './types.ts';
 
 /** Defaults in one place. 30 s per query is BIRD's meta_time_out. */
 export const EVAL_DEFAULTS = {

@@ -1,29 +1,6 @@
 import type { CompareMode } from '../sql/types.ts';
-
-export const DIFFICULTIES = ['simple', 'moderate', 'challenging'] as const;
-export type Difficulty = (typeof DIFFICULTIES)[number];
 /** Questions without a difficulty (Spider data) are reported under this bucket. */
 export const UNLABELED = 'all';
-
-/** One question to evaluate, whichever format it was read from. */
-export interface EvalItem {
-  /** Position in the data file (0-based). */
-  index: number;
-  questionId?: number | string;
-  dbId: string;
-  question: string;
-  evidence?: string;
-  /** The gold query (BIRD's `SQL`, Spider's `query`). */
-  gold: string;
-  difficulty?: Difficulty;
-}
-
-export interface Dataset {
-  path: string;
-  /** bird: rows carry `SQL` (and usually `difficulty`); spider: rows carry `query`. */
-  format: 'bird' | 'spider';
-  items: EvalItem[];
-}
 
 /** Why a question counted as right or wrong. Only `match` is correct. */
 export const OUTCOMES = ['match', 'mismatch', 'pred_error', 'timeout', 'gold_error'] as const;

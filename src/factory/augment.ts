@@ -16,7 +16,8 @@ import { testSuiteMatch } from '../sql/testsuite.ts';
 import type { DbSchema, SqlValue } from '../sql/types.ts';
 import { Rng } from '../util/rng.ts';
 import { col, type Expr, type QueryAst, type SelectAst } from './ast.ts';
-import { printQuery, quoteIdent } from './print.ts';
+import { printQuery } from './print.ts';
+import { sqlName } from '../sql/lexer.ts';
 import type { SchemaGraph } from './schema-graph.ts';
 import type { Stage, StageContext, SynthPair } from './types.ts';
 
@@ -64,7 +65,7 @@ export function buildVariant(srcPath: string, schema: DbSchema, graph: SchemaGra
       const k = `${table}\u0000${cols.join('\u0000')}`;
       if (!keysOf.has(k)) {
         const rows = dst
-          .prepare(`SELECT ${cols.map(quoteIdent).join(', ')} FROM ${quoteIdent(table)}`)
+          .prepare(`SELECT ${cols.map(sqlName).join(', ')} FROM ${sqlName(table)}`)
           .raw()
           .all() as SqlValue[][];
         keysOf.set(k, rows);
@@ -77,7 +78,7 @@ export function buildVariant(srcPath: string, schema: DbSchema, graph: SchemaGra
       if (!table) continue;
       const colNames = table.columns.map((c) => c.name);
       const source = src
-        .prepare(`SELECT ${colNames.map(quoteIdent).join(', ')} FROM ${quoteIdent(tname)} LIMIT ${READ_LIMIT}`)
+        .prepare(`SELECT ${colNames.map(sqlName).join(', ')} FROM ${sqlName(tname)} LIMIT ${READ_LIMIT}`)
         .raw()
         .all() as SqlValue[][];
       done.add(tname);
@@ -88,7 +89,7 @@ export function buildVariant(srcPath: string, schema: DbSchema, graph: SchemaGra
       const intLike = colNames.map((_, j) => source.every((r) => r[j] === null || (typeof r[j] === 'number' && Number.isInteger(r[j]))));
       const pkIdx = table.primaryKey.length === 1 ? colNames.indexOf(table.primaryKey[0]) : -1;
       let nextId = 1 + Math.max(0, ...source.map((r) => (pkIdx >= 0 && typeof r[pkIdx] === 'number' ? (r[pkIdx] as number) : 0)));
-      const insert = dst.prepare(`INSERT OR IGNORE INTO ${quoteIdent(tname)} (${colNames.map(quoteIdent).join(', ')}) VALUES (${colNames.map(() => '?').join(', ')})`);
+      const insert = dst.prepare(`INSERT OR IGNORE INTO ${sqlName(tname)} (${colNames.map(sqlName).join(', ')}) VALUES (${colNames.map(() => '?').join(', ')})`);
       const rows: SqlValue[][] = [];
       for (const r of rng.shuffle([...source]).slice(0, nCopy)) rows.push([...r]);
       for (let k = rows.length; k < target; k++) {

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { AgroError } from '../errors.ts';
+import { AgroError, parseWith } from '../errors.ts';
 import { introspectSchema } from '../sql/introspect.ts';
 import { SqlPool } from '../sql/pool.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
@@ -20,7 +20,7 @@ import { buildLexicon } from './names.ts';
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
-import { coverage, diversityStage, embedHybrid, type Coverage } from '../diversity/index.ts';
+import { coverage, diversityStage, embedHybrid, type Coverage } from './diversity/index.ts';
 import { sqlFeatures, sqlSkeleton, structureKey } from '../sql/features.ts';
 import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
 import { realizeStage } from './realize.ts';
@@ -122,9 +122,7 @@ export function loadSchema(db: string): DbSchema {
 }
 
 export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOptions = {}): Promise<FactoryResult> {
-  const parsed = factoryConfigSchema.safeParse(input);
-  if (!parsed.success) throw new AgroError('usage', `bad factory config: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  const cfg = parsed.data;
+  const cfg = parseWith(factoryConfigSchema, input, 'factory config', 'usage');
   const dbPath = resolve(cfg.db);
   const schema = loadSchema(dbPath);
   const dbId = schema.dbId || basename(dbPath).replace(/\.(sqlite3?|db)$/i, '');

@@ -1,22 +1,8 @@
 /** Prints the factory AST as SQLite SQL with correct identifier quoting. */
 import type { Cond, Expr, Literal, QueryAst, SelectAst } from './ast.ts';
+import { sqlName } from '../sql/lexer.ts';
 
-const KEYWORDS = new Set(
-  ('abort action add after all alter analyze and as asc attach autoincrement before begin between by cascade case cast check ' +
-    'collate column commit conflict constraint create cross current current_date current_time current_timestamp database default ' +
-    'deferrable deferred delete desc detach distinct do drop each else end escape except exclusive exists explain fail filter for ' +
-    'foreign from full glob group having if ignore immediate in index indexed initially inner insert instead intersect into is isnull ' +
-    'join key left like limit match natural no not nothing notnull null of offset on or order outer over plan pragma primary query ' +
-    'raise recursive references regexp reindex release rename replace restrict right rollback row rows savepoint select set table ' +
-    'temp temporary then to transaction trigger union unique update using vacuum values view virtual when where window with without')
-    .split(' '),
-);
 
-/** Double-quotes an identifier unless it is a plain, non-keyword name. */
-export function quoteIdent(name: string): string {
-  if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && !KEYWORDS.has(name.toLowerCase())) return name;
-  return `"${name.replace(/"/g, '""')}"`;
-}
 
 export function printLiteral(v: Literal): string {
   if (v === null) return 'NULL';
@@ -32,7 +18,7 @@ interface Scope {
 function printExpr(e: Expr, s: Scope): string {
   switch (e.kind) {
     case 'col':
-      return s.qualify ? `${e.alias}.${quoteIdent(e.column)}` : quoteIdent(e.column);
+      return s.qualify ? `${e.alias}.${sqlName(e.column)}` : sqlName(e.column);
     case 'lit':
       return printLiteral(e.value);
     case 'star':
@@ -74,7 +60,7 @@ function hasCorrelated(q: SelectAst): boolean {
 /** forceQualify: correlated subqueries must qualify their columns to reach the outer alias. */
 export function printSelect(q: SelectAst, forceQualify = false): string {
   const s: Scope = { qualify: forceQualify || q.joins.length > 0 || hasCorrelated(q) };
-  const from = (t: string, a: string) => (s.qualify ? `${quoteIdent(t)} AS ${a}` : quoteIdent(t));
+  const from = (t: string, a: string) => (s.qualify ? `${sqlName(t)} AS ${a}` : sqlName(t));
   let sql = `SELECT ${q.distinct ? 'DISTINCT ' : ''}${q.columns.map((e) => printExpr(e, s)).join(', ')} FROM ${from(q.from.table, q.from.alias)}`;
   for (const j of q.joins) {
     const on = j.on.map((p) => `${printExpr(p.left, s)} = ${printExpr(p.right, s)}`).join(' AND ');

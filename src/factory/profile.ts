@@ -1,6 +1,6 @@
 /** Which columns synthesis may use, and how (filter literal kind, aggregate, projection). */
 import type { Column, DbSchema, SqlExecutor, Table } from '../sql/types.ts';
-import { quoteIdent } from './print.ts';
+import { sqlName } from '../sql/lexer.ts';
 import type { SchemaGraph } from './schema-graph.ts';
 import { colKey, type Lexicon } from './names.ts';
 
@@ -92,7 +92,7 @@ export async function longTextColumns(schema: DbSchema, exec: SqlExecutor, timeo
     if (t.kind !== 'table' || t.rowCount === 0) continue;
     const text = t.columns.filter((c) => c.affinity === 'TEXT' || c.affinity === 'BLOB' || c.type === '');
     if (!text.length) continue;
-    const sql = `SELECT ${text.map((c) => `MAX(length(${quoteIdent(c.name)}))`).join(', ')} FROM (SELECT * FROM ${quoteIdent(t.name)} LIMIT 1000)`;
+    const sql = `SELECT ${text.map((c) => `MAX(length(${sqlName(c.name)}))`).join(', ')} FROM (SELECT * FROM ${sqlName(t.name)} LIMIT 1000)`;
     const r = await exec.execute(schema.path, sql, { timeoutMs });
     if (!r.ok) continue;
     text.forEach((c, i) => {

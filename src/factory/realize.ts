@@ -15,7 +15,8 @@
  */
 import type { Cond, Expr, QueryAst, SelectAst } from './ast.ts';
 import { columnPhrase, tablePlural, tableSingular } from './names.ts';
-import { printLiteral, quoteIdent } from './print.ts';
+import { printLiteral } from './print.ts';
+import { sqlName } from '../sql/lexer.ts';
 import type { QuestionStyle, Stage, SynthPair } from './types.ts';
 import { QUESTION_STYLES } from './types.ts';
 
@@ -149,7 +150,7 @@ export function realizeEvidence(q: QueryAst): string {
       notes.push(s);
     }
   };
-  const colSql = (t: string, c: string) => `${quoteIdent(t)}.${quoteIdent(c)}`;
+  const colSql = (t: string, c: string) => `${sqlName(t)}.${sqlName(c)}`;
   const visitCond = (c: Cond) => {
     if (c.kind === 'cmp') {
       if (c.left.kind === 'col' && c.right.kind === 'lit' && typeof c.right.value === 'string') {

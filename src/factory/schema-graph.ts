@@ -7,7 +7,7 @@
  */
 import type { DbSchema, ForeignKey, SqlExecutor, Table } from '../sql/types.ts';
 import { col, type JoinStep } from './ast.ts';
-import { quoteIdent } from './print.ts';
+import { sqlName } from '../sql/lexer.ts';
 
 export interface SchemaGraph {
   tables: string[];
@@ -171,8 +171,8 @@ export async function inferForeignKeys(schema: DbSchema, exec: SqlExecutor, time
           : parent.columns.find((pc) => pc.name.toLowerCase() === 'id' || pc.name.toLowerCase() === c.name.toLowerCase());
       if (!target || target.affinity !== c.affinity) continue;
       const sql =
-        `SELECT COUNT(*) FROM (SELECT ${quoteIdent(c.name)} AS v FROM ${quoteIdent(child.name)} WHERE ${quoteIdent(c.name)} IS NOT NULL LIMIT 5000) ` +
-        `WHERE v NOT IN (SELECT ${quoteIdent(target.name)} FROM ${quoteIdent(parent.name)})`;
+        `SELECT COUNT(*) FROM (SELECT ${sqlName(c.name)} AS v FROM ${sqlName(child.name)} WHERE ${sqlName(c.name)} IS NOT NULL LIMIT 5000) ` +
+        `WHERE v NOT IN (SELECT ${sqlName(target.name)} FROM ${sqlName(parent.name)})`;
       const r = await exec.execute(schema.path, sql, { timeoutMs });
       if (r.ok && Number(r.rows[0]?.[0]) === 0 && child.rowCount > 0) {
         out.push({ fromTable: child.name, fromColumns: [c.name], toTable: parent.name, toColumns: [target.name], inferred: true });

@@ -6,7 +6,9 @@ import type { Rng } from '../util/rng.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import type { QueryAst } from './ast.ts';
 
-export type Difficulty = 'simple' | 'moderate' | 'challenging';
+/** BIRD's difficulty buckets, which the factory assigns from a query's structure. */
+export const DIFFICULTIES = ['simple', 'moderate', 'challenging'] as const;
+export type Difficulty = (typeof DIFFICULTIES)[number];
 export type QuestionStyle = 'formal' | 'colloquial' | 'imperative' | 'terse';
 export const QUESTION_STYLES: readonly QuestionStyle[] = ['formal', 'colloquial', 'imperative', 'terse'];
 

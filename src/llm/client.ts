@@ -4,7 +4,7 @@
  * timeout, a concurrency limit, and JSON replies validated by a zod schema with one repair turn.
  */
 import { z } from 'zod';
-import { AgroError } from '../errors.ts';
+import { AgroError, parseWith } from '../errors.ts';
 import type { ErrorKind } from '../errors.ts';
 import { Semaphore } from './semaphore.ts';
 import { parseJsonReply } from './json.ts';
@@ -82,12 +82,7 @@ export class LlmClient {
   readonly stats = { requests: 0, retries: 0, repairs: 0 };
 
   constructor(config: LlmConfigInput, deps: { random?: () => number; sleep?: Sleeper } = {}) {
-    const parsed = LlmConfigSchema.safeParse(config);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new AgroError('invalid_input', `LLM config: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
-    }
-    this.config = parsed.data;
+    this.config = parseWith(LlmConfigSchema, config, 'LLM config');
     this.apiKey = this.config.apiKey ?? process.env.AGRO_LLM_API_KEY ?? undefined;
     this.sem = new Semaphore(this.config.concurrency);
     this.random = deps.random ?? Math.random;

@@ -40,6 +40,9 @@ export const CHAT_TOKENS = {
   tool: '<|tool|>',
 } as const;
 
+/** The chat control tokens in the order a new tokenizer gets their ids (pad first, so it is id 0). */
+export const CHAT_SPECIAL_TOKENS: readonly string[] = (['pad', 'bos', 'eos', 'system', 'user', 'assistant', 'tool', 'end'] as const).map((k) => CHAT_TOKENS[k]);
+
 interface ChatIds { bos: number; eos: number; end: number; role: Record<ChatRole, number>; obsOpen: number | null; obsClose: number | null }
 
 function chatIds(tk: Tokenizer): ChatIds {

@@ -3,7 +3,7 @@
  * Hugging Face `config.json` (LlamaForCausalLM / Qwen2ForCausalLM), so checkpoints load in HF tools.
  */
 import { z } from 'zod';
-import { AgroError } from '../errors.ts';
+import { AgroError, parseWith } from '../errors.ts';
 
 export interface ModelConfig {
   vocabSize: number;
@@ -59,13 +59,7 @@ export function headDimOf(cfg: ModelConfig): number {
  * (missing fields come from the `tiny` preset). Throws AgroError('invalid_input') on one line.
  */
 export function resolveModelConfig(input: unknown): ModelConfig {
-  const parsed = schema.safeParse(input);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue.path.length ? issue.path.join('.') : 'config';
-    throw new AgroError('invalid_input', `model config: ${where}: ${issue.message}`);
-  }
-  const { preset, ...rest } = parsed.data;
+  const { preset, ...rest } = parseWith(schema, input, 'model config');
   const base = PRESETS[preset ?? 'tiny'];
   const defined = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
   const cfg: ModelConfig = { ...base, ...defined } as ModelConfig;
@@ -146,12 +140,7 @@ const hfSchema = z.object({
 });
 
 export function fromHfConfig(json: unknown): ModelConfig {
-  const parsed = hfSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new AgroError('invalid_input', `config.json: ${issue.path.join('.') || 'root'}: ${issue.message}`);
-  }
-  const c = parsed.data;
+  const c = parseWith(hfSchema, json, 'config.json');
   const type = c.model_type ?? (c.architectures?.[0]?.startsWith('Qwen2') ? 'qwen2' : 'llama');
   if (type !== 'llama' && type !== 'qwen2')
     throw new AgroError('invalid_input', `config.json: unsupported architecture '${type}' (supported: llama, qwen2)`);

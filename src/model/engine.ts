@@ -6,12 +6,10 @@
  * - `llama.cpp`: node-llama-cpp running a GGUF export of the policy (src/model/llamacpp-engine.ts),
  *   loaded lazily so that nothing else pays for the native addon.
  */
-import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import { drawToken, logSoftmaxAt, sampleGroups, type CheckedSampleOptions, type Sample, type SampleOptions } from './generate.ts';
 export { checkSampleRequest, logSoftmaxAt, type CheckedSampleOptions } from './generate.ts';
 import type { LlamaModel } from './llama.ts';
-import type { Tokenizer } from './tokenizer.ts';
 
 export interface RolloutEngine {
   readonly name: string;
@@ -42,35 +40,6 @@ export class TfjsEngine implements RolloutEngine {
   dispose(): Promise<void> {
     return Promise.resolve();
   }
-}
-
-export interface EngineOptions {
-  /** llama.cpp: needed for the GGUF's vocabulary. */
-  tokenizer?: Tokenizer;
-  /** llama.cpp: CPU threads (default 1). */
-  threads?: number;
-  /** llama.cpp: who draws the tokens (see LlamaCppEngineOptions.sampling). */
-  sampling?: 'native' | 'js';
-  /** llama.cpp: rows decoded together in one context (default 16); more rows run in chunks. */
-  maxSequences?: number;
-}
-
-/** An engine by name, synced to `model`. */
-export async function createEngine(name: string, model: LlamaModel, opts: EngineOptions = {}): Promise<RolloutEngine> {
-  if (name === 'tfjs') return new TfjsEngine(model);
-  if (name === 'llama.cpp') {
-    if (!opts.tokenizer) throw new AgroError('usage', 'engine llama.cpp: a tokenizer is required for the GGUF export');
-    const { LlamaCppEngine } = await import('./llamacpp-engine.ts');
-    const engine = new LlamaCppEngine({ tokenizer: opts.tokenizer, threads: opts.threads, maxSequences: opts.maxSequences, sampling: opts.sampling });
-    try {
-      await engine.sync(model);
-    } catch (err) {
-      await engine.dispose();
-      throw err;
-    }
-    return engine;
-  }
-  throw new AgroError('usage', `unknown engine '${name}' (expected one of: ${ENGINE_NAMES.join(', ')})`);
 }
 
 /**

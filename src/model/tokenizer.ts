@@ -18,13 +18,6 @@ export const LLAMA3_SPLIT =
 /** GPT-2's regex: what a ByteLevel pre-tokenizer with use_regex=true applies. */
 const GPT2_SPLIT = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-/** The agent protocol tags and chat control tokens every tokenizer we train carries. */
-export const DEFAULT_SPECIAL_TOKENS = [
-  '<|pad|>', '<|bos|>', '<|eos|>', '<|system|>', '<|user|>', '<|assistant|>', '<|tool|>', '<|end|>',
-  '<think>', '</think>', '<sql>', '</sql>', '<answer>', '</answer>', '<observation>', '</observation>',
-  '<search>', '</search>', '<open>', '</open>',
-];
-
 const { BYTE_TO_CHAR, CHAR_TO_BYTE } = buildByteMap();
 
 /** GPT-2's bytes_to_unicode: printable bytes map to themselves, the rest to U+0100 onwards. */
@@ -138,7 +131,7 @@ function preTokenize(text: string, steps: PreStep[], first: boolean): string[] {
 
 export interface TrainOptions {
   vocabSize: number;
-  specialTokens: string[];
+  specialTokens: readonly string[];
   /** Pairs seen fewer times than this are never merged (default 2). */
   minFrequency?: number;
 }

@@ -3,7 +3,7 @@
  * override it. `resolveAlgo('dapo', { loss: { clipHigh: 0.3 } })` gives a validated config.
  */
 import { z } from 'zod';
-import { AgroError } from '../errors.ts';
+import { AgroError, parseWith } from '../errors.ts';
 import { ADVANTAGE_NAMES, type AdvantageParams } from './advantages.ts';
 import { AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSS_NAMES, type LossConfig, type PolicyLossParams } from './losses.ts';
 
@@ -150,12 +150,7 @@ export function deepMerge(a: unknown, b: unknown): unknown {
 
 /** Validate a config object (defaults filled in); errors are one line, kind invalid_input. */
 export function parseAlgoConfig(raw: unknown): AlgoConfig {
-  const r = algoConfigSchema.safeParse(raw);
-  if (!r.success) {
-    const msg = r.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`).join('; ');
-    throw new AgroError('invalid_input', `invalid algorithm config: ${msg}`);
-  }
-  return r.data;
+  return parseWith(algoConfigSchema, raw, 'algorithm config');
 }
 
 /** The named preset with `overrides` merged on top, validated. Unknown name: a one-line usage error listing the known ones. */

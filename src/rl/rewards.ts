@@ -5,11 +5,12 @@
  * and the result comparison is injected (`deps.match`).
  */
 import { z } from 'zod';
-import type { ExecResult } from '../sql/types.ts';
-import { parseAction, SQL_AGENT_ACTIONS, type ActionKind } from '../agent/protocol.ts';
-import { extractSqlFeatures, setF1 } from './sql_features.ts';
+import { parseAction, SQL_AGENT_ACTIONS } from '../agent/protocol.ts';
+import { sqlTouches } from '../sql/touches.ts';
+import { setF1 } from '../util/sets.ts';
 import { invalid } from './validate.ts';
-import { entityMatchRate, exactMatch, type Entity } from '../search/match.ts';
+import { entityMatchRate, exactMatch } from '../search/match.ts';
+import type { RewardContext, RewardDeps } from '../agent/types.ts';
 
 export interface RewardValue {
   value: number;
@@ -17,38 +18,6 @@ export interface RewardValue {
 }
 
 /** Everything a reward may look at; each reward reads only its own fields and says which it misses. */
-export interface RewardContext {
-  /** The final assistant turn (format reward when `turns` is absent). */
-  response?: string;
-  /** Every assistant turn of the episode. */
-  turns?: readonly string[];
-  /** Actions the environment allows (default: the SQL agent's). */
-  allowedActions?: readonly ActionKind[];
-  /** Execution of the predicted and gold SQL, one pair per database (several = test suite). */
-  exec?: { pred: readonly ExecResult[]; gold: readonly ExecResult[] };
-  predSql?: string;
-  goldSql?: string;
-  /** Search agent: the final answer text and the gold answers / entities. */
-  answer?: string;
-  goldAnswers?: readonly string[];
-  /** Ground-truth entities (with aliases) for E-GRPO's entity match rate. */
-  goldEntities?: readonly (string | Entity)[];
-  /** The agent's reasoning text (think blocks and tool queries): where E-GRPO looks for the entities. */
-  reasoning?: string;
-  /** Tool calls made in the episode, and the fewest made by a correct response of the same group (OTC's n). */
-  toolCalls?: number;
-  optimalToolCalls?: number | null;
-  /** Whether the final answer is right (gates OTC's tool reward). */
-  correct?: boolean;
-  /** Policy tokens generated (overlong punishment). */
-  completionTokens?: number;
-}
-
-export interface RewardDeps {
-  /** Result comparison (src/sql/compare.ts in production), injected to keep rewards pure. */
-  match?: (pred: ExecResult, gold: ExecResult) => boolean;
-}
-
 type RewardFn<P> = (ctx: RewardContext, params: P, deps: RewardDeps) => RewardValue;
 interface RewardEntry<S extends z.ZodType> {
   params: S;
@@ -136,8 +105,8 @@ const overlapParams = z.strictObject({
 
 /** Mean F1 of the tables, columns and literal values of the predicted vs gold SQL (parts empty on both sides skipped). */
 function sqlOverlapReward(ctx: RewardContext, p: z.infer<typeof overlapParams>): RewardValue {
-  const pred = extractSqlFeatures(need(ctx.predSql, 'predSql', 'sql_overlap'));
-  const gold = extractSqlFeatures(need(ctx.goldSql, 'goldSql', 'sql_overlap'));
+  const pred = sqlTouches(need(ctx.predSql, 'predSql', 'sql_overlap'));
+  const gold = sqlTouches(need(ctx.goldSql, 'goldSql', 'sql_overlap'));
   const scores: string[] = [];
   let sum = 0;
   let n = 0;

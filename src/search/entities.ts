@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { AgroError } from '../errors.ts';
 import type { SearchDoc } from './corpus.ts';
+import { quoteIdent } from '../sql/lexer.ts';
 
 export type Cell = number | string | bigint | Uint8Array | null;
 
@@ -51,7 +52,6 @@ export interface EntityGraph {
   titleCounts: Map<string, Map<string, number>>;
 }
 
-const quote = (id: string) => `"${id.replace(/"/g, '""')}"`;
 
 export function humanize(name: string): string {
   return name.replace(/_+/g, ' ').replace(/([a-z])([A-Z])/g, '$1 $2').trim().toLowerCase();
@@ -123,7 +123,7 @@ export function loadEntityGraph(path: string, dbId: string, opts: LoadOptions = 
     const tables = new Map<string, TableInfo>();
     const rawFks = new Map<string, RawFk[][]>();
     for (const name of tableNames) {
-      const columns = (db.prepare(`PRAGMA table_info(${quote(name)})`).all() as { name: string; type: string; pk: number }[]).map(
+      const columns = (db.prepare(`PRAGMA table_info(${quoteIdent(name)})`).all() as { name: string; type: string; pk: number }[]).map(
         (c) => ({ name: c.name, type: c.type, pk: c.pk }),
       );
       const primaryKey = columns
@@ -131,7 +131,7 @@ export function loadEntityGraph(path: string, dbId: string, opts: LoadOptions = 
         .sort((a, b) => a.pk - b.pk)
         .map((c) => c.name);
       const groups = new Map<number, RawFk[]>();
-      for (const r of db.prepare(`PRAGMA foreign_key_list(${quote(name)})`).all() as RawFk[]) {
+      for (const r of db.prepare(`PRAGMA foreign_key_list(${quoteIdent(name)})`).all() as RawFk[]) {
         groups.set(r.id, [...(groups.get(r.id) ?? []), r]);
       }
       rawFks.set(
@@ -174,7 +174,7 @@ export function loadEntityGraph(path: string, dbId: string, opts: LoadOptions = 
       const keyCols = t.primaryKey.length > 0 ? t.primaryKey : ['rowid'];
       const select = t.primaryKey.length > 0 ? '*' : 'rowid AS rowid, *';
       const rows = db
-        .prepare(`SELECT ${select} FROM ${quote(t.name)} ORDER BY ${keyCols.map(quote).join(', ')} LIMIT ?`)
+        .prepare(`SELECT ${select} FROM ${quoteIdent(t.name)} ORDER BY ${keyCols.map(quoteIdent).join(', ')} LIMIT ?`)
         .all(maxRows) as Record<string, Cell>[];
       const list: EntityRow[] = [];
       const counts = new Map<string, number>();

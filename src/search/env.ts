@@ -15,12 +15,11 @@
  *   tool_calls   number of executed search/open calls (raw count, not a reward)
  */
 import { z } from 'zod';
-import { AgroError } from '../errors.ts';
+import { AgroError, parseWith } from '../errors.ts';
 import { formatObservation, parseAction, SEARCH_AGENT_ACTIONS } from '../agent/protocol.ts';
-import type { ChatMessage, Environment, Episode, StepResult, TaskBase, Transcript } from '../agent/types.ts';
-import type { RewardContext } from '../rl/rewards.ts';
+import type { ChatMessage, Entity, Environment, Episode, RewardContext, StepResult, TaskBase, Transcript } from '../agent/types.ts';
 import type { SearchCorpus } from './corpus.ts';
-import { bestF1, entityMatchRate, exactMatch, type Entity } from './match.ts';
+import { bestF1, entityMatchRate, exactMatch } from './match.ts';
 
 /** Reward components by name with reasons (raw facts, unweighted). */
 export type RewardParts = Record<string, { value: number; reason: string }>;
@@ -100,11 +99,7 @@ export class SearchEnvironment implements Environment<SearchTask> {
     private readonly corpus: SearchCorpus,
     config: Partial<SearchEnvConfig> = {},
   ) {
-    const parsed = searchEnvConfigSchema.safeParse(config);
-    if (!parsed.success) {
-      throw new AgroError('invalid_input', `search environment config: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-    }
-    this.config = parsed.data;
+    this.config = parseWith(searchEnvConfigSchema, config, 'search environment config');
   }
 
   async start(task: SearchTask): Promise<Episode> {

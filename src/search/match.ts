@@ -9,10 +9,7 @@
  * the agent mentioned in its reasoning text (which text counts is the caller's choice; see env.ts).
  */
 
-export interface Entity {
-  name: string;
-  aliases?: string[];
-}
+import type { Entity } from '../agent/types.ts';
 
 // string.punctuation in Python: the set Search-R1's normalize_answer deletes.
 const ASCII_PUNCT = /[!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]/g;

@@ -30,7 +30,8 @@ import {
   type EntityRow,
   type FkEdge,
 } from './entities.ts';
-import { normalizeAnswer, type Entity } from './match.ts';
+import { normalizeAnswer } from './match.ts';
+import type { Entity } from '../agent/types.ts';
 
 export interface SearchQuestion {
   id: string;

@@ -15,7 +15,7 @@
  * tells an int from an equal float (gold (1, 1.5) vs pred (1.0, 1.5) is rejected there). better-sqlite3
  * hands both as the same JS number, so the type is gone; we compare by value, like Python's `==`.
  */
-import { tokenizeSql } from './guard.ts';
+import { isWord, tokenize } from './lexer.ts';
 import type { CompareMode, Row, SqlValue } from './types.ts';
 
 export interface CompareOptions {
@@ -190,10 +190,9 @@ export function resultsMatch(pred: Row[], gold: Row[], opts: CompareOptions): bo
  */
 export function hasOrderBy(sql: string, opts: { substring?: boolean } = {}): boolean {
   if (opts.substring) return /order by/.test(sql.toLowerCase());
-  const tokens = tokenizeSql(sql);
+  const tokens = tokenize(sql);
   for (let i = 0; i + 1 < tokens.length; i++) {
-    const [a, b] = [tokens[i], tokens[i + 1]];
-    if (a.depth === 0 && a.kind === 'word' && a.text === 'ORDER' && b.kind === 'word' && b.text === 'BY') return true;
+    if (tokens[i].depth === 0 && isWord(tokens[i], 'ORDER') && isWord(tokens[i + 1], 'BY')) return true;
   }
   return false;
 }

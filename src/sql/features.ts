@@ -8,92 +8,13 @@
  * by part; anything still unparsed falls back to a token-level analysis, flagged `parsed: false`.
  */
 import pkg from 'node-sql-parser';
+import { quoteIdent, quoteString, SQL_KEYWORDS as KEYWORDS, tokenize } from './lexer.ts';
 
 const { Parser } = pkg;
 const parser = new Parser();
 
-// ---------------------------------------------------------------- tokens
-
-export type TokenKind = 'str' | 'num' | 'word' | 'qid' | 'op' | 'punct';
-export interface Token {
-  kind: TokenKind;
-  /** Raw text for str/num/op/punct; the unquoted name for qid; as written for word. */
-  text: string;
-}
-
-const OPS = ['<>', '!=', '<=', '>=', '==', '||', '<<', '>>', '=', '<', '>', '+', '-', '*', '/', '%', '&', '|', '~'];
-
-/** A forgiving SQLite tokenizer: never throws; comments are dropped. */
-export function tokenize(sql: string): Token[] {
-  const out: Token[] = [];
-  let i = 0;
-  const n = sql.length;
-  while (i < n) {
-    const c = sql[i];
-    if (/\s/.test(c)) {
-      i++;
-      continue;
-    }
-    if (c === '-' && sql[i + 1] === '-') {
-      while (i < n && sql[i] !== '\n') i++;
-      continue;
-    }
-    if (c === '/' && sql[i + 1] === '*') {
-      const end = sql.indexOf('*/', i + 2);
-      i = end < 0 ? n : end + 2;
-      continue;
-    }
-    if (c === "'" || c === '"' || c === '`' || c === '[') {
-      const close = c === '[' ? ']' : c;
-      let j = i + 1;
-      let text = '';
-      while (j < n) {
-        if (sql[j] === close) {
-          if (close !== ']' && sql[j + 1] === close) {
-            text += close;
-            j += 2;
-            continue;
-          }
-          break;
-        }
-        text += sql[j++];
-      }
-      out.push({ kind: c === "'" ? 'str' : 'qid', text: c === "'" ? `'${text}'` : text });
-      i = j + 1;
-      continue;
-    }
-    const num = /^(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|0[xX][0-9a-fA-F]+)/.exec(sql.slice(i, i + 64));
-    if (num) {
-      out.push({ kind: 'num', text: num[0] });
-      i += num[0].length;
-      continue;
-    }
-    const word = /^[A-Za-z_][A-Za-z0-9_$]*/.exec(sql.slice(i, i + 256));
-    if (word) {
-      out.push({ kind: 'word', text: word[0] });
-      i += word[0].length;
-      continue;
-    }
-    const op = OPS.find((o) => sql.startsWith(o, i));
-    if (op) {
-      out.push({ kind: 'op', text: op });
-      i += op.length;
-      continue;
-    }
-    out.push({ kind: 'punct', text: c });
-    i++;
-  }
-  return out;
-}
-
-const KEYWORDS = new Set(
-  (
-    'select from where group by having order limit offset distinct all as on using join inner left right full ' +
-    'outer cross natural and or not in is null like glob between exists case when then else end union intersect ' +
-    'except asc desc collate cast with recursive escape true false current_date current_time current_timestamp ' +
-    'over partition filter rows range window nulls first last'
-  ).split(' '),
-);
+/** Keywords that are also functions when a parenthesis follows: `replace(x, 'a', 'b')`, `cast(x AS int)`. */
+const FUNCTION_KEYWORDS = new Set(['cast', 'replace']);
 const AGGREGATES = new Set(['count', 'sum', 'avg', 'min', 'max', 'total', 'group_concat']);
 /** Marks a function name while joining the skeleton (a character no token can contain). */
 const FN = '\u0001';
@@ -118,7 +39,7 @@ export function sqlSkeleton(sql: string, opts: { maskIdentifiers?: boolean; mask
     const prev = k > 0 ? toks[k - 1] : undefined;
     const afterCompare = prev !== undefined && (COMPARISON.has(prev.text) || /^(like|glob)$/i.test(prev.text));
     if (!maskLiterals && (t.kind === 'str' || t.kind === 'num' || (t.kind === 'qid' && afterCompare))) {
-      parts.push(t.kind === 'qid' ? `'${t.text.replace(/'/g, "''")}'` : t.text);
+      parts.push(t.kind === 'num' ? t.text : quoteString(t.text));
       continue;
     }
     if (t.kind === 'str' || t.kind === 'num' || (t.kind === 'qid' && afterCompare)) {
@@ -129,7 +50,7 @@ export function sqlSkeleton(sql: string, opts: { maskIdentifiers?: boolean; mask
       parts.push('?');
       continue;
     }
-    if (t.kind === 'word' && KEYWORDS.has(t.text.toLowerCase())) {
+    if (t.kind === 'word' && KEYWORDS.has(t.text.toLowerCase()) && !(FUNCTION_KEYWORDS.has(t.text.toLowerCase()) && toks[k + 1]?.text === '(')) {
       parts.push(t.text.toUpperCase());
       continue;
     }
@@ -139,7 +60,7 @@ export function sqlSkeleton(sql: string, opts: { maskIdentifiers?: boolean; mask
     }
     if (t.kind === 'word' || t.kind === 'qid') {
       const name = t.text.toLowerCase();
-      parts.push(opts.maskIdentifiers ? '_' : /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`);
+      parts.push(opts.maskIdentifiers ? '_' : /^[a-z_][a-z0-9_$]*$/.test(name) ? name : quoteIdent(name));
       continue;
     }
     parts.push(t.text);
@@ -483,7 +404,7 @@ function tokenFeatures(sql: string): SqlFeatures {
     }
     if (t.kind === 'word' && toks[k + 1]?.text === '(') {
       if (AGGREGATES.has(w)) f.aggregates[w] = (f.aggregates[w] ?? 0) + 1;
-      else if (!KEYWORDS.has(w) || w === 'cast') acc.functions.add(w);
+      else if (!KEYWORDS.has(w) || FUNCTION_KEYWORDS.has(w)) acc.functions.add(w);
     }
     if (w === 'union') f.setOps.push(low(k + 1) === 'all' ? 'union all' : 'union');
     if (w === 'intersect' || w === 'except') f.setOps.push(w);

@@ -10,78 +10,7 @@
  * The database is also always opened `readonly`, a third line that needs no parsing at all.
  */
 import { AgroError } from '../errors.ts';
-
-export interface SqlToken {
-  /** 'word' for keywords/bare identifiers (upper-cased in `text`), 'ident' for quoted identifiers, 'string', 'number', 'punct'. */
-  kind: 'word' | 'ident' | 'string' | 'number' | 'punct';
-  text: string;
-  /** Parenthesis depth at which the token sits (0 = top level). */
-  depth: number;
-}
-
-/** Splits SQL into tokens, skipping whitespace and comments and keeping strings whole. */
-export function tokenizeSql(sql: string): SqlToken[] {
-  const tokens: SqlToken[] = [];
-  let depth = 0;
-  let i = 0;
-  const n = sql.length;
-  const quoted = (close: string, kind: SqlToken['kind']): void => {
-    // SQL doubles the closing quote to escape it ('it''s', "a""b"); brackets cannot be escaped.
-    let j = i + 1;
-    let text = '';
-    for (;;) {
-      if (j >= n) break; // unterminated: SQLite will refuse it at prepare time
-      if (sql[j] === close) {
-        if (close !== ']' && sql[j + 1] === close) {
-          text += close;
-          j += 2;
-          continue;
-        }
-        j++;
-        break;
-      }
-      text += sql[j++];
-    }
-    tokens.push({ kind, text, depth });
-    i = j;
-  };
-  while (i < n) {
-    const c = sql[i];
-    if (/\s/.test(c)) {
-      i++;
-    } else if (c === '-' && sql[i + 1] === '-') {
-      const end = sql.indexOf('\n', i);
-      i = end < 0 ? n : end + 1;
-    } else if (c === '/' && sql[i + 1] === '*') {
-      const end = sql.indexOf('*/', i + 2);
-      i = end < 0 ? n : end + 2;
-    } else if (c === "'") {
-      quoted("'", 'string');
-    } else if (c === '"') {
-      quoted('"', 'ident');
-    } else if (c === '`') {
-      quoted('`', 'ident');
-    } else if (c === '[') {
-      quoted(']', 'ident');
-    } else if (/[A-Za-z_\u0080-\uffff]/.test(c)) {
-      let j = i + 1;
-      while (j < n && /[A-Za-z0-9_$\u0080-\uffff]/.test(sql[j])) j++;
-      tokens.push({ kind: 'word', text: sql.slice(i, j).toUpperCase(), depth });
-      i = j;
-    } else if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(sql[i + 1] ?? ''))) {
-      let j = i + 1;
-      while (j < n && /[0-9A-Za-z_.]/.test(sql[j])) j++;
-      tokens.push({ kind: 'number', text: sql.slice(i, j), depth });
-      i = j;
-    } else {
-      if (c === ')') depth = Math.max(0, depth - 1);
-      tokens.push({ kind: 'punct', text: c, depth });
-      if (c === '(') depth++;
-      i++;
-    }
-  }
-  return tokens;
-}
+import { tokenize } from './lexer.ts';
 
 const ALLOWED_FIRST = new Set(['SELECT', 'WITH', 'VALUES']);
 
@@ -115,7 +44,7 @@ const REFUSED_FIRST: Record<string, string> = {
  * A trailing semicolon and comments anywhere are fine. Returns the SQL unchanged for chaining.
  */
 export function assertSingleReadQuery(sql: string): string {
-  const tokens = tokenizeSql(sql);
+  const tokens = tokenize(sql);
   if (tokens.length === 0 || tokens.every((t) => t.kind === 'punct' && t.text === ';')) {
     throw new AgroError('refused', 'refused: empty query');
   }
@@ -124,7 +53,7 @@ export function assertSingleReadQuery(sql: string): string {
     throw new AgroError('refused', 'refused: several statements (send one query at a time)');
   }
   const first = tokens[0];
-  const word = first.kind === 'word' ? first.text : '';
+  const word = first.kind === 'word' ? first.text.toUpperCase() : '';
   if (!ALLOWED_FIRST.has(word)) {
     const why = REFUSED_FIRST[word] ?? `only SELECT, WITH or VALUES queries are allowed (got ${word || first.text})`;
     throw new AgroError('refused', `refused: ${why}`);

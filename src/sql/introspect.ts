@@ -12,6 +12,7 @@ import { basename, extname } from 'node:path';
 import Database from 'better-sqlite3';
 import { AgroError } from '../errors.ts';
 import type { Column, ColumnStats, DbSchema, ForeignKey, SqlValue, Table } from './types.ts';
+import { quoteIdent } from './lexer.ts';
 
 export interface IntrospectOptions {
   /** Most frequent distinct values kept per column. Default 3. */
@@ -21,11 +22,6 @@ export interface IntrospectOptions {
 }
 
 const MAX_SAMPLE_CHARS = 60;
-
-/** Quotes an identifier for SQLite: always double quotes, inner quotes doubled. Safe for any name. */
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
 
 /** SQLite's type affinity rules (https://www.sqlite.org/datatype3.html, section 3.1), in their order. */
 export function affinityOf(declared: string): Column['affinity'] {

@@ -7,6 +7,7 @@
  * at the last whole line that fits. Deterministic: same schema and options, same text.
  */
 import type { Column, DbSchema, SqlValue, Table } from './types.ts';
+import { sqlName } from './lexer.ts';
 
 export interface RenderOptions {
   maxChars?: number;
@@ -17,15 +18,6 @@ export interface RenderOptions {
   samples?: number;
 }
 
-const RESERVED = new Set(
-  'ADD ALL ALTER AND AS ASC BETWEEN BY CASE CHECK COLLATE COLUMN CONSTRAINT CREATE CROSS DEFAULT DELETE DESC DISTINCT DROP ELSE END ESCAPE EXCEPT EXISTS FOREIGN FROM FULL GLOB GROUP HAVING IN INDEX INNER INSERT INTERSECT INTO IS JOIN KEY LEFT LIKE LIMIT NATURAL NOT NULL OFFSET ON OR ORDER OUTER PRIMARY REFERENCES REPLACE RIGHT ROWID SELECT SET TABLE THEN TO UNION UNIQUE UPDATE USING VALUES VIEW WHEN WHERE WITH'.split(' '),
-);
-
-/** The name as written in SQL: bare when that is unambiguous, else double-quoted. */
-export function sqlName(name: string): string {
-  if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && !RESERVED.has(name.toUpperCase())) return name;
-  return `"${name.replace(/"/g, '""')}"`;
-}
 
 function literal(v: SqlValue): string {
   if (v === null) return 'NULL';

@@ -5,7 +5,7 @@ import {
   formatObservation,
   parseAction,
   SEARCH_AGENT_ACTIONS,
-  SPECIAL_TOKENS,
+  PROTOCOL_TOKENS,
   SQL_AGENT_ACTIONS,
   TAGS,
 } from '../../src/agent/protocol.ts';
@@ -60,7 +60,7 @@ test('formatAction round-trips through parseAction; tags are exported for the to
   assert.equal(formatObservation('3 rows'), '<observation>3 rows</observation>');
   assert.equal(TAGS.answer.close, '</answer>');
   for (const t of ['<think>', '</think>', '<sql>', '</sql>', '<answer>', '<search>', '<open>', '</observation>']) {
-    assert.ok(SPECIAL_TOKENS.includes(t), t);
+    assert.ok(PROTOCOL_TOKENS.includes(t), t);
   }
-  assert.equal(SPECIAL_TOKENS.length, 14);
+  assert.equal(PROTOCOL_TOKENS.length, 14);
 });

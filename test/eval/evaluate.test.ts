@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { evaluate } from '../../src/eval/run.ts';
-import { readDataset } from '../../src/eval/read-dataset.ts';
-import { readPredictions } from '../../src/eval/read-predictions.ts';
-import { resolveDatabase } from '../../src/eval/databases.ts';
+import { readDataset } from '../../src/data/read-dataset.ts';
+import { readPredictions } from '../../src/data/read-predictions.ts';
+import { resolveDatabase } from '../../src/data/databases.ts';
 import { summarize } from '../../src/eval/metrics.ts';
 import { formatReport } from '../../src/eval/format.ts';
 

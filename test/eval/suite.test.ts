@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { evaluate } from '../../src/eval/run.ts';
-import { readDataset } from '../../src/eval/read-dataset.ts';
+import { readDataset } from '../../src/data/read-dataset.ts';
 
 const DB_ROOT = fileURLToPath(new URL('../../data/databases/', import.meta.url));
 const pool = new SqlPool({ size: 2 });

@@ -5,7 +5,8 @@ import { introspectSchema } from '../../src/sql/introspect.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { col, emptySelect, lit, type SelectAst } from '../../src/factory/ast.ts';
-import { printQuery, quoteIdent } from '../../src/factory/print.ts';
+import { printQuery } from '../../src/factory/print.ts';
+import { sqlName } from '../../src/sql/lexer.ts';
 import { buildLexicon, columnPhrase, words } from '../../src/factory/names.ts';
 import { profileSchema } from '../../src/factory/profile.ts';
 import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
@@ -14,11 +15,11 @@ import { silentProgress, type StageContext } from '../../src/factory/types.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 
 test('printer quotes odd identifiers and the SQL runs', () => {
-  assert.equal(quoteIdent('price'), 'price');
-  assert.equal(quoteIdent('select'), '"select"');
-  assert.equal(quoteIdent('full name'), '"full name"');
-  assert.equal(quoteIdent('quote"d'), '"quote""d"');
-  assert.equal(quoteIdent('städte'), '"städte"');
+  assert.equal(sqlName('price'), 'price');
+  assert.equal(sqlName('select'), '"select"');
+  assert.equal(sqlName('full name'), '"full name"');
+  assert.equal(sqlName('quote"d'), '"quote""d"');
+  assert.equal(sqlName('städte'), '"städte"');
   const q = emptySelect('my table');
   q.columns = [col('T1', 'my table', 'select'), col('T1', 'my table', 'quote"d')];
   q.where = [{ kind: 'cmp', left: col('T1', 'my table', 'städte'), op: '=', right: lit("O'Hare") }];
@@ -85,7 +86,7 @@ test('synthesis is deterministic for a seed, uses literals from the data, and co
       if (p.ast.kind !== 'select') continue;
       for (const w of p.ast.where) {
         if (w.kind === 'cmp' && w.op === '=' && w.left.kind === 'col' && w.right.kind === 'lit' && typeof w.right.value === 'string') {
-          const n = db.prepare(`SELECT COUNT(*) AS n FROM ${quoteIdent(w.left.table)} WHERE ${quoteIdent(w.left.column)} = ?`).get(w.right.value) as { n: number };
+          const n = db.prepare(`SELECT COUNT(*) AS n FROM ${sqlName(w.left.table)} WHERE ${sqlName(w.left.column)} = ?`).get(w.right.value) as { n: number };
           assert.ok(n.n > 0, `${w.right.value} in ${w.left.table}.${w.left.column}`);
         }
       }

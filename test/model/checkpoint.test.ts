@@ -83,10 +83,11 @@ import { readdirSync, rmSync } from 'node:fs';
 import { initBackend } from '../../src/model/backend.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
 import { saveCheckpoint, loadCheckpoint } from '../../src/model/checkpoint.ts';
+import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 
-const TOK = Tokenizer.train(['SELECT name FROM singer WHERE age > 30', 'How many singers are there?'], { vocabSize: 300, specialTokens: DEFAULT_SPECIAL_TOKENS });
+const TOK = Tokenizer.train(['SELECT name FROM singer WHERE age > 30', 'How many singers are there?'], { vocabSize: 300, specialTokens: AGENT_SPECIAL_TOKENS });
 
 function tinyModel(vocabSize: number, seed: number, extra: Record<string, unknown> = {}): LlamaModel {
   return new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize, numLayers: 1, ...extra }), { seed });

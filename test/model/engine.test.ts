@@ -8,19 +8,21 @@ import { initBackend } from '../../src/model/backend.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
 import type { ModelConfig } from '../../src/model/config.ts';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
 import { sequenceLogProbs, type Sample } from '../../src/model/generate.ts';
 import { encodeGguf, exportGguf, permuteRope } from '../../src/model/gguf.ts';
-import { createEngine, TfjsEngine } from '../../src/model/engine.ts';
+import { TfjsEngine } from '../../src/model/engine.ts';
+import { createEngine } from '../../src/model/engines.ts';
 import { LlamaCppEngine } from '../../src/model/llamacpp-engine.ts';
 import { AgroError } from '../../src/errors.ts';
+import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 
 await initBackend('wasm');
 
 const dir = mkdtempSync(join(tmpdir(), 'agro-engine-test-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const TOK = Tokenizer.train(['SELECT name FROM singer WHERE age > 30', 'How many singers are there?'], { vocabSize: 300, specialTokens: DEFAULT_SPECIAL_TOKENS });
+const TOK = Tokenizer.train(['SELECT name FROM singer WHERE age > 30', 'How many singers are there?'], { vocabSize: 300, specialTokens: AGENT_SPECIAL_TOKENS });
 // Model vocab larger than the tokenizer's: the GGUF pads it with placeholder tokens.
 const V = 310;
 

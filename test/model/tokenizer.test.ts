@@ -3,8 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
 import { AgroError } from '../../src/errors.ts';
+import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 
 /** GPT-2's byte alphabet written out the way GPT-2's vocab orders it: printable bytes, then the rest from U+0100. */
 function gpt2Alphabet(): Record<string, number> {
@@ -92,10 +93,10 @@ const CORPUS = [
 ];
 
 test('training is deterministic and independent of corpus order; save/load keeps encodings', () => {
-  const a = Tokenizer.train(CORPUS, { vocabSize: 400, specialTokens: DEFAULT_SPECIAL_TOKENS });
-  const b = Tokenizer.train([...CORPUS].reverse(), { vocabSize: 400, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  const a = Tokenizer.train(CORPUS, { vocabSize: 400, specialTokens: AGENT_SPECIAL_TOKENS });
+  const b = Tokenizer.train([...CORPUS].reverse(), { vocabSize: 400, specialTokens: AGENT_SPECIAL_TOKENS });
   assert.deepEqual(a.toJSON(), b.toJSON());
-  assert.ok(a.vocabSize > DEFAULT_SPECIAL_TOKENS.length + 256, 'learned some merges');
+  assert.ok(a.vocabSize > AGENT_SPECIAL_TOKENS.length + 256, 'learned some merges');
   assert.ok(a.vocabSize <= 400);
   // Merges compress: frequent SQL keywords are fewer tokens than bytes.
   assert.ok(a.encode(' singer').length < ' singer'.length);
@@ -104,11 +105,11 @@ test('training is deterministic and independent of corpus order; save/load keeps
   const c = Tokenizer.load(join(dir, 'tokenizer.json'));
   for (const s of CORPUS) assert.deepEqual(c.encode(s), a.encode(s));
   assert.equal(c.vocabSize, a.vocabSize);
-  assert.throws(() => Tokenizer.train(CORPUS, { vocabSize: 100, specialTokens: DEFAULT_SPECIAL_TOKENS }), /vocabSize must be an integer >= 276/);
+  assert.throws(() => Tokenizer.train(CORPUS, { vocabSize: 100, specialTokens: AGENT_SPECIAL_TOKENS }), /vocabSize must be an integer >= 278/);
 });
 
 test('decode(encode(x)) === x for unicode, SQL and whitespace', () => {
-  const tk = Tokenizer.train(CORPUS, { vocabSize: 350, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  const tk = Tokenizer.train(CORPUS, { vocabSize: 350, specialTokens: AGENT_SPECIAL_TOKENS });
   const cases = [
     '', ' ', '   ', '\n\n\t  \r\n', 'héllo wörld', '日本語のテキスト', '🎉👩‍👩‍👧 emoji', 'Ω≈ç√∫˜µ≤≥÷',
     "SELECT \"a b\", 'it''s' FROM `t` WHERE x <> 1.5e-3 -- comment\n  AND y IS NULL;",
@@ -119,12 +120,12 @@ test('decode(encode(x)) === x for unicode, SQL and whitespace', () => {
 });
 
 test('special tokens are single ids, never split, and never produced from ordinary text', () => {
-  const tk = Tokenizer.train(CORPUS, { vocabSize: 350, specialTokens: DEFAULT_SPECIAL_TOKENS });
-  for (const sp of DEFAULT_SPECIAL_TOKENS) {
+  const tk = Tokenizer.train(CORPUS, { vocabSize: 350, specialTokens: AGENT_SPECIAL_TOKENS });
+  for (const sp of AGENT_SPECIAL_TOKENS) {
     assert.deepEqual(tk.encode(sp), [tk.tokenId(sp)]);
     assert.deepEqual(tk.encode(`x${sp}y`), [...tk.encode('x'), tk.tokenId(sp), ...tk.encode('y')]);
   }
-  const specialIds = new Set(DEFAULT_SPECIAL_TOKENS.map((s) => tk.tokenId(s)));
+  const specialIds = new Set(AGENT_SPECIAL_TOKENS.map((s) => tk.tokenId(s)));
   assert.ok(tk.encode('<sq l> think answer <|en d|>').every((id) => !specialIds.has(id)));
   assert.equal(tk.decode(tk.encode('<sql>a</sql>'), { skipSpecial: true }), 'a');
   assert.throws(() => tk.tokenId('<nope>'), /has no token "<nope>"/);

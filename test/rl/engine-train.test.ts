@@ -8,12 +8,15 @@ import { fileURLToPath } from 'node:url';
 import { initBackend } from '../../src/model/backend.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
 import { saveCheckpoint } from '../../src/model/checkpoint.ts';
 import type { Sample, SampleOptions } from '../../src/model/generate.ts';
-import { createEngine, type RolloutEngine } from '../../src/model/engine.ts';
-import { runGrpo, type StepRecord } from '../../src/rl/trainer.ts';
+import type { RolloutEngine } from '../../src/model/engine.ts';
+import { createEngine } from '../../src/model/engines.ts';
+import { runGrpo } from '../../src/rl/trainer.ts';
+import type { StepRecord } from '../../src/rl/phases.ts';
 import { ShortAnswerEnv } from '../support/short-answer-env.ts';
+import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'agro-engine-train-'));
@@ -21,7 +24,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const TOK = Tokenizer.train(
   ['SELECT name FROM singer WHERE age > 30', 'How many singers are there? <think>count</think><sql>SELECT COUNT(*) FROM singer</sql>', 'abc def ghi'],
-  { vocabSize: 320, specialTokens: DEFAULT_SPECIAL_TOKENS },
+  { vocabSize: 320, specialTokens: AGENT_SPECIAL_TOKENS },
 );
 
 before(async () => {

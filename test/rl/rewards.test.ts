@@ -11,7 +11,8 @@ import {
   scoreEpisode,
   softOverlongPunishment,
 } from '../../src/rl/rewards.ts';
-import { extractSqlFeatures, setF1 } from '../../src/rl/sql_features.ts';
+import { sqlTouches } from '../../src/sql/touches.ts';
+import { setF1 } from '../../src/util/sets.ts';
 
 const rows = (...r: (number | string | null)[][]): ExecResult => ({ ok: true, columns: ['c'], rows: r, truncated: false, elapsedMs: 1 });
 const fail = (error: 'syntax' | 'timeout' | 'runtime'): ExecResult => ({ ok: false, error, message: `${error} happened`, elapsedMs: 1 });
@@ -68,7 +69,7 @@ test('format: the protocol, over one or all turns', () => {
 });
 
 test('sql_overlap: F1 of tables, columns and values', () => {
-  const gold = extractSqlFeatures("SELECT T1.name FROM singer AS T1 JOIN concert c ON T1.id = c.singer_id WHERE T1.age > 20 AND c.city = 'Paris'");
+  const gold = sqlTouches("SELECT T1.name FROM singer AS T1 JOIN concert c ON T1.id = c.singer_id WHERE T1.age > 20 AND c.city = 'Paris'");
   assert.deepEqual([...gold.tables].sort(), ['concert', 'singer']);
   assert.deepEqual([...gold.columns].sort(), ['age', 'city', 'id', 'name', 'singer_id']);
   assert.deepEqual([...gold.values].sort(), ['20', 'paris']);
@@ -82,7 +83,9 @@ test('sql_overlap: F1 of tables, columns and values', () => {
   assert.ok(Math.abs(v - 26 / 63) < 1e-12, String(v));
   assert.equal(setF1(new Set(), new Set()), null);
   // numbers compare by value, strings with doubled quotes unescape
-  assert.deepEqual([...extractSqlFeatures("SELECT 1.0, 'O''Neil' FROM t").values].sort(), ['1', "o'neil"]);
+  assert.deepEqual([...sqlTouches("SELECT 1.0, 'O''Neil' FROM t").values].sort(), ['1', "o'neil"]);
+  // words in comments are not columns (the lexer drops comments for every caller)
+  assert.deepEqual([...sqlTouches('SELECT name -- bogus words here\nFROM t /* more */').columns], ['name']);
 });
 
 test('entity match rate and exact match use Search-R1 normalization', () => {

@@ -8,8 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { initBackend } from '../../src/model/backend.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
 import { saveCheckpoint } from '../../src/model/checkpoint.ts';
+import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const SCHOOL = fileURLToPath(new URL('../../data/databases/school/school.sqlite', import.meta.url));
@@ -22,7 +23,7 @@ function agro(...args: string[]) {
 
 before(async () => {
   await initBackend();
-  const tok = Tokenizer.train(['SELECT name FROM students', 'Which course? <search>x</search>', 'school music'], { vocabSize: 400, specialTokens: DEFAULT_SPECIAL_TOKENS });
+  const tok = Tokenizer.train(['SELECT name FROM students', 'Which course? <search>x</search>', 'school music'], { vocabSize: 400, specialTokens: AGENT_SPECIAL_TOKENS });
   const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tok.vocabSize, maxPositions: 2048 }), { seed: 1 });
   saveCheckpoint(ck, { model, tokenizer: tok });
   model.dispose();

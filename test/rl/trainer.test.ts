@@ -7,19 +7,22 @@ import Database from 'better-sqlite3';
 import { initBackend } from '../../src/model/backend.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
 import { loadCheckpoint } from '../../src/model/checkpoint.ts';
 import { CHAT_TOKENS } from '../../src/model/chat.ts';
 import { SqlEnvironment, type SqlTask } from '../../src/agent/sql-env.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { rollout } from '../../src/rl/rollout.ts';
-import { runGrpo, microBatchShare, resolveTrainConfig, epochOrder, planMicroBatches, type StepRecord } from '../../src/rl/trainer.ts';
+import { runGrpo, epochOrder } from '../../src/rl/trainer.ts';
+import { microBatchShare, planMicroBatches, type StepRecord } from '../../src/rl/phases.ts';
+import { resolveTrainConfig } from '../../src/rl/train-config.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { ShortAnswerEnv } from '../support/short-answer-env.ts';
+import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 
 const TOK = Tokenizer.train(
   ['SELECT name FROM singer WHERE age > 30', 'How many singers are there? <think>count</think><sql>SELECT COUNT(*) FROM singer</sql>', 'abc def ghi'],
-  { vocabSize: 320, specialTokens: DEFAULT_SPECIAL_TOKENS },
+  { vocabSize: 320, specialTokens: AGENT_SPECIAL_TOKENS },
 );
 const tinyModel = (seed: number): LlamaModel =>
   new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: TOK.vocabSize, maxPositions: 512 }), { seed });

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgroError } from '../../src/errors.ts';
-import { assertReadOnlyStatement, assertSingleReadQuery, tokenizeSql } from '../../src/sql/guard.ts';
+import { assertReadOnlyStatement, assertSingleReadQuery } from '../../src/sql/guard.ts';
+import { tablesRead, tokenize } from '../../src/sql/lexer.ts';
 
 function refusal(sql: string): string {
   try {
@@ -52,22 +53,36 @@ test('a comment or string cannot hide the first keyword', () => {
 });
 
 test('the tokenizer keeps strings with doubled quotes whole and tracks parenthesis depth', () => {
-  const t = tokenizeSql("SELECT 'it''s;', [a b], (x) FROM t");
+  const t = tokenize("SELECT 'it''s;', [a b], (x) FROM t -- FROM comment\n WHERE \"a\"\"b\" <> 1.5e3");
   assert.deepEqual(
     t.map((x) => [x.kind, x.text, x.depth]),
     [
       ['word', 'SELECT', 0],
-      ['string', "it's;", 0],
+      ['str', "it's;", 0],
       ['punct', ',', 0],
-      ['ident', 'a b', 0],
+      ['qid', 'a b', 0],
       ['punct', ',', 0],
       ['punct', '(', 0],
-      ['word', 'X', 1],
+      ['word', 'x', 1],
       ['punct', ')', 0],
       ['word', 'FROM', 0],
-      ['word', 'T', 0],
+      ['word', 't', 0],
+      ['word', 'WHERE', 0],
+      ['qid', 'a"b', 0],
+      ['op', '<>', 0],
+      ['num', '1.5e3', 0],
     ],
   );
+  // Offsets give back the token as written, quotes included.
+  const sql = 'SELECT "x" FROM t';
+  assert.equal(sql.slice(t[0].start, t[0].end), 'SELECT');
+  const q = tokenize(sql)[1];
+  assert.equal(sql.slice(q.start, q.end), '"x"');
+  assert.equal(q.quote, '"');
+});
+
+test('tablesRead follows FROM lists, JOINs and subqueries, never comments or strings', () => {
+  assert.deepEqual(tablesRead("SELECT a FROM t1 AS x, t2 JOIN \"t 3\" ON 1 WHERE b IN (SELECT c FROM t4) -- FROM t5\n AND d = 'FROM t6'"), ['t1', 't2', 't 3', 't4']);
 });
 
 test('the prepared-statement gate refuses writers and non-readers', () => {

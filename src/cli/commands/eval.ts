@@ -4,9 +4,9 @@ import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
 import { EVAL_DEFAULTS, evaluate } from '../../eval/run.ts';
 import { formatReport } from '../../eval/format.ts';
-import { readDataset } from '../../eval/read-dataset.ts';
-import { readPredictions } from '../../eval/read-predictions.ts';
-import { resolveDatabases } from '../../eval/databases.ts';
+import { readDataset } from '../../data/read-dataset.ts';
+import { readPredictions } from '../../data/read-predictions.ts';
+import { resolveDatabases } from '../../data/databases.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import { writeJsonAtomic } from '../../util/fs.ts';
 

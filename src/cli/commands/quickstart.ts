@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { AgroError } from '../../errors.ts';
-import { runQuickstart, SMALL_QUICKSTART, type QuickstartConfigInput } from '../../quickstart.ts';
+import { runQuickstart, SMALL_QUICKSTART, type QuickstartConfigInput } from '../../pipeline/quickstart.ts';
+import { stageBars, stepBar, type StepBar } from '../progress.ts';
 
 interface QuickstartCliOptions {
   db?: string;
@@ -35,10 +36,18 @@ export function register(program: Command): void {
       const onSigint = (): void => controller.abort();
       process.once('SIGINT', onSigint);
       const t0 = performance.now();
+      const show = !o.json;
+      const formats = { sft: 'loss {loss} | {tps} tok/s', rl: 'reward {reward} | acc {acc} | tool calls {calls}' };
+      const bars: Partial<Record<'sft' | 'rl', StepBar>> = {};
       try {
         const report = await runQuickstart(cfg, {
-          log: o.json ? undefined : (line) => process.stdout.write(line + '\n'),
-          progress: !o.json && Boolean(process.stderr.isTTY),
+          log: show ? (line) => process.stdout.write(line + '\n') : undefined,
+          factoryProgress: stageBars(show && Boolean(process.stderr.isTTY)),
+          onStep: (stage, step, total, fields) => {
+            const bar = (bars[stage] ??= stepBar(show, `      ${stage}`, total, { start: step - 1, format: formats[stage] }));
+            bar.update(step, fields);
+            if (step >= total) bar.stop();
+          },
           signal: controller.signal,
         });
         if (o.json) process.stdout.write(JSON.stringify(report) + '\n');

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
 import { numberArg } from '../options.ts';
-import { tablesRead } from '../../agent/trajectories.ts';
+import { tablesRead } from '../../sql/lexer.ts';
 import { initBackend } from '../../model/backend.ts';
 import type { BackendName } from '../../model/backend.ts';
 import { chatMessageSchema, renderChat } from '../../model/chat.ts';
@@ -13,13 +13,15 @@ import { loadCheckpoint } from '../../model/checkpoint.ts';
 import { resolveModelConfig } from '../../model/config.ts';
 import { LlamaModel } from '../../model/llama.ts';
 import type { WeightMap } from '../../model/llama.ts';
-import { DEFAULT_SPECIAL_TOKENS, Tokenizer } from '../../model/tokenizer.ts';
-import { formatAction, SPECIAL_TOKENS as PROTOCOL_TOKENS } from '../../agent/protocol.ts';
+import { Tokenizer } from '../../model/tokenizer.ts';
+import { formatAction, AGENT_SPECIAL_TOKENS } from '../../agent/protocol.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
 import type { ExecResult } from '../../sql/types.ts';
-import { resolveDatabase } from '../../eval/databases.ts';
-import { listCheckpoints, runSft } from '../../rl/sft.ts';
-import type { SftConfigInput } from '../../rl/sft.ts';
+import { resolveDatabase } from '../../data/databases.ts';
+import { resolveSftConfig, runSft } from '../../train/sft.ts';
+import { stepBar } from '../progress.ts';
+import { listCheckpoints } from '../../train/run-state.ts';
+import type { SftConfigInput } from '../../train/sft.ts';
 
 /**
  * `agro sft`: cold-start supervised fine-tuning of the built-in model on a dataset of BIRD-style
@@ -151,7 +153,7 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
     tokenizer = ck.tokenizer;
     log(`initialised from ${o.init}`);
   } else {
-    const specials = [...new Set([...DEFAULT_SPECIAL_TOKENS, ...PROTOCOL_TOKENS])];
+    const specials = [...AGENT_SPECIAL_TOKENS];
     tokenizer = Tokenizer.train(conversations.flatMap((c) => c.map((m) => m.content)), { vocabSize: o.vocabSize, specialTokens: specials });
     tokenizer.save(join(o.out, 'tokenizer.json'));
     model = new LlamaModel(resolveModelConfig({ preset: o.preset, vocabSize: tokenizer.vocabSize }), { seed: o.seed ?? 0 });
@@ -161,12 +163,15 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   const controller = new AbortController();
   const onSigint = (): void => controller.abort();
   process.once('SIGINT', onSigint);
+  const startStep = resumeFrom ? Number((resumeFrom.trainerState as { step?: number }).step ?? 0) : 0;
+  const bar = stepBar(!o.json, 'sft', resolveSftConfig(config).steps, { start: startStep, format: 'loss {loss} | {tps} tok/s' });
   try {
     const res = await runSft({
       outDir: o.out, model, tokenizer, samples, config, resumeFrom,
-      progress: Boolean(process.stderr.isTTY) && !o.json,
       signal: controller.signal,
+      onStep: (m) => bar.update(m.step, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
     });
+    bar.stop();
     if (res.skippedTooLong) log(`skipped ${res.skippedTooLong} samples longer than the model's context (raise --max-seq-len or use --preset small)`);
     const summary = { steps: res.steps, final_loss: res.finalLoss, heldout_loss: res.heldOutLoss, checkpoint: res.checkpoint, interrupted: res.interrupted, samples: samples.length, skipped_too_long: res.skippedTooLong };
     if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');

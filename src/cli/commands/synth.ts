@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
 import { parseCliOptions } from '../options.ts';
 import { runFactory } from '../../factory/pipeline.ts';
-import { stageProgress } from '../../factory/progress.ts';
+import { stageBars } from '../progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
@@ -43,7 +43,7 @@ async function run(raw: unknown): Promise<void> {
     const quiet = Boolean(o.json) || !process.stderr.isTTY;
     const r = await runFactory(
       { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout },
-      { executor: exec, progress: stageProgress(!quiet) },
+      { executor: exec, progress: stageBars(!quiet) },
     );
     const m = r.manifest;
     if (o.json) {

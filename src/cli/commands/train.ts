@@ -6,13 +6,16 @@ import { numberArg } from '../options.ts';
 import { initBackend, type BackendName } from '../../model/backend.ts';
 import { loadCheckpoint, type Checkpoint } from '../../model/checkpoint.ts';
 import { LlamaModel } from '../../model/llama.ts';
-import { createEngine, ENGINE_NAMES, type RolloutEngine } from '../../model/engine.ts';
-import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
-import { readDataset } from '../../eval/read-dataset.ts';
-import { resolveDatabases, suiteVariants } from '../../eval/databases.ts';
+import { ENGINE_NAMES, type RolloutEngine } from '../../model/engine.ts';
+import { createEngine } from '../../model/engines.ts';
+import { SqlEnvironment } from '../../agent/sql-env.ts';
+import { loadSqlTasks } from '../../agent/tasks.ts';
 import { SqlPool } from '../../sql/pool.ts';
-import { listCheckpoints } from '../../rl/sft.ts';
-import { resolveTrainConfig, runGrpo, type TrainConfigInput, type StepRecord } from '../../rl/trainer.ts';
+import { listCheckpoints } from '../../train/run-state.ts';
+import { runGrpo } from '../../rl/trainer.ts';
+import type { StepRecord } from '../../rl/phases.ts';
+import { resolveTrainConfig, type TrainConfigInput } from '../../rl/train-config.ts';
+import { stepBar } from '../progress.ts';
 import { PRESET_NAMES } from '../../rl/config.ts';
 import type { Environment, TaskBase } from '../../agent/types.ts';
 import { SearchEnvironment, type SearchTask } from '../../search/env.ts';
@@ -56,21 +59,6 @@ export function resolveCheckpointDir(path: string): string {
 }
 
 /** Dataset rows as SQL agent tasks, with each database's variants (test-suite reward) when a variants dir is given. */
-export function loadSqlTasks(dataPath: string, dbRoot: string, variantsDir?: string): SqlTask[] {
-  const ds = readDataset(dataPath);
-  const dbs = resolveDatabases(dbRoot, ds.items.map((it) => it.dbId));
-  return ds.items.map((it) => ({
-    id: String(it.questionId ?? it.index),
-    dbId: it.dbId,
-    dbPath: dbs.get(it.dbId) as string,
-    question: it.question,
-    evidence: it.evidence,
-    goldSql: it.gold,
-    difficulty: it.difficulty,
-    variantPaths: variantsDir ? suiteVariants(variantsDir, it.dbId) : [],
-  }));
-}
-
 /** Questions of `agro synth-search` (its output folder, or questions.jsonl beside corpus.jsonl) as search tasks. */
 export function loadSearchTasks(path: string): { corpusPath: string; train: SearchTask[]; heldOut: SearchTask[] } {
   const dir = existsSync(join(path, 'questions.jsonl')) ? path : dirname(path);
@@ -113,7 +101,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   if (o.prompts !== undefined) config.promptsPerStep = o.prompts;
   if (o.lr !== undefined) config.lr = o.lr;
   if (o.seed !== undefined) config.seed = o.seed;
-  const { algo } = resolveTrainConfig(config); // fail on a bad config before loading anything heavy
+  const { algo, train: trainCfg } = resolveTrainConfig(config); // fail on a bad config before loading anything heavy
 
   if (o.task !== 'sql' && o.task !== 'search') throw new AgroError('usage', `--task must be sql or search, got "${o.task}"`);
   const engineName = o.engine ?? 'tfjs';
@@ -166,6 +154,8 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   const onSigint = (): void => controller.abort();
   process.once('SIGINT', onSigint);
   let engine: RolloutEngine | undefined;
+  const startStep = resumeFrom ? Number((resumeFrom.trainerState as { step?: number }).step ?? 0) : 0;
+  const bar = stepBar(!o.json, trainCfg.algo, trainCfg.steps, { start: startStep, format: 'reward {reward} | acc {acc} | tool calls {calls} | {tps} tok/s' });
   try {
     engine = await createEngine(engineName, ck.model, { tokenizer: ck.tokenizer, threads: o.engineThreads });
     if (engineName !== 'tfjs') log(`rollouts on ${engine.name}`);
@@ -180,10 +170,10 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
       reference,
       config,
       resumeFrom,
-      progress: Boolean(process.stderr.isTTY) && !o.json,
       signal: controller.signal,
-      onStep: o.json || process.stderr.isTTY ? undefined : (r: StepRecord) => log(`step ${r.step}: reward ${r.reward.toFixed(3)} acc ${r.accuracy.toFixed(2)} tool calls ${r.tool_calls.toFixed(2)}`),
+      onStep: (r: StepRecord) => bar.update(r.step, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2), tps: r.tokens_per_s }),
     });
+    bar.stop();
     const summary = { steps: res.steps, checkpoint: res.checkpoint, interrupted: res.interrupted, eval: res.finalEval ?? null };
     if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');
     else {

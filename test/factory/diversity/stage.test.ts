@@ -4,13 +4,13 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqlPool } from '../../src/sql/pool.ts';
-import { introspectSchema } from '../../src/sql/introspect.ts';
-import { emptySelect } from '../../src/factory/ast.ts';
-import { silentProgress } from '../../src/factory/types.ts';
-import type { Difficulty, SynthPair } from '../../src/factory/types.ts';
-import { Rng } from '../../src/util/rng.ts';
-import { diversityStage } from '../../src/diversity/stage.ts';
+import { SqlPool } from '../../../src/sql/pool.ts';
+import { introspectSchema } from '../../../src/sql/introspect.ts';
+import { emptySelect } from '../../../src/factory/ast.ts';
+import { silentProgress } from '../../../src/factory/types.ts';
+import type { Difficulty, SynthPair } from '../../../src/factory/types.ts';
+import { Rng } from '../../../src/util/rng.ts';
+import { diversityStage } from '../../../src/factory/diversity/stage.ts';
 
 function pair(id: string, sql: string, question: string, difficulty: Difficulty = 'simple'): SynthPair {
   return { id, dbId: 'm', sql, ast: emptySelect('singer'), question, evidence: '', style: 'formal', difficulty, provenance: { stages: ['align'], checks: [] } };

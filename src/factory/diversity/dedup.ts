@@ -3,7 +3,7 @@
  * with the same result on the database; and near-duplicate questions (word-shingle Jaccard,
  * estimated by MinHash with LSH banding, confirmed exactly). The first occurrence wins.
  */
-import { normalizeSql, sqlSkeleton } from '../sql/features.ts';
+import { normalizeSql, sqlSkeleton } from '../../sql/features.ts';
 import { fnv1a } from './hash.ts';
 import { words } from './text-embed.ts';
 

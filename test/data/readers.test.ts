@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AgroError } from '../../src/errors.ts';
-import { readDataset } from '../../src/eval/read-dataset.ts';
-import { readPredictions } from '../../src/eval/read-predictions.ts';
-import { resolveDatabase, suiteVariants } from '../../src/eval/databases.ts';
-import type { EvalItem } from '../../src/eval/types.ts';
+import { readDataset } from '../../src/data/read-dataset.ts';
+import { readPredictions } from '../../src/data/read-predictions.ts';
+import { resolveDatabase, suiteVariants } from '../../src/data/databases.ts';
+import type { EvalItem } from '../../src/data/types.ts';
 
 const DATA = fileURLToPath(new URL('../../data/', import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'agro-eval-readers-'));

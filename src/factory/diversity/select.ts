@@ -4,7 +4,7 @@
  * alternative (k-means, then round-robin over clusters, nearest-to-centroid first). Pure and
  * deterministic for a seed.
  */
-import { Rng } from '../util/rng.ts';
+import { Rng } from '../../util/rng.ts';
 import { sqDist } from './embed.ts';
 
 export type SelectionMethod = 'kcenter' | 'cluster';

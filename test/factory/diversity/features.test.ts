@@ -9,7 +9,7 @@ import {
   structureKey,
   FEATURE_DIM,
   FEATURE_NAMES,
-} from '../../src/sql/features.ts';
+} from '../../../src/sql/features.ts';
 
 const BIG =
   "SELECT T1.name, count(*) FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.sid WHERE T1.age > 20 AND T1.name LIKE '%a%' OR T2.year = 2014 GROUP BY T1.name HAVING count(*) > 1 ORDER BY count(*) DESC LIMIT 3";

@@ -2,12 +2,13 @@
  * What the SFT and GRPO trainers share about a run directory: restoring a trainer from a checkpoint and
  * keeping metrics.jsonl consistent with the step it resumed from.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { writeFileAtomic } from '../util/fs.ts';
 import type { WeightMap } from '../model/llama.ts';
-import type { AdamW } from './sft.ts';
+import type { AdamW } from './optim.ts';
 
 /**
  * The trainer state of a checkpoint, validated against the trainer's own schema (so an SFT state is refused by
@@ -45,4 +46,16 @@ export function truncateMetrics(path: string, step: number): void {
       }
     });
   writeFileAtomic(path, kept.map((l) => l + '\n').join(''));
+}
+
+/** Checkpoints of a run directory, newest last: checkpoints/step-N. */
+export function listCheckpoints(outDir: string): { step: number; dir: string }[] {
+  const root = join(outDir, 'checkpoints');
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .map((n) => /^step-(\d+)$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ step: Number(m[1]), dir: join(root, m[0]) }))
+    .filter((c) => existsSync(join(c.dir, 'trainer_state.json')))
+    .sort((a, b) => a.step - b.step);
 }

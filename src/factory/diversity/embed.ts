@@ -3,7 +3,7 @@
  * its text (question, reasoning) as a lexical embedding. Both halves are unit-normalized and
  * weighted so that squared distance = w·|Δstructure|² + (1−w)·|Δtext|².
  */
-import { FEATURE_DIM, featureVector, sqlFeatures } from '../sql/features.ts';
+import { FEATURE_DIM, featureVector, sqlFeatures } from '../../sql/features.ts';
 import { fitTextEmbedder, l2normalize } from './text-embed.ts';
 import type { TextEmbedOptions } from './text-embed.ts';
 

@@ -1,6 +1,6 @@
 /** An order-insensitive hash of a query result, for "same skeleton and same answer" dedup. */
 import { createHash } from 'node:crypto';
-import type { Row, SqlValue } from '../sql/types.ts';
+import type { Row, SqlValue } from '../../sql/types.ts';
 
 const cell = (v: SqlValue): string => {
   if (v === null) return 'N';

@@ -5,9 +5,9 @@ import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { QuickstartReport } from '../src/quickstart.ts';
+import type { QuickstartReport } from '../../src/pipeline/quickstart.ts';
 
-const BIN = fileURLToPath(new URL('../bin/agro.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const lines = (p: string) => readFileSync(p, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number>);
 
 // The CI-sized quickstart through the real CLI: every stage runs and leaves sane, consistent outputs.

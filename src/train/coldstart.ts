@@ -4,9 +4,9 @@
  * its reasoning text (lexical embedding), then pick a subset that covers that space.
  */
 import { z } from 'zod';
-import { AgroError } from '../errors.ts';
-import { embedHybrid } from '../diversity/embed.ts';
-import { selectIndices } from '../diversity/select.ts';
+import { AgroError, parseWith } from '../errors.ts';
+import { embedHybrid } from '../factory/diversity/embed.ts';
+import { selectIndices } from '../factory/diversity/select.ts';
 
 export interface ColdStartTrajectory {
   id: string;
@@ -30,13 +30,8 @@ export type ColdStartOptions = z.input<typeof ColdStartOptionsSchema>;
 
 /** Ids of `n` trajectories that cover the space, in selection order. */
 export function selectColdStart(trajectories: readonly ColdStartTrajectory[], n: number, opts: ColdStartOptions = {}): string[] {
-  const parsed = ColdStartOptionsSchema.safeParse(opts);
-  if (!parsed.success) {
-    const i = parsed.error.issues[0];
-    throw new AgroError('invalid_input', `cold-start options: ${i.path.join('.') || '(root)'}: ${i.message}`);
-  }
   if (!Number.isInteger(n) || n < 0) throw new AgroError('usage', `cold-start size must be a non-negative integer, got ${n}`);
-  const o = parsed.data;
+  const o = parseWith(ColdStartOptionsSchema, opts, 'cold-start options');
   if (n >= trajectories.length) return trajectories.map((t) => t.id);
   const vectors = embedHybrid(
     trajectories.map((t) => ({ sqls: t.sqls, text: t.reasoning })),

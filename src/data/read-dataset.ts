@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { isJsonl, parseJson, parseJsonl, readText } from './read-json.ts';
-import { DIFFICULTIES, type Dataset, type EvalItem } from './types.ts';
+import { DIFFICULTIES } from '../factory/types.ts';
+import type { Dataset, EvalItem } from './types.ts';
 
 const nonEmpty = z.string().trim().min(1);
 

@@ -3,7 +3,7 @@
  * questions), then, when a target size is set, keep a subset that covers the space of SQL
  * structure and question wording at the requested difficulty mix.
  */
-import type { Difficulty, Stage, StageContext, SynthPair } from '../factory/types.ts';
+import type { Difficulty, Stage, StageContext, SynthPair } from '../types.ts';
 import { dedup } from './dedup.ts';
 import { embedHybrid } from './embed.ts';
 import { resultFingerprint } from './fingerprint.ts';

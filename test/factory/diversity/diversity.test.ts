@@ -14,8 +14,8 @@ import {
   fitTextEmbedder,
   sqDist,
   resultFingerprint,
-} from '../../src/diversity/index.ts';
-import { sqlFeatures, structureKey, sqlSkeleton } from '../../src/sql/features.ts';
+} from '../../../src/factory/diversity/index.ts';
+import { sqlFeatures, structureKey, sqlSkeleton } from '../../../src/sql/features.ts';
 import { skewedPool } from './pool.ts';
 
 test('jaccard and shingles by hand', () => {

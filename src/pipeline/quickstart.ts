@@ -7,26 +7,31 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
-import { AgroError } from './errors.ts';
-import { readJsonl, writeJsonAtomic, writeFileAtomic } from './util/fs.ts';
-import { Rng } from './util/rng.ts';
-import { runFactory, type Manifest } from './factory/pipeline.ts';
-import type { DatasetRow } from './factory/types.ts';
-import { SqlPool } from './sql/pool.ts';
-import { SqlEnvironment, type SqlTask } from './agent/sql-env.ts';
-import { synthesizeTrajectories } from './agent/trajectories.ts';
-import { SPECIAL_TOKENS as PROTOCOL_TOKENS } from './agent/protocol.ts';
-import { selectColdStart } from './rl/coldstart.ts';
-import { runSft } from './rl/sft.ts';
-import { runGrpo, evaluatePolicy, type PolicyEval, type StepRecord } from './rl/trainer.ts';
-import { initBackend, type BackendName } from './model/backend.ts';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from './model/tokenizer.ts';
-import { LlamaModel } from './model/llama.ts';
-import { resolveModelConfig } from './model/config.ts';
-import { renderChat } from './model/chat.ts';
-import { loadCheckpoint } from './model/checkpoint.ts';
-import { sqlFeatures, structureKey } from './sql/features.ts';
-import { suiteVariants } from './eval/databases.ts';
+import { AgroError, parseWith } from '../errors.ts';
+import { readJsonl, writeJsonAtomic, writeFileAtomic } from '../util/fs.ts';
+import { Rng } from '../util/rng.ts';
+import { runFactory, type Manifest } from '../factory/pipeline.ts';
+import type { DatasetRow } from '../factory/types.ts';
+import { SqlPool } from '../sql/pool.ts';
+import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
+import { synthesizeTrajectories } from '../agent/trajectories.ts';
+import { selectColdStart } from '../train/coldstart.ts';
+import { runSft } from '../train/sft.ts';
+import { runGrpo } from '../rl/trainer.ts';
+import { evaluatePolicy, type PolicyEval } from '../rl/evaluate.ts';
+import type { StepRecord } from '../rl/phases.ts';
+import { initBackend, type BackendName } from '../model/backend.ts';
+import { Tokenizer } from '../model/tokenizer.ts';
+import { LlamaModel } from '../model/llama.ts';
+import { resolveModelConfig } from '../model/config.ts';
+import { renderChat } from '../model/chat.ts';
+import { loadCheckpoint } from '../model/checkpoint.ts';
+import { sqlFeatures, structureKey } from '../sql/features.ts';
+import { suiteVariants } from '../data/databases.ts';
+import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
+import type { ProgressSink } from '../factory/types.ts';
+import { sqlTaskOf } from '../agent/tasks.ts';
+import { readDataset } from '../data/read-dataset.ts';
 
 export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
@@ -90,19 +95,17 @@ export interface QuickstartReport {
 
 export interface QuickstartHooks {
   log?: (line: string) => void;
-  progress?: boolean;
+  /** The factory's stages (start/tick/stop per stage). */
+  factoryProgress?: ProgressSink;
+  /** Each SFT and RL step as it finishes, with the stage's total and what a progress line shows. */
+  onStep?: (stage: 'sft' | 'rl', step: number, total: number, fields: Record<string, string | number>) => void;
   signal?: AbortSignal;
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
 export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
-  const parsed = quickstartConfigSchema.safeParse(input);
-  if (!parsed.success) {
-    const i = parsed.error.issues[0];
-    throw new AgroError('invalid_input', `quickstart config: ${i.path.join('.') || 'config'}: ${i.message}`);
-  }
-  const cfg = parsed.data;
+  const cfg = parseWith(quickstartConfigSchema, input, 'quickstart config');
   const log = hooks.log ?? (() => {});
   const db = resolve(cfg.db);
   if (!existsSync(db)) throw new AgroError('not_found', `database not found: ${cfg.db}`);
@@ -122,7 +125,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     if (!report.synth) {
       log(`[1/4] synthesizing ${cfg.pairs} verified pairs from ${cfg.db} ...`);
       const t0 = performance.now();
-      const res = await runFactory({ db, out: synthDir, n: cfg.pairs, seed: cfg.seed, variants: cfg.variants }, { executor: pool });
+      const res = await runFactory({ db, out: synthDir, n: cfg.pairs, seed: cfg.seed, variants: cfg.variants }, { executor: pool, ...(hooks.factoryProgress ? { progress: hooks.factoryProgress } : {}) });
       const m: Manifest = res.manifest;
       report.synth = { rows: m.rows, difficulty: m.difficulty, variants: m.variants.length, caughtByVariants: m.caughtByVariants, seconds: Math.round((performance.now() - t0) / 100) / 10 };
       save();
@@ -131,20 +134,12 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     const rows = readJsonl<DatasetRow>(join(synthDir, 'dataset.jsonl'));
     if (rows.length < 10) throw new AgroError('invalid_input', `the factory produced only ${rows.length} pairs from ${cfg.db}; the quickstart needs at least 10`);
     const variantsDir = join(synthDir, 'variants');
-    const toTask = (r: DatasetRow): SqlTask => ({
-      id: String(r.question_id),
-      dbId: r.db_id,
-      dbPath: db,
-      question: r.question,
-      evidence: r.evidence,
-      goldSql: r.SQL,
-      difficulty: r.difficulty,
-      variantPaths: report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, r.db_id) : [],
-    });
+    const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
+    const toTask = (i: number): SqlTask => sqlTaskOf(items[i], db, report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, items[i].dbId) : []);
     const order = new Rng(cfg.seed ^ 0x9e37).shuffle(rows.map((_, i) => i));
     const nHeld = Math.max(5, Math.round(rows.length * cfg.heldOutShare));
-    const heldOut = order.slice(0, nHeld).map((i) => toTask(rows[i]));
-    const train = order.slice(nHeld).map((i) => toTask(rows[i]));
+    const heldOut = order.slice(0, nHeld).map(toTask);
+    const train = order.slice(nHeld).map(toTask);
     report.split = { train: train.length, heldOut: heldOut.length };
     writeFileAtomic(join(out, 'held_out.jsonl'), order.slice(0, nHeld).map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
     writeFileAtomic(join(out, 'train.jsonl'), order.slice(nHeld).map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
@@ -164,7 +159,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       writeFileAtomic(join(out, 'cold_start.jsonl'), chosen.map((t) => JSON.stringify({ id: t.id, difficulty: t.difficulty, messages: t.messages })).join('\n') + '\n');
       log(`[2/4] cold start: ${chosen.length} of ${trajs.length} trajectories (${report.coldStart.verify} check the result with a tool call first), covering ${report.coldStart.structures} SQL structures (a random subset: ${report.coldStart.randomStructures})`);
 
-      const specials = [...new Set([...DEFAULT_SPECIAL_TOKENS, ...PROTOCOL_TOKENS])];
+      const specials = [...AGENT_SPECIAL_TOKENS];
       const texts = chosen.flatMap((t) => t.messages.map((m) => m.content));
       const tokenizer = Tokenizer.train(texts, { vocabSize: cfg.vocabSize, specialTokens: specials });
       const model = new LlamaModel(resolveModelConfig({ preset: cfg.preset, vocabSize: tokenizer.vocabSize }), { seed: cfg.seed });
@@ -178,8 +173,8 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
         tokenizer,
         samples,
         config: { steps: cfg.sftSteps, batchSize: cfg.sftBatch, lr: cfg.sftLr, warmupSteps: Math.min(20, Math.floor(cfg.sftSteps / 10)), evalEvery: 0, checkpointEvery: 0, maxSeqLen: model.config.maxPositions, seed: cfg.seed },
-        progress: hooks.progress,
         signal: hooks.signal,
+        onStep: (m) => hooks.onStep?.('sft', m.step, cfg.sftSteps, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
       });
       if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during SFT; run it again to continue');
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
@@ -217,11 +212,10 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           checkpointEvery: 0,
           seed: cfg.seed,
         },
-        progress: hooks.progress,
         signal: hooks.signal,
         onStep: (r: StepRecord) => {
           rewards.push(r.reward);
-          if (!hooks.progress) log(`      step ${r.step}: reward ${r.reward.toFixed(3)}, accuracy ${r.accuracy.toFixed(2)}, tool calls ${r.tool_calls.toFixed(2)}`);
+          hooks.onStep?.('rl', r.step, cfg.rlSteps, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2) });
         },
       });
       if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during RL; run it again to continue');

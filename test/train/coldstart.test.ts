@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { selectColdStart } from '../../src/rl/coldstart.ts';
-import type { ColdStartTrajectory } from '../../src/rl/coldstart.ts';
-import { randomIndices } from '../../src/diversity/select.ts';
+import { selectColdStart } from '../../src/train/coldstart.ts';
+import type { ColdStartTrajectory } from '../../src/train/coldstart.ts';
+import { randomIndices } from '../../src/factory/diversity/select.ts';
 import { sqlFeatures, structureKey } from '../../src/sql/features.ts';
-import { skewedPool } from '../diversity/pool.ts';
+import { skewedPool } from '../factory/diversity/pool.ts';
 import { Rng } from '../../src/util/rng.ts';
 
 /** Trajectories: an exploration query on the table, then the final SQL; reasoning mentions both. */

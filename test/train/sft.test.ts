@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Tokenizer, DEFAULT_SPECIAL_TOKENS } from '../../src/model/tokenizer.ts';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
 import { renderChat, renderPrompt, renderChatText, chatStopTokens } from '../../src/model/chat.ts';
 import type { ChatMessage } from '../../src/model/chat.ts';
 
-const TOK = Tokenizer.train(['SELECT name FROM singer WHERE age > 30', 'How many singers are there?'], { vocabSize: 300, specialTokens: DEFAULT_SPECIAL_TOKENS });
+const TOK = Tokenizer.train(['SELECT name FROM singer WHERE age > 30', 'How many singers are there?'], { vocabSize: 300, specialTokens: AGENT_SPECIAL_TOKENS });
 
 test('chat template: ids follow the documented text form and the mask covers only assistant tokens and their <|end|>', () => {
   const msgs: ChatMessage[] = [
@@ -51,8 +51,10 @@ import { LlamaModel } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
 import { loadCheckpoint } from '../../src/model/checkpoint.ts';
 import { nativeKernelsActive } from '../../src/model/native.ts';
-import { AdamW, clipByGlobalNorm, epochBatches, evaluateLoss, listCheckpoints, lrAt, resolveSftConfig, runSft } from '../../src/rl/sft.ts';
-import type { SftSample } from '../../src/rl/sft.ts';
+import { epochBatches, evaluateLoss, resolveSftConfig, runSft } from '../../src/train/sft.ts';
+import { AdamW, clipByGlobalNorm, lrAt } from '../../src/train/optim.ts';
+import { listCheckpoints } from '../../src/train/run-state.ts';
+import type { SftSample } from '../../src/train/sft.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { AgroError } from '../../src/errors.ts';
 
@@ -118,7 +120,7 @@ function syntheticConversations(n: number): ChatMessage[][] {
   });
 }
 /** A tokenizer fitted to that set keeps the sequences short, so the tests stay fast. */
-const STOK = Tokenizer.train(syntheticConversations(24).flat().map((m) => m.content), { vocabSize: 400, specialTokens: DEFAULT_SPECIAL_TOKENS });
+const STOK = Tokenizer.train(syntheticConversations(24).flat().map((m) => m.content), { vocabSize: 400, specialTokens: AGENT_SPECIAL_TOKENS });
 const synthetic = (n: number): SftSample[] => syntheticConversations(n).map((c) => renderChat(STOK, c));
 
 const MODEL_CFG = { preset: 'tiny', vocabSize: STOK.vocabSize, hiddenSize: 32, intermediateSize: 64, numHeads: 2, numKvHeads: 1, numLayers: 1, maxPositions: 128 };
@@ -190,9 +192,10 @@ test('bad configs and empty datasets fail before training with one-line errors',
 import { spawnSync } from 'node:child_process';
 import { writeFileSync, existsSync } from 'node:fs';
 import { readRows, rowsToConversations, runSftCommand } from '../../src/cli/commands/sft.ts';
-import { tablesRead } from '../../src/agent/trajectories.ts';
+import { tablesRead } from '../../src/sql/lexer.ts';
 import { SQL_AGENT_SYSTEM_PROMPT } from '../../src/agent/sql-env.ts';
-import { prepareSamples, splitByTokens } from '../../src/rl/sft.ts';
+import { prepareSamples, splitByTokens } from '../../src/train/sft.ts';
+import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 
 test('dataset rows become the SQL agent opening plus an answer turn; messages rows pass through', () => {
   const dir = tmp();

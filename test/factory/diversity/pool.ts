@@ -3,7 +3,7 @@
  * lookup); a minority spread over many rarer shapes. A random subset mostly repeats the common
  * shape; a covering subset should reach the rare ones.
  */
-import { Rng } from '../../src/util/rng.ts';
+import { Rng } from '../../../src/util/rng.ts';
 
 const TABLES = ['singer', 'concert', 'stadium', 'album', 'track'];
 const COLS = ['name', 'age', 'year', 'capacity', 'price'];

@@ -1,0 +1,22 @@
+/** A question with its gold SQL, whichever file format it was read from (BIRD, Spider, agro's dataset.jsonl). */
+import type { Difficulty } from '../factory/types.ts';
+
+/** One question to evaluate, whichever format it was read from. */
+export interface EvalItem {
+  /** Position in the data file (0-based). */
+  index: number;
+  questionId?: number | string;
+  dbId: string;
+  question: string;
+  evidence?: string;
+  /** The gold query (BIRD's `SQL`, Spider's `query`). */
+  gold: string;
+  difficulty?: Difficulty;
+}
+
+export interface Dataset {
+  path: string;
+  /** bird: rows carry `SQL` (and usually `difficulty`); spider: rows carry `query`. */
+  format: 'bird' | 'spider';
+  items: EvalItem[];
+}

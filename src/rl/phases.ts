@@ -1,0 +1,387 @@
+/**
+ * The phases of one group-relative RL step, each a function the trainer (trainer.ts) calls in order and a
+ * variant can replace or wrap:
+ *
+ *   collect  → G episodes per task from the policy (the rollout engine, multi-turn, with the environment)
+ *   score    → the reward registry on each finished episode, grouped by task
+ *   select   → which groups train (DAPO's dynamic sampling drops the zero-signal ones)
+ *   advantages → the advantage estimator by name, over the selected groups
+ *   update   → ppoEpochs passes of the policy loss by name over micro-batches, then AdamW
+ *   record   → the metrics line of the step
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { AgroError } from '../errors.ts';
+import type { Environment, EpisodeContext, TaskBase } from '../agent/types.ts';
+import type { LlamaModel } from '../model/llama.ts';
+import type { RolloutEngine } from '../model/engine.ts';
+import type { Tokenizer } from '../model/tokenizer.ts';
+import { sequenceLogProbs } from '../model/generate.ts';
+import { accumulateGrads, clipByGlobalNorm, type AdamW } from '../train/optim.ts';
+import { advantageParams, type AlgoConfig, type lossConfig } from './config.ts';
+import { computeAdvantages, dynamicSamplingFilter, mean, std, type AdvantageResult } from './advantages.ts';
+import { computePolicyLoss, stopGradient, type LossMetrics } from './losses.ts';
+import { otcOptimalCalls, scoreEpisode, type prepareRewards, type ScoredEpisode } from './rewards.ts';
+import { rollout, type Trajectory } from './rollout.ts';
+import type { TrainConfig } from './train-config.ts';
+
+/** What every phase of a step may read: the run's fixed parts. */
+export interface StepContext<T extends TaskBase> {
+  cfg: TrainConfig;
+  algo: AlgoConfig;
+  env: Environment<T>;
+  model: LlamaModel;
+  tokenizer: Tokenizer;
+  reference?: LlamaModel;
+  engine?: RolloutEngine;
+  rewards: ReturnType<typeof prepareRewards>;
+  lossCfg: ReturnType<typeof lossConfig>;
+  params: tf.Variable[];
+  padId: number;
+}
+
+export interface Scored {
+  traj: Trajectory;
+  ctx: EpisodeContext;
+  score: ScoredEpisode;
+}
+
+// ---------------------------------------------------------------- collect + score
+
+/** G episodes per task (`traj.group` = the task's index), sampled from the policy or its rollout engine. */
+export function collect<T extends TaskBase>(c: StepContext<T>, tasks: readonly T[], seed: number): Promise<Trajectory[]> {
+  return rollout(c.env, tasks, c.model, c.tokenizer, {
+    groupSize: c.cfg.groupSize,
+    maxTurnTokens: c.cfg.maxTurnTokens,
+    maxResponseTokens: c.cfg.maxResponseTokens,
+    temperature: c.cfg.temperature,
+    topP: c.cfg.topP,
+    seed,
+    engine: c.engine,
+  });
+}
+
+/** Each finished episode scored by the reward registry, grouped by task. */
+export async function score<T extends TaskBase>(c: StepContext<T>, tasks: readonly T[], trajs: readonly Trajectory[]): Promise<Scored[][]> {
+  const ctxs = await Promise.all(trajs.map((t) => c.env.rewardContext(tasks[t.group], t)));
+  // OTC needs the group's fewest tool calls among correct answers, computed once per group.
+  const optimal = tasks.map((_, g) => otcOptimalCalls(trajs.flatMap((t, i) => (t.group === g ? [{ toolCalls: t.toolCalls, correct: ctxs[i].correct }] : []))));
+  const groups: Scored[][] = tasks.map(() => []);
+  trajs.forEach((t, i) => {
+    const ctx = { ...ctxs[i], optimalToolCalls: optimal[t.group] };
+    groups[t.group].push({ traj: t, ctx, score: scoreEpisode(ctx, c.rewards, c.env.rewardDeps?.(tasks[t.group]) ?? {}) });
+  });
+  return groups;
+}
+
+/** DAPO's dynamic sampling when the algorithm enables it (groups whose rewards all agree carry no signal); else every group. */
+export function select(algo: AlgoConfig, groups: Scored[][]): { keep: Scored[][]; dropped: number } {
+  if (!algo.dynamicSampling.enabled) return { keep: groups, dropped: 0 };
+  const flat = groups.flat();
+  const f = dynamicSamplingFilter(
+    flat.map((s) => s.score.total),
+    flat.map((s) => s.traj.group),
+  );
+  const keepGroups = new Set(f.keep.map((i) => flat[i].traj.group));
+  return { keep: groups.filter((_, gi) => keepGroups.has(gi)), dropped: f.droppedGroups };
+}
+
+// ---------------------------------------------------------------- advantages
+
+/** The algorithm's advantage estimator over the step's groups (group ids from the batch layout). */
+export function advantages(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][]): AdvantageResult {
+  const batch = groups.flat();
+  return computeAdvantages(
+    c.algo.advantage.name,
+    {
+      rewards: batch.map((s) => s.score.total),
+      groupIds: groups.flatMap((g, gi) => g.map(() => gi)),
+      lengths: batch.map((s) => Math.max(1, s.traj.mask.reduce((a, b) => a + b, 0))),
+      components: batch.map((s) => s.score.vector),
+      componentWeights: c.rewards.map((r) => r.weight),
+      egrpo: {
+        correct: batch.map((s) => s.ctx.correct),
+        formatOk: batch.map((s) => s.ctx.formatOk ?? (s.score.parts.format ? s.score.parts.format.value === 1 : true)),
+        entityRate: batch.map((s) => s.ctx.entityRate ?? s.score.parts.entity_match?.value ?? 0),
+      },
+    },
+    advantageParams(c.algo),
+  );
+}
+
+// ---------------------------------------------------------------- update
+
+/** One trajectory as next-token training rows: inputs ids[t], targets ids[t+1], mask/advantage/old/ref of t+1. */
+interface SeqRow {
+  ids: Int32Array;
+  targets: Int32Array;
+  mask: Float32Array;
+  adv: Float32Array;
+  old: Float32Array | null;
+  ref: Float32Array | null;
+  policyTokens: number;
+}
+
+function seqRow(tr: Trajectory, adv: number | readonly number[], old: readonly number[] | null, ref: readonly number[] | null): SeqRow {
+  const n = tr.ids.length - 1;
+  const row: SeqRow = {
+    ids: Int32Array.from(tr.ids.slice(0, n)),
+    targets: Int32Array.from(tr.ids.slice(1)),
+    mask: Float32Array.from(tr.mask.slice(1)),
+    adv: new Float32Array(n),
+    // sequenceLogProbs gives log p(seq[t] | seq[<t]) for t >= 1: entry t-1 belongs to target t, as here.
+    old: old ? Float32Array.from(old.slice(0, n)) : null,
+    ref: ref ? Float32Array.from(ref.slice(0, n)) : null,
+    policyTokens: 0,
+  };
+  let k = 0;
+  for (let t = 0; t < n; t++) {
+    if (row.mask[t] !== 1) continue;
+    row.adv[t] = typeof adv === 'number' ? adv : adv[k];
+    k++;
+  }
+  row.policyTokens = k;
+  return row;
+}
+
+/**
+ * Micro-batches of sequence indices: similar lengths together, at most `maxSeqs` sequences and
+ * `maxTokens` padded tokens each (a single longer sequence still gets its own micro-batch).
+ */
+export function planMicroBatches(lengths: readonly number[], maxSeqs: number, maxTokens: number): number[][] {
+  const order = lengths.map((_, i) => i).sort((a, b) => lengths[a] - lengths[b] || a - b);
+  const out: number[][] = [];
+  let cur: number[] = [];
+  for (const i of order) {
+    const longest = Math.max(lengths[i], ...cur.map((j) => lengths[j]));
+    if (cur.length > 0 && (cur.length + 1 > maxSeqs || (cur.length + 1) * longest > maxTokens)) {
+      out.push(cur);
+      cur = [];
+    }
+    cur.push(i);
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}
+
+/**
+ * Weight of one micro-batch's loss so that the micro-batch losses add up to the loss of the whole batch
+ * (verl's loss_scale_factor): token-mean by its share of tokens, seq-mean-* by its share of sequences;
+ * Dr.GRPO's constant normalizer already sums, so each micro-batch counts fully.
+ */
+export function microBatchShare(aggregation: string, tokenShare: number, seqShare: number): number {
+  if (aggregation === 'token-mean') return tokenShare;
+  if (aggregation === 'seq-mean-token-sum-norm') return tokenShare > 0 ? 1 : 0;
+  return seqShare;
+}
+
+/** Right-padded [B,T] tensors of a micro-batch. */
+function padBatch(rows: readonly SeqRow[], padId: number) {
+  const T = Math.max(...rows.map((r) => r.ids.length));
+  const B = rows.length;
+  const ids = new Int32Array(B * T).fill(padId);
+  const targets = new Int32Array(B * T).fill(padId);
+  const mask = new Float32Array(B * T);
+  const adv = new Float32Array(B * T);
+  const old = rows[0].old ? new Float32Array(B * T) : null;
+  const ref = rows[0].ref ? new Float32Array(B * T) : null;
+  rows.forEach((r, b) => {
+    ids.set(r.ids, b * T);
+    targets.set(r.targets, b * T);
+    mask.set(r.mask, b * T);
+    adv.set(r.adv, b * T);
+    if (old && r.old) old.set(r.old, b * T);
+    if (ref && r.ref) ref.set(r.ref, b * T);
+  });
+  const t2 = (a: Float32Array | Int32Array, dtype: 'int32' | 'float32') => tf.tensor2d(a, [B, T], dtype);
+  return {
+    ids: t2(ids, 'int32'),
+    targets: t2(targets, 'int32'),
+    mask: t2(mask, 'float32'),
+    adv: t2(adv, 'float32'),
+    old: old ? t2(old, 'float32') : null,
+    ref: ref ? t2(ref, 'float32') : null,
+  };
+}
+
+export interface UpdateResult {
+  /** Sum of the micro-batch losses, averaged over the epochs. */
+  loss: number;
+  lossMetrics: LossMetrics[];
+  gradNorm: number;
+  /** A non-finite loss or gradient: the update was skipped, and why. */
+  bad: boolean;
+  badReason: string;
+  /** At least one optimizer step was applied. */
+  updated: boolean;
+}
+
+/**
+ * ppoEpochs passes over the batch (old log-probs recomputed once and kept), each summing the gradients of
+ * micro-batches whose losses add up to the whole batch's, clipping, and one AdamW step at learning rate `lr`.
+ */
+export async function update<T extends TaskBase>(c: StepContext<T>, opt: AdamW, trajs: readonly Trajectory[], adv: AdvantageResult, lr: number): Promise<UpdateResult> {
+  const { cfg, model } = c;
+  const seqs = trajs.map((t) => t.ids);
+  const oldLp = cfg.ppoEpochs > 1 ? await sequenceLogProbs(model, seqs) : null;
+  const refLp = c.algo.kl.coef > 0 && c.reference ? await sequenceLogProbs(c.reference, seqs) : null;
+  const rows = trajs.map((t, b) => seqRow(t, adv.tokenAdvantages ? adv.tokenAdvantages[b] : adv.advantages[b], oldLp?.[b] ?? null, refLp?.[b] ?? null));
+  const micro = planMicroBatches(rows.map((r) => r.ids.length), cfg.microBatch, cfg.maxBatchTokens);
+  const policyTokens = rows.reduce((a, r) => a + r.policyTokens, 0);
+  const activeSeqs = rows.filter((r) => r.policyTokens > 0).length;
+  // Dr.GRPO's constant normalizer must not change with each micro-batch's padded length.
+  const lossCfg =
+    c.lossCfg.loss.aggregation === 'seq-mean-token-sum-norm' && c.lossCfg.loss.aggNormalizer === null
+      ? { ...c.lossCfg, loss: { ...c.lossCfg.loss, aggNormalizer: Math.max(...rows.map((r) => r.ids.length)) } }
+      : c.lossCfg;
+  const shareAggregation = lossCfg.loss.name === 'gspo' ? 'seq-mean-token-mean' : lossCfg.loss.aggregation;
+  const out: UpdateResult = { loss: 0, lossMetrics: [], gradNorm: 0, bad: false, badReason: 'non-finite loss or gradient', updated: false };
+  for (let epoch = 0; epoch < cfg.ppoEpochs && !out.bad; epoch++) {
+    let summed: tf.Tensor[] | null = null;
+    for (const idx of micro) {
+      const mbRows = idx.map((i) => rows[i]);
+      const mbTokens = mbRows.reduce((a, r) => a + r.policyTokens, 0);
+      const mbSeqs = mbRows.filter((r) => r.policyTokens > 0).length;
+      // Scale each micro-batch's mean so that the sum equals the loss of the whole batch.
+      const share = microBatchShare(shareAggregation, mbTokens / Math.max(1, policyTokens), mbSeqs / Math.max(1, activeSeqs));
+      if (share === 0) continue;
+      const t = padBatch(mbRows, c.padId);
+      let metrics: LossMetrics | undefined;
+      let computed: { value: tf.Scalar; grads: tf.NamedTensorMap };
+      try {
+        computed = tf.variableGrads(() => {
+          const { logp, entropy } = model.tokenLogProbs(t.ids, t.targets, { withEntropy: true });
+          const r = computePolicyLoss({ logp, oldLogp: t.old ?? stopGradient(logp), advantages: t.adv, mask: t.mask, refLogp: t.ref ?? undefined, entropy }, lossCfg);
+          metrics = r.metrics;
+          return tf.mul(r.loss, share) as tf.Scalar;
+        }, c.params);
+      } catch (err) {
+        // The loss refuses non-finite log-probs (a diverged policy): skip this update, as for a NaN loss.
+        if (!(err instanceof AgroError && /NaN|Inf/.test(err.message))) throw err;
+        for (const x of Object.values(t)) x?.dispose();
+        out.badReason = err.message;
+        out.bad = true;
+        break;
+      }
+      const { value, grads } = computed;
+      const v = value.dataSync()[0];
+      value.dispose();
+      for (const x of Object.values(t)) x?.dispose();
+      if (metrics) out.lossMetrics.push(metrics);
+      const g = c.params.map((p) => grads[p.name]);
+      if (!Number.isFinite(v) || g.some((x) => x === undefined)) {
+        out.bad = true;
+        g.forEach((x) => x?.dispose());
+        break;
+      }
+      out.loss += v;
+      summed = accumulateGrads(summed, g);
+    }
+    if (out.bad || summed === null) {
+      summed?.forEach((x) => x.dispose());
+      break;
+    }
+    const raw: tf.Tensor[] = summed;
+    const { grads: clipped, norm } = clipByGlobalNorm(raw, cfg.clipNorm);
+    out.gradNorm = norm;
+    if (!Number.isFinite(norm)) out.bad = true;
+    else {
+      opt.apply(clipped, lr);
+      out.updated = true;
+    }
+    if (clipped !== raw) clipped.forEach((x) => x.dispose());
+    raw.forEach((x) => x.dispose());
+  }
+  out.loss /= Math.max(1, cfg.ppoEpochs);
+  return out;
+}
+
+// ---------------------------------------------------------------- record
+
+export interface StepRecord {
+  step: number;
+  lr: number;
+  reward: number;
+  reward_std: number;
+  /** Mean of each reward component (unweighted). */
+  rewards: Record<string, number>;
+  accuracy: number;
+  groups: number;
+  dropped_groups: number;
+  response_tokens: number;
+  turns: number;
+  tool_calls: number;
+  truncated: number;
+  loss: number;
+  pg_loss: number;
+  kl: number;
+  entropy: number;
+  clip_frac_low: number;
+  clip_frac_high: number;
+  approx_kl: number;
+  ratio: number;
+  grad_norm: number;
+  skipped: boolean;
+  time_rollout_s: number;
+  time_reward_s: number;
+  time_update_s: number;
+  /** Pushing the updated weights to the rollout engine (only with an engine other than TF.js). */
+  time_sync_s?: number;
+  tokens_per_s: number;
+  eval_accuracy?: number;
+}
+
+export interface StepTimes {
+  rolloutSec: number;
+  rewardSec: number;
+  updateSec: number;
+  /** Only with a rollout engine other than TF.js. */
+  syncSec?: number;
+}
+
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+/** The metrics line of a step from what the other phases returned. */
+export function record(
+  c: { rewards: ReturnType<typeof prepareRewards> },
+  step: number,
+  lr: number,
+  groups: readonly Scored[][],
+  dropped: number,
+  u: UpdateResult,
+  times: StepTimes,
+): StepRecord {
+  const batch = groups.flat();
+  const trajs = batch.map((s) => s.traj);
+  const totals = batch.map((s) => s.score.total);
+  const lm = (k: keyof LossMetrics): number => mean(u.lossMetrics.map((m) => Number(m[k] ?? 0)));
+  return {
+    step,
+    lr,
+    reward: mean(totals),
+    // The same Bessel-corrected std that GRPO's advantages divide by (and verl logs).
+    reward_std: std(totals, 'sample'),
+    rewards: Object.fromEntries(c.rewards.map((r, k) => [r.label, mean(batch.map((s) => s.score.vector[k]))])),
+    accuracy: mean(batch.map((s) => (s.ctx.correct ? 1 : 0))),
+    groups: groups.length,
+    dropped_groups: dropped,
+    response_tokens: mean(trajs.map((t) => t.policyTokens)),
+    turns: mean(trajs.map((t) => t.messages.filter((m) => m.role === 'assistant').length)),
+    tool_calls: mean(trajs.map((t) => t.toolCalls)),
+    truncated: mean(trajs.map((t) => (t.truncated ? 1 : 0))),
+    loss: u.loss,
+    pg_loss: lm('pgLoss'),
+    kl: lm('kl'),
+    entropy: lm('entropy'),
+    clip_frac_low: lm('clipFracLow'),
+    clip_frac_high: lm('clipFracHigh'),
+    approx_kl: lm('approxKl'),
+    ratio: lm('meanRatio'),
+    grad_norm: u.gradNorm,
+    skipped: u.bad,
+    time_rollout_s: round3(times.rolloutSec),
+    time_reward_s: round3(times.rewardSec),
+    time_update_s: round3(times.updateSec),
+    ...(times.syncSec !== undefined ? { time_sync_s: round3(times.syncSec) } : {}),
+    tokens_per_s: Math.round(trajs.reduce((a, t) => a + t.policyTokens, 0) / Math.max(1e-9, times.rolloutSec)),
+  };
+}

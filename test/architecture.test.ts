@@ -1,0 +1,58 @@
+// The layout is the architecture: data flows one way through the folders of src/, and no file imports
+// itself back through a cycle. This test reads every import (type-only ones too) and fails on either.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+/** Upstream first: a folder may import only from folders before it (and itself). */
+const LAYERS = ['util', 'errors.ts', 'sql', 'llm', 'factory', 'data', 'model', 'agent', 'search', 'train', 'rl', 'eval', 'pipeline', 'server', 'cli'];
+const SRC = resolve('src');
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((n) => {
+    const p = join(dir, n);
+    return statSync(p).isDirectory() ? files(p) : /\.(ts|mjs)$/.test(n) ? [p] : [];
+  });
+}
+
+function imports(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const out: string[] = [];
+  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*['"](\.[^'"]+)['"]/g)) out.push(resolve(dirname(file), m[1]));
+  for (const m of text.matchAll(/import\(\s*['"](\.[^'"]+)['"]\s*\)/g)) out.push(resolve(dirname(file), m[1]));
+  return out.filter((p) => p.startsWith(SRC));
+}
+
+const layerOf = (file: string): string => relative(SRC, file).split('/')[0];
+
+test('no folder of src/ imports a folder downstream of it, even by type', () => {
+  const bad: string[] = [];
+  for (const f of files(SRC)) {
+    const from = LAYERS.indexOf(layerOf(f));
+    assert.ok(from >= 0, `${relative(SRC, f)} is in a folder the layer list does not name`);
+    for (const target of imports(f)) {
+      const to = LAYERS.indexOf(layerOf(target));
+      if (to > from) bad.push(`${relative(SRC, f)} -> ${relative(SRC, target)}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+test('no file-level import cycles in src/', () => {
+  const graph = new Map(files(SRC).map((f) => [f, imports(f)]));
+  const state = new Map<string, 1 | 2>();
+  const cycles: string[] = [];
+  const visit = (f: string, path: string[]): void => {
+    if (state.get(f) === 2) return;
+    if (state.get(f) === 1) {
+      cycles.push([...path.slice(path.indexOf(f)), f].map((p) => relative(SRC, p)).join(' -> '));
+      return;
+    }
+    state.set(f, 1);
+    for (const t of graph.get(f) ?? []) visit(t, [...path, f]);
+    state.set(f, 2);
+  };
+  for (const f of graph.keys()) visit(f, []);
+  assert.deepEqual(cycles, []);
+});
