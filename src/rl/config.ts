@@ -18,6 +18,8 @@ const advantageSchema = z.strictObject({
   returnReset: z.enum(['policy', 'mask']).default('policy'),
   alpha: z.number().min(0).default(0.5),
   entityNorm: z.enum(['group_max', 'group_max_well_formed', 'none']).default('group_max'),
+  /** egrpo: 'paper' = the shaped reward alone; 'add_others' adds the other weighted reward components (format, tool use...). */
+  egrpoCompose: z.enum(['paper', 'add_others']).default('paper'),
   seedAlpha: z.number().min(0).max(1).default(1),
   distinctThreshold: z.number().min(0).default(0.1),
   setSize: z.number().int().min(1).default(2),
@@ -32,6 +34,12 @@ const lossSchema = z.strictObject({
   logRatioClamp: z.number().positive().nullable().default(20),
   aggregation: z.enum(AGGREGATIONS).default('token-mean'),
   aggNormalizer: z.number().positive().nullable().default(null),
+  /**
+   * seq-mean-token-sum-norm's constant when aggNormalizer is null: 'step_longest' the longest prompt+response
+   * sequence of the step (agro's historical choice), 'padded_response' the longest response of the step (verl,
+   * loss_mask.shape[-1]), 'max_completion' B·maxResponseTokens (TRL dr_grpo: fixed max_completion_length).
+   */
+  aggNormalizerMode: z.enum(['step_longest', 'padded_response', 'max_completion']).default('padded_response'),
   seqLogRatioMax: z.number().default(10),
   emptySeqs: z.enum(['skip', 'count']).default('skip'),
   cispoClip: z.enum(['both', 'upper']).default('both'),
@@ -73,6 +81,8 @@ export const algoConfigSchema = z.strictObject({
   loss: lossSchema.prefault({}),
   kl: klSchema.prefault({}),
   entropyCoef: z.number().default(0),
+  /** TRL mask_truncated_completions: truncated episodes leave the loss mask but still count in group statistics. */
+  maskTruncated: z.boolean().default(false),
   /** LLDS likelihood-preserving regularizer (losses.ts lldsPenalty); 0 = off. */
   lldsCoef: z.number().min(0).default(0),
   rewards: z.array(rewardSpecSchema).min(1).default([
@@ -84,6 +94,8 @@ export const algoConfigSchema = z.strictObject({
       enabled: z.boolean().default(false),
       /** Extra generation rounds to refill dropped groups before training on what there is. */
       maxRounds: z.number().int().min(0).default(3),
+      /** A group of one response: kept (verl's recipe, `std > 0 or len == 1`) or dropped as zero-signal. */
+      singleton: z.enum(['keep', 'drop']).default('keep'),
     })
     .prefault({}),
 });
@@ -162,11 +174,11 @@ export function resolveAlgo(name: string, overrides: AlgoOverrides | Record<stri
 
 /** The parts of a config the advantage estimator takes. */
 export function advantageParams(cfg: AlgoConfig): AdvantageParams {
-  const { name: _name, ...p } = cfg.advantage;
+  const { name: _name, egrpoCompose: _compose, ...p } = cfg.advantage;
   return p;
 }
 
 /** The parts of a config computePolicyLoss takes. */
-export function lossConfig(cfg: AlgoConfig): LossConfig & { loss: PolicyLossParams & { name: string } } {
+export function lossConfig(cfg: AlgoConfig): LossConfig & { loss: PolicyLossParams & AlgoConfig['loss'] } {
   return { loss: cfg.loss, kl: cfg.kl, entropyCoef: cfg.entropyCoef, lldsCoef: cfg.lldsCoef };
 }
