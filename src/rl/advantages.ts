@@ -407,7 +407,8 @@ const gae: AdvantageFn = (input, p) => {
 /**
  * GDPO (NVlabs/GDPO; TRL multi_objective_aggregation="normalize_then_sum", grpo_trainer.py:2710-2719):
  * A_k = (r_k − μ_g,k)/(σ_g,k + eps) per component, S = Σ w_k A_k, A = (S − mean_batch S)/(std_batch S + eps).
- * A group of one has σ = 0 and A_k = 0, as in TRL.
+ * A group of one has σ = 0 and A_k = 0, as in TRL. With a single reward component NVlabs' TRL fork falls back to
+ * GRPO (`apply_gdpo and len(reward_weights) > 1`), and so does this: grpo over the weighted total.
  */
 const gdpo: AdvantageFn = (input, p) => {
   const comps = input.components;
@@ -416,6 +417,7 @@ const gdpo: AdvantageFn = (input, p) => {
   assertFiniteMatrix('components', comps);
   const K = comps[0]?.length ?? 0;
   if (K === 0) throw invalid('gdpo needs at least one reward component');
+  if (K === 1) return { advantages: grpoFromRewards(input.rewards, input.groupIds, p) };
   comps.forEach((row, i) => {
     if (row.length !== K) throw invalid(`components[${i}] has ${row.length} values, expected ${K}`);
   });

@@ -140,6 +140,51 @@ export const PRESETS = {
     loss: { dualClip: null, logRatioClamp: null, aggregation: 'token-mean' },
     kl: { coef: 0, clamp: false },
   },
+  /** TRL loss_type="grpo": per-sequence token mean, averaged over all B rows (fully masked rows count). */
+  trl_grpo_loss: {
+    advantage: { eps: 1e-4, singleton: 'zero' },
+    loss: { dualClip: null, logRatioClamp: null, aggregation: 'seq-mean-token-mean', emptySeqs: 'count' },
+    kl: { coef: 0, clamp: false },
+  },
+  /** TRL loss_type="dr_grpo": Σ loss / (B · max_completion_length). */
+  trl_dr_grpo: {
+    advantage: { name: 'dr_grpo', eps: 1e-4, singleton: 'zero' },
+    loss: { dualClip: null, logRatioClamp: null, aggregation: 'seq-mean-token-sum-norm', aggNormalizerMode: 'max_completion' },
+    kl: { coef: 0, clamp: false },
+  },
+  /** verl's REINFORCE++ loop: the running return resets at observation tokens. */
+  reinforce_pp_verl: { advantage: { name: 'reinforce_pp', returnReset: 'mask' } },
+  /** CISPO as the paper and TRL: clip the detached IS weight from above only (TRL recommends ε_max = 5 → clipHigh 4). */
+  cispo: { loss: { name: 'cispo', cispoClip: 'upper', clipHigh: 4 }, kl: { coef: 0 } },
+  /** GMPO (verl geo_mean): geometric-mean sequence ratio, log-ratio clip ±0.4 as the paper. */
+  gmpo: { loss: { name: 'geo_mean', clipLow: 0.4, clipHigh: 0.4, dualClip: null }, kl: { coef: 0 } },
+  sapo: { loss: { name: 'sapo', aggregation: 'seq-mean-token-mean' }, kl: { coef: 0 } },
+  clip_cov: { loss: { name: 'clip_cov', dualClip: null }, kl: { coef: 0 } },
+  kl_cov: { loss: { name: 'kl_cov' }, kl: { coef: 0 } },
+  vespo: { loss: { name: 'vespo', aggregation: 'token-mean' }, kl: { coef: 0 } },
+  luspo: { loss: { name: 'luspo', clipLow: 3e-4, clipHigh: 4e-4, dualClip: null }, kl: { coef: 0 } },
+  /** TRL top_entropy_quantile 0.8: the policy loss on the 20% highest-entropy tokens only ("80/20"). */
+  top_entropy: { loss: { topEntropyQuantile: 0.8 }, kl: { coef: 0 } },
+  /** TRL delta = 4 (INTELLECT-2 two-sided clipping). */
+  delta_clip: { loss: { delta: 4, dualClip: null }, kl: { coef: 0 } },
+  grpo_passk: { advantage: { name: 'grpo_passk' } },
+  /** OTC-GRPO's product reward α·r_tool·r_base (α = the weight): the tool reward replaces the base reward. */
+  otc: { rewards: [{ name: 'tool_efficiency', weight: 1, params: { gateOnCorrect: true } }, { name: 'format', weight: 0.1 }] },
+  seed_grpo: { advantage: { name: 'seed_grpo', seedAlpha: 1 } },
+  dagrpo: { advantage: { name: 'dagrpo', distinctThreshold: 0.1 } },
+  mo_grpo: { advantage: { name: 'mo_grpo' } },
+  raft: { advantage: { name: 'raft' }, loss: { name: 'gpg' }, kl: { coef: 0 } },
+  /** Reinforce-Rej: r − mean, groups that are all right or all wrong dropped (no refill). */
+  reinforce_rej: { advantage: { name: 'reinforce_rej' }, kl: { coef: 0 }, dynamicSampling: { enabled: true, maxRounds: 0 } },
+  p3o: { advantage: { name: 'p3o' }, loss: { name: 'gspo', clipLow: 3e-4, clipHigh: 4e-4, dualClip: null, aggregation: 'seq-mean-token-mean' }, kl: { coef: 0 } },
+  polychromic: { advantage: { name: 'polychromic', setSize: 2 } },
+  r2vpo: { loss: { name: 'r2vpo', r2vpoBeta: 1 }, kl: { coef: 0 } },
+  /** Off-policy group REINFORCE (REC one-side): −A·logp with PPO-clipped tokens masked. */
+  rec: { advantage: { name: 'grpo' }, loss: { name: 'rec' }, kl: { coef: 0 } },
+  disco: { loss: { name: 'disco' }, kl: { coef: 0 } },
+  reg_grpo: { loss: { name: 'reg_grpo' }, kl: { coef: 0 } },
+  /** GRPO with the LLDS likelihood-preserving regularizer (Search-R1 collapse guard). */
+  llds: { lldsCoef: 0.1 },
 } satisfies Record<string, AlgoOverrides>;
 
 export type PresetName = keyof typeof PRESETS;
