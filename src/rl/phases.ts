@@ -48,7 +48,7 @@ export interface Scored {
 // ---------------------------------------------------------------- collect + score
 
 /** G episodes per task (`traj.group` = the task's index), sampled from the policy or its rollout engine. */
-export function collect<T extends TaskBase>(c: StepContext<T>, tasks: readonly T[], seed: number): Promise<Trajectory[]> {
+export function collect<T extends TaskBase>(c: Pick<StepContext<T>, 'env' | 'model' | 'tokenizer' | 'cfg' | 'engine'>, tasks: readonly T[], seed: number): Promise<Trajectory[]> {
   return rollout(c.env, tasks, c.model, c.tokenizer, {
     groupSize: c.cfg.groupSize,
     maxTurnTokens: c.cfg.maxTurnTokens,
@@ -61,7 +61,7 @@ export function collect<T extends TaskBase>(c: StepContext<T>, tasks: readonly T
 }
 
 /** Each finished episode scored by the reward registry, grouped by task. */
-export async function score<T extends TaskBase>(c: StepContext<T>, tasks: readonly T[], trajs: readonly Trajectory[]): Promise<Scored[][]> {
+export async function score<T extends TaskBase>(c: Pick<StepContext<T>, 'env' | 'rewards'>, tasks: readonly T[], trajs: readonly Trajectory[]): Promise<Scored[][]> {
   const ctxs = await Promise.all(trajs.map((t) => c.env.rewardContext(tasks[t.group], t)));
   // OTC needs the group's fewest tool calls among correct answers, computed once per group.
   const optimal = tasks.map((_, g) => otcOptimalCalls(trajs.flatMap((t, i) => (t.group === g ? [{ toolCalls: t.toolCalls, correct: ctxs[i].correct }] : []))));
