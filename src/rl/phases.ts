@@ -243,7 +243,8 @@ export async function update<T extends TaskBase>(c: StepContext<T>, opt: AdamW, 
   const { cfg, model } = c;
   const seqs = trajs.map((t) => t.ids);
   const oldLp = cfg.ppoEpochs > 1 ? await sequenceLogProbs(model, seqs) : null;
-  const refLp = c.algo.kl.coef > 0 && c.reference ? await sequenceLogProbs(c.reference, seqs) : null;
+  // With a reference model the KL to it is measured (and logged) even when its coefficient is 0.
+  const refLp = c.reference ? await sequenceLogProbs(c.reference, seqs) : null;
   // TRL mask_truncated_completions: after the advantages (their rewards still counted in the group statistics).
   const trained = c.algo.maskTruncated ? trajs.map((t) => (t.truncated ? { ...t, mask: t.mask.map(() => 0) } : t)) : trajs;
   const rows = trained.map((t, b) => seqRow(t, adv.tokenAdvantages ? adv.tokenAdvantages[b] : adv.advantages[b], oldLp?.[b] ?? null, refLp?.[b] ?? null));
@@ -346,6 +347,8 @@ export interface StepRecord {
   accuracy: number;
   groups: number;
   dropped_groups: number;
+  /** Trained groups whose rewards were all equal (no signal for group-normalized advantages). */
+  zero_signal_groups: number;
   response_tokens: number;
   turns: number;
   tool_calls: number;
@@ -403,6 +406,7 @@ export function record(
     accuracy: mean(batch.map((s) => (s.ctx.correct ? 1 : 0))),
     groups: groups.length,
     dropped_groups: dropped,
+    zero_signal_groups: groups.filter((g) => g.every((s) => s.score.total === g[0].score.total)).length,
     response_tokens: mean(trajs.map((t) => t.policyTokens)),
     turns: mean(trajs.map((t) => t.messages.filter((m) => m.role === 'assistant').length)),
     tool_calls: mean(trajs.map((t) => t.toolCalls)),
