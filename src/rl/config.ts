@@ -81,6 +81,8 @@ export const algoConfigSchema = z.strictObject({
   loss: lossSchema.prefault({}),
   kl: klSchema.prefault({}),
   entropyCoef: z.number().default(0),
+  /** GTPO conflict-token weights on the advantages (group_hooks.ts gtpoTokenWeights); posBoost amplifies positive ones. */
+  gtpo: z.strictObject({ enabled: z.boolean().default(false), posBoost: z.number().min(1).default(2) }).prefault({}),
   /** TRL mask_truncated_completions: truncated episodes leave the loss mask but still count in group statistics. */
   maskTruncated: z.boolean().default(false),
   /** LLDS likelihood-preserving regularizer (losses.ts lldsPenalty); 0 = off. */
@@ -183,6 +185,8 @@ export const PRESETS = {
   rec: { advantage: { name: 'grpo' }, loss: { name: 'rec' }, kl: { coef: 0 } },
   disco: { loss: { name: 'disco' }, kl: { coef: 0 } },
   reg_grpo: { loss: { name: 'reg_grpo' }, kl: { coef: 0 } },
+  /** GTPO: conflict tokens protected from negative updates, positive ones doubled; no KL (the paper drops the reference). */
+  gtpo: { gtpo: { enabled: true, posBoost: 2 }, kl: { coef: 0 } },
   /** GRPO with the LLDS likelihood-preserving regularizer (Search-R1 collapse guard). */
   llds: { lldsCoef: 0.1 },
 } satisfies Record<string, AlgoOverrides>;

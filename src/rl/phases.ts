@@ -22,6 +22,7 @@ import { computeAdvantages, dynamicSamplingFilter, mean, std, type AdvantageResu
 import { computePolicyLoss, microBatchShares, stopGradient, type LossMetrics } from './losses.ts';
 import { otcOptimalCalls, scoreEpisode, type prepareRewards, type ScoredEpisode } from './rewards.ts';
 import { rollout, type Trajectory } from './rollout.ts';
+import { gtpoTokenWeights } from './group_hooks.ts';
 import type { TrainConfig } from './train-config.ts';
 
 /** What every phase of a step may read: the run's fixed parts. */
@@ -90,6 +91,16 @@ export function select(algo: AlgoConfig, groups: Scored[][]): { keep: Scored[][]
 
 /** The algorithm's advantage estimator over the step's groups (group ids from the batch layout). */
 export function advantages(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][]): AdvantageResult {
+  const result = estimate(c, groups);
+  if (!c.algo.gtpo.enabled) return result;
+  // GTPO: per-token weights on the policy tokens (conflict tokens across opposite-sign responses of a group).
+  const batch = groups.flat();
+  const policyTokens = batch.map((s) => s.traj.ids.filter((_, t) => s.traj.mask[t] === 1));
+  const w = gtpoTokenWeights(policyTokens, result.advantages, groups.flatMap((g, gi) => g.map(() => gi)), c.algo.gtpo.posBoost);
+  return { ...result, tokenAdvantages: w.map((row, b) => row.map((x, t) => x * (result.tokenAdvantages ? result.tokenAdvantages[b][t] : result.advantages[b]))) };
+}
+
+function estimate(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][]): AdvantageResult {
   const batch = groups.flat();
   // E-GRPO composed with the rest of the reward list: every weighted component but the ones E-GRPO replaces.
   const shapedBy = new Set(['exact_match', 'execution', 'entity_match']);

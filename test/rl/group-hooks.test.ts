@@ -108,3 +108,21 @@ test('DaGRPO anchors, Scaf-GRPO tiers and hints, Reg-GRPO difficulty actions', (
   assert.equal(scafSqlHint('solution', gold), 'Hint: the query starts with SELECT name FROM singer JOIN concert ON');
   assert.deepEqual([difficultyAction([1, 1]), difficultyAction([0, 0]), difficultyAction([1, 0])], ['harder', 'easier', 'keep']);
 });
+
+test('the advantages phase applies GTPO weights to the policy tokens when the preset enables it', async () => {
+  const { advantages } = await import('../../src/rl/phases.ts');
+  const { resolveAlgo } = await import('../../src/rl/config.ts');
+  const { prepareRewards } = await import('../../src/rl/rewards.ts');
+  type S = Parameters<typeof advantages>[1][number][number];
+  // one group: prompt token 1 (mask 0), then policy tokens; response 0 [5, 7] rewarded 1, response 1 [5, 8] rewarded 0
+  const ep = (ids: number[], total: number): S =>
+    ({ traj: { ids, mask: [0, 1, 1], answer: '' }, ctx: { correct: total > 0 }, score: { total, parts: {}, vector: [total] } }) as unknown as S;
+  const algo = resolveAlgo('gtpo', { rewards: [{ name: 'overlong', weight: 1 }] });
+  const c = { algo, rewards: prepareRewards(algo.rewards) };
+  const r = advantages(c, [[ep([1, 5, 7], 1), ep([1, 5, 8], 0)]]);
+  const a = 0.5 / (Math.SQRT1_2 + 1e-6); // grpo of [1, 0]
+  // token 5 is shared at position 0: doubled in the positive response, zeroed in the negative one
+  close(r.tokenAdvantages![0], [2 * a, a]);
+  close(r.tokenAdvantages![1], [0, -a]);
+  assert.equal(advantages({ ...c, algo: resolveAlgo('grpo', { rewards: [{ name: 'overlong', weight: 1 }] }) }, [[ep([1, 5, 7], 1), ep([1, 5, 8], 0)]]).tokenAdvantages, undefined);
+});
