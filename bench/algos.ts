@@ -46,7 +46,18 @@ interface Row {
 export async function run(args: string[]): Promise<void> {
   const db = resolve(flag(args, '--db', 'data/databases/music_store/music_store.sqlite'));
   const seeds = num(args, '--seeds', 3);
-  const algos = flag(args, '--algos', PRESET_NAMES.join(',')).split(',').filter(Boolean);
+  // egrpo shapes search-agent signals (entities, exact match): it is compared in `bench -- search`, not here.
+  const algos = flag(args, '--algos', PRESET_NAMES.filter((n) => n !== 'egrpo').join(',')).split(',').filter(Boolean);
+  // With this budget the tiny policy almost never executes to the right result, so every group would be zero-signal
+  // under the execution reward alone; partial credit (format fraction, SQL overlap F1) gives the groups spread.
+  // Presets whose point is their own reward list (otc, gdpo) keep it; `--rewards preset` keeps every preset's own.
+  const partial = flag(args, '--rewards', 'partial') === 'partial';
+  const sharedRewards = [
+    { name: 'execution', weight: 1 },
+    { name: 'format', weight: 0.2, params: { partial: true } },
+    { name: 'sql_overlap', weight: 0.5 },
+  ];
+  const ownRewards = new Set(['otc', 'gdpo']);
   const pairs = num(args, '--pairs', 40);
   const heldOutN = num(args, '--held-out', 8);
   const coldStart = num(args, '--cold-start', 24);
@@ -62,7 +73,7 @@ export async function run(args: string[]): Promise<void> {
   const pool = new SqlPool();
   const env = new SqlEnvironment(pool, { schemaChars: 500 });
   try {
-    console.log(`database ${db}; ${seeds} seed(s); tiny model on ${backend}; every preset: ${steps} steps × ${prompts} prompts × ${group} rollouts, lr ${rlLr}`);
+    console.log(`database ${db}; ${seeds} seed(s); tiny model on ${backend}; every preset: ${steps} steps × ${prompts} prompts × ${group} rollouts, lr ${rlLr}; rewards: ${partial ? 'execution + 0.2·format(partial) + 0.5·sql_overlap (otc, gdpo: their own)' : "each preset's own"}`);
     const synthDir = join(resolve('runs/bench-rl'), `synth-${pairs}`);
     if (!existsSync(join(synthDir, 'dataset.jsonl'))) await runFactory({ db, out: synthDir, n: pairs, seed: 0, variants: 1 }, { executor: pool });
     const rows = readJsonl<DatasetRow>(join(synthDir, 'dataset.jsonl'));
@@ -101,7 +112,7 @@ export async function run(args: string[]): Promise<void> {
         try {
           await runGrpo({
             outDir: join(work, `${algo}-${seed}`), env, tasks: train, model: ck.model, tokenizer: ck.tokenizer, reference: ref,
-            config: { algo, steps, promptsPerStep: prompts, groupSize: group, lr: rlLr, maxTurnTokens: evalOpts.maxTurnTokens, maxResponseTokens: evalOpts.maxResponseTokens, checkpointEvery: 0, seed },
+            config: { algo, ...(partial && !ownRewards.has(algo) ? { algoOverrides: { rewards: sharedRewards } } : {}), steps, promptsPerStep: prompts, groupSize: group, lr: rlLr, maxTurnTokens: evalOpts.maxTurnTokens, maxResponseTokens: evalOpts.maxResponseTokens, checkpointEvery: 0, seed },
             onStep: (r) => recs.push(r),
           });
           const r = res[algo];
