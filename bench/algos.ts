@@ -118,7 +118,7 @@ export async function run(args: string[]): Promise<void> {
           const r = res[algo];
           r.wall.push(secs(t0));
           r.acc.push(episodeStats(await greedyEpisodes(env, heldOut, ck.model, ck.tokenizer, evalOpts)).accuracy);
-          r.zero.push(mean(recs.map((x) => x.zero_signal_groups)));
+          r.zero.push(mean(recs.map((x) => x.zero_signal)));
           r.groups.push(mean(recs.map((x) => x.groups)));
           r.kl.push(mean(recs.map((x) => x.kl)));
           r.entropy.push(mean(recs.map((x) => x.entropy)));
@@ -134,14 +134,14 @@ export async function run(args: string[]): Promise<void> {
       }
     }
     const sftMean = mean(res.sft.acc);
-    console.log(`\nheld-out execution accuracy over ${seeds} seed(s), ${heldOut.length} questions; per step: groups with no reward spread / groups, KL to the SFT start, entropy; wall time per run`);
+    console.log(`\nheld-out execution accuracy over ${seeds} seed(s), ${heldOut.length} questions; per step: share of sampled groups with no reward spread, KL to the SFT start, entropy; wall time per run`);
     table([
       ['preset', 'EX mean %', 'min..max', 'Δ vs SFT', 'zero-signal', 'KL', 'entropy', 'wall s', 'skipped'],
       ...Object.entries(res).map(([a, r]) =>
         r.failed
           ? [a, 'failed', r.failed.slice(0, 40), '', '', '', '', '', '']
           : [a, pct(mean(r.acc)), spread(r.acc), a === 'sft' ? '-' : `${mean(r.acc) >= sftMean ? '+' : ''}${pct(mean(r.acc) - sftMean)}`,
-            a === 'sft' ? '-' : `${mean(r.zero).toFixed(2)}/${mean(r.groups).toFixed(1)}`, a === 'sft' ? '-' : mean(r.kl).toExponential(1),
+            a === 'sft' ? '-' : `${pct(mean(r.zero))}%`, a === 'sft' ? '-' : mean(r.kl).toExponential(1),
             a === 'sft' ? '-' : mean(r.entropy).toFixed(2), mean(r.wall).toFixed(1), a === 'sft' ? '-' : String(r.skipped)],
       ),
     ]);

@@ -1,25 +1,25 @@
-// `npm run bench -- rl [--quick] [--seeds 3] [--steps N] [--algos grpo,dr_grpo,dapo] [--pairs N] ...`
-// Does RL beat its SFT starting point on held-out synthetic questions, and does the agent learn to use
-// the tool? One data factory run on a bundled database, one train/held-out split; per seed one cold
-// start (diversity-selected trajectories, new tokenizer, tiny model, SFT), then every algorithm from
-// that SAME checkpoint with the same steps × prompts × group size. Each policy is evaluated greedily
-// (temperature 0, one episode per held-out question, as evaluatePolicy does) and we also read the
-// episodes: among those with a tool call, how often the final answer differs from the first SQL the
-// agent ran, and whether that change fixed or broke the answer.
-import { readJsonl } from '../src/util/fs.ts';
+// `npm run bench -- rl [--quick] [--seeds 3] [--steps N] [--algos grpo,dr_grpo,dapo] [--dbs music_store,spider:concert_singer,kaggle:GeoNuclearData] ...`
+// Does RL beat its SFT starting point on questions it has not seen? Per database: one data factory run,
+// split by SQL skeleton into disjoint SFT, RL and held-out sets (no held-out skeleton is ever trained on).
+// Per seed: one cold start (diversity-selected trajectories, new tokenizer, tiny model, SFT) on the SFT set;
+// headroom (pass@k of the SFT policy); the RL questions the SFT policy sometimes gets right (0 < pass rate
+// < 1); then every algorithm from that SAME checkpoint with the same steps × prompts × group size and
+// dynamic sampling, and an SFT-only baseline that spends the same wall time on more SFT steps. Each policy
+// is evaluated greedily on the held-out set (and, for a KaggleDBQA database, on its human questions).
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
-import type { DatasetRow } from '../src/factory/types.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { SqlEnvironment, type SqlTask } from '../src/agent/sql-env.ts';
 import { synthesizeTrajectories } from '../src/agent/trajectories.ts';
-import { parseAction, SQL_AGENT_ACTIONS, AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
-import type { ChatMessage, Environment, TaskBase } from '../src/agent/types.ts';
+import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
+import type { Environment, TaskBase } from '../src/agent/types.ts';
+import { loadSqlTasks, sqlTaskOf } from '../src/agent/tasks.ts';
 import { selectColdStart } from '../src/train/coldstart.ts';
 import { runSft } from '../src/train/sft.ts';
 import { runGrpo } from '../src/rl/trainer.ts';
+import { evaluatePolicy, samplePassRates, type PolicyEval } from '../src/rl/evaluate.ts';
 import type { StepRecord } from '../src/rl/phases.ts';
 import type { TrainConfigInput } from '../src/rl/train-config.ts';
 import { rollout, type Trajectory } from '../src/rl/rollout.ts';
@@ -30,7 +30,8 @@ import { resolveModelConfig } from '../src/model/config.ts';
 import { renderChat } from '../src/model/chat.ts';
 import { loadCheckpoint } from '../src/model/checkpoint.ts';
 import { suiteVariants } from '../src/data/databases.ts';
-import { Rng } from '../src/util/rng.ts';
+import { readDataset } from '../src/data/read-dataset.ts';
+import { splitBySkeleton } from '../src/data/splits.ts';
 import { flag, num } from './_args.ts';
 
 // ---------- helpers shared with bench/search.ts ----------
@@ -103,53 +104,33 @@ export function spread(xs: readonly number[]): string {
 
 // ---------- the SQL benchmark ----------
 
-interface ToolEffect {
-  withTool: number;
-  changed: number;
-  fixed: number;
-  broke: number;
-}
-
-const normSql = (s: string): string => s.replace(/\s+/g, ' ').replace(/;\s*$/, '').trim().toLowerCase();
-
-/** Among episodes with ≥1 tool call: the final answer vs the first SQL run as a tool call. */
-async function toolEffect(env: SqlEnvironment, eps: readonly { task: SqlTask; traj: Trajectory; correct: boolean }[]): Promise<ToolEffect> {
-  const r: ToolEffect = { withTool: 0, changed: 0, fixed: 0, broke: 0 };
-  for (const e of eps) {
-    if (e.traj.toolCalls === 0 || e.traj.endReason !== 'answer' || e.traj.answer === undefined) continue;
-    const first = e.traj.messages.find((m: ChatMessage) => m.role === 'assistant');
-    const a = first ? parseAction(first.content, SQL_AGENT_ACTIONS) : undefined;
-    if (!a || a.kind !== 'sql') continue;
-    r.withTool++;
-    if (normSql(a.content) === normSql(e.traj.answer)) continue;
-    r.changed++;
-    // Would the first query have been right as the answer? Scored by the same environment.
-    const firstRight = (await env.rewardContext(e.task, { ...e.traj, answer: a.content })).correct;
-    if (!firstRight && e.correct) r.fixed++;
-    if (firstRight && !e.correct) r.broke++;
-  }
-  return r;
+/** `music_store` (bundled), `spider:<db_id>` (../shared/data/spider-train), `kaggle:<db_id>` (../shared/data/kaggledbqa). */
+function databaseOf(name: string): { path: string; human?: string } {
+  const [kind, id] = name.includes(':') ? name.split(':') : ['bundled', name];
+  if (kind === 'spider') return { path: resolve(`../shared/data/spider-train/database/${id}/${id}.sqlite`) };
+  if (kind === 'kaggle') return { path: resolve(`../shared/data/kaggledbqa/database/${id}/${id}.sqlite`), human: resolve('../shared/data/kaggledbqa/questions.json') };
+  return { path: resolve(name.includes('/') ? name : `data/databases/${id}/${id}.sqlite`) };
 }
 
 export async function run(args: string[]): Promise<void> {
   const quick = args.includes('--quick');
-  const db = resolve(flag(args, '--db', 'data/databases/music_store/music_store.sqlite'));
+  const dbs = flag(args, '--dbs', 'music_store').split(',').filter(Boolean);
   const seeds = num(args, '--seeds', quick ? 1 : 3);
-  const algos = flag(args, '--algos', quick ? 'grpo,dr_grpo' : 'grpo,dr_grpo,dapo').split(',').filter(Boolean);
-  const pairs = num(args, '--pairs', quick ? 40 : 300);
-  const heldOutN = num(args, '--held-out', quick ? 8 : 40);
-  const coldStart = num(args, '--cold-start', quick ? 24 : 120);
-  const sftSteps = num(args, '--sft-steps', quick ? 10 : 90);
-  const sftBatch = num(args, '--sft-batch', quick ? 4 : 8);
-  const sftLr = num(args, '--sft-lr', 1e-2);
-  const steps = num(args, '--steps', quick ? 2 : 8);
-  const prompts = num(args, '--prompts', quick ? 2 : 4);
+  const algos = flag(args, '--algos', quick ? 'grpo' : 'grpo,dr_grpo,dapo').split(',').filter(Boolean);
+  const pairs = num(args, '--pairs', quick ? 60 : 800);
+  const heldOutShare = num(args, '--held-out-share', 0.15);
+  const rlShare = num(args, '--rl-share', 0.35);
+  const passK = num(args, '--pass-k', 4);
+  const sftSteps = num(args, '--sft-steps', quick ? 20 : 1500);
+  const sftBatch = num(args, '--sft-batch', 8);
+  const sftLr = num(args, '--sft-lr', 5e-3);
+  const steps = num(args, '--steps', quick ? 2 : 60);
+  const prompts = num(args, '--prompts', 4);
   const group = num(args, '--group', 4);
-  const rlLr = num(args, '--lr', 1e-3);
-  const verifyShare = num(args, '--verify-share', 0.5);
-  const schemaChars = num(args, '--schema-chars', 500);
-  const vocab = num(args, '--vocab', 800);
-  const difficulty = flag(args, '--difficulty', quick ? 'all' : 'simple');
+  const rlLr = num(args, '--lr', 1e-4);
+  const verifyShare = num(args, '--verify-share', 0.3);
+  const schemaChars = num(args, '--schema-chars', 200);
+  const vocab = num(args, '--vocab', 2048);
   const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320 };
 
   const backend = await initBackend();
@@ -158,99 +139,103 @@ export async function run(args: string[]): Promise<void> {
   const env = new SqlEnvironment(pool, { schemaChars });
   const times: Record<string, number[]> = {};
   const time = (k: string, s: number): void => void (times[k] ??= []).push(s);
+  const rows: string[][] = [['database', 'policy', 'held-out EX mean', 'min..max', 'Δ vs SFT', 'pass@1', `pass@${passK}`, 'human EX', 'zero-signal', 'fixed/broke', 'runs']];
   try {
-    console.log(`database ${db}; ${seeds} seed(s); tiny model on ${backend}; RL: ${steps} steps × ${prompts} prompts × ${group} rollouts, lr ${rlLr}, no KL`);
-    // ---- data: one factory run, cached across bench runs by its arguments ----
-    let t0 = performance.now();
-    const synthDir = join(resolve('runs/bench-rl'), `synth-${pairs}`);
-    if (!existsSync(join(synthDir, 'dataset.jsonl'))) await runFactory({ db, out: synthDir, n: pairs, seed: 0, variants: 1 }, { executor: pool });
-    time('synth', secs(t0));
-    // --difficulty simple keeps the questions a tiny model can learn to write in a few minutes of SFT.
-    const rows = readJsonl<DatasetRow>(join(synthDir, 'dataset.jsonl')).filter((r) => difficulty === 'all' || r.difficulty === difficulty);
-    const toTask = (r: DatasetRow): SqlTask => ({
-      id: String(r.question_id), dbId: r.db_id, dbPath: db, question: r.question, evidence: r.evidence, goldSql: r.SQL,
-      difficulty: r.difficulty, variantPaths: suiteVariants(join(synthDir, 'variants'), r.db_id),
-    });
-    const order = new Rng(0x5eed).shuffle(rows.map((_, i) => i));
-    const nHeld = Math.min(heldOutN, Math.floor(rows.length / 3));
-    const heldOut = order.slice(0, nHeld).map((i) => toTask(rows[i]));
-    const train = order.slice(nHeld).map((i) => toTask(rows[i]));
-    console.log(`data: ${rows.length} verified pairs${difficulty === 'all' ? '' : ` (${difficulty} only)`} (${secs(t0).toFixed(0)}s, cached in ${synthDir}); train ${train.length}, held out ${heldOut.length}`);
+    console.log(`${dbs.join(', ')}; ${seeds} seed(s); tiny model on ${backend}; SFT ${sftSteps} steps; RL ${steps} steps × ${prompts} prompts × ${group} rollouts, lr ${rlLr}, dynamic sampling, no KL`);
+    for (const dbName of dbs) {
+      const { path: db, human } = databaseOf(dbName);
+      let t0 = performance.now();
+      const synthDir = join(resolve('runs/bench-rl'), `${dbName.replace(/[:/]/g, '_')}-${pairs}`);
+      if (!existsSync(join(synthDir, 'dataset.jsonl'))) await runFactory({ db, out: synthDir, n: pairs, seed: 0, variants: 1 }, { executor: pool });
+      time('synth', secs(t0));
+      const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
+      const tasks = items.map((it) => sqlTaskOf(it, db, suiteVariants(join(synthDir, 'variants'), it.dbId)));
+      const split = splitBySkeleton(tasks, (t) => t.goldSql, { sft: 1 - heldOutShare - rlShare, rl: rlShare, heldOut: heldOutShare }, 0x5eed);
+      const humanTasks = human ? loadSqlTasks(human, resolve('../shared/data/kaggledbqa/database')).filter((t) => t.dbPath === db) : [];
+      console.log(`\n${dbName}: ${tasks.length} verified pairs (${secs(t0).toFixed(0)}s, cached in ${synthDir}); SFT ${split.sft.length}, RL ${split.rl.length}, held out ${split.heldOut.length}${humanTasks.length ? `; ${humanTasks.length} human questions` : ''}`);
 
-    const results: Record<string, { acc: number[]; calls: number[]; use: number[]; answered: number[]; effect: ToolEffect[]; reward: number[][] }> = {};
-    const names = ['sft', ...algos];
-    for (const nm of names) results[nm] = { acc: [], calls: [], use: [], answered: [], effect: [], reward: [] };
-    const record = async (nm: string, model: LlamaModel, tk: Tokenizer): Promise<void> => {
-      const t = performance.now();
-      const eps = await greedyEpisodes(env, heldOut, model, tk, evalOpts);
-      time('eval', secs(t));
-      const s = episodeStats(eps);
-      const r = results[nm];
-      r.acc.push(s.accuracy);
-      r.calls.push(s.toolCalls);
-      r.use.push(s.toolUse);
-      r.answered.push(s.answered);
-      r.effect.push(await toolEffect(env, eps));
-      const ends: Record<string, number> = {};
-      for (const e of eps) ends[e.traj.endReason] = (ends[e.traj.endReason] ?? 0) + 1;
-      const firstTurn = eps[0]?.traj.messages.find((m) => m.role === 'assistant')?.content ?? '';
-      console.log(`  ${nm.padEnd(8)} episode ends ${JSON.stringify(ends)}; first held-out turn: ${JSON.stringify(firstTurn.slice(0, 160))}`);
-      console.log(`  ${nm.padEnd(8)} held-out accuracy ${pct(s.accuracy)}%, tool calls/episode ${s.toolCalls.toFixed(2)}, tool use ${pct(s.toolUse)}%, answered ${pct(s.answered)}%`);
-    };
+      const results: Record<string, { acc: number[]; pass1: number[]; passK: number[]; human: number[]; zero: number[]; fixed: number; broke: number }> = {};
+      const names = ['sft', 'sft+', ...algos];
+      for (const nm of names) results[nm] = { acc: [], pass1: [], passK: [], human: [], zero: [], fixed: 0, broke: 0 };
+      const record = async (nm: string, model: LlamaModel, tk: Tokenizer): Promise<PolicyEval> => {
+        const t = performance.now();
+        const ev = await evaluatePolicy(env, split.heldOut, model, tk, evalOpts);
+        const pr = await samplePassRates(env, split.heldOut, model, tk, { ...evalOpts, samples: passK, ks: [1, passK] });
+        const hu = humanTasks.length ? (await evaluatePolicy(env, humanTasks, model, tk, evalOpts)).accuracy : NaN;
+        time('eval', secs(t));
+        samplePeak();
+        const r = results[nm];
+        r.acc.push(ev.accuracy);
+        r.pass1.push(pr.passAt[1]);
+        r.passK.push(pr.passAt[passK]);
+        if (!Number.isNaN(hu)) r.human.push(hu);
+        r.fixed += ev.toolEffect.fixed;
+        r.broke += ev.toolEffect.broke;
+        console.log(`  ${nm.padEnd(8)} held-out EX ${pct(ev.accuracy)}%, pass@1 ${pct(pr.passAt[1])}%, pass@${passK} ${pct(pr.passAt[passK])}%${Number.isNaN(hu) ? '' : `, human questions ${pct(hu)}%`}, tool calls ${ev.toolCalls.toFixed(2)}, ends ${JSON.stringify(ev.endReasons)}`);
+        return ev;
+      };
 
-    for (let seed = 0; seed < seeds; seed++) {
-      console.log(`seed ${seed}:`);
-      // ---- cold start: trajectories → diversity subset → tokenizer → tiny model → SFT ----
-      t0 = performance.now();
-      const trajs = await synthesizeTrajectories(train, env, { verifyShare, seed });
-      const ids = new Set(selectColdStart(trajs, Math.min(coldStart, trajs.length), { seed, sqlWeight: 0.8 }));
-      const chosen = trajs.filter((t) => ids.has(t.id));
-      const specials = [...AGENT_SPECIAL_TOKENS];
-      const tk = Tokenizer.train(chosen.flatMap((t) => t.messages.map((m) => m.content)), { vocabSize: vocab, specialTokens: specials });
-      const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tk.vocabSize }), { seed });
-      const samples = chosen.map((t) => renderChat(tk, t.messages));
-      const sft = await runSft({
-        outDir: join(work, `sft-${seed}`), model, tokenizer: tk, samples,
-        config: { steps: sftSteps, batchSize: sftBatch, lr: sftLr, warmupSteps: Math.min(10, Math.floor(sftSteps / 10)), evalEvery: 0, checkpointEvery: 0, maxSeqLen: model.config.maxPositions, seed },
-      });
-      time('sft', secs(t0));
-      samplePeak();
-      console.log(`  sft: ${chosen.length} trajectories (${chosen.filter((t) => t.kind === 'verify').length} with a tool call), mean ${Math.round(mean(samples.map((s) => s.ids.length)))} tokens, ${sftSteps} steps, final loss ${sft.finalLoss?.toFixed(3)} (${secs(t0).toFixed(0)}s)`);
-      await record('sft', model, tk);
-      model.dispose();
+      for (let seed = 0; seed < seeds; seed++) {
+        console.log(` seed ${seed}:`);
+        t0 = performance.now();
+        const trajs = await synthesizeTrajectories(split.sft, env, { verifyShare, seed });
+        const ids = new Set(selectColdStart(trajs, trajs.length, { seed, sqlWeight: 0.8 }));
+        const chosen = trajs.filter((t) => ids.has(t.id));
+        const tk = Tokenizer.train(chosen.flatMap((t) => t.messages.map((m) => m.content)), { vocabSize: vocab, specialTokens: [...AGENT_SPECIAL_TOKENS] });
+        const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tk.vocabSize }), { seed });
+        const samples = chosen.map((t) => renderChat(tk, t.messages));
+        const sftCfg = { steps: sftSteps, batchSize: sftBatch, lr: sftLr, warmupSteps: Math.min(20, Math.floor(sftSteps / 10)), evalEvery: 0, checkpointEvery: 0, maxSeqLen: model.config.maxPositions, seed };
+        const sft = await runSft({ outDir: join(work, `${dbName}-sft-${seed}`), model, tokenizer: tk, samples, config: sftCfg });
+        const sftSec = secs(t0);
+        time('sft', sftSec);
+        console.log(`  sft: ${chosen.length} trajectories, ${sftSteps} steps, final loss ${sft.finalLoss?.toFixed(3)} (${sftSec.toFixed(0)}s)`);
+        await record('sft', model, tk);
+        model.dispose();
 
-      // ---- each algorithm from the same checkpoint, same budget ----
-      for (const algo of algos) {
-        const ck = loadCheckpoint(sft.checkpoint);
-        const t1 = performance.now();
-        const rewards: number[] = [];
-        const config: TrainConfigInput = {
-          algo, algoOverrides: { kl: { coef: 0 } }, steps, promptsPerStep: prompts, groupSize: group, lr: rlLr,
-          maxTurnTokens: evalOpts.maxTurnTokens, maxResponseTokens: evalOpts.maxResponseTokens, checkpointEvery: 0, seed,
-        };
-        await runGrpo({ outDir: join(work, `${algo}-${seed}`), env, tasks: train, model: ck.model, tokenizer: ck.tokenizer, config, onStep: (r: StepRecord) => { rewards.push(r.reward); samplePeak(); } });
-        time(algo, secs(t1));
-        results[algo].reward.push(rewards);
-        process.stdout.write(`  ${algo}: reward by step ${rewards.map((x) => x.toFixed(2)).join(' ')} (${secs(t1).toFixed(0)}s)\n`);
-        await record(algo, ck.model, ck.tokenizer);
+        // The RL questions with a signal for this SFT policy.
+        let ck = loadCheckpoint(sft.checkpoint);
+        const rates = await samplePassRates(env, split.rl, ck.model, ck.tokenizer, { ...evalOpts, samples: passK, seed: seed + 1 });
+        ck.model.dispose();
+        const informative = split.rl.filter((_, i) => rates.correct[i] > 0 && rates.correct[i] < passK);
+        const rlTasks: SqlTask[] = informative.length >= prompts ? informative : split.rl;
+        console.log(`  RL questions by correct samples 0..${passK}: ${Array.from({ length: passK + 1 }, (_, c) => rates.correct.filter((x) => x === c).length).join(' / ')}; training on ${rlTasks.length}`);
+
+        let rlSec = 0;
+        for (const algo of algos) {
+          ck = loadCheckpoint(sft.checkpoint);
+          const t1 = performance.now();
+          const zero: number[] = [];
+          const config: TrainConfigInput = {
+            algo, algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true } }, steps, promptsPerStep: prompts, groupSize: group, lr: rlLr,
+            maxTurnTokens: evalOpts.maxTurnTokens, maxResponseTokens: evalOpts.maxResponseTokens, checkpointEvery: 0, seed,
+          };
+          await runGrpo({ outDir: join(work, `${dbName}-${algo}-${seed}`), env, tasks: rlTasks, model: ck.model, tokenizer: ck.tokenizer, config, onStep: (r: StepRecord) => { zero.push(r.zero_signal); samplePeak(); } });
+          const sec = secs(t1);
+          rlSec = Math.max(rlSec, sec);
+          time(algo, sec);
+          results[algo].zero.push(mean(zero));
+          console.log(`  ${algo}: ${steps} steps in ${sec.toFixed(0)}s, zero-signal groups ${pct(mean(zero))}%`);
+          await record(algo, ck.model, ck.tokenizer);
+          ck.model.dispose();
+        }
+        // SFT-only at equal compute: the same checkpoint trained on for as long as the slowest RL run took.
+        ck = loadCheckpoint(sft.checkpoint);
+        const extra = Math.max(1, Math.round((sftSteps * rlSec) / Math.max(1e-9, sftSec)));
+        const t2 = performance.now();
+        await runSft({ outDir: join(work, `${dbName}-sftplus-${seed}`), model: ck.model, tokenizer: ck.tokenizer, samples, config: { ...sftCfg, steps: extra, warmupSteps: 0, minLrRatio: 0.1 } });
+        time('sft+', secs(t2));
+        console.log(`  sft+: ${extra} more SFT steps in ${secs(t2).toFixed(0)}s (the RL budget)`);
+        await record('sft+', ck.model, ck.tokenizer);
         ck.model.dispose();
       }
-    }
-
-    // ---- summary ----
-    const sftMean = mean(results.sft.acc);
-    console.log(`\nheld-out execution accuracy (%), ${heldOut.length} questions, ${seeds} seed(s); same SFT checkpoint per seed`);
-    table([
-      ['algo', 'mean acc', 'min..max', 'Δ vs SFT', 'tool calls', 'tool use %', 'answered %', 'changed/with tool', 'fixed', 'broke'],
-      ...names.map((nm) => {
+      const sftMean = mean(results.sft.acc);
+      for (const nm of names) {
         const r = results[nm];
-        const e = r.effect.reduce((a, b) => ({ withTool: a.withTool + b.withTool, changed: a.changed + b.changed, fixed: a.fixed + b.fixed, broke: a.broke + b.broke }), { withTool: 0, changed: 0, fixed: 0, broke: 0 });
-        return [nm, pct(mean(r.acc)), spread(r.acc), nm === 'sft' ? '-' : `${mean(r.acc) >= sftMean ? '+' : ''}${pct(mean(r.acc) - sftMean)}`, mean(r.calls).toFixed(2), pct(mean(r.use)), pct(mean(r.answered)), `${e.changed}/${e.withTool}`, String(e.fixed), String(e.broke)];
-      }),
-    ]);
-    console.log('changed = final answer differs from the first SQL run as a tool call; fixed/broke = the first query was wrong/right and the final answer right/wrong (summed over seeds)');
-    console.log('\nper seed (accuracy %):');
-    table([['algo', ...Array.from({ length: seeds }, (_, s) => `seed ${s}`)], ...names.map((nm) => [nm, ...results[nm].acc.map(pct)])]);
+        rows.push([dbName, nm, pct(mean(r.acc)), spread(r.acc), nm === 'sft' ? '-' : `${mean(r.acc) >= sftMean ? '+' : ''}${pct(mean(r.acc) - sftMean)}`, pct(mean(r.pass1)), pct(mean(r.passK)), r.human.length ? pct(mean(r.human)) : '-', r.zero.length ? pct(mean(r.zero)) : '-', nm.startsWith('sft') ? '-' : `${r.fixed}/${r.broke}`, String(r.acc.length)]);
+      }
+    }
+    console.log(`\nheld-out execution accuracy (%), ${seeds} seed(s); sft+ = SFT-only at the RL run's wall time; fixed/broke = answers whose tool call fixed a wrong first query / broke a right one (summed over seeds)`);
+    table(rows);
     console.log('\nwall time per stage (s, mean over runs):');
     table([['stage', 'mean s', 'runs'], ...Object.entries(times).map(([k, v]) => [k, mean(v).toFixed(1), String(v.length)])]);
     console.log(`peak RSS ${(samplePeak() / 2 ** 20).toFixed(0)} MiB`);

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqlPool } from '../src/sql/pool.ts';
+import { SqlPool } from 'agro/sql';
 
 function buildDb(path: string): void {
   const db = new Database(path);

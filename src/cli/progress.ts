@@ -40,25 +40,30 @@ export function stepBar(enabled: boolean, label: string, total: number, opts: { 
   };
 }
 
-/** The factory's stages as one bar each (a new bar per stage). */
-export function stageBars(enabled: boolean): ProgressSink {
+/** The factory's stages: a bar each on a terminal; otherwise one line as each stage ends. */
+export function stageBars(enabled: boolean, tty = Boolean(process.stderr.isTTY)): ProgressSink {
   let bar: StepBar = silentBar;
   let done = 0;
-  let total = 0;
+  let name = '';
+  let t0 = 0;
+  const finish = (): void => {
+    bar.stop();
+    bar = silentBar;
+    if (enabled && !tty && name) process.stderr.write(`${name}: ${done} done (${((performance.now() - t0) / 1000).toFixed(1)}s)\n`);
+    name = '';
+  };
   return {
     start(stage, n) {
-      bar.stop();
+      finish();
       done = 0;
-      total = Math.max(n, 1);
-      bar = stepBar(enabled, stage.padEnd(12), total);
+      name = stage;
+      t0 = performance.now();
+      if (enabled && tty) bar = stepBar(true, stage.padEnd(12), Math.max(n, 1), { tty });
     },
     tick(n = 1) {
       done += n;
       bar.update(done);
     },
-    stop() {
-      bar.stop();
-      bar = silentBar;
-    },
+    stop: finish,
   };
 }

@@ -1,6 +1,8 @@
 /**
  * The main job end to end on one database, with the built-in model:
- *   synthesize verified data (+ variant databases) → diversity-aware cold start (SFT) → GRPO → evaluate.
+ *   synthesize verified data (+ variant databases) → split by SQL skeleton into SFT, RL and held-out sets
+ *   → diversity-aware cold start (SFT) → keep the RL questions the SFT policy sometimes gets right
+ *   (0 < pass rate < 1: the only groups with a learning signal) → GRPO with dynamic sampling → evaluate.
  * Every stage writes into its own folder of the run directory and is skipped on a rerun once finished,
  * so an interrupted quickstart resumes where it stopped. report.json gathers what each stage produced.
  */
@@ -18,7 +20,7 @@ import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { selectColdStart } from '../train/coldstart.ts';
 import { runSft } from '../train/sft.ts';
 import { runGrpo } from '../rl/trainer.ts';
-import { evaluatePolicy, type PolicyEval } from '../rl/evaluate.ts';
+import { evaluatePolicy, samplePassRates, type PolicyEval } from '../rl/evaluate.ts';
 import type { StepRecord } from '../rl/phases.ts';
 import { initBackend, type BackendName } from '../model/backend.ts';
 import { Tokenizer } from '../model/tokenizer.ts';
@@ -32,6 +34,7 @@ import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
 import type { ProgressSink } from '../factory/types.ts';
 import { sqlTaskOf } from '../agent/tasks.ts';
 import { readDataset } from '../data/read-dataset.ts';
+import { splitBySkeleton } from '../data/splits.ts';
 
 export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
@@ -39,8 +42,14 @@ export const quickstartConfigSchema = z.strictObject({
   /** Verified pairs to synthesize. */
   pairs: z.number().int().min(10).default(800),
   variants: z.number().int().min(0).default(2),
-  /** Share of the pairs held out for evaluation. */
+  /** Share of the pairs held out for evaluation (disjoint from SFT and RL by SQL skeleton). */
   heldOutShare: z.number().gt(0).lt(1).default(0.15),
+  /** Share of the pairs kept for RL only: questions the SFT policy never saw, so it is unsure of them. */
+  rlShare: z.number().min(0).lt(1).default(0.35),
+  /** Samples per question for pass@k (headroom) and for the RL prompt filter. */
+  passSamples: z.number().int().min(2).default(4),
+  /** Train RL only on questions whose sampled pass rate is strictly between 0 and 1. */
+  filterRl: z.boolean().default(true),
   /** Cold-start trajectories chosen by diversity from the training pairs (0 = all). */
   coldStart: z.number().int().min(0).default(0),
   /** Share of cold-start trajectories that run the query once before answering. */
@@ -73,6 +82,8 @@ export const SMALL_QUICKSTART: QuickstartConfigInput = {
   pairs: 40,
   variants: 1,
   heldOutShare: 0.2,
+  rlShare: 0.25,
+  passSamples: 2,
   coldStart: 24,
   preset: 'tiny',
   vocabSize: 600,
@@ -87,10 +98,12 @@ export const SMALL_QUICKSTART: QuickstartConfigInput = {
 export interface QuickstartReport {
   config: QuickstartConfig;
   synth?: { rows: number; difficulty: Record<string, number>; variants: number; caughtByVariants: number; seconds: number };
-  split?: { train: number; heldOut: number };
+  split?: { sft: number; rl: number; heldOut: number };
+  /** RL questions by how many of passSamples samples the SFT policy got right, and how many were kept. */
+  rlFilter?: { candidates: number; kept: number; byCorrect: number[] };
   coldStart?: { candidates: number; selected: number; verify: number; structures: number; randomStructures: number };
-  sft?: { steps: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number; eval: PolicyEval };
-  rl?: { steps: number; checkpoint: string; seconds: number; eval: PolicyEval; firstReward: number; lastReward: number };
+  sft?: { steps: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number> };
+  rl?: { steps: number; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number>; firstReward: number; lastReward: number; zeroSignal: number };
 }
 
 export interface QuickstartHooks {
@@ -103,6 +116,7 @@ export interface QuickstartHooks {
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+const passText = (p: Record<number, number> | undefined): string => (p ? Object.entries(p).map(([k, v]) => `pass@${k} ${pct(v)}`).join(', ') : '-');
 
 export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
   const cfg = parseWith(quickstartConfigSchema, input, 'quickstart config');
@@ -136,13 +150,17 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     const variantsDir = join(synthDir, 'variants');
     const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
     const toTask = (i: number): SqlTask => sqlTaskOf(items[i], db, report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, items[i].dbId) : []);
-    const order = new Rng(cfg.seed ^ 0x9e37).shuffle(rows.map((_, i) => i));
-    const nHeld = Math.max(5, Math.round(rows.length * cfg.heldOutShare));
-    const heldOut = order.slice(0, nHeld).map(toTask);
-    const train = order.slice(nHeld).map(toTask);
-    report.split = { train: train.length, heldOut: heldOut.length };
-    writeFileAtomic(join(out, 'held_out.jsonl'), order.slice(0, nHeld).map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
-    writeFileAtomic(join(out, 'train.jsonl'), order.slice(nHeld).map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
+    const split = splitBySkeleton(rows.map((_, i) => i), (i) => rows[i].SQL, { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
+    if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${cfg.db} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
+    const heldOut = split.heldOut.map(toTask);
+    const train = split.sft.map(toTask);
+    const rlCandidates = split.rl.map(toTask);
+    report.split = { sft: train.length, rl: rlCandidates.length, heldOut: heldOut.length };
+    const writeRows = (name: string, idx: number[]): void => writeFileAtomic(join(out, name), idx.map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
+    writeRows('held_out.jsonl', split.heldOut);
+    writeRows('train.jsonl', split.sft);
+    writeRows('rl.jsonl', split.rl);
+    log(`[1/4] split by SQL skeleton (no held-out skeleton is trained on): SFT ${train.length}, RL ${rlCandidates.length}, held out ${heldOut.length}`);
 
     // ---- 2. diversity-aware cold start ----
     const sftDir = join(out, 'sft');
@@ -180,29 +198,43 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
       const ev = await evaluatePolicy(env, heldOut, model, tokenizer, evalOpts);
       writeJsonAtomic(join(sftDir, 'predictions.json'), ev.predictions);
-      report.sft = { steps: res.steps, finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev };
+      const headroom = await samplePassRates(env, heldOut, model, tokenizer, { ...evalOpts, samples: cfg.passSamples });
+      report.sft = { steps: res.steps, finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev, passAt: headroom.passAt };
       save();
       model.dispose();
     }
-    log(`[2/4] after SFT: held-out loss ${report.sft.heldOutLoss?.toFixed(3) ?? '-'}, execution accuracy ${pct(report.sft.eval.accuracy)} on ${report.sft.eval.n} held-out questions (${report.sft.seconds}s)`);
+    log(`[2/4] after SFT: held-out loss ${report.sft.heldOutLoss?.toFixed(3) ?? '-'}, execution accuracy ${pct(report.sft.eval.accuracy)} on ${report.sft.eval.n} held-out questions (${report.sft.seconds}s); headroom ${passText(report.sft.passAt)}`);
 
     // ---- 3. GRPO ----
     const rlDir = join(out, 'grpo');
     if (!report.rl) {
       const ck = loadCheckpoint(report.sft.checkpoint);
-      log(`[3/4] ${cfg.algo}: ${cfg.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts, reward = execution on the original and ${report.synth.variants} variant databases ...`);
+      let rlTasks = rlCandidates.length ? rlCandidates : train;
+      if (cfg.filterRl && rlCandidates.length) {
+        const rates = await samplePassRates(env, rlCandidates, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples, seed: cfg.seed + 1 });
+        const byCorrect = Array.from({ length: cfg.passSamples + 1 }, (_, c) => rates.correct.filter((x) => x === c).length);
+        const kept = rlCandidates.filter((_, i) => rates.correct[i] > 0 && rates.correct[i] < cfg.passSamples);
+        report.rlFilter = { candidates: rlCandidates.length, kept: kept.length, byCorrect };
+        // Too few informative questions: fall back to every RL question (dynamic sampling still skips dead groups).
+        if (kept.length >= cfg.promptsPerStep) rlTasks = kept;
+        log(`[3/4] RL questions the SFT policy gets right in 0..${cfg.passSamples} of ${cfg.passSamples} samples: ${byCorrect.join(' / ')}; training on the ${rlTasks.length} ${rlTasks === kept ? 'in between' : 'candidates'}`);
+      }
+      log(`[3/4] ${cfg.algo}: ${cfg.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts on questions SFT never saw, reward = execution on the original and ${report.synth.variants} variant databases ...`);
       const t0 = performance.now();
       const rewards: number[] = [];
+      const zero: number[] = [];
       const res = await runGrpo({
         outDir: rlDir,
         env,
-        tasks: train,
+        tasks: rlTasks,
         model: ck.model,
         tokenizer: ck.tokenizer,
         // As in DAPO and Dr.GRPO, no KL term: it would cost a reference forward pass per step on a CPU.
         config: {
           algo: cfg.algo,
-          algoOverrides: { kl: { coef: 0 } },
+          // Dynamic sampling re-checks every group as training goes: a question the policy now always (or
+          // never) gets right is dropped and replaced, so each step trains on groups with a signal.
+          algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true } },
           steps: cfg.rlSteps,
           promptsPerStep: cfg.promptsPerStep,
           groupSize: cfg.groupSize,
@@ -215,6 +247,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
         signal: hooks.signal,
         onStep: (r: StepRecord) => {
           rewards.push(r.reward);
+          zero.push(r.zero_signal);
           hooks.onStep?.('rl', r.step, cfg.rlSteps, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2) });
         },
       });
@@ -222,16 +255,20 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
       const ev = await evaluatePolicy(env, heldOut, ck.model, ck.tokenizer, evalOpts);
       writeJsonAtomic(join(rlDir, 'predictions.json'), ev.predictions);
+      const after = await samplePassRates(env, heldOut, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples });
       const k = Math.max(1, Math.floor(rewards.length / 3));
       const avg = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-      report.rl = { steps: res.steps, checkpoint: res.checkpoint, seconds, eval: ev, firstReward: avg(rewards.slice(0, k)), lastReward: avg(rewards.slice(-k)) };
+      report.rl = { steps: res.steps, checkpoint: res.checkpoint, seconds, eval: ev, passAt: after.passAt, firstReward: avg(rewards.slice(0, k)), lastReward: avg(rewards.slice(-k)), zeroSignal: avg(zero) };
       save();
       ck.model.dispose();
     }
-    log(`[3/4] after ${cfg.algo}: execution accuracy ${pct(report.rl.eval.accuracy)} (tool calls per episode ${report.rl.eval.toolCalls.toFixed(2)}), mean reward ${report.rl.firstReward.toFixed(3)} → ${report.rl.lastReward.toFixed(3)} (${report.rl.seconds}s)`);
+    log(`[3/4] after ${cfg.algo}: execution accuracy ${pct(report.rl.eval.accuracy)}, ${passText(report.rl.passAt)} (tool calls per episode ${report.rl.eval.toolCalls.toFixed(2)}), mean reward ${report.rl.firstReward.toFixed(3)} → ${report.rl.lastReward.toFixed(3)}, zero-signal groups ${pct(report.rl.zeroSignal ?? 0)} (${report.rl.seconds}s)`);
 
     // ---- 4. summary ----
-    log(`[4/4] held-out execution accuracy: SFT ${pct(report.sft.eval.accuracy)} → ${cfg.algo} ${pct(report.rl.eval.accuracy)} on ${report.rl.eval.n} questions`);
+    const gain = 100 * (report.rl.eval.accuracy - report.sft.eval.accuracy);
+    log(`[4/4] held-out execution accuracy: SFT ${pct(report.sft.eval.accuracy)} → ${cfg.algo} ${pct(report.rl.eval.accuracy)} on ${report.rl.eval.n} questions (${gain >= 0 ? '+' : ''}${gain.toFixed(1)} points from RL)`);
+    const te = report.rl.eval.toolEffect;
+    if (te) log(`      tool use: ${te.checked} answers ran a query first; ${te.changed} changed it after seeing the result: ${te.fixed} fixed a wrong query, ${te.broke} broke a right one`);
     for (const d of Object.keys(report.rl.eval.byDifficulty).sort()) {
       const a = report.sft.eval.byDifficulty[d] ?? { n: 0, correct: 0 };
       const b = report.rl.eval.byDifficulty[d];

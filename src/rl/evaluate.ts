@@ -3,7 +3,9 @@ import type { Environment, TaskBase } from '../agent/types.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import type { RolloutEngine } from '../model/engine.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
-import { rollout } from './rollout.ts';
+import { parseAction, ACTION_KINDS } from '../agent/protocol.ts';
+import { normalizeSql } from '../sql/features.ts';
+import { rollout, type Trajectory } from './rollout.ts';
 
 export interface PolicyEval {
   accuracy: number;
@@ -14,6 +16,24 @@ export interface PolicyEval {
   toolUse: number;
   /** The final answer of each task, in task order ('' when the episode ended without one): an `agro eval --pred` file. */
   predictions: string[];
+  /**
+   * What the tool did for the answer: episodes that ran a query before answering, those whose final answer
+   * differs from the first query they ran, and among those the ones where the first query would have been
+   * wrong and the answer is right (fixed) or the other way round (broke), scored by the same environment.
+   */
+  toolEffect: { checked: number; changed: number; fixed: number; broke: number };
+  /** How the episodes ended (answer, turn_limit, invalid_action, token_budget). */
+  endReasons: Record<string, number>;
+}
+
+/** The first query an episode ran with its tool, if any. */
+function firstToolQuery(t: Trajectory): string | undefined {
+  for (const m of t.messages) {
+    if (m.role !== 'assistant') continue;
+    const a = parseAction(m.content, ACTION_KINDS);
+    if (a.kind === 'sql' || a.kind === 'search') return a.content;
+  }
+  return undefined;
 }
 
 /** Greedy single-sample episodes on held-out tasks: execution accuracy (or the env's notion of correct), by difficulty. */
@@ -29,6 +49,8 @@ export async function evaluatePolicy<T extends TaskBase & { difficulty?: string 
   let correct = 0;
   let calls = 0;
   let used = 0;
+  const toolEffect = { checked: 0, changed: 0, fixed: 0, broke: 0 };
+  const endReasons: Record<string, number> = {};
   const batch = opts.batch ?? 8;
   for (let i = 0; i < tasks.length; i += batch) {
     const chunk = tasks.slice(i, i + batch);
@@ -54,8 +76,72 @@ export async function evaluatePolicy<T extends TaskBase & { difficulty?: string 
       }
       calls += t.toolCalls;
       if (t.toolCalls > 0) used++;
+      endReasons[t.endReason] = (endReasons[t.endReason] ?? 0) + 1;
+      const first = firstToolQuery(t);
+      if (first !== undefined && t.answer !== undefined) {
+        toolEffect.checked++;
+        if (normalizeSql(first) !== normalizeSql(t.answer)) {
+          toolEffect.changed++;
+          const firstRight = (await env.rewardContext(task, { ...t, answer: first })).correct;
+          if (!firstRight && ctx.correct) toolEffect.fixed++;
+          if (firstRight && !ctx.correct) toolEffect.broke++;
+        }
+      }
     }
   }
   const n = tasks.length;
-  return { accuracy: n ? correct / n : 0, n, byDifficulty, toolCalls: n ? calls / n : 0, toolUse: n ? used / n : 0, predictions };
+  return { accuracy: n ? correct / n : 0, n, byDifficulty, toolCalls: n ? calls / n : 0, toolUse: n ? used / n : 0, predictions, toolEffect, endReasons };
+}
+
+/** The unbiased pass@k estimator (Chen et al. 2021) from n samples of which c are correct: 1 − C(n−c, k)/C(n, k). */
+export function passAtK(n: number, c: number, k: number): number {
+  if (!(Number.isInteger(n) && Number.isInteger(c) && Number.isInteger(k)) || n < 1 || c < 0 || c > n || k < 1 || k > n) {
+    throw new RangeError(`passAtK needs integers 0 <= c <= n and 1 <= k <= n, got n=${n} c=${c} k=${k}`);
+  }
+  if (n - c < k) return 1;
+  let miss = 1;
+  for (let i = n - c + 1; i <= n; i++) miss *= 1 - k / i;
+  return 1 - miss;
+}
+
+export interface PassRates {
+  /** Correct samples per task, in task order. */
+  correct: number[];
+  samples: number;
+  /** Mean pass@k over the tasks for each k asked. */
+  passAt: Record<number, number>;
+}
+
+/**
+ * `samples` sampled episodes per task at the given temperature: how often the policy gets each task right.
+ * RL can only convert what sampling already finds, so pass@k before training is its headroom, and a task
+ * with 0 < correct < samples is one whose group carries a learning signal.
+ */
+export async function samplePassRates<T extends TaskBase>(
+  env: Environment<T>,
+  tasks: readonly T[],
+  model: LlamaModel,
+  tokenizer: Tokenizer,
+  opts: { samples: number; ks?: readonly number[]; temperature?: number; maxTurnTokens: number; maxResponseTokens: number; seed?: number; batch?: number; engine?: RolloutEngine },
+): Promise<PassRates> {
+  const correct: number[] = [];
+  const batch = opts.batch ?? Math.max(1, Math.floor(16 / opts.samples));
+  for (let i = 0; i < tasks.length; i += batch) {
+    const chunk = tasks.slice(i, i + batch);
+    const trajs = await rollout(env, chunk, model, tokenizer, {
+      groupSize: opts.samples,
+      maxTurnTokens: opts.maxTurnTokens,
+      maxResponseTokens: opts.maxResponseTokens,
+      temperature: opts.temperature ?? 1,
+      topP: 1,
+      seed: (opts.seed ?? 0) + i,
+      engine: opts.engine,
+    });
+    const counts = chunk.map(() => 0);
+    for (const t of trajs) if ((await env.rewardContext(chunk[t.group], t)).correct) counts[t.group]++;
+    correct.push(...counts);
+  }
+  const ks = (opts.ks ?? [1, opts.samples]).filter((k) => k <= opts.samples);
+  const passAt = Object.fromEntries(ks.map((k) => [k, correct.length ? correct.reduce((a, c) => a + passAtK(opts.samples, c, k), 0) / correct.length : 0]));
+  return { correct, samples: opts.samples, passAt };
 }

@@ -75,6 +75,11 @@ export async function score<T extends TaskBase>(c: Pick<StepContext<T>, 'env' | 
 }
 
 /** DAPO's dynamic sampling when the algorithm enables it (groups whose rewards all agree carry no signal); else every group. */
+/** Groups whose rewards are all equal: every group-relative advantage is 0 there, so they teach nothing. */
+export function zeroSignalGroups(groups: readonly Scored[][]): number {
+  return groups.filter((g) => g.length > 0 && g.every((s) => s.score.total === g[0].score.total)).length;
+}
+
 export function select(algo: AlgoConfig, groups: Scored[][]): { keep: Scored[][]; dropped: number } {
   if (!algo.dynamicSampling.enabled) return { keep: groups, dropped: 0 };
   const flat = groups.flat();
@@ -358,8 +363,8 @@ export interface StepRecord {
   accuracy: number;
   groups: number;
   dropped_groups: number;
-  /** Trained groups whose rewards were all equal (no signal for group-normalized advantages). */
-  zero_signal_groups: number;
+  /** Share of the groups sampled this step (refills included) whose rewards were all equal: no learning signal. */
+  zero_signal: number;
   response_tokens: number;
   turns: number;
   tool_calls: number;
@@ -399,7 +404,7 @@ export function record(
   step: number,
   lr: number,
   groups: readonly Scored[][],
-  dropped: number,
+  sampled: { dropped: number; groups: number; zeroSignal: number },
   u: UpdateResult,
   times: StepTimes,
 ): StepRecord {
@@ -416,8 +421,8 @@ export function record(
     rewards: Object.fromEntries(c.rewards.map((r, k) => [r.label, mean(batch.map((s) => s.score.vector[k]))])),
     accuracy: mean(batch.map((s) => (s.ctx.correct ? 1 : 0))),
     groups: groups.length,
-    dropped_groups: dropped,
-    zero_signal_groups: groups.filter((g) => g.every((s) => s.score.total === g[0].score.total)).length,
+    dropped_groups: sampled.dropped,
+    zero_signal: sampled.groups ? sampled.zeroSignal / sampled.groups : 0,
     response_tokens: mean(trajs.map((t) => t.policyTokens)),
     turns: mean(trajs.map((t) => t.messages.filter((m) => m.role === 'assistant').length)),
     tool_calls: mean(trajs.map((t) => t.toolCalls)),

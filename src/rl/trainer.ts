@@ -21,7 +21,7 @@ import { listCheckpoints, restoreTrainerState, truncateMetrics } from '../train/
 import type { Environment } from '../agent/types.ts';
 import { lossConfig } from './config.ts';
 import { prepareRewards } from './rewards.ts';
-import { advantages, collect, record, score, select, update, type Scored, type StepContext, type StepRecord } from './phases.ts';
+import { advantages, collect, record, score, select, update, zeroSignalGroups, type Scored, type StepContext, type StepRecord } from './phases.ts';
 import { evaluatePolicy, type PolicyEval } from './evaluate.ts';
 import { resolveTrainConfig, type TrainConfig, type TrainConfigInput } from './train-config.ts';
 
@@ -89,6 +89,8 @@ async function collectBatch<T extends TaskBase>(c: StepContext<T>, nextTasks: (n
   const kept: Scored[][] = [];
   let dropped = 0;
   let lastRound: Scored[][] = [];
+  let sampledGroups = 0;
+  let zeroSignal = 0;
   const rounds = c.algo.dynamicSampling.enabled ? c.algo.dynamicSampling.maxRounds + 1 : 1;
   for (let round = 0; round < rounds && kept.length < c.cfg.promptsPerStep; round++) {
     const tasks = nextTasks(c.cfg.promptsPerStep - kept.length);
@@ -96,13 +98,15 @@ async function collectBatch<T extends TaskBase>(c: StepContext<T>, nextTasks: (n
     const r0 = performance.now();
     lastRound = await score(c, tasks, trajs);
     rewardSec += (performance.now() - r0) / 1000;
+    sampledGroups += lastRound.length;
+    zeroSignal += zeroSignalGroups(lastRound);
     const s = select(c.algo, lastRound);
     kept.push(...s.keep);
     dropped += s.dropped;
   }
   // Nothing with signal at all: train on the last round anyway (advantages are 0; the step still logs).
   const groups = (kept.length ? kept : lastRound).slice(0, c.cfg.promptsPerStep);
-  return { groups, dropped, rewardSec, rolloutSec: (performance.now() - t0) / 1000 - rewardSec };
+  return { groups, sampled: { dropped, groups: sampledGroups, zeroSignal }, rewardSec, rolloutSec: (performance.now() - t0) / 1000 - rewardSec };
 }
 
 export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts: TrainRunOptions<T>): Promise<TrainResult> {
@@ -139,7 +143,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
     const syncSec = engine && engine.name !== 'tfjs' ? (performance.now() - s0) / 1000 : undefined;
     state.badSteps = upd.bad ? state.badSteps + 1 : 0;
     state.step++;
-    const rec = record(c, state.step, lrAt(state.step, schedule), batch.groups, batch.dropped, upd, { rolloutSec: batch.rolloutSec, rewardSec: batch.rewardSec, updateSec, syncSec });
+    const rec = record(c, state.step, lrAt(state.step, schedule), batch.groups, batch.sampled, upd, { rolloutSec: batch.rolloutSec, rewardSec: batch.rewardSec, updateSec, syncSec });
     if (opts.heldOut?.length && cfg.evalEvery > 0 && state.step % cfg.evalEvery === 0 && state.step < cfg.steps) rec.eval_accuracy = (await evaluate()).accuracy;
     appendFileSync(metricsPath, JSON.stringify(rec) + '\n');
     opts.onStep?.(rec);

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { QuickstartReport } from '../../src/pipeline/quickstart.ts';
+import { skeletonKey } from '../../src/data/splits.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const lines = (p: string) => readFileSync(p, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number>);
@@ -23,9 +24,17 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   assert.equal(synth.variants, 1);
   const dataset = readFileSync(join(out, 'synth', 'dataset.jsonl'), 'utf8').trim().split('\n');
   assert.equal(dataset.length, synth.rows);
-  assert.equal(split.train + split.heldOut, synth.rows);
+  assert.equal(split.sft + split.rl + split.heldOut, synth.rows);
+  // No held-out SQL skeleton is trained on, by SFT or by RL, and RL's questions are new to SFT.
+  const skeletons = (f: string) => new Set(readFileSync(join(out, f), 'utf8').trim().split('\n').map((l) => skeletonKey((JSON.parse(l) as { SQL: string }).SQL)));
+  const [sftSk, rlSk, heldSk] = ['train.jsonl', 'rl.jsonl', 'held_out.jsonl'].map(skeletons);
+  for (const k of heldSk) assert.ok(!sftSk.has(k) && !rlSk.has(k), `held-out skeleton ${k} was trained on`);
+  for (const k of rlSk) assert.ok(!sftSk.has(k), `RL skeleton ${k} is also an SFT one`);
+  assert.ok(report.rlFilter && report.rlFilter.candidates === split.rl);
+  assert.equal(report.rlFilter.byCorrect.reduce((a, b) => a + b, 0), split.rl);
+  assert.ok(sft.passAt && rl.passAt && sft.passAt[1] <= sft.passAt[2] + 1e-12);
 
-  assert.equal(coldStart.selected, 24);
+  assert.equal(coldStart.selected, Math.min(24, coldStart.candidates));
   // Coverage versus a random subset is measured in test/rl/coldstart.test.ts on a designed pool; here it must just be counted.
   assert.ok(coldStart.structures > 0 && coldStart.randomStructures > 0);
 
@@ -38,7 +47,7 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   const rlLog = lines(join(out, 'grpo', 'metrics.jsonl'));
   assert.equal(rlLog.length, 3);
   for (const m of rlLog) {
-    for (const k of ['reward', 'loss', 'entropy', 'response_tokens', 'tool_calls', 'time_rollout_s']) assert.ok(Number.isFinite(m[k]), `${k} = ${m[k]}`);
+    for (const k of ['reward', 'loss', 'entropy', 'response_tokens', 'tool_calls', 'time_rollout_s', 'zero_signal']) assert.ok(Number.isFinite(m[k]), `${k} = ${m[k]}`);
     assert.ok(m.reward >= 0 && m.reward <= 1.1);
   }
   for (const ev of [sft.eval, rl.eval]) {

@@ -42,7 +42,7 @@ export function register(program: Command): void {
       try {
         const report = await runQuickstart(cfg, {
           log: show ? (line) => process.stdout.write(line + '\n') : undefined,
-          factoryProgress: stageBars(show && Boolean(process.stderr.isTTY)),
+          factoryProgress: stageBars(show),
           onStep: (stage, step, total, fields) => {
             const bar = (bars[stage] ??= stepBar(show, `      ${stage}`, total, { start: step - 1, format: formats[stage] }));
             bar.update(step, fields);
