@@ -395,10 +395,19 @@ const r2vpo: PolicyLossFn = (x, p) => {
  * A < 0, ρ < 1−ε_low) masked: the regularization that makes REINFORCE valid on stale data.
  */
 const rec: PolicyLossFn = (x, p) => {
-  const ratio = tf.exp(logRatio(x, p));
-  const cut = tf.logicalOr(tf.logicalAnd(tf.greater(x.adv, 0), tf.greater(ratio, 1 + p.clipHigh)), tf.logicalAnd(tf.less(x.adv, 0), tf.less(ratio, 1 - p.clipLow)));
-  const keep = tf.sub(1, tf.cast(cut, 'float32'));
-  return { losses: tf.mul(tf.neg(tf.mul(x.adv, x.logp)), keep) as tf.Tensor2D };
+  // The mask is data, not a function of θ: read it off the current values so no comparison op sits on the tape.
+  const lp = x.logp.arraySync();
+  const old = x.oldLogp.arraySync();
+  const adv = x.adv.arraySync();
+  const keep = lp.map((row, b) =>
+    row.map((v, t) => {
+      const d = v - old[b][t];
+      const rho = Math.exp(p.logRatioClamp === null ? d : Math.min(p.logRatioClamp, Math.max(-p.logRatioClamp, d)));
+      const a = adv[b][t];
+      return (a > 0 && rho > 1 + p.clipHigh) || (a < 0 && rho < 1 - p.clipLow) ? 0 : 1;
+    }),
+  );
+  return { losses: tf.mul(tf.neg(tf.mul(x.adv, x.logp)), tf.tensor2d(keep)) as tf.Tensor2D };
 };
 
 function groupsOf(x: LossParts, who: string): number[][] {

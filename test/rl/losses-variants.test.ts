@@ -9,6 +9,7 @@ import {
   klPenalty,
   lldsPenalty,
   microBatchShares,
+  POLICY_LOSSES,
   vespoWeight,
   DEFAULT_POLICY_LOSS_PARAMS,
   type LossConfig,
@@ -222,4 +223,12 @@ test('micro-batches add up exactly for gspo with token-mean KL and entropy (per-
     const b = computePolicyLoss(part([1, 2]), c, microBatchShares(c.loss, 3 / 6, 2 / 3)).metrics.loss;
     near(a + b, whole, 1e-5);
   });
+});
+
+test('every registered loss is differentiable under tf.grad (the trainer path)', () => {
+  for (const name of Object.keys(POLICY_LOSSES)) {
+    const x = { ...input([[-1, -2], [-1.5, -0.5]], [[1.5, 0.9], [0.7, 1.1]], [1, -1]), entropy: tf.tensor2d([[1, 2], [0.5, 1]]), groupIds: [0, 0] };
+    const g = tf.grad((lp: tf.Tensor) => computePolicyLoss({ ...x, logp: lp as tf.Tensor2D }, cfg({ name })).loss)(x.logp);
+    assert.ok(Array.from(g.dataSync()).every(Number.isFinite), name);
+  }
 });
