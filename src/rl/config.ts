@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import { ADVANTAGE_NAMES, type AdvantageParams } from './advantages.ts';
-import { AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSS_NAMES, type LossConfig } from './losses.ts';
+import { AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSS_NAMES, type LossConfig, type PolicyLossParams } from './losses.ts';
 
 const advantageSchema = z.strictObject({
   name: z.enum(ADVANTAGE_NAMES).default('grpo'),
@@ -14,8 +14,16 @@ const advantageSchema = z.strictObject({
   scale: z.enum(['group', 'batch', 'none']).default('group'),
   singleton: z.enum(['identity', 'zero']).default('identity'),
   gamma: z.number().min(0).max(1).default(1),
+  lambda: z.number().min(0).max(1).default(1),
+  returnReset: z.enum(['policy', 'mask']).default('policy'),
   alpha: z.number().min(0).default(0.5),
-  entityNorm: z.enum(['group_max', 'none']).default('group_max'),
+  entityNorm: z.enum(['group_max', 'group_max_well_formed', 'none']).default('group_max'),
+  /** egrpo: 'paper' = the shaped reward alone; 'add_others' adds the other weighted reward components (format, tool use...). */
+  egrpoCompose: z.enum(['paper', 'add_others']).default('paper'),
+  seedAlpha: z.number().min(0).max(1).default(1),
+  distinctThreshold: z.number().min(0).default(0.1),
+  setSize: z.number().int().min(1).default(2),
+  acceptThreshold: z.number().default(1),
 });
 
 const lossSchema = z.strictObject({
@@ -26,7 +34,33 @@ const lossSchema = z.strictObject({
   logRatioClamp: z.number().positive().nullable().default(20),
   aggregation: z.enum(AGGREGATIONS).default('token-mean'),
   aggNormalizer: z.number().positive().nullable().default(null),
+  /**
+   * seq-mean-token-sum-norm's constant when aggNormalizer is null: 'step_longest' the longest prompt+response
+   * sequence of the step (agro's historical choice), 'padded_response' the longest response of the step (verl,
+   * loss_mask.shape[-1]), 'max_completion' B·maxResponseTokens (TRL dr_grpo: fixed max_completion_length).
+   */
+  aggNormalizerMode: z.enum(['step_longest', 'padded_response', 'max_completion']).default('padded_response'),
   seqLogRatioMax: z.number().default(10),
+  emptySeqs: z.enum(['skip', 'count']).default('skip'),
+  cispoClip: z.enum(['both', 'upper']).default('both'),
+  delta: z.number().gt(1).nullable().default(null),
+  tauPos: z.number().positive().default(1),
+  tauNeg: z.number().positive().default(1.05),
+  vespoKPos: z.number().default(2),
+  vespoLambdaPos: z.number().positive().default(3),
+  vespoKNeg: z.number().default(3),
+  vespoLambdaNeg: z.number().positive().default(2),
+  clipCovRatio: z.number().gt(0).max(1).default(2e-4),
+  clipCovLb: z.number().default(1),
+  clipCovUb: z.number().default(5),
+  klCovRatio: z.number().gt(0).max(1).default(2e-4),
+  klCovCoef: z.number().min(0).default(1),
+  covSeed: z.number().int().min(0).default(0),
+  topEntropyQuantile: z.number().min(0).max(1).nullable().default(null),
+  r2vpoBeta: z.number().min(0).default(1),
+  discoDelta: z.number().min(0).default(1e-4),
+  discoBeta: z.number().min(0).default(1e3),
+  regScale: z.number().positive().default(1),
 });
 
 const klSchema = z.strictObject({
@@ -47,6 +81,12 @@ export const algoConfigSchema = z.strictObject({
   loss: lossSchema.prefault({}),
   kl: klSchema.prefault({}),
   entropyCoef: z.number().default(0),
+  /** GTPO conflict-token weights on the advantages (group_hooks.ts gtpoTokenWeights); posBoost amplifies positive ones. */
+  gtpo: z.strictObject({ enabled: z.boolean().default(false), posBoost: z.number().min(1).default(2) }).prefault({}),
+  /** TRL mask_truncated_completions: truncated episodes leave the loss mask but still count in group statistics. */
+  maskTruncated: z.boolean().default(false),
+  /** LLDS likelihood-preserving regularizer (losses.ts lldsPenalty); 0 = off. */
+  lldsCoef: z.number().min(0).default(0),
   rewards: z.array(rewardSpecSchema).min(1).default([
     { name: 'execution', weight: 1, params: {} },
     { name: 'format', weight: 0.1, params: {} },
@@ -56,6 +96,8 @@ export const algoConfigSchema = z.strictObject({
       enabled: z.boolean().default(false),
       /** Extra generation rounds to refill dropped groups before training on what there is. */
       maxRounds: z.number().int().min(0).default(3),
+      /** A group of one response: kept (verl's recipe, `std > 0 or len == 1`) or dropped as zero-signal. */
+      singleton: z.enum(['keep', 'drop']).default('keep'),
     })
     .prefault({}),
 });
@@ -100,6 +142,53 @@ export const PRESETS = {
     loss: { dualClip: null, logRatioClamp: null, aggregation: 'token-mean' },
     kl: { coef: 0, clamp: false },
   },
+  /** TRL loss_type="grpo": per-sequence token mean, averaged over all B rows (fully masked rows count). */
+  trl_grpo_loss: {
+    advantage: { eps: 1e-4, singleton: 'zero' },
+    loss: { dualClip: null, logRatioClamp: null, aggregation: 'seq-mean-token-mean', emptySeqs: 'count' },
+    kl: { coef: 0, clamp: false },
+  },
+  /** TRL loss_type="dr_grpo": Σ loss / (B · max_completion_length). */
+  trl_dr_grpo: {
+    advantage: { name: 'dr_grpo', eps: 1e-4, singleton: 'zero' },
+    loss: { dualClip: null, logRatioClamp: null, aggregation: 'seq-mean-token-sum-norm', aggNormalizerMode: 'max_completion' },
+    kl: { coef: 0, clamp: false },
+  },
+  /** verl's REINFORCE++ loop: the running return resets at observation tokens. */
+  reinforce_pp_verl: { advantage: { name: 'reinforce_pp', returnReset: 'mask' } },
+  /** CISPO as the paper and TRL: clip the detached IS weight from above only (TRL recommends ε_max = 5 → clipHigh 4). */
+  cispo: { loss: { name: 'cispo', cispoClip: 'upper', clipHigh: 4 }, kl: { coef: 0 } },
+  /** GMPO (verl geo_mean): geometric-mean sequence ratio, log-ratio clip ±0.4 as the paper. */
+  gmpo: { loss: { name: 'geo_mean', clipLow: 0.4, clipHigh: 0.4, dualClip: null }, kl: { coef: 0 } },
+  sapo: { loss: { name: 'sapo', aggregation: 'seq-mean-token-mean' }, kl: { coef: 0 } },
+  clip_cov: { loss: { name: 'clip_cov', dualClip: null }, kl: { coef: 0 } },
+  kl_cov: { loss: { name: 'kl_cov' }, kl: { coef: 0 } },
+  vespo: { loss: { name: 'vespo', aggregation: 'token-mean' }, kl: { coef: 0 } },
+  luspo: { loss: { name: 'luspo', clipLow: 3e-4, clipHigh: 4e-4, dualClip: null }, kl: { coef: 0 } },
+  /** TRL top_entropy_quantile 0.8: the policy loss on the 20% highest-entropy tokens only ("80/20"). */
+  top_entropy: { loss: { topEntropyQuantile: 0.8 }, kl: { coef: 0 } },
+  /** TRL delta = 4 (INTELLECT-2 two-sided clipping). */
+  delta_clip: { loss: { delta: 4, dualClip: null }, kl: { coef: 0 } },
+  grpo_passk: { advantage: { name: 'grpo_passk' } },
+  /** OTC-GRPO's product reward α·r_tool·r_base (α = the weight): the tool reward replaces the base reward. */
+  otc: { rewards: [{ name: 'tool_efficiency', weight: 1, params: { gateOnCorrect: true } }, { name: 'format', weight: 0.1 }] },
+  seed_grpo: { advantage: { name: 'seed_grpo', seedAlpha: 1 } },
+  dagrpo: { advantage: { name: 'dagrpo', distinctThreshold: 0.1 } },
+  mo_grpo: { advantage: { name: 'mo_grpo' } },
+  raft: { advantage: { name: 'raft' }, loss: { name: 'gpg' }, kl: { coef: 0 } },
+  /** Reinforce-Rej: r − mean, groups that are all right or all wrong dropped (no refill). */
+  reinforce_rej: { advantage: { name: 'reinforce_rej' }, kl: { coef: 0 }, dynamicSampling: { enabled: true, maxRounds: 0 } },
+  p3o: { advantage: { name: 'p3o' }, loss: { name: 'gspo', clipLow: 3e-4, clipHigh: 4e-4, dualClip: null, aggregation: 'seq-mean-token-mean' }, kl: { coef: 0 } },
+  polychromic: { advantage: { name: 'polychromic', setSize: 2 } },
+  r2vpo: { loss: { name: 'r2vpo', r2vpoBeta: 1 }, kl: { coef: 0 } },
+  /** Off-policy group REINFORCE (REC one-side): −A·logp with PPO-clipped tokens masked. */
+  rec: { advantage: { name: 'grpo' }, loss: { name: 'rec' }, kl: { coef: 0 } },
+  disco: { loss: { name: 'disco' }, kl: { coef: 0 } },
+  reg_grpo: { loss: { name: 'reg_grpo' }, kl: { coef: 0 } },
+  /** GTPO: conflict tokens protected from negative updates, positive ones doubled; no KL (the paper drops the reference). */
+  gtpo: { gtpo: { enabled: true, posBoost: 2 }, kl: { coef: 0 } },
+  /** GRPO with the LLDS likelihood-preserving regularizer (Search-R1 collapse guard). */
+  llds: { lldsCoef: 0.1 },
 } satisfies Record<string, AlgoOverrides>;
 
 export type PresetName = keyof typeof PRESETS;
@@ -134,11 +223,11 @@ export function resolveAlgo(name: string, overrides: AlgoOverrides | Record<stri
 
 /** The parts of a config the advantage estimator takes. */
 export function advantageParams(cfg: AlgoConfig): AdvantageParams {
-  const { name: _name, ...p } = cfg.advantage;
+  const { name: _name, egrpoCompose: _compose, ...p } = cfg.advantage;
   return p;
 }
 
 /** The parts of a config computePolicyLoss takes. */
-export function lossConfig(cfg: AlgoConfig): LossConfig {
-  return { loss: cfg.loss, kl: cfg.kl, entropyCoef: cfg.entropyCoef };
+export function lossConfig(cfg: AlgoConfig): LossConfig & { loss: PolicyLossParams & AlgoConfig['loss'] } {
+  return { loss: cfg.loss, kl: cfg.kl, entropyCoef: cfg.entropyCoef, lldsCoef: cfg.lldsCoef };
 }

@@ -19,9 +19,10 @@ import { sequenceLogProbs } from '../model/generate.ts';
 import { accumulateGrads, clipByGlobalNorm, type AdamW } from '../train/optim.ts';
 import { advantageParams, type AlgoConfig, type lossConfig } from './config.ts';
 import { computeAdvantages, dynamicSamplingFilter, mean, std, type AdvantageResult } from './advantages.ts';
-import { computePolicyLoss, stopGradient, type LossMetrics } from './losses.ts';
+import { computePolicyLoss, microBatchShares, stopGradient, type LossMetrics } from './losses.ts';
 import { otcOptimalCalls, scoreEpisode, type prepareRewards, type ScoredEpisode } from './rewards.ts';
 import { rollout, type Trajectory } from './rollout.ts';
+import { gtpoTokenWeights } from './group_hooks.ts';
 import type { TrainConfig } from './train-config.ts';
 
 /** What every phase of a step may read: the run's fixed parts. */
@@ -48,7 +49,7 @@ export interface Scored {
 // ---------------------------------------------------------------- collect + score
 
 /** G episodes per task (`traj.group` = the task's index), sampled from the policy or its rollout engine. */
-export function collect<T extends TaskBase>(c: StepContext<T>, tasks: readonly T[], seed: number): Promise<Trajectory[]> {
+export function collect<T extends TaskBase>(c: Pick<StepContext<T>, 'env' | 'model' | 'tokenizer' | 'cfg' | 'engine'>, tasks: readonly T[], seed: number): Promise<Trajectory[]> {
   return rollout(c.env, tasks, c.model, c.tokenizer, {
     groupSize: c.cfg.groupSize,
     maxTurnTokens: c.cfg.maxTurnTokens,
@@ -61,7 +62,7 @@ export function collect<T extends TaskBase>(c: StepContext<T>, tasks: readonly T
 }
 
 /** Each finished episode scored by the reward registry, grouped by task. */
-export async function score<T extends TaskBase>(c: StepContext<T>, tasks: readonly T[], trajs: readonly Trajectory[]): Promise<Scored[][]> {
+export async function score<T extends TaskBase>(c: Pick<StepContext<T>, 'env' | 'rewards'>, tasks: readonly T[], trajs: readonly Trajectory[]): Promise<Scored[][]> {
   const ctxs = await Promise.all(trajs.map((t) => c.env.rewardContext(tasks[t.group], t)));
   // OTC needs the group's fewest tool calls among correct answers, computed once per group.
   const optimal = tasks.map((_, g) => otcOptimalCalls(trajs.flatMap((t, i) => (t.group === g ? [{ toolCalls: t.toolCalls, correct: ctxs[i].correct }] : []))));
@@ -85,6 +86,7 @@ export function select(algo: AlgoConfig, groups: Scored[][]): { keep: Scored[][]
   const f = dynamicSamplingFilter(
     flat.map((s) => s.score.total),
     flat.map((s) => s.traj.group),
+    { singleton: algo.dynamicSampling.singleton },
   );
   const keepGroups = new Set(f.keep.map((i) => flat[i].traj.group));
   return { keep: groups.filter((_, gi) => keepGroups.has(gi)), dropped: f.droppedGroups };
@@ -94,7 +96,20 @@ export function select(algo: AlgoConfig, groups: Scored[][]): { keep: Scored[][]
 
 /** The algorithm's advantage estimator over the step's groups (group ids from the batch layout). */
 export function advantages(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][]): AdvantageResult {
+  const result = estimate(c, groups);
+  if (!c.algo.gtpo.enabled) return result;
+  // GTPO: per-token weights on the policy tokens (conflict tokens across opposite-sign responses of a group).
   const batch = groups.flat();
+  const policyTokens = batch.map((s) => s.traj.ids.filter((_, t) => s.traj.mask[t] === 1));
+  const w = gtpoTokenWeights(policyTokens, result.advantages, groups.flatMap((g, gi) => g.map(() => gi)), c.algo.gtpo.posBoost);
+  return { ...result, tokenAdvantages: w.map((row, b) => row.map((x, t) => x * (result.tokenAdvantages ? result.tokenAdvantages[b][t] : result.advantages[b]))) };
+}
+
+function estimate(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][]): AdvantageResult {
+  const batch = groups.flat();
+  // E-GRPO composed with the rest of the reward list: every weighted component but the ones E-GRPO replaces.
+  const shapedBy = new Set(['exact_match', 'execution', 'entity_match']);
+  const others = (s: Scored): number => c.rewards.reduce((a, r, k) => a + (shapedBy.has(r.label) ? 0 : r.weight * s.score.vector[k]), 0);
   return computeAdvantages(
     c.algo.advantage.name,
     {
@@ -107,10 +122,37 @@ export function advantages(c: { algo: AlgoConfig; rewards: ReturnType<typeof pre
         correct: batch.map((s) => s.ctx.correct),
         formatOk: batch.map((s) => s.ctx.formatOk ?? (s.score.parts.format ? s.score.parts.format.value === 1 : true)),
         entityRate: batch.map((s) => s.ctx.entityRate ?? s.score.parts.entity_match?.value ?? 0),
+        ...(c.algo.advantage.egrpoCompose === 'add_others' ? { extra: batch.map(others) } : {}),
       },
+      // The response region of each episode (first to last policy token), for reinforce_pp's verl-style reset.
+      responseMasks: batch.map((s) => responseRegion(s.traj.mask)),
+      // Meaning clusters for seed_grpo / polychromic: episodes with the same final answer (or none) agree.
+      clusters: batch.map((s) => (s.traj.answer ?? '').trim().replace(/\s+/g, ' ').toLowerCase()),
     },
     advantageParams(c.algo),
   );
+}
+
+/** The mask from the first to the last policy token (prompt before and padding after cut off). */
+export function responseRegion(mask: readonly number[]): number[] {
+  const first = mask.indexOf(1);
+  if (first < 0) return [];
+  return mask.slice(first, mask.lastIndexOf(1) + 1);
+}
+
+/**
+ * seq-mean-token-sum-norm's constant for one step (Dr.GRPO): 'step_longest' = longest prompt+response row,
+ * 'padded_response' = longest response (verl's loss_mask.shape[-1]), 'max_completion' = B·maxResponseTokens (TRL).
+ */
+export function drGrpoNormalizer(
+  mode: 'step_longest' | 'padded_response' | 'max_completion',
+  seqLengths: readonly number[],
+  responseLengths: readonly number[],
+  maxResponseTokens: number,
+): number {
+  if (mode === 'step_longest') return Math.max(1, ...seqLengths);
+  if (mode === 'padded_response') return Math.max(1, ...responseLengths);
+  return Math.max(1, seqLengths.length * maxResponseTokens);
 }
 
 // ---------------------------------------------------------------- update
@@ -168,17 +210,6 @@ export function planMicroBatches(lengths: readonly number[], maxSeqs: number, ma
   return out;
 }
 
-/**
- * Weight of one micro-batch's loss so that the micro-batch losses add up to the loss of the whole batch
- * (verl's loss_scale_factor): token-mean by its share of tokens, seq-mean-* by its share of sequences;
- * Dr.GRPO's constant normalizer already sums, so each micro-batch counts fully.
- */
-export function microBatchShare(aggregation: string, tokenShare: number, seqShare: number): number {
-  if (aggregation === 'token-mean') return tokenShare;
-  if (aggregation === 'seq-mean-token-sum-norm') return tokenShare > 0 ? 1 : 0;
-  return seqShare;
-}
-
 /** Right-padded [B,T] tensors of a micro-batch. */
 function padBatch(rows: readonly SeqRow[], padId: number) {
   const T = Math.max(...rows.map((r) => r.ids.length));
@@ -228,36 +259,56 @@ export async function update<T extends TaskBase>(c: StepContext<T>, opt: AdamW, 
   const { cfg, model } = c;
   const seqs = trajs.map((t) => t.ids);
   const oldLp = cfg.ppoEpochs > 1 ? await sequenceLogProbs(model, seqs) : null;
-  const refLp = c.algo.kl.coef > 0 && c.reference ? await sequenceLogProbs(c.reference, seqs) : null;
-  const rows = trajs.map((t, b) => seqRow(t, adv.tokenAdvantages ? adv.tokenAdvantages[b] : adv.advantages[b], oldLp?.[b] ?? null, refLp?.[b] ?? null));
+  // With a reference model the KL to it is measured (and logged) even when its coefficient is 0.
+  const refLp = c.reference ? await sequenceLogProbs(c.reference, seqs) : null;
+  // TRL mask_truncated_completions: after the advantages (their rewards still counted in the group statistics).
+  const trained = c.algo.maskTruncated ? trajs.map((t) => (t.truncated ? { ...t, mask: t.mask.map(() => 0) } : t)) : trajs;
+  const rows = trained.map((t, b) => seqRow(t, adv.tokenAdvantages ? adv.tokenAdvantages[b] : adv.advantages[b], oldLp?.[b] ?? null, refLp?.[b] ?? null));
   const micro = planMicroBatches(rows.map((r) => r.ids.length), cfg.microBatch, cfg.maxBatchTokens);
   const policyTokens = rows.reduce((a, r) => a + r.policyTokens, 0);
-  const activeSeqs = rows.filter((r) => r.policyTokens > 0).length;
+  // TRL's grpo normalizer counts fully masked rows; verl leaves them out.
+  const activeSeqs = c.lossCfg.loss.emptySeqs === 'count' ? rows.length : rows.filter((r) => r.policyTokens > 0).length;
+  const groupIds = trajs.map((t) => t.group);
   // Dr.GRPO's constant normalizer must not change with each micro-batch's padded length.
   const lossCfg =
     c.lossCfg.loss.aggregation === 'seq-mean-token-sum-norm' && c.lossCfg.loss.aggNormalizer === null
-      ? { ...c.lossCfg, loss: { ...c.lossCfg.loss, aggNormalizer: Math.max(...rows.map((r) => r.ids.length)) } }
+      ? {
+          ...c.lossCfg,
+          loss: {
+            ...c.lossCfg.loss,
+            aggNormalizer: drGrpoNormalizer(
+              c.lossCfg.loss.aggNormalizerMode,
+              rows.map((r) => r.ids.length),
+              trajs.map((t) => responseRegion(t.mask).length),
+              cfg.maxResponseTokens,
+            ),
+          },
+        }
       : c.lossCfg;
-  const shareAggregation = lossCfg.loss.name === 'gspo' ? 'seq-mean-token-mean' : lossCfg.loss.aggregation;
   const out: UpdateResult = { loss: 0, lossMetrics: [], gradNorm: 0, bad: false, badReason: 'non-finite loss or gradient', updated: false };
   for (let epoch = 0; epoch < cfg.ppoEpochs && !out.bad; epoch++) {
     let summed: tf.Tensor[] | null = null;
     for (const idx of micro) {
       const mbRows = idx.map((i) => rows[i]);
       const mbTokens = mbRows.reduce((a, r) => a + r.policyTokens, 0);
-      const mbSeqs = mbRows.filter((r) => r.policyTokens > 0).length;
-      // Scale each micro-batch's mean so that the sum equals the loss of the whole batch.
-      const share = microBatchShare(shareAggregation, mbTokens / Math.max(1, policyTokens), mbSeqs / Math.max(1, activeSeqs));
-      if (share === 0) continue;
+      const mbSeqs = c.lossCfg.loss.emptySeqs === 'count' ? mbRows.length : mbRows.filter((r) => r.policyTokens > 0).length;
+      // Scale each micro-batch's terms so that their sum equals the loss of the whole batch: the policy term by the
+      // aggregation its loss uses, KL and entropy by the configured one (they differ for gspo and luspo).
+      const share = microBatchShares(lossCfg.loss, mbTokens / Math.max(1, policyTokens), mbSeqs / Math.max(1, activeSeqs));
+      if (share.pg === 0 && share.aux === 0) continue;
       const t = padBatch(mbRows, c.padId);
       let metrics: LossMetrics | undefined;
       let computed: { value: tf.Scalar; grads: tf.NamedTensorMap };
       try {
         computed = tf.variableGrads(() => {
           const { logp, entropy } = model.tokenLogProbs(t.ids, t.targets, { withEntropy: true });
-          const r = computePolicyLoss({ logp, oldLogp: t.old ?? stopGradient(logp), advantages: t.adv, mask: t.mask, refLogp: t.ref ?? undefined, entropy }, lossCfg);
+          const r = computePolicyLoss(
+            { logp, oldLogp: t.old ?? stopGradient(logp), advantages: t.adv, mask: t.mask, refLogp: t.ref ?? undefined, entropy, groupIds: idx.map((i) => groupIds[i]) },
+            lossCfg,
+            share,
+          );
           metrics = r.metrics;
-          return tf.mul(r.loss, share) as tf.Scalar;
+          return r.loss;
         }, c.params);
       } catch (err) {
         // The loss refuses non-finite log-probs (a diverged policy): skip this update, as for a NaN loss.

@@ -14,7 +14,8 @@ import { SqlEnvironment, type SqlTask } from '../../src/agent/sql-env.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { rollout } from '../../src/rl/rollout.ts';
 import { runGrpo, epochOrder } from '../../src/rl/trainer.ts';
-import { microBatchShare, planMicroBatches, type StepRecord } from '../../src/rl/phases.ts';
+import { planMicroBatches, type StepRecord } from '../../src/rl/phases.ts';
+import { microBatchShares } from '../../src/rl/losses.ts';
 import { resolveTrainConfig } from '../../src/rl/train-config.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { ShortAnswerEnv } from '../support/short-answer-env.ts';
@@ -36,12 +37,16 @@ const shortAlgo = {
   algoOverrides: { kl: { coef: 0 }, rewards: [{ name: 'overlong', weight: 1, params: { maxLen: 9, cache: 8 } }] },
 };
 
-test('microBatchShare adds micro-batch losses up to the whole batch loss', () => {
-  assert.equal(microBatchShare('token-mean', 0.25, 0.5), 0.25);
-  assert.equal(microBatchShare('seq-mean-token-mean', 0.25, 0.5), 0.5);
-  assert.equal(microBatchShare('seq-mean-token-sum', 0.25, 0.5), 0.5);
-  assert.equal(microBatchShare('seq-mean-token-sum-norm', 0.25, 0.5), 1);
-  assert.equal(microBatchShare('seq-mean-token-sum-norm', 0, 0), 0);
+test('microBatchShares adds micro-batch losses up to the whole batch loss', () => {
+  const share = (aggregation: 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-sum-norm', tok: number, seq: number) =>
+    microBatchShares({ name: 'ppo', aggregation }, tok, seq).pg;
+  assert.equal(share('token-mean', 0.25, 0.5), 0.25);
+  assert.equal(share('seq-mean-token-mean', 0.25, 0.5), 0.5);
+  assert.equal(share('seq-mean-token-sum', 0.25, 0.5), 0.5);
+  assert.equal(share('seq-mean-token-sum-norm', 0.25, 0.5), 1);
+  assert.equal(share('seq-mean-token-sum-norm', 0, 0), 0);
+  // gspo forces seq-mean-token-mean on its policy term; KL and entropy keep the configured token-mean
+  assert.deepEqual(microBatchShares({ name: 'gspo', aggregation: 'token-mean' }, 0.25, 0.5), { pg: 0.5, aux: 0.25 });
 });
 
 test('train config: defaults, presets and one-line errors', () => {

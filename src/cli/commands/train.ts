@@ -14,6 +14,8 @@ import { loadSqlTasks } from '../../agent/tasks.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import { listCheckpoints } from '../../train/run-state.ts';
 import { runGrpo } from '../../rl/trainer.ts';
+import { runTrainingFreeGrpo } from '../../rl/training_free.ts';
+import { LlmClient } from '../../llm/client.ts';
 import type { StepRecord } from '../../rl/phases.ts';
 import { resolveTrainConfig, type TrainConfigInput } from '../../rl/train-config.ts';
 import { stepBar } from '../progress.ts';
@@ -48,8 +50,13 @@ interface TrainCliOptions {
   backend?: BackendName;
   engine?: string;
   engineThreads?: number;
+  llmUrl?: string;
+  llmModel?: string;
   json?: boolean;
 }
+
+/** Not a preset of the gradient trainer: the experience-library loop of rl/training_free.ts. */
+const TRAINING_FREE = 'training_free_grpo';
 
 /** A checkpoint directory, or a run directory whose newest checkpoint is used. */
 export function resolveCheckpointDir(path: string): string {
@@ -102,7 +109,10 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   if (o.prompts !== undefined) config.promptsPerStep = o.prompts;
   if (o.lr !== undefined) config.lr = o.lr;
   if (o.seed !== undefined) config.seed = o.seed;
-  const { algo, train: trainCfg } = resolveTrainConfig(config); // fail on a bad config before loading anything heavy
+  const trainingFree = config.algo === TRAINING_FREE;
+  if (trainingFree && !o.llmUrl) throw new AgroError('usage', `--algo ${TRAINING_FREE} needs --llm-url (an OpenAI-compatible endpoint that distils the experience library)`);
+  // Training-free GRPO uses the grpo preset's rewards and the trainer's rollout settings; it has no loss.
+  const { algo, train: trainCfg } = resolveTrainConfig(trainingFree ? { ...config, algo: 'grpo' } : config); // fail on a bad config before loading anything heavy
   const inputs = Object.entries({ '--data': o.data, '--init': o.init, '--held-out': o.heldOut, '--config': o.config, '--variants': o.variants })
     .filter((e): e is [string, string] => e[1] !== undefined)
     .map(([flag, path]) => ({ flag, path }));
@@ -112,6 +122,9 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   const engineName = o.engine ?? 'tfjs';
   if (!(ENGINE_NAMES as readonly string[]).includes(engineName)) throw new AgroError('usage', `--engine must be one of ${ENGINE_NAMES.join(', ')}, got "${engineName}"`);
   const existing = listCheckpoints(o.out);
+  if (trainingFree && existsSync(join(o.out, 'state.json')) && !o.resume) {
+    throw new AgroError('usage', `${o.out} already has a training-free run; pass --resume to continue or choose another --out`);
+  }
   if (existing.length && !o.resume) {
     throw new AgroError('usage', `${o.out} already has checkpoints (newest ${existing.at(-1)?.dir}); pass --resume to continue or choose another --out`);
   }
@@ -122,7 +135,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
 
   let ck: Checkpoint;
   let resumeFrom: { trainerState: object; optimizerState?: Checkpoint['optimizerState'] } | undefined;
-  if (o.resume && existing.length) {
+  if (o.resume && existing.length && !trainingFree) {
     const dir = existing[existing.length - 1].dir;
     ck = loadCheckpoint(dir);
     if (!ck.trainerState) throw new AgroError('invalid_input', `${dir} has no trainer_state.json to resume from`);
@@ -134,7 +147,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   }
   // The KL reference is the starting policy: the --init checkpoint (also when resuming).
   let reference: LlamaModel | undefined;
-  if (algo.kl.coef > 0) {
+  if (algo.kl.coef > 0 && !trainingFree) {
     if (!o.init) throw new AgroError('usage', `algorithm has kl.coef ${algo.kl.coef}: --init is needed as the KL reference, also with --resume`);
     reference = loadCheckpoint(resolveCheckpointDir(o.init)).model;
   }
@@ -164,6 +177,32 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   try {
     engine = await createEngine(engineName, ck.model, { tokenizer: ck.tokenizer, threads: o.engineThreads });
     if (engineName !== 'tfjs') log(`rollouts on ${engine.name}`);
+    if (trainingFree) {
+      const llm = new LlmClient({ baseUrl: o.llmUrl!, model: o.llmModel ?? 'default' });
+      const res = await runTrainingFreeGrpo({
+        env,
+        tasks,
+        heldOut,
+        model: ck.model,
+        tokenizer: ck.tokenizer,
+        engine,
+        llm,
+        cfg: trainCfg,
+        rewards: algo.rewards,
+        outDir: o.out,
+        resume: o.resume,
+        signal: controller.signal,
+        onStep: (r) => bar.update(r.step, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: String(r.library_size), tps: '-' }),
+      });
+      bar.stop();
+      const summary = { steps: res.steps, experiences: join(o.out, 'experiences.json'), library: res.library.length, interrupted: res.interrupted, eval: res.finalEval ?? null };
+      if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');
+      else {
+        process.stdout.write(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps (no weight update)\nexperiences: ${summary.experiences} (${res.library.length})\nmetrics: ${join(o.out, 'metrics.jsonl')}\n`);
+        if (res.finalEval) process.stdout.write(`held-out ${o.task === 'sql' ? 'execution accuracy' : 'exact match'} with the library: ${(100 * res.finalEval.accuracy).toFixed(1)}% of ${res.finalEval.n}\n`);
+      }
+      return;
+    }
     const res = await runGrpo({
       engine,
       outDir: o.out,
@@ -203,7 +242,7 @@ export function register(program: Command): void {
     .option('--task <kind>', 'sql or search', 'sql')
     .requiredOption('--out <dir>', 'run directory (metrics.jsonl, checkpoints/step-N, eval.json)')
     .option('--init <checkpoint>', 'starting policy (and KL reference): a checkpoint or a run directory (its newest checkpoint)')
-    .option('--algo <name>', `algorithm preset: ${PRESET_NAMES.join(', ')}`)
+    .option('--algo <name>', `algorithm preset: ${PRESET_NAMES.join(', ')}, or ${TRAINING_FREE} (no weight update; needs --llm-url)`)
     .option('--config <file>', 'JSON train config (TrainConfig fields; flags override it)')
     .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
     .option('--variants <dir>', 'variant databases as <dir>/<db_id>/*.sqlite (e.g. the variants/ of `agro synth`): the reward needs a match on each')
@@ -218,6 +257,8 @@ export function register(program: Command): void {
     .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
     .option('--engine <name>', `rollout sampler: ${ENGINE_NAMES.join(' or ')} (llama.cpp: a GGUF export of the policy, re-synced after each update)`)
     .option('--engine-threads <n>', 'llama.cpp engine: CPU threads (default 1)', numberArg('--engine-threads', { min: 1, max: LIMITS.threads }))
+    .option('--llm-url <url>', `${TRAINING_FREE}: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1) of the LLM that distils experiences`)
+    .option('--llm-model <name>', `${TRAINING_FREE}: model name sent to --llm-url (default "default")`)
     .option('--json', 'print a JSON summary and no progress')
     .action((opts: TrainCliOptions) => runTrainCommand(opts));
 }
