@@ -9,7 +9,7 @@ import { AgroError } from '../errors.ts';
 import type { ChatMessage } from '../llm/client.ts';
 import { LlmClient } from '../llm/client.ts';
 import { CircuitBreaker } from '../llm/breaker.ts';
-import { mapConcurrent } from '../llm/semaphore.ts';
+import { mapConcurrent } from '../util/concurrency.ts';
 
 export interface PredictItem {
   dbId: string;

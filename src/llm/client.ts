@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import type { ErrorKind } from '../errors.ts';
-import { Semaphore } from './semaphore.ts';
+import { Semaphore } from '../util/concurrency.ts';
 import { parseJsonReply } from './json.ts';
 
 export interface ChatMessage {

@@ -404,6 +404,21 @@ const gae: AdvantageFn = (input, p) => {
   return { advantages: rows.map((row) => (row.length ? row[0] : 0)), tokenAdvantages: rows };
 };
 
+
+/** Σ_k w_k (r_k − μ_g,k)/(σ_g,k + ε): each reward component normalized within its group, then weighted (GDPO, MO-GRPO). */
+function weightedComponentAdvantages(comps: readonly (readonly number[])[], groupIds: readonly (number | string)[], w: readonly number[], p: AdvantageParams): number[] {
+  const K = comps[0]?.length ?? 0;
+  const S = new Array<number>(comps.length).fill(0);
+  for (const idx of groupIndices(groupIds)) {
+    for (let k = 0; k < K; k++) {
+      const xs = idx.map((i) => comps[i][k]);
+      const mu = mean(xs);
+      const sigma = std(xs, p.std);
+      for (const i of idx) S[i] += w[k] * ((comps[i][k] - mu) / (sigma + p.eps));
+    }
+  }
+  return S;
+}
 /**
  * GDPO (NVlabs/GDPO; TRL multi_objective_aggregation="normalize_then_sum", grpo_trainer.py:2710-2719):
  * A_k = (r_k − μ_g,k)/(σ_g,k + eps) per component, S = Σ w_k A_k, A = (S − mean_batch S)/(std_batch S + eps).
@@ -424,15 +439,7 @@ const gdpo: AdvantageFn = (input, p) => {
   const w = input.componentWeights ?? new Array<number>(K).fill(1);
   if (w.length !== K) throw invalid(`componentWeights has ${w.length} values, expected ${K}`);
   assertFiniteArray('componentWeights', w);
-  const S = new Array<number>(comps.length).fill(0);
-  for (const idx of groupIndices(input.groupIds)) {
-    for (let k = 0; k < K; k++) {
-      const xs = idx.map((i) => comps[i][k]);
-      const mu = mean(xs);
-      const sigma = std(xs, p.std);
-      for (const i of idx) S[i] += w[k] * ((comps[i][k] - mu) / (sigma + p.eps));
-    }
-  }
+  const S = weightedComponentAdvantages(comps, input.groupIds, w, p);
   const mu = mean(S);
   const sigma = std(S, p.std);
   return { advantages: S.map((s) => (s - mu) / (sigma + p.eps)) };
@@ -556,15 +563,7 @@ const moGrpo: AdvantageFn = (input, p) => {
   assertFiniteMatrix('components', comps);
   const K = comps[0]?.length ?? 0;
   const w = input.componentWeights ?? new Array<number>(K).fill(1);
-  const S = new Array<number>(comps.length).fill(0);
-  for (const idx of groupIndices(input.groupIds)) {
-    for (let k = 0; k < K; k++) {
-      const xs = idx.map((i) => comps[i][k]);
-      const mu = mean(xs);
-      const sigma = std(xs, p.std);
-      for (const i of idx) S[i] += w[k] * ((comps[i][k] - mu) / (sigma + p.eps));
-    }
-  }
+  const S = weightedComponentAdvantages(comps, input.groupIds, w, p);
   return { advantages: grpoFromRewards(S, input.groupIds, p), shapedRewards: S };
 };
 

@@ -3,12 +3,10 @@
  * entity they point at, and a prose document per entity in which every foreign key is written as the
  * referenced entity's title (so a multi-hop chain can be followed by searching for that title).
  */
-import { existsSync } from 'node:fs';
-import type Database from 'better-sqlite3';
-import { openDatabase } from '../sql/open-database.mjs';
 import { AgroError } from '../errors.ts';
 import type { SearchDoc } from './corpus.ts';
 import { quoteIdent } from '../sql/lexer.ts';
+import { openReadOnly } from '../sql/introspect.ts';
 
 export type Cell = number | string | bigint | Uint8Array | null;
 
@@ -90,19 +88,6 @@ function chooseTitleColumns(cols: string[]): string[] {
   const named = cols.find((c) => /_name$/.test(c));
   if (named) return [named];
   return [];
-}
-
-/** Opens a database read-only; a missing or unreadable file is a one-line AgroError. */
-export function openReadOnly(path: string): Database.Database {
-  if (!existsSync(path)) throw new AgroError('not_found', `database not found: ${path}`);
-  let db: Database.Database;
-  try {
-    db = openDatabase(path, { readonly: true, fileMustExist: true });
-    db.prepare('SELECT count(*) FROM sqlite_master').get();
-  } catch (err) {
-    throw new AgroError('invalid_input', `not a readable SQLite database: ${path} (${err instanceof Error ? err.message : String(err)})`);
-  }
-  return db;
 }
 
 export interface LoadOptions {

@@ -59,7 +59,8 @@ interface FkRow {
   to: string | null;
 }
 
-function openReadOnly(dbPath: string): Database.Database {
+/** Opens a database read-only (legacy double-quoted strings on); a missing or unreadable file is a one-line AgroError. */
+export function openReadOnly(dbPath: string): Database.Database {
   if (!existsSync(dbPath)) throw new AgroError('not_found', `database not found: ${dbPath}`);
   if (!statSync(dbPath).isFile()) throw new AgroError('invalid_input', `not a database file: ${dbPath}`);
   let db: Database.Database;

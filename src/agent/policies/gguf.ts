@@ -10,7 +10,7 @@ import { basename } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
 import { AgroError } from '../../errors.ts';
-import { Semaphore } from '../../llm/semaphore.ts';
+import { Semaphore } from '../../util/concurrency.ts';
 import { nativeLlama } from '../../model/llamacpp-engine.ts';
 import type { ChatMessage } from '../../model/chat.ts';
 import type { Policy, TurnReply, TurnRequest } from './types.ts';
