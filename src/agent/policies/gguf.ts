@@ -35,15 +35,6 @@ export function isGgufFile(path: string): boolean {
   }
 }
 
-/** The few strftime codes chat templates use (a date line in the system prompt). */
-function strftime(d: Date, fmt: string): string {
-  const months = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
-  const pad = (n: number): string => String(n).padStart(2, '0');
-  return fmt.replace(/%([dmYbBHM%])/g, (_m, c: string) =>
-    ({ d: pad(d.getDate()), m: pad(d.getMonth() + 1), Y: String(d.getFullYear()), b: months[d.getMonth()].slice(0, 3), B: months[d.getMonth()], H: pad(d.getHours()), M: pad(d.getMinutes()), '%': '%' })[c] ?? '',
-  );
-}
-
 export class GgufPolicy implements Policy {
   readonly kind = 'gguf';
   readonly name: string;
@@ -99,11 +90,8 @@ export class GgufPolicy implements Policy {
         add_generation_prompt: true,
         bos_token: this.model.tokens.bosString ?? '',
         eos_token: this.model.tokens.eosString ?? '',
-        // Functions transformers gives templates (Llama 3.x and Qwen templates call them).
-        raise_exception: (msg: string) => {
-          throw new Error(msg);
-        },
-        strftime_now: (fmt: string) => strftime(new Date(), fmt),
+        // raise_exception and strftime_now, which transformers gives templates (Llama 3.x and Qwen call
+        // them), are built into @huggingface/jinja.
       });
     } catch (err) {
       throw new AgroError('invalid_input', `${this.name}: the chat template failed to render: ${err instanceof Error ? err.message : String(err)}`);

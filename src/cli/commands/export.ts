@@ -18,9 +18,9 @@ import { prepareOutDir } from '../out-path.ts';
  * (JSONL chat prompts + reward columns) or verl (train/val parquet with tool kwargs).
  */
 const optionsSchema = z.object({
-  format: z.enum(EXPORT_FORMATS),
-  data: z.string().min(1),
-  out: z.string().min(1),
+  format: z.enum(EXPORT_FORMATS, { error: `give --format ${EXPORT_FORMATS.join(' or ')} (or: agro export gguf CHECKPOINT OUT.gguf)` }),
+  data: z.string({ error: 'give --data (a factory output folder or a BIRD/Spider file)' }).min(1),
+  out: z.string({ error: 'give --out <dir>' }).min(1),
   dbRoot: z.string().min(1).optional(),
   variants: z.string().min(1).optional(),
   val: z.coerce.number().min(0).max(0.9),
@@ -60,9 +60,9 @@ export function register(program: Command): void {
   const exp = program
     .command('export')
     .description('Write a dataset for TRL (JSONL chat prompts) or verl (train/val parquet with tool kwargs); `export gguf` writes a checkpoint for llama.cpp')
-    .requiredOption('--format <name>', `target engine: ${EXPORT_FORMATS.join(' or ')}`)
-    .requiredOption('--data <path>', 'a factory output folder (agro synth --out) or a BIRD/Spider JSON/JSONL file')
-    .requiredOption('--out <dir>', 'output folder (train/val files and export.json)')
+    .option('--format <name>', `target engine: ${EXPORT_FORMATS.join(' or ')}`)
+    .option('--data <path>', 'a factory output folder (agro synth --out) or a BIRD/Spider JSON/JSONL file')
+    .option('--out <dir>', 'output folder (train/val files and export.json)')
     .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite (not needed for a factory output)')
     .option('--variants <dir>', 'variant databases as <dir>/<db_id>/*.sqlite (default for a factory output: its variants/)')
     .option('--val <fraction>', 'fraction of rows held out as the val split', '0.1')
