@@ -36,7 +36,7 @@ test('predict, ask, serve: bad policies and endpoints are one line with the docu
   assert.equal(spawnSync('ls', [out]).status, 2, 'no run directory was created');
 });
 
-test('agro serve answers, then shuts down gracefully on SIGTERM', async () => {
+test('agro serve answers, then shuts down gracefully on SIGTERM', { timeout: 180_000 }, async () => {
   await initBackend();
   const tk = Tokenizer.train(['SELECT name FROM artists'], { vocabSize: 300, specialTokens: AGENT_SPECIAL_TOKENS });
   const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tk.vocabSize }), { seed: 1 });
@@ -48,7 +48,7 @@ test('agro serve answers, then shuts down gracefully on SIGTERM', async () => {
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   const url = await new Promise<string>((resolve, reject) => {
     const t = setInterval(() => {
-      const m = /listening on (http:\/\/\S+\/v1)/.exec(stdout);
+      const m = /OpenAI API: (http:\/\/\S+\/v1)/.exec(stdout);
       if (m) {
         clearInterval(t);
         resolve(m[1]);
