@@ -78,8 +78,8 @@ test('KL in the reward (adaptive): β follows verl\'s controller on the logged K
   assert.equal(h[0].kl_reward_beta, 0.5);
   assert.ok(Math.abs(h[0].kl_reward_beta_next - 0.5 * (1 - (0.2 * 8) / 20)) < 1e-12);
   assert.equal(h[1].kl_reward_beta, h[0].kl_reward_beta_next);
-  // Step 2: the updated policy has moved away from the reference.
-  assert.ok(h[1].kl_reward_kl > 0, `KL ${h[1].kl_reward_kl}`);
+  // Step 2: the updated policy has moved away from the reference (k1 can be of either sign).
+  assert.notEqual(h[1].kl_reward_kl, 0);
   const e = Math.min(0.2, Math.max(-0.2, h[1].kl_reward_kl / 0.01 - 1));
   assert.ok(Math.abs(h[1].kl_reward_beta_next - h[1].kl_reward_beta * (1 + (e * 8) / 20)) < 1e-12);
   // Same first update (KL 0), so the same step-2 rollouts; only the −β·ΣKL shift of the rewards differs there.
@@ -91,7 +91,8 @@ test('KL in the reward (adaptive): β follows verl\'s controller on the logged K
 test('KL in the reward (fixed, reinforce_pp_kl): β never moves; a run without a reference is refused', async () => {
   const recs = await sqlRun('kl-fixed', { algo: 'reinforce_pp_kl' }, true);
   assert.deepEqual(recs.map((r) => r.hooks!.kl_reward_beta), [0.001, 0.001]);
-  assert.ok(recs[1].hooks!.kl_reward_kl > 0);
+  // k1 per token can have either sign; the updated policy is no longer the reference.
+  assert.notEqual(recs[1].hooks!.kl_reward_kl, 0);
   await assert.rejects(sqlRun('kl-noref', { algo: 'reinforce_pp_kl' }), /KL in the reward but no reference model/);
   await assert.rejects(sqlRun('gae', { algo: 'grpo', algoOverrides: { advantage: { name: 'gae' }, ...noKl } }), /gae needs a critic .* no value head/);
 });
