@@ -175,6 +175,15 @@ export const PRESETS = {
   gdpo: { advantage: { name: 'gdpo', eps: 1e-4 }, rewards: [{ name: 'execution', weight: 1 }, { name: 'format', weight: 1 }] },
   /** E-GRPO for search agents: entity-aware rewards for wrong answers, then GRPO. */
   egrpo: { advantage: { name: 'egrpo', alpha: 0.5, entityNorm: 'group_max' }, rewards: [{ name: 'exact_match', weight: 1 }] },
+  /**
+   * E-GRPO's shaping for the SQL agent: a wrong answer earns α·γ/max_group γ with γ = sql_overlap (F1 of the
+   * tables, columns and literal values against the gold SQL), so a group where every answer is wrong still
+   * ranks its near-misses (right query, one literal off) above unrelated SQL. The format reward is added.
+   */
+  egrpo_sql: {
+    advantage: { name: 'egrpo', alpha: 0.5, entityNorm: 'group_max', egrpoCompose: 'add_others' },
+    rewards: [{ name: 'execution', weight: 1 }, { name: 'sql_overlap', weight: 0 }, { name: 'format', weight: 0.1 }],
+  },
   gpg: { advantage: { name: 'gpg' }, loss: { name: 'gpg' }, kl: { coef: 0 } },
   /** TRL GRPOTrainer defaults: eps 1e-4, a group of one gets 0, ε 0.2, no dual clip, no log-ratio clamp, loss_type dapo (token-mean), β = 0. */
   trl_grpo: {

@@ -19,7 +19,7 @@ import type { Tokenizer } from '../model/tokenizer.ts';
 import { sequenceLogProbs } from '../model/generate.ts';
 import { accumulateGrads, clipByGlobalNorm, type AdamW } from '../train/optim.ts';
 import { advantageParams, type AlgoConfig, type lossConfig } from './config.ts';
-import { computeAdvantages, dynamicSamplingFilter, mean, std, type AdvantageInput, type AdvantageResult } from './advantages.ts';
+import { computeAdvantages, dynamicSamplingFilter, egrpoShape, mean, std, type AdvantageInput, type AdvantageResult, type EgrpoSignals } from './advantages.ts';
 import { computePolicyLoss, microBatchShares, stopGradient, type LossMetrics } from './losses.ts';
 import { otcOptimalCalls, scoreEpisode, type prepareRewards, type ScoredEpisode } from './rewards.ts';
 import { rollout, type Trajectory } from './rollout.ts';
@@ -75,17 +75,29 @@ export async function score<T extends TaskBase>(c: Pick<StepContext<T>, 'env' | 
   return groups;
 }
 
-/** Groups whose rewards are all equal: every group-relative advantage is 0 there, so they teach nothing. */
-export function zeroSignalGroups(groups: readonly Scored[][]): number {
-  return groups.filter((g) => g.length > 0 && g.every((s) => s.score.total === g[0].score.total)).length;
+/** Each group's rewards as the estimator sees them: its total reward, or E-GRPO's shaped reward (wrong answers ranked by γ). */
+export function signalRewards(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][]): number[][] {
+  if (c.algo.advantage.name !== 'egrpo') return groups.map((g) => g.map((s) => s.score.total));
+  const batch = groups.flat();
+  const shaped = egrpoShape(egrpoSignals(c, batch), groups.flatMap((g, gi) => g.map(() => gi)), c.algo.advantage);
+  let k = 0;
+  return groups.map((g) => g.map(() => shaped[k++]));
 }
 
-/** DAPO's dynamic sampling when the algorithm enables it (groups whose rewards all agree carry no signal); else every group. `kept`: their indices. */
-export function select(algo: AlgoConfig, groups: Scored[][]): { keep: Scored[][]; kept: number[]; dropped: number } {
+/** Groups whose rewards are all equal: every group-relative advantage is 0 there, so they teach nothing. */
+export function zeroSignalGroups(groups: readonly Scored[][], rewards: readonly (readonly number[])[] = groups.map((g) => g.map((s) => s.score.total))): number {
+  return rewards.filter((r) => r.length > 0 && r.every((x) => x === r[0])).length;
+}
+
+/**
+ * DAPO's dynamic sampling when the algorithm enables it (groups whose rewards all agree carry no signal); else
+ * every group. `kept`: their indices. `rewards`: per group, as the estimator sees them (signalRewards).
+ */
+export function select(algo: AlgoConfig, groups: Scored[][], rewards: readonly (readonly number[])[] = groups.map((g) => g.map((s) => s.score.total))): { keep: Scored[][]; kept: number[]; dropped: number } {
   if (!algo.dynamicSampling.enabled) return { keep: groups, kept: groups.map((_, i) => i), dropped: 0 };
   const flat = groups.flat();
   const f = dynamicSamplingFilter(
-    flat.map((s) => s.score.total),
+    rewards.flat(),
     flat.map((s) => s.traj.group),
     { singleton: algo.dynamicSampling.singleton },
   );
@@ -127,9 +139,6 @@ export function advantages(c: { algo: AlgoConfig; rewards: ReturnType<typeof pre
 function estimate(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][], extras: AdvantageExtras): AdvantageResult {
   const batch = groups.flat();
   const { rewardShift, ...inputs } = extras;
-  // E-GRPO composed with the rest of the reward list: every weighted component but the ones E-GRPO replaces.
-  const shapedBy = new Set(['exact_match', 'execution', 'entity_match']);
-  const others = (s: Scored): number => c.rewards.reduce((a, r, k) => a + (shapedBy.has(r.label) ? 0 : r.weight * s.score.vector[k]), 0);
   return computeAdvantages(
     c.algo.advantage.name,
     {
@@ -138,12 +147,7 @@ function estimate(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewar
       lengths: batch.map((s) => Math.max(1, s.traj.mask.reduce((a, b) => a + b, 0))),
       components: batch.map((s) => s.score.vector),
       componentWeights: c.rewards.map((r) => r.weight),
-      egrpo: {
-        correct: batch.map((s) => s.ctx.correct),
-        formatOk: batch.map((s) => s.ctx.formatOk ?? (s.score.parts.format ? s.score.parts.format.value === 1 : true)),
-        entityRate: batch.map((s) => s.ctx.entityRate ?? s.score.parts.entity_match?.value ?? 0),
-        ...(c.algo.advantage.egrpoCompose === 'add_others' ? { extra: batch.map(others) } : {}),
-      },
+      egrpo: egrpoSignals(c, batch),
       // The response region of each episode (first to last policy token), for reinforce_pp's verl-style reset.
       responseMasks: batch.map((s) => responseRegion(s.traj.mask)),
       // Meaning clusters for seed_grpo / polychromic: episodes with the same final answer (or none) agree.
@@ -152,6 +156,20 @@ function estimate(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewar
     },
     advantageParams(c.algo),
   );
+}
+
+/** What E-GRPO shapes its rewards from, for each response of the batch. */
+function egrpoSignals(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, batch: readonly Scored[]): EgrpoSignals {
+  // E-GRPO composed with the rest of the reward list: every weighted component but the ones E-GRPO replaces.
+  const shapedBy = new Set(['exact_match', 'execution', 'entity_match', 'sql_overlap']);
+  const others = (s: Scored): number => c.rewards.reduce((a, r, k) => a + (shapedBy.has(r.label) ? 0 : r.weight * s.score.vector[k]), 0);
+  return {
+    correct: batch.map((s) => s.ctx.correct),
+    formatOk: batch.map((s) => s.ctx.formatOk ?? (s.score.parts.format ? s.score.parts.format.value === 1 : true)),
+    // γ: the search agent's entity match, or for SQL the overlap of tables, columns and literals with the gold.
+    entityRate: batch.map((s) => s.ctx.entityRate ?? s.score.parts.entity_match?.value ?? s.score.parts.sql_overlap?.value ?? 0),
+    ...(c.algo.advantage.egrpoCompose === 'add_others' ? { extra: batch.map(others) } : {}),
+  };
 }
 
 /** The mask from the first to the last policy token (prompt before and padding after cut off). */

@@ -22,7 +22,7 @@ import { listCheckpoints, restoreTrainerState, truncateMetrics } from '../train/
 import type { Environment } from '../agent/types.ts';
 import { lossConfig } from './config.ts';
 import { prepareRewards } from './rewards.ts';
-import { advantages, collect, logProbs, record, responseAdvantages, score, select, update, zeroSignalGroups, type AdvantageExtras, type StepContext, type StepRecord } from './phases.ts';
+import { advantages, collect, logProbs, record, responseAdvantages, score, select, signalRewards, update, zeroSignalGroups, type AdvantageExtras, type StepContext, type StepRecord } from './phases.ts';
 import type { AdvantageResult } from './advantages.ts';
 import { activeHooks, type Batch, type TrainerHook } from './hooks.ts';
 import { evaluatePolicy, type PolicyEval } from './evaluate.ts';
@@ -109,8 +109,9 @@ async function collectBatch<T extends TaskBase>(c: StepContext<T>, hooks: readon
     for (const h of hooks) if (h.scored) last = await h.scored(c, last, step);
     rewardSec += (performance.now() - r0) / 1000;
     sampled.groups += last.groups.length;
-    sampled.zeroSignal += zeroSignalGroups(last.groups);
-    const s = select(c.algo, last.groups);
+    const signal = signalRewards(c, last.groups);
+    sampled.zeroSignal += zeroSignalGroups(last.groups, signal);
+    const s = select(c.algo, last.groups, signal);
     kept.tasks.push(...s.kept.map((i) => last.tasks[i]));
     kept.groups.push(...s.keep);
     sampled.dropped += s.dropped;

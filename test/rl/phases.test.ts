@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs-core';
 import { setupTf } from './tf_setup.ts';
-import { advantages, select, zeroSignalGroups, type Scored } from '../../src/rl/phases.ts';
+import { advantages, select, signalRewards, zeroSignalGroups, type Scored } from '../../src/rl/phases.ts';
 import { lossConfig, resolveAlgo } from '../../src/rl/config.ts';
 import { prepareRewards } from '../../src/rl/rewards.ts';
 import { computePolicyLoss } from '../../src/rl/losses.ts';
@@ -44,4 +44,28 @@ test('dynamic sampling keeps only the groups with a signal', () => {
   assert.equal(kept.dropped, 2);
   assert.deepEqual(kept.keep.map((g) => g[0].traj.group), [1]);
   assert.equal(select(resolveAlgo('grpo'), groups).keep.length, 3);
+});
+
+test('egrpo_sql: a group of wrong answers ranks its near-misses by SQL overlap, so it is not zero-signal and dynamic sampling keeps it', async () => {
+  await setupTf();
+  const algo = resolveAlgo('egrpo_sql', { dynamicSampling: { enabled: true } });
+  const rewards = prepareRewards(algo.rewards);
+  assert.deepEqual(rewards.map((r) => r.label), ['execution', 'sql_overlap', 'format']);
+  // vector: [execution, sql_overlap, format]; total = 1·exec + 0·overlap + 0.1·format.
+  const wrong = (group: number, overlap: number): Scored => ({
+    traj: { group, mask: [0, 1, 1] } as unknown as Scored['traj'],
+    ctx: { correct: false, formatOk: true } as unknown as Scored['ctx'],
+    score: { total: 0.1, parts: { sql_overlap: { value: overlap, reason: '' } }, vector: [0, overlap, 1] },
+  });
+  const near = [[wrong(0, 0.8), wrong(0, 0.4), wrong(0, 0.4), wrong(0, 0)]];
+  assert.equal(zeroSignalGroups(near), 1, 'by total reward every answer scores the same');
+  const c = { algo, rewards };
+  const shaped = signalRewards(c, near)[0];
+  // α = 0.5, γ normalized by the group's best (0.8), plus the format reward 0.1 (add_others).
+  const want = [0.5 + 0.1, 0.25 + 0.1, 0.25 + 0.1, 0 + 0.1];
+  shaped.forEach((x, i) => assert.ok(Math.abs(x - want[i]) < 1e-12, `response ${i}: ${x} vs ${want[i]}`));
+  assert.equal(zeroSignalGroups(near, signalRewards(c, near)), 0);
+  assert.equal(select(algo, near, signalRewards(c, near)).keep.length, 1);
+  const adv = advantages(c, near).advantages;
+  assert.ok(adv[0] > adv[1] && adv[1] === adv[2] && adv[2] > adv[3], `the nearest miss gets the largest advantage: ${adv}`);
 });
