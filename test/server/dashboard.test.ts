@@ -12,6 +12,9 @@ import { scanFolder } from '../../src/server/dashboard/scan.ts';
 import { dashboardRoutes } from '../../src/server/dashboard.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { toCsv } from '../../web/src/csv.ts';
+import { startFakeOpenAI } from '../support/fake-openai.ts';
+import { formatAction } from '../../src/agent/protocol.ts';
+import type { PlaygroundEvent } from '../../src/server/dashboard/api-types.ts';
 import { appendColumns, chartPlan, seriesOf } from '../../web/src/metrics.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
@@ -176,4 +179,55 @@ test('agro dashboard serves the app and the API on loopback until interrupted', 
   assert.deepEqual(ov.runs, []);
   child.kill('SIGINT');
   assert.equal(await exited, 0);
+});
+
+/** The events of a server-sent-event body. */
+function sseEvents(body: string): PlaygroundEvent[] {
+  return body
+    .split('\n\n')
+    .map((block) => /^data: (.*)$/m.exec(block)?.[1])
+    .filter((d): d is string => d !== undefined)
+    .map((d) => JSON.parse(d) as PlaygroundEvent);
+}
+
+test('Playground over HTTP: an --llm-url endpoint runs the agent episode, each step streamed in order; a dead endpoint is one error event', async () => {
+  const root = join(tmp, 'play');
+  mkdirSync(root, { recursive: true });
+  const llm = await startFakeOpenAI((req) => ({
+    kind: 'reply',
+    content: req.body.messages?.some((m) => m.role === 'tool')
+      ? formatAction({ kind: 'answer', think: 'done', content: 'SELECT COUNT(*) FROM genres' })
+      : formatAction({ kind: 'sql', think: 'look first', content: 'SELECT genre_id FROM genres ORDER BY genre_id LIMIT 3' }),
+  }));
+  const dead = 'http://127.0.0.1:9/v1';
+  const app = dashboardRoutes({ dir: root, executor: pool, webDir: join(tmp, 'no-bundle'), policies: { extra: [{ spec: { llmUrl: llm.baseUrl, llmModel: 'm1' } }, { spec: { llmUrl: dead, llmModel: 'm2' } }] } });
+  try {
+    const ov = (await (await app.request('/api/overview')).json()) as { policies: { id: string; kind: string }[]; databases: { id: string; label: string }[] };
+    assert.deepEqual(ov.policies.map((p) => [p.id, p.kind]), [[`${llm.baseUrl}#m1`, 'endpoint'], [`${dead}#m2`, 'endpoint']]);
+    const db = ov.databases.find((d) => d.label === 'music_store')!.id;
+    const ask = async (policy: string) => {
+      const res = await app.request(`/api/playground/ask?${new URLSearchParams({ policy, db, question: 'How many genres?' })}`);
+      assert.match(res.headers.get('content-type')!, /text\/event-stream/);
+      return sseEvents(await res.text());
+    };
+    const ev = await ask(`${llm.baseUrl}#m1`);
+    assert.deepEqual(ev.map((e) => e.type), ['start', 'text', 'assistant', 'observation', 'text', 'assistant', 'end']);
+    const obs = ev[3] as Extract<PlaygroundEvent, { type: 'observation' }>;
+    assert.deepEqual(obs.table?.rows, [[1], [2], [3]]);
+    const end = ev[6] as Extract<PlaygroundEvent, { type: 'end' }>;
+    assert.equal(end.reason, 'answer');
+    assert.equal(end.answer, 'SELECT COUNT(*) FROM genres');
+    assert.deepEqual(end.result?.rows, [[12]]);
+    // The schema prompt needs no model: the environment's opening on that database.
+    const prompt = (await (await app.request(`/api/playground/prompt?${new URLSearchParams({ policy: `${llm.baseUrl}#m1`, db })}`)).json()) as { prompt: string };
+    assert.equal(prompt.prompt, llm.requests.find((r) => r.path.endsWith('/chat/completions'))!.body.messages![0].content);
+    const bad = await ask(`${dead}#m2`);
+    assert.deepEqual(bad.map((e) => e.type), ['start', 'error']);
+    assert.match((bad[1] as { message: string }).message, /unreachable/);
+    const unknown = await ask('nope');
+    assert.deepEqual(unknown, [{ type: 'error', message: "no policy 'nope' in the dashboard folder or on the command line" }]);
+  } finally {
+    await app.close();
+    await llm.close();
+  }
 });

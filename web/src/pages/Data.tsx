@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { getJson, postJson } from '../api.ts';
 import { BarChart } from '../components/Chart.tsx';
 import { DataTable, ResultView } from '../components/Table.tsx';
-import { navigate } from '../main.tsx';
+import { ItemList } from '../components/Picker.tsx';
 import { useOverview } from '../overview.ts';
 import type { DatasetDetail, PairRow, ResultTable } from '../../../src/server/dashboard/api-types.ts';
 
@@ -120,16 +120,7 @@ export function DataPage({ params }: { params: URLSearchParams }) {
   return (
     <div class="layout">
       <aside>
-        <h3>Factory outputs</h3>
-        <ul class="runs">
-          {overview.datasets.map((d) => (
-            <li>
-              <a href="#" class={d.id === id ? 'active' : ''} onClick={(e) => (e.preventDefault(), navigate('data', { id: d.id }))}>
-                {d.id}
-              </a>
-            </li>
-          ))}
-        </ul>
+        <ItemList title="Factory outputs" page="data" items={overview.datasets} active={id} />
       </aside>
       <section class="content">
         {loadError ? <p class="error">{loadError}</p> : null}

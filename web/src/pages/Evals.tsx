@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { getJson } from '../api.ts';
 import { BarChart } from '../components/Chart.tsx';
 import { DataTable, ResultView } from '../components/Table.tsx';
-import { navigate } from '../main.tsx';
+import { ItemList } from '../components/Picker.tsx';
 import { useOverview } from '../overview.ts';
 import type { CompareResult, EvalDetail, EvalQuestion } from '../../../src/server/dashboard/api-types.ts';
 
@@ -87,16 +87,7 @@ export function EvalsPage({ params }: { params: URLSearchParams }) {
   return (
     <div class="layout">
       <aside>
-        <h3>Evaluations</h3>
-        <ul class="runs">
-          {overview.evals.map((e) => (
-            <li>
-              <a href="#" class={e.id === id ? 'active' : ''} onClick={(ev) => (ev.preventDefault(), navigate('evals', { id: e.id }))}>
-                {e.label}
-              </a>
-            </li>
-          ))}
-        </ul>
+        <ItemList title="Evaluations" page="evals" items={overview.evals} active={id} />
       </aside>
       <section class="content">
         {loadError ? <p class="error">{loadError}</p> : null}
