@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -109,12 +109,44 @@ test('Runs: two runs overlaid; the SFT loss curve has every step', async () => {
   assert.match((await page.textContent('details.card pre'))!, /"algo": "grpo"/);
 });
 
+test('Runs: a 5,000-step run is drawn decimated to the chart width, keeps every peak, and zooming in draws every row exactly', async () => {
+  const n = 5000;
+  // A sawtooth with one spike: decimation must keep the spike and the troughs.
+  const reward = (step: number) => (step === 1234 ? 5 : (step % 50) / 50);
+  mkdirSync(join(fixture.dir, 'long'), { recursive: true });
+  writeFileSync(join(fixture.dir, 'long', 'metrics.jsonl'), Array.from({ length: n }, (_, i) => JSON.stringify({ step: i + 1, reward: reward(i + 1) })).join('\n') + '\n');
+  try {
+    await page.goto(`${base}#/runs?run=long`);
+    await page.waitForSelector('figure.chart[data-title="Reward (total and per component)"] canvas');
+    const drawn = (await chartData('Reward (total and per component)'))!;
+    assert.ok(drawn[0].length < n / 2, `drew ${drawn[0].length} of ${n} rows`);
+    assert.equal(Math.max(...(drawn[1] as number[])), 5);
+    assert.equal(Math.min(...(drawn[1] as number[])), 0);
+    assert.deepEqual([drawn[0][0], drawn[0][drawn[0].length - 1]], [1, n]);
+    // Every drawn point is a real row, with its exact value.
+    for (let i = 0; i < drawn[0].length; i++) assert.equal(drawn[1][i], reward(drawn[0][i]!));
+    // Zoom to steps 1200–1300 (as a drag does): every row there is drawn.
+    type Host = HTMLElement & { _uplot: { setScale(k: string, r: { min: number; max: number }): void; data: number[][] } };
+    const sel = 'figure.chart[data-title="Reward (total and per component)"] .plot';
+    await page.evaluate((q) => (document.querySelector(q) as Host)._uplot.setScale('x', { min: 1200, max: 1300 }), sel);
+    // uPlot applies a scale change on its next commit.
+    await page.waitForFunction((q) => (document.querySelector(q) as Host)._uplot.data[0].includes(1201), sel);
+    const zoomed = await page.evaluate((q) => (document.querySelector(q) as Host)._uplot.data, sel);
+    const inRange = zoomed[0].filter((x) => x >= 1200 && x <= 1300);
+    assert.deepEqual(inRange, Array.from({ length: 101 }, (_, i) => 1200 + i));
+    assert.equal(zoomed[1][zoomed[0].indexOf(1234)], 5);
+  } finally {
+    rmSync(join(fixture.dir, 'long'), { recursive: true, force: true });
+  }
+});
+
 test('Data: charts of the manifest, and filtering the pairs changes the table', async () => {
   await page.goto(`${base}#/data`);
   await page.waitForSelector('[data-testid=pairs] tbody tr');
   const manifest = JSON.parse(readFileSync(join(fixture.dir, 'synth', 'manifest.json'), 'utf8')) as { rows: number; difficulty: Record<string, number> };
   const count = () => page.$$eval('[data-testid=pairs] tbody tr', (trs) => trs.length);
   assert.equal(await count(), manifest.rows);
+  await page.waitForSelector('figure.chart[data-title="Difficulty"] canvas');
   const dif = (await chartData('Difficulty'))!;
   assert.deepEqual(dif[1], ['simple', 'moderate', 'challenging'].filter((d) => d in manifest.difficulty).map((d) => manifest.difficulty[d]));
   await page.selectOption('select[data-filter=difficulty]', 'simple');

@@ -16,6 +16,7 @@ import { startFakeOpenAI } from '../support/fake-openai.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
 import type { PlaygroundEvent } from '../../src/server/dashboard/api-types.ts';
 import { appendColumns, chartPlan, seriesOf } from '../../web/src/metrics.ts';
+import { decimateRows, pickRows, type Columns } from '../../web/src/decimate.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'agro-dash-unit-'));
@@ -31,6 +32,9 @@ test('metrics lines become columns: nested keys flattened, missing values null, 
   assert.deepEqual(m.keys, ['step', 'loss', 'eval_accuracy']);
   assert.deepEqual(m.columns, { step: [1, 2], loss: [2.5, 2], eval_accuracy: [null, 0.25] });
   assert.deepEqual(seriesOf(m, 'eval_accuracy'), { x: [2], y: [0.25] });
+  // A metric on every row is the columns themselves (its charts share one x array).
+  assert.equal(seriesOf(m, 'loss').x, m.columns.step);
+  assert.equal(seriesOf(m, 'loss').y, m.columns.loss);
 });
 
 test('the tail of a metrics file: only complete new lines, and the whole file again after a rewrite', () => {
@@ -67,6 +71,23 @@ test('charts group the trainer metrics and give every other metric its own chart
     { title: 'Time split (s per step)', keys: ['time_rollout_s', 'time_update_s'] },
     { title: 'custom', keys: ['custom'] },
   ]);
+});
+
+test('a long chart is drawn decimated: per x bucket its first and last row and each series\' min and max, every row when zoomed in', () => {
+  const x = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+  const y1 = [5, 1, 7, 3, 9, 2, 8, 4, 6, 0];
+  const y2 = [null, null, 3, null, null, null, null, 1, null, null];
+  // Two buckets: x 0–4 and 5–9 (x/9·2 floored).
+  assert.deepEqual(decimateRows([x, y1], 2), [0, 1, 4, 5, 6, 9]);
+  // A sparse series keeps its own points.
+  assert.deepEqual(decimateRows([x, y1, y2], 2), [0, 1, 2, 4, 5, 6, 7, 9]);
+  assert.deepEqual(pickRows([x, y1, y2], [0, 2, 9]), [[0, 2, 9], [5, 7, 0], [null, 3, null]]);
+  // Zoomed to x 5–9 in one bucket: the row before the range (4), the extremes (9 min and 4 max of y1, 7 of
+  // y2), the range's last row (9), and the run's first row, so that resetting the zoom finds the whole run.
+  assert.deepEqual(decimateRows([x, y1, y2] as Columns, 1, 5, 9), [0, 4, 7, 9]);
+  // Few rows in the range: all of them.
+  assert.deepEqual(decimateRows([x, y1], 5), x);
+  assert.deepEqual(decimateRows([x, y1], 2, 6, 7), [0, 5, 6, 7, 8, 9]);
 });
 
 test('differing rows: a multiset difference, duplicates counted', () => {
