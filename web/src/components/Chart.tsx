@@ -51,28 +51,30 @@ export function ChartFrame(props: { title: string; getPng: () => string | null; 
     <figure class="chart" data-title={props.title}>
       <figcaption>
         <span>{props.title}</span>
-        <button
-          class="small"
-          title="Download as PNG"
-          onClick={() => {
-            const png = props.getPng();
-            if (png) download(fileName(props.title), png);
-          }}
-        >
-          PNG
-        </button>
-        {props.getCsv ? (
+        <span class="actions">
           <button
             class="small"
-            title="Download every point as CSV"
+            title="Download as PNG"
             onClick={() => {
-              const csv = props.getCsv!();
-              if (csv) download(fileName(props.title).replace(/\.png$/, '.csv'), new Blob([csv], { type: 'text/csv' }));
+              const png = props.getPng();
+              if (png) download(fileName(props.title), png);
             }}
           >
-            CSV
+            PNG
           </button>
-        ) : null}
+          {props.getCsv ? (
+            <button
+              class="small"
+              title="Download every point as CSV"
+              onClick={() => {
+                const csv = props.getCsv!();
+                if (csv) download(fileName(props.title).replace(/\.png$/, '.csv'), new Blob([csv], { type: 'text/csv' }));
+              }}
+            >
+              CSV
+            </button>
+          ) : null}
+        </span>
       </figcaption>
       {props.children}
     </figure>
@@ -201,6 +203,8 @@ export function BarChart(props: { title: string; labels: string[]; series: { lab
       height: props.height ?? 220,
       legend: { show: k > 1 },
       cursor: { points: { show: false } },
+      // Rotated labels run down and to the right of their bar: room for the last ones.
+      ...(props.rotate ? { padding: [12, 48, 0, 0] as uPlot.Padding } : {}),
       scales: { x: { time: false, range: [-0.5, n - 0.5] }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.08)] } },
       axes: [
         {

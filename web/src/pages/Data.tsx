@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { getJson, postJson } from '../api.ts';
+import { postJson, useJson } from '../api.ts';
 import { BarChart } from '../components/Chart.tsx';
 import { DataTable, ResultView } from '../components/Table.tsx';
 import { ItemList } from '../components/Picker.tsx';
@@ -67,18 +67,11 @@ function PairDetail({ pair, db }: { pair: PairRow; db: string | null }) {
 
 export function DataPage({ params }: { params: URLSearchParams }) {
   const { data: overview, error } = useOverview();
-  const [detail, setDetail] = useState<DatasetDetail | null>(null);
-  const [loadError, setLoadError] = useState<string | null>(null);
   const [f, setF] = useState({ difficulty: '', style: '', shape: '', table: '', text: '' });
   const [open, setOpen] = useState<number | null>(null);
   const id = params.get('id') ?? overview?.datasets[0]?.id ?? null;
-
-  useEffect(() => {
-    if (!id) return;
-    setDetail(null);
-    setOpen(null);
-    getJson<DatasetDetail>('dataset', { id }).then(setDetail, (e: Error) => setLoadError(e.message));
-  }, [id]);
+  const { data: detail, error: loadError } = useJson<DatasetDetail>('dataset', id ? { id } : null);
+  useEffect(() => setOpen(null), [id]);
 
   const pairs = detail?.pairs ?? [];
   const facets = useMemo(() => {
