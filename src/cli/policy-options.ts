@@ -41,12 +41,12 @@ export function addEndpointOptions(cmd: Command, url = 'an OpenAI-compatible end
 }
 
 /** The dashboard's Playground policies from the same flags: --policy and --llm-url are offered beside the folder's (both may be given). */
-export function playgroundPolicies(o: PolicyCliOptions, open: Policy[] = []): NonNullable<DashboardOptions['policies']> {
+export function playgroundPolicies(o: PolicyCliOptions, served?: Policy): NonNullable<DashboardOptions['policies']> {
   const local: Pick<PolicySpec, 'engine' | 'threads' | 'maxBatch'> = { engine: o.engine, threads: o.threads, maxBatch: o.batch };
   const extra: { spec: PolicySpec }[] = [];
-  if (o.policy && !open.length) extra.push({ spec: { ...local, path: o.policy } });
+  if (o.policy && !served) extra.push({ spec: { ...local, path: o.policy } });
   if (o.llmUrl) extra.push({ spec: { llmUrl: o.llmUrl, llmModel: o.llmModel, apiKey: o.apiKey, llmTimeoutMs: o.llmTimeout, toolRole: o.toolRole } });
-  return { extra, open, local };
+  return { extra, open: served ? [{ policy: served, path: o.policy }] : [], local };
 }
 
 export function openPolicyFromCli(o: PolicyCliOptions, concurrency?: number): Promise<Policy> {

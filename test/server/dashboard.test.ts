@@ -14,6 +14,7 @@ import { SqlPool } from '../../src/sql/pool.ts';
 import { toCsv } from '../../web/src/csv.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
+import { EndpointPolicy } from '../../src/agent/policies/endpoint.ts';
 import type { PlaygroundEvent } from '../../src/server/dashboard/api-types.ts';
 import { appendColumns, chartPlan, seriesOf } from '../../web/src/metrics.ts';
 import { decimateRows, pickRows, type Columns } from '../../web/src/decimate.ts';
@@ -221,10 +222,17 @@ test('Playground over HTTP: an --llm-url endpoint runs the agent episode, each s
       : formatAction({ kind: 'sql', think: 'look first', content: 'SELECT genre_id FROM genres ORDER BY genre_id LIMIT 3' }),
   }));
   const dead = 'http://127.0.0.1:9/v1';
-  const app = dashboardRoutes({ dir: root, executor: pool, webDir: join(tmp, 'no-bundle'), policies: { extra: [{ spec: { llmUrl: llm.baseUrl, llmModel: 'm1' } }, { spec: { llmUrl: dead, llmModel: 'm2' } }] } });
+  // A policy the caller holds open (agro serve --policy): used as it is, left open.
+  const served = await EndpointPolicy.open({ url: llm.baseUrl, model: 'm0' });
+  const app = dashboardRoutes({
+    dir: root,
+    executor: pool,
+    webDir: join(tmp, 'no-bundle'),
+    policies: { open: [{ policy: served }], extra: [{ spec: { llmUrl: llm.baseUrl, llmModel: 'm1' } }, { spec: { llmUrl: dead, llmModel: 'm2' } }] },
+  });
   try {
     const ov = (await (await app.request('/api/overview')).json()) as { policies: { id: string; kind: string }[]; databases: { id: string; label: string }[] };
-    assert.deepEqual(ov.policies.map((p) => [p.id, p.kind]), [[`${llm.baseUrl}#m1`, 'endpoint'], [`${dead}#m2`, 'endpoint']]);
+    assert.deepEqual(ov.policies.map((p) => [p.id, p.kind]), [['open:m0', 'endpoint'], [`${llm.baseUrl}#m1`, 'endpoint'], [`${dead}#m2`, 'endpoint']]);
     const db = ov.databases.find((d) => d.label === 'music_store')!.id;
     const ask = async (policy: string) => {
       const res = await app.request(`/api/playground/ask?${new URLSearchParams({ policy, db, question: 'How many genres?' })}`);
@@ -245,6 +253,9 @@ test('Playground over HTTP: an --llm-url endpoint runs the agent episode, each s
     const bad = await ask(`${dead}#m2`);
     assert.deepEqual(bad.map((e) => e.type), ['start', 'error']);
     assert.match((bad[1] as { message: string }).message, /unreachable/);
+    const viaServed = await ask('open:m0');
+    assert.equal((viaServed.at(-1) as { reason: string }).reason, 'answer');
+    assert.equal(llm.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)!.body.model, 'm0');
     const unknown = await ask('nope');
     assert.deepEqual(unknown, [{ type: 'error', message: "no policy 'nope' in the dashboard folder or on the command line" }]);
   } finally {

@@ -72,7 +72,7 @@ async function run(o: ServeCliOptions): Promise<void> {
       const pool = new SqlPool();
       closers.push(() => pool.close());
       // The Playground runs the served policy itself (no second copy of the model) and any --llm-url.
-      const dash = dashboardRoutes({ dir: o.dashboard, executor: pool, policies: playgroundPolicies(o, policy ? [policy] : []) });
+      const dash = dashboardRoutes({ dir: o.dashboard, executor: pool, policies: playgroundPolicies(o, policy) });
       closers.unshift(() => dash.close());
       groups.push({ prefix: '/dashboard', app: dash });
     }

@@ -7,7 +7,7 @@
  * policy the server already has open). The episode is the agent's greedy one, as in evaluation.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { AgroError, oneLine } from '../../errors.ts';
 import { runEpisode, type EpisodeEvent } from '../../agent/episode.ts';
 import { openPolicy, type PolicySpec } from '../../agent/policies/open.ts';
@@ -44,8 +44,8 @@ export interface PolicyBackendOptions {
   scan: () => FolderScan;
   /** Command-line policies: `--policy PATH`, `--llm-url URL [--llm-model M]`. */
   extra?: ExtraPolicy[];
-  /** Policies the caller has open already (agro serve's --policy): offered as they are, never closed here. */
-  open?: Policy[];
+  /** Policies the caller has open already (agro serve's --policy), with the path they came from: offered as they are, never closed here. */
+  open?: { policy: Policy; path?: string }[];
   /** Engine, threads and batch for the folder's checkpoints and GGUF files (as --engine/--threads/--batch). */
   local?: Pick<PolicySpec, 'engine' | 'threads' | 'maxBatch'>;
   maxTurns?: number;
@@ -82,21 +82,24 @@ function schemaCharsFor(runDir: string): number | undefined {
 
 const endpointId = (url: string, model: string | undefined): string => `${url}${model ? `#${model}` : ''}`;
 
+/** A checkpoint sits in <run>/checkpoints/step-N: its run folder (where a quickstart's report.json is near). */
+const runDirOf = (checkpointDir: string): string => dirname(dirname(resolve(checkpointDir)));
+
 /** The policy list: command-line ones first (what the user asked for), then the folder's. */
 function entries(o: PolicyBackendOptions): Entry[] {
   const out: Entry[] = [];
-  for (const p of o.open ?? []) out.push({ info: { id: `open:${p.name}`, label: `${p.name} (served)`, kind: p.kind }, held: p });
+  for (const { policy: p, path } of o.open ?? []) out.push({ info: { id: `open:${p.name}`, label: `${p.name} (served)`, kind: p.kind }, held: p, ...(path && p.kind === 'checkpoint' ? { runDir: runDirOf(path) } : {}) });
   for (const x of o.extra ?? []) {
     if (x.spec.llmUrl) {
       const label = x.label ?? `${x.spec.llmModel ?? 'first model'} at ${x.spec.llmUrl}`;
       out.push({ info: { id: endpointId(x.spec.llmUrl, x.spec.llmModel), label, kind: 'endpoint' }, spec: x.spec });
     } else if (x.spec.path) {
       const kind: PolicyKind = /\.gguf$/i.test(x.spec.path) ? 'gguf' : 'checkpoint';
-      out.push({ info: { id: `path:${x.spec.path}`, label: x.label ?? basename(x.spec.path), kind }, spec: { ...o.local, ...x.spec } });
+      out.push({ info: { id: `path:${x.spec.path}`, label: x.label ?? basename(x.spec.path), kind }, spec: { ...o.local, ...x.spec }, ...(kind === 'checkpoint' ? { runDir: runDirOf(x.spec.path) } : {}) });
     }
   }
   const s = o.scan();
-  for (const c of s.checkpoints) out.push({ info: { id: c.id, label: `${c.run} (step ${c.step})`, kind: 'checkpoint' }, spec: { ...o.local, path: c.dir }, runDir: dirname(dirname(c.dir)) });
+  for (const c of s.checkpoints) out.push({ info: { id: c.id, label: `${c.run} (step ${c.step})`, kind: 'checkpoint' }, spec: { ...o.local, path: c.dir }, runDir: runDirOf(c.dir) });
   // A GGUF runs on llama.cpp whatever --engine says for checkpoints.
   for (const g of s.ggufs) out.push({ info: { id: g.id, label: g.id, kind: 'gguf' }, spec: { threads: o.local?.threads, maxBatch: o.local?.maxBatch, path: g.file } });
   return out;
