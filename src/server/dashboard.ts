@@ -148,7 +148,8 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
       const s = scan();
       return c.json({
         root,
-        runs: s.runs.map(runInfo),
+        // A run deleted since the last walk (the walk is kept a second) is left out, not an error.
+        runs: s.runs.filter((r) => existsSync(join(r.dir, 'metrics.jsonl'))).map((r) => runInfo(r)),
         datasets: s.datasets.map((d) => ({ id: d.id })),
         evals: s.evals.map((e) => ({ id: e.id, source: e.source, label: evalLabel(e) })),
         policies: await playground.policies(),
