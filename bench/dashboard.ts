@@ -1,5 +1,5 @@
 /// <reference lib="dom" />
-// `npm run bench -- dashboard [--rows 10000] [--repeat 3]`
+// `npm run bench -- dashboard [--rows 10000] [--repeat 3] [--web DIR]` (--web: another build of the app, to compare two)
 // The dashboard in Debian's chromium: time to the first paint of the app (cold cache, then warm), and
 // time until every chart of a GRPO run with --rows metric rows is drawn (navigation start to the last
 // canvas), with the API's own time for that run; and the size of the built bundle (raw and gzip).
@@ -34,11 +34,13 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 export async function run(args: string[]): Promise<void> {
   const rows = num(args, '--rows', 10_000);
   const repeat = num(args, '--repeat', 3);
-  if (!webBundleBuilt()) {
+  const webAt = args.indexOf('--web');
+  const webDir = webAt >= 0 ? args[webAt + 1] : DEFAULT_WEB_DIR;
+  if (!webBundleBuilt(webDir)) {
     console.log('bench dashboard: the app is not built; run `npm run build:web` first');
     return;
   }
-  const assets = readdirSync(join(DEFAULT_WEB_DIR, 'assets')).map((f) => join(DEFAULT_WEB_DIR, 'assets', f));
+  const assets = readdirSync(join(webDir, 'assets')).map((f) => join(webDir, 'assets', f));
   const raw = assets.reduce((a, f) => a + statSync(f).size, 0);
   const gz = assets.reduce((a, f) => a + gzipSync(readFileSync(f)).length, 0);
   console.log(`bundle: ${(raw / 1024).toFixed(1)} KiB raw, ${(gz / 1024).toFixed(1)} KiB gzip (${assets.map((f) => f.split('/').pop()).join(', ')})`);
@@ -53,7 +55,7 @@ export async function run(args: string[]): Promise<void> {
   console.log(`run: ${rows} rows, ${(statSync(join(runDir, 'metrics.jsonl')).size / 1e6).toFixed(1)} MB metrics.jsonl, ${charts} charts`);
 
   const pool = new SqlPool({ size: 1 });
-  const server = serve({ fetch: dashboardRoutes({ dir, executor: pool }).fetch, port: 0, hostname: '127.0.0.1' });
+  const server = serve({ fetch: dashboardRoutes({ dir, executor: pool, webDir }).fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise((r) => server.once('listening', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   const chrome = await launchChromium();
@@ -69,6 +71,7 @@ export async function run(args: string[]): Promise<void> {
     const apiInPage: number[] = [];
     const pageCpu: number[] = [];
     const serverCpu: number[] = [];
+    const drawn: number[] = [];
     for (let i = 0; i < repeat; i++) {
       const page = await chrome.context.newPage();
       // First load: the app's first content (header and nav) on an empty route.
@@ -96,11 +99,14 @@ export async function run(args: string[]): Promise<void> {
       pageCpu.push((task(afterM) - task(before)) * 1000);
       const pts = await p2.$eval('figure.chart .plot', (el) => Number(el.getAttribute('data-points')));
       if (pts < rows) throw new Error(`bench: the reward chart has ${pts} points, expected at least ${rows}`);
+      // What the charts draw of those rows (decimated to their width; the full rows stay for zoom and CSV).
+      drawn.push(await p2.$$eval('figure.chart .plot', (els) => els.reduce((a, el) => a + ((el as HTMLElement & { _uplot?: { data: unknown[][] } })._uplot?.data[0].length ?? 0), 0)));
       await p2.close();
     }
     const f = (xs: number[]) => `${Math.round(median(xs))} ms median (${xs.map((x) => Math.round(x)).join(', ')})`;
     console.log(`first load (navigation to first content; run 1 with a cold cache): ${f(shell)}`);
     console.log(`run page, ${rows} rows × ${charts} charts drawn: ${f(runPage)}   [goal: under 1000 ms]`);
+    console.log(`  x values drawn over the ${charts} charts: ${f(drawn).replace(' ms', '')} (of ${rows} rows each)`);
     console.log(`  api/run answered (in the page, from navigation start): ${f(apiInPage)}`);
     console.log(`  api/run alone (read + columns + JSON, from Node; the first call parses the file, later ones read the cache): ${f(api)}`);
     console.log(`  CPU time for the run page: browser main thread ${f(pageCpu)}; server (Node) ${f(serverCpu)}`);

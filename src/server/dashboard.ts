@@ -12,7 +12,7 @@
  *   GET  api/eval/compare?id=&index=   predicted vs gold results, differing rows marked
  *   POST api/sql {db, sql}        one read-only query through the sandbox on a listed database
  *   GET  api/playground/prompt?policy=&db=   the system prompt (schema) the policy sees
- *   GET  api/playground/ask?policy=&db=&question=   SSE: the episode's steps
+ *   GET  api/playground/ask?policy=&db=&question=   SSE: the episode's steps (text as it is written, turns, end)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve, sep } from 'node:path';
@@ -26,11 +26,11 @@ import { loadDataset } from './dashboard/data.ts';
 import { compareQuestion, evalLabel, loadEval } from './dashboard/evals.ts';
 import { countLines, MetricsCache, readNewLines, toColumns, type TailState } from './dashboard/metrics.ts';
 import { rowCount } from './dashboard/columns.ts';
-import { checkpointBackend, type PlaygroundBackend } from './dashboard/playground.ts';
+import { policyBackend, type PlaygroundBackend, type PolicyBackendOptions } from './dashboard/playground.ts';
 import { toResultTable } from './dashboard/results.ts';
 import { scanFolder, type FolderScan, type FoundRun } from './dashboard/scan.ts';
 
-export type { PlaygroundBackend } from './dashboard/playground.ts';
+export type { ExtraPolicy, PlaygroundBackend, PolicyBackendOptions } from './dashboard/playground.ts';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Where `npm run build:web` (run by npm install) puts the bundle. */
@@ -44,7 +44,12 @@ export interface DashboardOptions {
   executor: SqlExecutor;
   /** The built app; default web/dist. */
   webDir?: string;
-  /** The Playground's policies and episodes; default: the folder's checkpoints on the built-in model. */
+  /**
+   * The Playground's policies beside the folder's checkpoints and GGUF files (an endpoint, a path, a policy
+   * the server holds open), and their engine settings.
+   */
+  policies?: Omit<PolicyBackendOptions, 'executor' | 'scan'>;
+  /** Another Playground backend altogether (replaces the one built from `policies`). */
   playground?: PlaygroundBackend;
   /** Folders of `<db_id>/<db_id>.sqlite` databases offered in the Playground; default the bundled ones. */
   databaseRoots?: string[];
@@ -92,7 +97,10 @@ function readJsonOr(path: string): unknown {
   }
 }
 
-export function dashboardRoutes(opts: DashboardOptions): Hono {
+/** The route group, and close() for the Playground's open models (the executor stays the caller's). */
+export type DashboardRoutes = Hono & { close(): Promise<void> };
+
+export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
   const root = resolve(opts.dir);
   if (!existsSync(root) || !statSync(root).isDirectory()) throw new AgroError('not_found', `dashboard folder not found: ${opts.dir}`);
   const webDir = opts.webDir ?? DEFAULT_WEB_DIR;
@@ -105,7 +113,7 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
     if (!cached || Date.now() - cached.at > 1000) cached = { at: Date.now(), scan: scanFolder(root) };
     return cached.scan;
   };
-  const playground = opts.playground ?? checkpointBackend({ executor: exec, scan });
+  const playground = opts.playground ?? policyBackend({ ...opts.policies, executor: exec, scan });
 
   const databases = (): (DatabaseInfo & { path: string })[] => {
     const out = new Map<string, DatabaseInfo & { path: string }>();
@@ -140,7 +148,8 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
       const s = scan();
       return c.json({
         root,
-        runs: s.runs.map(runInfo),
+        // A run deleted since the last walk (the walk is kept a second) is left out, not an error.
+        runs: s.runs.filter((r) => existsSync(join(r.dir, 'metrics.jsonl'))).map((r) => runInfo(r)),
         datasets: s.datasets.map((d) => ({ id: d.id })),
         evals: s.evals.map((e) => ({ id: e.id, source: e.source, label: evalLabel(e) })),
         policies: await playground.policies(),
@@ -157,15 +166,15 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
       const read = metricsCache.read(join(r.dir, 'metrics.jsonl'));
       const config = readJsonOr(join(r.dir, r.kind === 'sft' ? 'sft_config.json' : 'train_config.json'));
       const quickstart = readJsonOr(join(r.dir, '..', 'report.json'));
-      const body: RunDetail = {
+      const rest: Omit<RunDetail, 'metrics'> = {
         run: runInfo(r, rowCount(read.metrics)),
-        metrics: read.metrics,
         offset: read.offset,
         config,
         eval: readJsonOr(join(r.dir, 'eval.json')),
         ...(quickstart ? { quickstart } : {}),
       };
-      return c.json(body);
+      // The columns are the bulk of the answer (megabytes for a long run): serialized once per change of the file.
+      return c.body(`{"metrics":${read.json()},${JSON.stringify(rest).slice(1)}`, 200, { 'content-type': 'application/json' });
     } catch (err) {
       return fail(c, err);
     }
@@ -283,10 +292,19 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
       return fail(c, err);
     }
     return streamSSE(c, async (stream) => {
+      // A closed page stops the episode (the policy finishes its current turn at most).
+      const stop = new AbortController();
+      stream.onAbort(() => stop.abort());
       const pending: Promise<void>[] = [];
-      await playground.ask(policy, db, question, (e) => {
-        pending.push(stream.writeSSE({ event: e.type, data: JSON.stringify(e) }));
-      });
+      await playground.ask(
+        policy,
+        db,
+        question,
+        (e) => {
+          if (!stop.signal.aborted) pending.push(stream.writeSSE({ event: e.type, data: JSON.stringify(e) }));
+        },
+        stop.signal,
+      );
       await Promise.all(pending);
     });
   });
@@ -307,7 +325,7 @@ export function dashboardRoutes(opts: DashboardOptions): Hono {
     });
   });
 
-  return app;
+  return Object.assign(app, { close: async () => playground.close?.() });
 }
 
 /** True when the app bundle is there to serve. */

@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -17,7 +17,9 @@ import type { Page } from 'playwright-core';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { dashboardRoutes } from '../../src/server/dashboard.ts';
 import { launchChromium, type LaunchedBrowser } from '../support/browser.ts';
-import { buildDashboardFixture, PLAYGROUND_QUESTION, type DashboardFixture } from '../support/dashboard-fixture.ts';
+import { buildDashboardFixture, PLAYGROUND_QUESTION, PLAYGROUND_SQL, type DashboardFixture } from '../support/dashboard-fixture.ts';
+import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.ts';
+import { formatAction } from '../../src/agent/protocol.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'agro-dash-e2e-'));
 const webDir = join(tmp, 'web');
@@ -27,6 +29,7 @@ let server: ServerType;
 let base = '';
 let chrome: LaunchedBrowser;
 let page: Page;
+let llm: FakeOpenAI;
 
 const metricLines = (run: string) =>
   readFileSync(join(fixture.dir, run, 'metrics.jsonl'), 'utf8')
@@ -46,7 +49,15 @@ before(async () => {
   const vite = spawnSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', 'web', '--outDir', webDir, '--emptyOutDir', '--logLevel', 'error'], { encoding: 'utf8' });
   assert.equal(vite.status, 0, vite.stderr);
   fixture = await buildDashboardFixture(join(tmp, 'runs'), pool);
-  server = serve({ fetch: dashboardRoutes({ dir: fixture.dir, executor: pool, webDir, pollMs: 200 }).fetch, port: 0, hostname: '127.0.0.1' });
+  // An OpenAI-compatible endpoint that looks at the genres table first, then answers.
+  llm = await startFakeOpenAI((req) => ({
+    kind: 'reply',
+    content: req.body.messages?.some((m) => m.role === 'tool')
+      ? formatAction({ kind: 'answer', think: '12 rows: count them', content: PLAYGROUND_SQL })
+      : formatAction({ kind: 'sql', think: 'look at the genres', content: 'SELECT name FROM genres ORDER BY name' }),
+  }));
+  const policies = { extra: [{ spec: { llmUrl: llm.baseUrl, llmModel: 'fake-sql' } }] };
+  server = serve({ fetch: dashboardRoutes({ dir: fixture.dir, executor: pool, webDir, pollMs: 200, policies }).fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise((r) => server.once('listening', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   chrome = await launchChromium();
@@ -56,6 +67,7 @@ before(async () => {
 
 after(async () => {
   await chrome?.close();
+  await llm?.close();
   server?.close();
   (server as unknown as { closeAllConnections?: () => void })?.closeAllConnections?.();
   await pool.close();
@@ -97,12 +109,44 @@ test('Runs: two runs overlaid; the SFT loss curve has every step', async () => {
   assert.match((await page.textContent('details.card pre'))!, /"algo": "grpo"/);
 });
 
+test('Runs: a 5,000-step run is drawn decimated to the chart width, keeps every peak, and zooming in draws every row exactly', async () => {
+  const n = 5000;
+  // A sawtooth with one spike: decimation must keep the spike and the troughs.
+  const reward = (step: number) => (step === 1234 ? 5 : (step % 50) / 50);
+  mkdirSync(join(fixture.dir, 'long'), { recursive: true });
+  writeFileSync(join(fixture.dir, 'long', 'metrics.jsonl'), Array.from({ length: n }, (_, i) => JSON.stringify({ step: i + 1, reward: reward(i + 1) })).join('\n') + '\n');
+  try {
+    await page.goto(`${base}#/runs?run=long`);
+    await page.waitForSelector('figure.chart[data-title="Reward (total and per component)"] canvas');
+    const drawn = (await chartData('Reward (total and per component)'))!;
+    assert.ok(drawn[0].length < n / 2, `drew ${drawn[0].length} of ${n} rows`);
+    assert.equal(Math.max(...(drawn[1] as number[])), 5);
+    assert.equal(Math.min(...(drawn[1] as number[])), 0);
+    assert.deepEqual([drawn[0][0], drawn[0][drawn[0].length - 1]], [1, n]);
+    // Every drawn point is a real row, with its exact value.
+    for (let i = 0; i < drawn[0].length; i++) assert.equal(drawn[1][i], reward(drawn[0][i]!));
+    // Zoom to steps 1200–1300 (as a drag does): every row there is drawn.
+    type Host = HTMLElement & { _uplot: { setScale(k: string, r: { min: number; max: number }): void; data: number[][] } };
+    const sel = 'figure.chart[data-title="Reward (total and per component)"] .plot';
+    await page.evaluate((q) => (document.querySelector(q) as Host)._uplot.setScale('x', { min: 1200, max: 1300 }), sel);
+    // uPlot applies a scale change on its next commit.
+    await page.waitForFunction((q) => (document.querySelector(q) as Host)._uplot.data[0].includes(1201), sel);
+    const zoomed = await page.evaluate((q) => (document.querySelector(q) as Host)._uplot.data, sel);
+    const inRange = zoomed[0].filter((x) => x >= 1200 && x <= 1300);
+    assert.deepEqual(inRange, Array.from({ length: 101 }, (_, i) => 1200 + i));
+    assert.equal(zoomed[1][zoomed[0].indexOf(1234)], 5);
+  } finally {
+    rmSync(join(fixture.dir, 'long'), { recursive: true, force: true });
+  }
+});
+
 test('Data: charts of the manifest, and filtering the pairs changes the table', async () => {
   await page.goto(`${base}#/data`);
   await page.waitForSelector('[data-testid=pairs] tbody tr');
   const manifest = JSON.parse(readFileSync(join(fixture.dir, 'synth', 'manifest.json'), 'utf8')) as { rows: number; difficulty: Record<string, number> };
   const count = () => page.$$eval('[data-testid=pairs] tbody tr', (trs) => trs.length);
   assert.equal(await count(), manifest.rows);
+  await page.waitForSelector('figure.chart[data-title="Difficulty"] canvas');
   const dif = (await chartData('Difficulty'))!;
   assert.deepEqual(dif[1], ['simple', 'moderate', 'challenging'].filter((d) => d in manifest.difficulty).map((d) => manifest.difficulty[d]));
   await page.selectOption('select[data-filter=difficulty]', 'simple');
@@ -145,4 +189,31 @@ test('Playground: a question on the bundled database streams the turns and shows
   await page.fill('[data-testid=final-sql]', 'SELECT name FROM genres ORDER BY name LIMIT 2');
   await page.click('[data-testid=run-sql]');
   await page.waitForFunction(() => document.querySelectorAll('[data-testid=final-result] tbody tr').length === 2);
+});
+
+test('Playground: an OpenAI-compatible endpoint (--llm-url) calls the SQL tool, the observation and the final result show as tables', async () => {
+  await page.goto(`${base}#/playground`);
+  await page.waitForSelector('[data-testid=policy] option', { state: 'attached' });
+  const groups = await page.$$eval('[data-testid=policy] optgroup', (gs) => gs.map((g) => g.getAttribute('label')));
+  assert.deepEqual(groups, ['OpenAI-compatible endpoints', 'agro checkpoints']);
+  await page.selectOption('[data-testid=policy]', `${llm.baseUrl}#fake-sql`);
+  const music = await page.$eval('[data-testid=database]', (s) => [...(s as HTMLSelectElement).options].find((o) => o.textContent === 'music_store')?.value ?? '');
+  await page.selectOption('[data-testid=database]', music);
+  const before = llm.requests.length;
+  await page.fill('[data-testid=question]', PLAYGROUND_QUESTION);
+  await page.click('[data-testid=ask]');
+  await page.waitForSelector('[data-testid=final-result] tbody tr');
+  // Turn 1's observation: the 12 genre names as a table; then the answer and its result.
+  const observed = await page.$$eval('.turn.tool tbody tr', (trs) => trs.length);
+  assert.equal(observed, 12);
+  assert.equal((await page.textContent('[data-testid=final-result] tbody td'))!.trim(), '12');
+  assert.match((await page.textContent('[data-testid=turns]'))!, /episode ended: answer/);
+  assert.equal(await page.inputValue('[data-testid=final-sql]'), PLAYGROUND_SQL);
+  // What the endpoint got: the agent's system prompt with the schema, and the observation as a tool turn.
+  const calls = llm.requests.slice(before).filter((r) => r.path.endsWith('/chat/completions'));
+  assert.equal(calls.length, 2);
+  assert.equal(calls[0].body.model, 'fake-sql');
+  assert.match(calls[0].body.messages![0].content, /CREATE TABLE|genres/);
+  assert.equal(calls[1].body.messages![3].role, 'tool');
+  assert.match(calls[1].body.messages![3].content, /Blues/);
 });

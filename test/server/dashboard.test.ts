@@ -12,7 +12,12 @@ import { scanFolder } from '../../src/server/dashboard/scan.ts';
 import { dashboardRoutes } from '../../src/server/dashboard.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { toCsv } from '../../web/src/csv.ts';
+import { startFakeOpenAI } from '../support/fake-openai.ts';
+import { formatAction } from '../../src/agent/protocol.ts';
+import { EndpointPolicy } from '../../src/agent/policies/endpoint.ts';
+import type { PlaygroundEvent } from '../../src/server/dashboard/api-types.ts';
 import { appendColumns, chartPlan, seriesOf } from '../../web/src/metrics.ts';
+import { decimateRows, pickRows, type Columns } from '../../web/src/decimate.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'agro-dash-unit-'));
@@ -28,6 +33,9 @@ test('metrics lines become columns: nested keys flattened, missing values null, 
   assert.deepEqual(m.keys, ['step', 'loss', 'eval_accuracy']);
   assert.deepEqual(m.columns, { step: [1, 2], loss: [2.5, 2], eval_accuracy: [null, 0.25] });
   assert.deepEqual(seriesOf(m, 'eval_accuracy'), { x: [2], y: [0.25] });
+  // A metric on every row is the columns themselves (its charts share one x array).
+  assert.equal(seriesOf(m, 'loss').x, m.columns.step);
+  assert.equal(seriesOf(m, 'loss').y, m.columns.loss);
 });
 
 test('the tail of a metrics file: only complete new lines, and the whole file again after a rewrite', () => {
@@ -64,6 +72,23 @@ test('charts group the trainer metrics and give every other metric its own chart
     { title: 'Time split (s per step)', keys: ['time_rollout_s', 'time_update_s'] },
     { title: 'custom', keys: ['custom'] },
   ]);
+});
+
+test('a long chart is drawn decimated: per x bucket its first and last row and each series\' min and max, every row when zoomed in', () => {
+  const x = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+  const y1 = [5, 1, 7, 3, 9, 2, 8, 4, 6, 0];
+  const y2 = [null, null, 3, null, null, null, null, 1, null, null];
+  // Two buckets: x 0–4 and 5–9 (x/9·2 floored).
+  assert.deepEqual(decimateRows([x, y1], 2), [0, 1, 4, 5, 6, 9]);
+  // A sparse series keeps its own points.
+  assert.deepEqual(decimateRows([x, y1, y2], 2), [0, 1, 2, 4, 5, 6, 7, 9]);
+  assert.deepEqual(pickRows([x, y1, y2], [0, 2, 9]), [[0, 2, 9], [5, 7, 0], [null, 3, null]]);
+  // Zoomed to x 5–9 in one bucket: the row before the range (4), the extremes (9 min and 4 max of y1, 7 of
+  // y2), the range's last row (9), and the run's first row, so that resetting the zoom finds the whole run.
+  assert.deepEqual(decimateRows([x, y1, y2] as Columns, 1, 5, 9), [0, 4, 7, 9]);
+  // Few rows in the range: all of them.
+  assert.deepEqual(decimateRows([x, y1], 5), x);
+  assert.deepEqual(decimateRows([x, y1], 2, 6, 7), [0, 5, 6, 7, 8, 9]);
 });
 
 test('differing rows: a multiset difference, duplicates counted', () => {
@@ -176,4 +201,65 @@ test('agro dashboard serves the app and the API on loopback until interrupted', 
   assert.deepEqual(ov.runs, []);
   child.kill('SIGINT');
   assert.equal(await exited, 0);
+});
+
+/** The events of a server-sent-event body. */
+function sseEvents(body: string): PlaygroundEvent[] {
+  return body
+    .split('\n\n')
+    .map((block) => /^data: (.*)$/m.exec(block)?.[1])
+    .filter((d): d is string => d !== undefined)
+    .map((d) => JSON.parse(d) as PlaygroundEvent);
+}
+
+test('Playground over HTTP: an --llm-url endpoint runs the agent episode, each step streamed in order; a dead endpoint is one error event', async () => {
+  const root = join(tmp, 'play');
+  mkdirSync(root, { recursive: true });
+  const llm = await startFakeOpenAI((req) => ({
+    kind: 'reply',
+    content: req.body.messages?.some((m) => m.role === 'tool')
+      ? formatAction({ kind: 'answer', think: 'done', content: 'SELECT COUNT(*) FROM genres' })
+      : formatAction({ kind: 'sql', think: 'look first', content: 'SELECT genre_id FROM genres ORDER BY genre_id LIMIT 3' }),
+  }));
+  const dead = 'http://127.0.0.1:9/v1';
+  // A policy the caller holds open (agro serve --policy): used as it is, left open.
+  const served = await EndpointPolicy.open({ url: llm.baseUrl, model: 'm0' });
+  const app = dashboardRoutes({
+    dir: root,
+    executor: pool,
+    webDir: join(tmp, 'no-bundle'),
+    policies: { open: [{ policy: served }], extra: [{ spec: { llmUrl: llm.baseUrl, llmModel: 'm1' } }, { spec: { llmUrl: dead, llmModel: 'm2' } }] },
+  });
+  try {
+    const ov = (await (await app.request('/api/overview')).json()) as { policies: { id: string; kind: string }[]; databases: { id: string; label: string }[] };
+    assert.deepEqual(ov.policies.map((p) => [p.id, p.kind]), [['open:m0', 'endpoint'], [`${llm.baseUrl}#m1`, 'endpoint'], [`${dead}#m2`, 'endpoint']]);
+    const db = ov.databases.find((d) => d.label === 'music_store')!.id;
+    const ask = async (policy: string) => {
+      const res = await app.request(`/api/playground/ask?${new URLSearchParams({ policy, db, question: 'How many genres?' })}`);
+      assert.match(res.headers.get('content-type')!, /text\/event-stream/);
+      return sseEvents(await res.text());
+    };
+    const ev = await ask(`${llm.baseUrl}#m1`);
+    assert.deepEqual(ev.map((e) => e.type), ['start', 'text', 'assistant', 'observation', 'text', 'assistant', 'end']);
+    const obs = ev[3] as Extract<PlaygroundEvent, { type: 'observation' }>;
+    assert.deepEqual(obs.table?.rows, [[1], [2], [3]]);
+    const end = ev[6] as Extract<PlaygroundEvent, { type: 'end' }>;
+    assert.equal(end.reason, 'answer');
+    assert.equal(end.answer, 'SELECT COUNT(*) FROM genres');
+    assert.deepEqual(end.result?.rows, [[12]]);
+    // The schema prompt needs no model: the environment's opening on that database.
+    const prompt = (await (await app.request(`/api/playground/prompt?${new URLSearchParams({ policy: `${llm.baseUrl}#m1`, db })}`)).json()) as { prompt: string };
+    assert.equal(prompt.prompt, llm.requests.find((r) => r.path.endsWith('/chat/completions'))!.body.messages![0].content);
+    const bad = await ask(`${dead}#m2`);
+    assert.deepEqual(bad.map((e) => e.type), ['start', 'error']);
+    assert.match((bad[1] as { message: string }).message, /unreachable/);
+    const viaServed = await ask('open:m0');
+    assert.equal((viaServed.at(-1) as { reason: string }).reason, 'answer');
+    assert.equal(llm.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)!.body.model, 'm0');
+    const unknown = await ask('nope');
+    assert.deepEqual(unknown, [{ type: 'error', message: "no policy 'nope' in the dashboard folder or on the command line" }]);
+  } finally {
+    await app.close();
+    await llm.close();
+  }
 });

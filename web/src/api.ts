@@ -1,3 +1,5 @@
+import { useEffect, useState } from 'preact/hooks';
+
 /** Requests to the dashboard's API, relative to the page (the server may mount the app anywhere). */
 export async function getJson<T>(path: string, params: Record<string, string | number> = {}): Promise<T> {
   const q = new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)]));
@@ -27,4 +29,25 @@ export function download(name: string, data: Blob | string): void {
   a.click();
   a.remove();
   if (typeof data !== 'string') setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+/**
+ * A GET as a page needs it: fetched when the params change (null: nothing to fetch yet), an answer for
+ * older params dropped, and nothing shown from the previous params while the new answer is on its way.
+ */
+export function useJson<T>(path: string, params: Record<string, string | number> | null): { data: T | null; error: string | null } {
+  const key = params ? JSON.stringify(params) : null;
+  const [state, setState] = useState<{ key: string | null; data: T | null; error: string | null }>({ key: null, data: null, error: null });
+  useEffect(() => {
+    if (key === null) return;
+    let live = true;
+    getJson<T>(path, params!).then(
+      (data) => live && setState({ key, data, error: null }),
+      (e: Error) => live && setState({ key, data: null, error: e.message }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [path, key]);
+  return state.key === key ? { data: state.data, error: state.error } : { data: null, error: null };
 }

@@ -43,16 +43,23 @@ export function chartPlan(keys: Iterable<string>): { title: string; keys: string
 
 export { appendColumns, rowCount } from '../../src/server/dashboard/columns.ts';
 
-/** x (step, else the row number) and y of one metric, without the rows that lack it. */
+/**
+ * x (step, else the row number) and y of one metric, without the rows that lack it. A metric every row
+ * has (most of them) is returned as the columns themselves, not copied: its series share one x array,
+ * which the chart then uses as is.
+ */
 export function seriesOf(m: MetricColumns, key: string): { x: number[]; y: number[] } {
   const ys = m.columns[key] ?? [];
   const steps = m.columns.step;
+  const stepsWhole = !!steps && steps.length === ys.length && !steps.includes(null);
+  if (stepsWhole && !ys.includes(null)) return { x: steps as number[], y: ys as number[] };
   const x: number[] = [];
   const y: number[] = [];
-  ys.forEach((v, i) => {
-    if (v === null) return;
-    x.push(steps?.[i] ?? i + 1);
+  for (let i = 0; i < ys.length; i++) {
+    const v = ys[i];
+    if (v === null) continue;
+    x.push(stepsWhole ? (steps[i] as number) : (steps?.[i] ?? i + 1));
     y.push(v);
-  });
+  }
   return { x, y };
 }

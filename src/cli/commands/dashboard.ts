@@ -5,6 +5,7 @@ import { AgroError } from '../../errors.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import { dashboardRoutes, webBundleBuilt } from '../../server/dashboard.ts';
 import { numberArg } from '../options.ts';
+import { addPolicyOptions, playgroundPolicies, type PolicyCliOptions } from '../policy-options.ts';
 
 /** The desktop's URL opener; a machine without one (a server, CI) just prints the address. */
 function openBrowser(url: string): void {
@@ -18,19 +19,30 @@ function openBrowser(url: string): void {
   }
 }
 
+interface DashboardCliOptions extends PolicyCliOptions {
+  port: number;
+  host: string;
+  open: boolean;
+}
+
 export function register(program: Command): void {
-  program
+  const cmd = program
     .command('dashboard')
     .description('Serve the dashboard on loopback: runs, data, evaluations and a playground over a folder of runs.')
-    .argument('[dir]', 'folder of runs, factory outputs and evaluation reports', 'runs')
+    .argument('[dir]', 'folder of runs, factory outputs and evaluation reports', 'runs');
+  // The Playground offers the folder's checkpoints and .gguf files, plus these.
+  addPolicyOptions(cmd, {
+    policy: 'Playground: also a checkpoint folder or .gguf file from elsewhere',
+    llmUrl: 'Playground: also an OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1)',
+  })
     .option('--port <n>', 'port (0 = any free one)', numberArg('--port', { min: 0 }), 8321)
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
     .option('--no-open', 'do not launch a browser')
-    .action(async (dir: string, opts: { port: number; host: string; open: boolean }) => {
+    .action(async (dir: string, opts: DashboardCliOptions) => {
       if (opts.port > 65535) throw new AgroError('usage', `--port must be at most 65535, got ${opts.port}`);
       if (!webBundleBuilt()) throw new AgroError('not_found', 'the dashboard app is not built: run `npm run build:web` (npm install does it)');
       const pool = new SqlPool();
-      const app = dashboardRoutes({ dir, executor: pool });
+      const app = dashboardRoutes({ dir, executor: pool, policies: playgroundPolicies(opts) });
       const server = serve({ fetch: app.fetch, port: opts.port, hostname: opts.host });
       await new Promise<void>((res, rej) => {
         server.once('listening', res);
@@ -53,6 +65,7 @@ export function register(program: Command): void {
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
       });
+      await app.close();
       await pool.close();
     });
 }

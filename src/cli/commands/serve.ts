@@ -9,7 +9,7 @@ import { catalogFromDbRoot, catalogFromFactoryOutput, combineCatalogs, type Data
 import { SqlPool } from '../../sql/pool.ts';
 import type { Policy } from '../../agent/policies/types.ts';
 import { numberArg } from '../options.ts';
-import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
+import { addEndpointOptions, addPolicyOptions, openPolicyFromCli, playgroundPolicies, type PolicyCliOptions } from '../policy-options.ts';
 
 interface ServeCliOptions extends PolicyCliOptions {
   host: string;
@@ -49,6 +49,7 @@ async function run(o: ServeCliOptions): Promise<void> {
   const token = o.token ?? process.env.AGRO_TOKEN;
   const catalog = catalogOf(o);
   if (!o.policy && !catalog && !o.dashboard) throw new AgroError('usage', 'serve: give --policy (OpenAI API), --db-root or --factory (environment API) and/or --dashboard <dir>');
+  if (o.llmUrl && !o.dashboard) throw new AgroError('usage', 'serve: --llm-url is a Playground policy: give it with --dashboard <dir>');
   // The API runs SQL on your files and your model: any address but loopback needs a bearer token.
   assertTokenForHost(o.host, token);
   const groups: RouteGroup[] = [];
@@ -57,7 +58,7 @@ async function run(o: ServeCliOptions): Promise<void> {
   let server: ServerType;
   try {
     if (o.policy) {
-      policy = await openPolicyFromCli(o, o.concurrency);
+      policy = await openPolicyFromCli({ ...o, llmUrl: undefined }, o.concurrency);
       const p = policy;
       closers.push(() => p.close());
       groups.push({ app: openaiRoutes({ policy, modelName: o.modelName, concurrency: o.concurrency, maxQueue: o.maxQueue, timeoutMs: o.timeout, maxTokens: o.maxTokens }) });
@@ -70,7 +71,10 @@ async function run(o: ServeCliOptions): Promise<void> {
     if (o.dashboard) {
       const pool = new SqlPool();
       closers.push(() => pool.close());
-      groups.push({ prefix: '/dashboard', app: dashboardRoutes({ dir: o.dashboard, executor: pool }) });
+      // The Playground runs the served policy itself (no second copy of the model) and any --llm-url.
+      const dash = dashboardRoutes({ dir: o.dashboard, executor: pool, policies: playgroundPolicies(o, policy) });
+      closers.unshift(() => dash.close());
+      groups.push({ prefix: '/dashboard', app: dash });
     }
     server = await listen(createApp({ groups, maxBodyBytes: o.maxBody }), o.host, o.port);
   } catch (err) {
@@ -107,7 +111,8 @@ export function register(program: Command): void {
   const cmd = program
     .command('serve')
     .description('One server on loopback: a policy over the OpenAI chat-completions API, the environment API for TRL/verl, the dashboard');
-  addPolicyOptions(cmd, { endpoint: false })
+  addPolicyOptions(cmd, { endpoint: false });
+  addEndpointOptions(cmd, 'with --dashboard: an OpenAI-compatible endpoint offered in the Playground')
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--port <n>', 'port (0 = any free one)', numberArg('--port', { min: 0 }), 8000)
     .option('--model-name <name>', 'model name in /v1/models (default: the checkpoint folder or GGUF file name)')

@@ -140,6 +140,7 @@ export interface CompareResult {
 export interface PolicyInfo {
   id: string;
   label: string;
+  /** checkpoint, gguf or endpoint (src/agent/policies/types.ts POLICY_KINDS). */
   kind: string;
 }
 
@@ -151,7 +152,9 @@ export interface DatabaseInfo {
 /** One step of a playground episode, streamed as it happens. */
 export type PlaygroundEvent =
   | { type: 'start'; policy: string; db: string; messages: { role: string; content: string }[] }
+  /** Text of the turn being written, as the policy produces it (token by token on llama.cpp). */
+  | { type: 'text'; turn: number; delta: string }
   | { type: 'assistant'; turn: number; text: string; think?: string; action?: { kind: string; content: string } }
   | { type: 'observation'; turn: number; text: string; table?: ResultTable }
-  | { type: 'end'; reason: string; answer?: string; result?: ResultTable }
+  | { type: 'end'; reason: string; ms?: number; answer?: string; result?: ResultTable }
   | { type: 'error'; message: string };

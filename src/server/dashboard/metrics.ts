@@ -105,30 +105,37 @@ export function readNewLines(path: string, state: TailState | null): TailRead | 
 
 /**
  * A run's metrics, kept between requests and brought up to date by reading only what was appended:
- * reloading a page of a 10,000-step run does not parse it again.
+ * reloading a page of a 10,000-step run neither parses the file nor serializes the columns again.
  */
 export class MetricsCache {
-  private readonly runs = new Map<string, { state: TailState; metrics: MetricColumns }>();
+  private readonly runs = new Map<string, { state: TailState; metrics: MetricColumns; json?: string }>();
 
-  read(path: string): { metrics: MetricColumns; offset: number } {
+  read(path: string): { metrics: MetricColumns; offset: number; json: () => string } {
     const hit = this.runs.get(path) ?? null;
     const r = readNewLines(path, hit?.state ?? null);
     if (!r) {
       this.runs.delete(path);
-      return { metrics: { keys: [], columns: {} }, offset: 0 };
+      return { metrics: { keys: [], columns: {} }, offset: 0, json: () => '{"keys":[],"columns":{}}' };
     }
-    const metrics = r.reset || !hit ? toColumns(r.lines) : r.lines.length ? appendColumns(hit.metrics, toColumns(r.lines)) : hit.metrics;
-    this.runs.set(path, { state: r.state, metrics });
-    return { metrics, offset: r.state.offset };
+    const same = !!hit && !r.reset && r.lines.length === 0;
+    const entry = same ? hit : { state: r.state, metrics: r.reset || !hit ? toColumns(r.lines) : appendColumns(hit.metrics, toColumns(r.lines)) };
+    this.runs.set(path, entry);
+    return { metrics: entry.metrics, offset: entry.state.offset, json: () => (entry.json ??= JSON.stringify(entry.metrics)) };
   }
 }
 
-/** Lines of a file, counted without decoding it. */
+const lineCounts = new Map<string, { size: number; mtimeMs: number; n: number }>();
+
+/** Lines of a file, counted without decoding it (again only when the file changed). */
 export function countLines(path: string): number {
   try {
+    const st = statSync(path);
+    const hit = lineCounts.get(path);
+    if (hit && hit.size === st.size && hit.mtimeMs === st.mtimeMs) return hit.n;
     const buf = readFileSync(path);
     let n = 0;
     for (let i = buf.indexOf(0x0a); i >= 0; i = buf.indexOf(0x0a, i + 1)) n++;
+    lineCounts.set(path, { size: st.size, mtimeMs: st.mtimeMs, n });
     return n;
   } catch {
     return 0;

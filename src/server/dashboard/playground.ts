@@ -1,18 +1,19 @@
 /**
  * The Playground's seam: a backend lists policies and runs one SQL-agent episode on a database,
- * reporting each step as it happens. The dashboard takes any backend; the default one here runs agro
- * checkpoints found in the dashboard folder with the built-in model, turn by turn as src/rl/rollout.ts does
- * (greedy, the same prompt, chat template and environment as training and evaluation).
+ * reporting each step as it happens. The default backend offers every kind of policy agro runs, through
+ * the same loader and episode runner as `agro ask`, `agro predict` and `agro serve`
+ * (src/agent/policies/open.ts, src/agent/episode.ts): the newest checkpoint of each run in the folder,
+ * the folder's .gguf files, and what the command line adds (`--policy` path, `--llm-url` endpoint, or a
+ * policy the server already has open). The episode is the agent's greedy one, as in evaluation.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { AgroError, oneLine } from '../../errors.ts';
-import { SqlEnvironment } from '../../agent/sql-env.ts';
-import { parseAction, SQL_AGENT_ACTIONS } from '../../agent/protocol.ts';
-import { initBackend } from '../../model/backend.ts';
-import { CHAT_TOKENS, renderPrompt } from '../../model/chat.ts';
-import { loadCheckpoint, type Checkpoint } from '../../model/checkpoint.ts';
-import { sampleGroups } from '../../model/generate.ts';
+import { runEpisode, type EpisodeEvent } from '../../agent/episode.ts';
+import { openPolicy, type PolicySpec } from '../../agent/policies/open.ts';
+import type { Policy, PolicyKind } from '../../agent/policies/types.ts';
+import { SQL_AGENT_ACTIONS, parseAction } from '../../agent/protocol.ts';
+import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import type { PlaygroundEvent, PolicyInfo } from './api-types.ts';
 import { toResultTable } from './results.ts';
@@ -21,7 +22,7 @@ import type { FolderScan } from './scan.ts';
 export interface PlaygroundBackend {
   policies(): Promise<PolicyInfo[]>;
   /** Runs one episode; every step goes to onEvent, the last one an `end` or an `error`. */
-  ask(policy: string, dbPath: string, question: string, onEvent: (e: PlaygroundEvent) => void): Promise<void>;
+  ask(policy: string, dbPath: string, question: string, onEvent: (e: PlaygroundEvent) => void, signal?: AbortSignal): Promise<void>;
   /** The system prompt the policy would get on this database (its schema view). */
   prompt?(policy: string, dbPath: string): Promise<string>;
   close?(): Promise<void>;
@@ -30,18 +31,35 @@ export interface PlaygroundBackend {
 /** Rows of a table shown in the page (the model itself sees the environment's compact observation). */
 const TABLE_ROWS = 200;
 
-export interface CheckpointBackendOptions {
+/** A policy named on the command line, offered beside the folder's. */
+export interface ExtraPolicy {
+  /** A path (checkpoint folder or .gguf file) or an endpoint (llmUrl); engine and batch settings as for ask. */
+  spec: PolicySpec;
+  label?: string;
+}
+
+export interface PolicyBackendOptions {
   executor: SqlExecutor;
   /** The current contents of the dashboard folder (checkpoints appear as runs train). */
   scan: () => FolderScan;
-  maxTurnTokens?: number;
+  /** Command-line policies: `--policy PATH`, `--llm-url URL [--llm-model M]`. */
+  extra?: ExtraPolicy[];
+  /** Policies the caller has open already (agro serve's --policy), with the path they came from: offered as they are, never closed here. */
+  open?: { policy: Policy; path?: string }[];
+  /** Engine, threads and batch for the folder's checkpoints and GGUF files (as --engine/--threads/--batch). */
+  local?: Pick<PolicySpec, 'engine' | 'threads' | 'maxBatch'>;
   maxTurns?: number;
+  maxTurnTokens?: number;
+  episodeTimeoutMs?: number;
 }
 
-interface Loaded {
-  id: string;
-  ck: Checkpoint;
-  env: SqlEnvironment;
+interface Entry {
+  info: PolicyInfo;
+  /** How to open it; absent for a policy the caller holds open. */
+  spec?: PolicySpec;
+  held?: Policy;
+  /** The run folder a checkpoint came from (for the schema budget it was trained with). */
+  runDir?: string;
 }
 
 /**
@@ -62,90 +80,154 @@ function schemaCharsFor(runDir: string): number | undefined {
   return undefined;
 }
 
-export function checkpointBackend(opts: CheckpointBackendOptions): PlaygroundBackend {
-  const maxTurnTokens = opts.maxTurnTokens ?? 96;
-  let loaded: Loaded | null = null;
-  // One episode at a time: the model and its backend are shared.
-  let queue: Promise<unknown> = Promise.resolve();
-  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-    const p = queue.then(fn, fn);
-    queue = p.catch(() => {});
-    return p;
+const endpointId = (url: string, model: string | undefined): string => `${url}${model ? `#${model}` : ''}`;
+
+/** A checkpoint sits in <run>/checkpoints/step-N: its run folder (where a quickstart's report.json is near). */
+const runDirOf = (checkpointDir: string): string => dirname(dirname(resolve(checkpointDir)));
+
+/** The policy list: command-line ones first (what the user asked for), then the folder's. */
+function entries(o: PolicyBackendOptions): Entry[] {
+  const out: Entry[] = [];
+  for (const { policy: p, path } of o.open ?? []) out.push({ info: { id: `open:${p.name}`, label: `${p.name} (served)`, kind: p.kind }, held: p, ...(path && p.kind === 'checkpoint' ? { runDir: runDirOf(path) } : {}) });
+  for (const x of o.extra ?? []) {
+    if (x.spec.llmUrl) {
+      const label = x.label ?? `${x.spec.llmModel ?? 'first model'} at ${x.spec.llmUrl}`;
+      out.push({ info: { id: endpointId(x.spec.llmUrl, x.spec.llmModel), label, kind: 'endpoint' }, spec: x.spec });
+    } else if (x.spec.path) {
+      const kind: PolicyKind = /\.gguf$/i.test(x.spec.path) ? 'gguf' : 'checkpoint';
+      out.push({ info: { id: `path:${x.spec.path}`, label: x.label ?? basename(x.spec.path), kind }, spec: { ...o.local, ...x.spec }, ...(kind === 'checkpoint' ? { runDir: runDirOf(x.spec.path) } : {}) });
+    }
+  }
+  const s = o.scan();
+  for (const c of s.checkpoints) out.push({ info: { id: c.id, label: `${c.run} (step ${c.step})`, kind: 'checkpoint' }, spec: { ...o.local, path: c.dir }, runDir: runDirOf(c.dir) });
+  // A GGUF runs on llama.cpp whatever --engine says for checkpoints.
+  for (const g of s.ggufs) out.push({ info: { id: g.id, label: g.id, kind: 'gguf' }, spec: { threads: o.local?.threads, maxBatch: o.local?.maxBatch, path: g.file } });
+  return out;
+}
+
+export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
+  const maxTurnTokens = o.maxTurnTokens ?? 256;
+  const envs = new Map<number | undefined, SqlEnvironment>();
+  const envFor = (e: Entry): SqlEnvironment => {
+    const schemaChars = e.runDir ? schemaCharsFor(e.runDir) : undefined;
+    let env = envs.get(schemaChars);
+    if (!env) envs.set(schemaChars, (env = new SqlEnvironment(o.executor, { ...(schemaChars ? { schemaChars } : {}), ...(o.maxTurns ? { maxTurns: o.maxTurns } : {}) })));
+    return env;
+  };
+  const find = (id: string): Entry => {
+    const e = entries(o).find((x) => x.info.id === id);
+    if (!e) throw new AgroError('not_found', `no policy '${id}' in the dashboard folder or on the command line`);
+    return e;
   };
 
-  const load = async (policy: string): Promise<Loaded> => {
-    if (loaded?.id === policy) return loaded;
-    const found = opts.scan().checkpoints.find((c) => c.id === policy);
-    if (!found) throw new AgroError('not_found', `no checkpoint '${policy}' in the dashboard folder`);
-    await initBackend();
-    loaded?.ck.model.dispose();
-    loaded = null;
-    const ck = loadCheckpoint(found.dir);
-    const schemaChars = schemaCharsFor(dirname(dirname(found.dir)));
-    const env = new SqlEnvironment(opts.executor, { ...(schemaChars ? { schemaChars } : {}), ...(opts.maxTurns ? { maxTurns: opts.maxTurns } : {}) });
-    loaded = { id: policy, ck, env };
-    return loaded;
-  };
+  // Endpoints stay open (a client each); a local model holds memory, so one at a time: asking another
+  // waits for the episodes on the current one, then closes it.
+  const remote = new Map<string, Promise<Policy>>();
+  let local: { id: string; policy: Promise<Policy>; users: number; idle: Promise<void>; wake: () => void } | null = null;
+  let switching: Promise<void> = Promise.resolve();
 
-  const episode = async (policy: string, dbPath: string, question: string, emit: (e: PlaygroundEvent) => void): Promise<void> => {
-    const { ck, env } = await load(policy);
-    const { model, tokenizer } = ck;
-    const ep = await env.start({ id: 'playground', dbId: '', dbPath, question, goldSql: '' });
-    emit({ type: 'start', policy, db: dbPath, messages: ep.opening });
-    const stops = [tokenizer.tokenId(CHAT_TOKENS.end), tokenizer.tokenId(CHAT_TOKENS.eos)];
-    const ids = renderPrompt(tokenizer, ep.opening);
-    for (let turn = 0; ; turn++) {
-      if (ids.length + maxTurnTokens > model.config.maxPositions) {
-        emit({ type: 'end', reason: `token_budget: ${ids.length} tokens so far, the model has ${model.config.maxPositions} positions` });
-        return;
+  const acquire = async (e: Entry): Promise<{ policy: Policy; release: () => void }> => {
+    if (e.held) return { policy: e.held, release: () => {} };
+    const spec = e.spec!;
+    if (spec.llmUrl) {
+      let p = remote.get(e.info.id);
+      if (!p) {
+        p = openPolicy({ ...spec, concurrency: spec.concurrency ?? 4 });
+        remote.set(e.info.id, p);
+        p.catch(() => remote.delete(e.info.id));
       }
-      const [[s]] = await sampleGroups(model, [ids], 1, { maxNewTokens: maxTurnTokens, temperature: 0, stopTokenIds: stops, seed: 0 });
-      ids.push(...s.tokens);
-      const stopped = s.finish === 'stop';
-      const text = tokenizer.decode(stopped ? s.tokens.slice(0, -1) : s.tokens);
-      const action = parseAction(text, SQL_AGENT_ACTIONS);
-      emit({ type: 'assistant', turn, text, ...(action.kind !== 'invalid' ? { think: action.think, action: { kind: action.kind, content: action.content } } : {}) });
-      if (!stopped) {
-        emit({ type: 'end', reason: `token_budget: the turn passed ${maxTurnTokens} tokens` });
-        return;
+      return { policy: await p, release: () => {} };
+    }
+    // Serialize switches so that two requests for different models do not load both.
+    const turn = switching.then(async () => {
+      if (local && local.id !== e.info.id) {
+        const old = local;
+        local = null;
+        if (old.users > 0) await old.idle;
+        await (await old.policy.catch(() => null))?.close();
       }
-      const r = await ep.step(text);
-      if (r.done) {
-        if (r.answer === undefined) {
-          emit({ type: 'end', reason: r.observation ? `${r.reason}: ${r.observation}` : r.reason });
-          return;
-        }
-        const res = await opts.executor.execute(dbPath, r.answer, { timeoutMs: 10_000, maxRows: TABLE_ROWS + 1 });
-        emit({ type: 'end', reason: r.reason, answer: r.answer, result: toResultTable(res, TABLE_ROWS) });
-        return;
+      if (!local) {
+        let wake = (): void => {};
+        const idle = new Promise<void>((r) => (wake = r));
+        local = { id: e.info.id, policy: openPolicy(spec), users: 0, idle, wake };
+        local.policy.catch(() => {
+          if (local?.id === e.info.id) local = null;
+        });
       }
-      const sql = action.kind === 'sql' ? action.content : '';
-      const table = sql ? toResultTable(await opts.executor.execute(dbPath, sql, { timeoutMs: 10_000, maxRows: TABLE_ROWS + 1 }), TABLE_ROWS) : undefined;
-      emit({ type: 'observation', turn, text: r.observation, ...(table ? { table } : {}) });
-      ids.push(tokenizer.tokenId(CHAT_TOKENS.tool), ...tokenizer.encode(r.observation), stops[0], tokenizer.tokenId(CHAT_TOKENS.assistant));
+      const mine = local;
+      mine.users++;
+      return mine;
+    });
+    switching = turn.then(
+      () => {},
+      () => {},
+    );
+    const mine = await turn;
+    const done = (): void => {
+      if (--mine.users === 0) mine.wake();
+    };
+    try {
+      return { policy: await mine.policy, release: done };
+    } catch (err) {
+      done();
+      throw err;
     }
   };
 
+  const table = async (dbPath: string, sql: string) => toResultTable(await o.executor.execute(dbPath, sql, { timeoutMs: 10_000, maxRows: TABLE_ROWS + 1 }), TABLE_ROWS);
+
   return {
     async policies() {
-      return opts.scan().checkpoints.map((c) => ({ id: c.id, label: `${c.run} (step ${c.step})`, kind: 'checkpoint' }));
+      return entries(o).map((e) => e.info);
     },
-    ask(policy, dbPath, question, onEvent) {
-      return serial(async () => {
-        try {
-          await episode(policy, dbPath, question, onEvent);
-        } catch (err) {
-          onEvent({ type: 'error', message: oneLine(err) });
-        }
-      });
+    async ask(policyId, dbPath, question, emit, signal) {
+      let release = (): void => {};
+      try {
+        const entry = find(policyId);
+        const env = envFor(entry);
+        const task: SqlTask = { id: 'playground', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, goldSql: '' };
+        emit({ type: 'start', policy: policyId, db: dbPath, messages: env.openingFor(task) });
+        const got = await acquire(entry);
+        release = got.release;
+        // Steps are emitted in order: a turn's table is looked up before the next event goes out.
+        let chain: Promise<void> = Promise.resolve();
+        const onEvent = (ev: EpisodeEvent): void => {
+          chain = chain.then(() => forward(ev));
+        };
+        const forward = async (ev: EpisodeEvent): Promise<void> => {
+          if (ev.type === 'text') emit({ type: 'text', turn: ev.turn, delta: ev.delta });
+          else if (ev.type === 'turn') {
+            const r = ev.record;
+            const action = parseAction(r.text, SQL_AGENT_ACTIONS);
+            emit({ type: 'assistant', turn: r.turn, text: r.text, ...(action.kind !== 'invalid' ? { think: action.think, action: { kind: action.kind, content: action.content } } : {}) });
+            if (r.observation !== undefined) emit({ type: 'observation', turn: r.turn, text: r.observation, ...(r.sql ? { table: await table(dbPath, r.sql) } : {}) });
+          } else if (ev.type === 'end') {
+            const res = ev.result;
+            const reason = res.error ? `${res.endReason}: ${res.error}` : res.endReason;
+            if (res.answer === undefined) emit({ type: 'end', reason, ms: res.ms });
+            else emit({ type: 'end', reason, ms: res.ms, answer: res.answer, result: await table(dbPath, res.answer) });
+          }
+        };
+        await runEpisode(env, task, got.policy, { mode: 'agent', maxTurnTokens, temperature: 0, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}) }, { onEvent });
+        await chain;
+      } catch (err) {
+        emit({ type: 'error', message: oneLine(err) });
+      } finally {
+        release();
+      }
     },
-    prompt(policy, dbPath) {
-      return serial(async () => (await load(policy)).env.openingFor({ id: 'schema', dbId: '', dbPath, question: '', goldSql: '' })[0].content);
+    async prompt(policyId, dbPath) {
+      return envFor(find(policyId)).openingFor({ id: 'schema', dbId: '', dbPath, question: '', goldSql: '' })[0].content;
     },
     async close() {
-      await queue;
-      loaded?.ck.model.dispose();
-      loaded = null;
+      const l = local;
+      local = null;
+      if (l) {
+        if (l.users > 0) await l.idle;
+        await (await l.policy.catch(() => null))?.close();
+      }
+      for (const p of remote.values()) await (await p.catch(() => null))?.close();
+      remote.clear();
     },
   };
 }

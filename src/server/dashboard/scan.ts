@@ -3,6 +3,8 @@
  * (a metrics.jsonl), factory outputs (manifest.json + dataset.jsonl), evaluation reports (`agro eval --out`
  * files), a quickstart's prediction files, and checkpoints. Every id is a path relative to the folder, and
  * a request may only name an id this scan returned, so no request reaches outside the folder.
+ * GGUF files (`agro export gguf` output, or any model copied in) are found by name; the policy loader
+ * checks the file itself when one is asked.
  */
 import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
@@ -33,6 +35,11 @@ export interface FoundCheckpoint {
   run: string;
   step: number;
 }
+export interface FoundGguf {
+  /** Relative path of the file. */
+  id: string;
+  file: string;
+}
 export interface FolderScan {
   root: string;
   runs: FoundRun[];
@@ -40,6 +47,7 @@ export interface FolderScan {
   evals: FoundEval[];
   /** The newest checkpoint of each run. */
   checkpoints: FoundCheckpoint[];
+  ggufs: FoundGguf[];
 }
 
 export const relId = (root: string, p: string): string => relative(root, p).split(sep).join('/') || '.';
@@ -78,7 +86,7 @@ function newestCheckpoint(runDir: string): { dir: string; step: number } | null 
 }
 
 export function scanFolder(root: string): FolderScan {
-  const out: FolderScan = { root, runs: [], datasets: [], evals: [], checkpoints: [] };
+  const out: FolderScan = { root, runs: [], datasets: [], evals: [], checkpoints: [], ggufs: [] };
   const walk = (dir: string, depth: number): void => {
     let names: string[];
     try {
@@ -101,6 +109,7 @@ export function scanFolder(root: string): FolderScan {
     for (const name of names) {
       const p = join(dir, name);
       if (name.endsWith('.json') && name !== 'predictions.json' && isEvalReport(p)) out.evals.push({ id: relId(root, p), file: p, source: 'report' });
+      else if (/\.gguf$/i.test(name)) out.ggufs.push({ id: relId(root, p), file: p });
     }
     if (depth >= MAX_DEPTH) return;
     for (const name of names) {

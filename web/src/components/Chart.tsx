@@ -6,6 +6,8 @@ import { useEffect, useMemo, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { download } from '../api.ts';
+import { toCsv } from '../csv.ts';
+import { decimateRows, pickRows, type Columns } from '../decimate.ts';
 
 export interface Series {
   label: string;
@@ -40,51 +42,77 @@ function fileName(title: string): string {
 interface UplotHost extends HTMLDivElement {
   /** The live chart, read by the browser tests. */
   _uplot?: uPlot;
+  /** Every row of its series (the chart may draw fewer, see decimate.ts). */
+  _full?: uPlot.AlignedData;
 }
 
-export function ChartFrame(props: { title: string; getPng: () => string | null; children: preact.ComponentChildren; testId?: string }) {
+export function ChartFrame(props: { title: string; getPng: () => string | null; getCsv?: () => string | null; children: preact.ComponentChildren; testId?: string }) {
   return (
     <figure class="chart" data-title={props.title}>
       <figcaption>
         <span>{props.title}</span>
-        <button
-          class="small"
-          title="Download as PNG"
-          onClick={() => {
-            const png = props.getPng();
-            if (png) download(fileName(props.title), png);
-          }}
-        >
-          PNG
-        </button>
+        <span class="actions">
+          <button
+            class="small"
+            title="Download as PNG"
+            onClick={() => {
+              const png = props.getPng();
+              if (png) download(fileName(props.title), png);
+            }}
+          >
+            PNG
+          </button>
+          {props.getCsv ? (
+            <button
+              class="small"
+              title="Download every point as CSV"
+              onClick={() => {
+                const csv = props.getCsv!();
+                if (csv) download(fileName(props.title).replace(/\.png$/, '.csv'), new Blob([csv], { type: 'text/csv' }));
+              }}
+            >
+              CSV
+            </button>
+          ) : null}
+        </span>
       </figcaption>
       {props.children}
     </figure>
   );
 }
 
-/** Keeps a uPlot sized to its container. */
-function useUplot(build: (width: number) => uPlot.Options | null, data: uPlot.AlignedData | null, deps: unknown[]) {
+/**
+ * Keeps a uPlot sized to its container; `shown` picks what to draw of the data at that width. The chart is
+ * made when the first size arrives (a ResizeObserver call, after layout): a page of charts is laid out
+ * once, instead of once per chart reading its width.
+ */
+function useUplot(build: (width: number) => uPlot.Options | null, data: uPlot.AlignedData | null, deps: unknown[], shown?: (data: uPlot.AlignedData, width: number) => uPlot.AlignedData) {
   const host = useRef<UplotHost>(null);
   const plot = useRef<uPlot | null>(null);
   useEffect(() => {
     const el = host.current;
     if (!el || !data) return;
-    const opts = build(Math.max(200, el.clientWidth));
-    if (!opts) return;
-    const u = new uPlot(opts, data, el);
-    plot.current = u;
-    el._uplot = u;
-    const ro = new ResizeObserver(() => {
-      const w = Math.max(200, el.clientWidth);
-      if (Math.abs(w - u.width) > 2) u.setSize({ width: w, height: u.height });
+    let u: uPlot | null = null;
+    const ro = new ResizeObserver((entries) => {
+      const w = Math.max(200, Math.floor(entries[entries.length - 1].contentRect.width));
+      if (u) {
+        if (Math.abs(w - u.width) > 2) u.setSize({ width: w, height: u.height });
+        return;
+      }
+      const opts = build(w);
+      if (!opts) return;
+      u = new uPlot(opts, shown ? shown(data, w) : data, el);
+      plot.current = u;
+      el._uplot = u;
+      el._full = data;
     });
     ro.observe(el);
     return () => {
       ro.disconnect();
-      u.destroy();
+      u?.destroy();
       plot.current = null;
       el._uplot = undefined;
+      el._full = undefined;
     };
   }, deps);
   return { host, plot };
@@ -109,6 +137,16 @@ export function LineChart(props: { title: string; series: Series[]; height?: num
   const sig = JSON.stringify(series.map((s) => [s.label, s.x.length, s.x[s.x.length - 1], s.y[s.y.length - 1]]));
   const data = useMemo(() => alignSeries(series), [sig]);
   const points = series.reduce((a, s) => a + s.y.length, 0);
+  // A long run is drawn decimated to the chart's width (one bucket per pixel column), and again for the
+  // range zoomed into: zoomed far enough, every row is drawn.
+  const buckets = (width: number) => Math.max(100, Math.round(width));
+  const shown = (d: uPlot.AlignedData, width: number, min?: number, max?: number): uPlot.AlignedData => {
+    const full = d as unknown as Columns;
+    if (full[0].length <= 2 * buckets(width)) return d;
+    return pickRows(full, decimateRows(full, buckets(width), min, max)) as unknown as uPlot.AlignedData;
+  };
+  // The x range last drawn: uPlot sets the scale once as it starts, which needs no second pass.
+  let drawnRange: [number, number] | null = data ? [data[0][0], data[0][data[0].length - 1]] : null;
   // Sparse series (held-out EX every N steps) are drawn as connected points.
   const { host, plot } = useUplot(
     (width) => ({
@@ -116,6 +154,17 @@ export function LineChart(props: { title: string; series: Series[]; height?: num
       height: props.height ?? 200,
       legend: { show: true },
       cursor: { drag: { x: true, y: false } },
+      hooks: {
+        setScale: [
+          (u, key) => {
+            const { min, max } = u.scales.x;
+            if (key !== 'x' || !data || min === undefined || max === undefined || data[0].length <= 2 * buckets(u.width)) return;
+            if (drawnRange && drawnRange[0] === min && drawnRange[1] === max) return;
+            drawnRange = [min, max];
+            u.setData(shown(data, u.width, min, max), false);
+          },
+        ],
+      },
       // A flat series gets a band around its value, not uPlot's default 0..100.
       scales: { x: { time: false }, y: { range: (_u, min, max) => (min === max ? [min - Math.max(1, Math.abs(min) * 0.1), max + Math.max(1, Math.abs(max) * 0.1)] : uPlot.rangeNum(min, max, 0.1, true)) } },
       axes: [{ label: props.xLabel ?? 'step', size: 36, labelSize: 18 }, { size: 56 }],
@@ -130,9 +179,11 @@ export function LineChart(props: { title: string; series: Series[]; height?: num
     }),
     data,
     [sig, props.height],
+    shown,
   );
+  const csv = () => (data ? toCsv([props.xLabel ?? 'step', ...series.map((s) => s.label)], (data[0] as number[]).map((_, i) => data.map((col) => col[i]))) : null);
   return (
-    <ChartFrame title={props.title} getPng={() => (plot.current ? chartPng(plot.current, props.title) : null)}>
+    <ChartFrame title={props.title} getPng={() => (plot.current ? chartPng(plot.current, props.title) : null)} getCsv={csv}>
       <div class="plot" ref={host} data-points={points} />
     </ChartFrame>
   );
@@ -152,6 +203,8 @@ export function BarChart(props: { title: string; labels: string[]; series: { lab
       height: props.height ?? 220,
       legend: { show: k > 1 },
       cursor: { points: { show: false } },
+      // Rotated labels run down and to the right of their bar: room for the last ones.
+      ...(props.rotate ? { padding: [12, 48, 0, 0] as uPlot.Padding } : {}),
       scales: { x: { time: false, range: [-0.5, n - 0.5] }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.08)] } },
       axes: [
         {

@@ -1,8 +1,8 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { getJson, postJson } from '../api.ts';
+import { postJson, useJson } from '../api.ts';
 import { BarChart } from '../components/Chart.tsx';
 import { DataTable, ResultView } from '../components/Table.tsx';
-import { navigate } from '../main.tsx';
+import { ItemList } from '../components/Picker.tsx';
 import { useOverview } from '../overview.ts';
 import type { DatasetDetail, PairRow, ResultTable } from '../../../src/server/dashboard/api-types.ts';
 
@@ -67,18 +67,11 @@ function PairDetail({ pair, db }: { pair: PairRow; db: string | null }) {
 
 export function DataPage({ params }: { params: URLSearchParams }) {
   const { data: overview, error } = useOverview();
-  const [detail, setDetail] = useState<DatasetDetail | null>(null);
-  const [loadError, setLoadError] = useState<string | null>(null);
   const [f, setF] = useState({ difficulty: '', style: '', shape: '', table: '', text: '' });
   const [open, setOpen] = useState<number | null>(null);
   const id = params.get('id') ?? overview?.datasets[0]?.id ?? null;
-
-  useEffect(() => {
-    if (!id) return;
-    setDetail(null);
-    setOpen(null);
-    getJson<DatasetDetail>('dataset', { id }).then(setDetail, (e: Error) => setLoadError(e.message));
-  }, [id]);
+  const { data: detail, error: loadError } = useJson<DatasetDetail>('dataset', id ? { id } : null);
+  useEffect(() => setOpen(null), [id]);
 
   const pairs = detail?.pairs ?? [];
   const facets = useMemo(() => {
@@ -120,16 +113,7 @@ export function DataPage({ params }: { params: URLSearchParams }) {
   return (
     <div class="layout">
       <aside>
-        <h3>Factory outputs</h3>
-        <ul class="runs">
-          {overview.datasets.map((d) => (
-            <li>
-              <a href="#" class={d.id === id ? 'active' : ''} onClick={(e) => (e.preventDefault(), navigate('data', { id: d.id }))}>
-                {d.id}
-              </a>
-            </li>
-          ))}
-        </ul>
+        <ItemList title="Factory outputs" page="data" items={overview.datasets} active={id} />
       </aside>
       <section class="content">
         {loadError ? <p class="error">{loadError}</p> : null}

@@ -1,8 +1,8 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { getJson } from '../api.ts';
+import { useJson } from '../api.ts';
 import { BarChart } from '../components/Chart.tsx';
 import { DataTable, ResultView } from '../components/Table.tsx';
-import { navigate } from '../main.tsx';
+import { ItemList } from '../components/Picker.tsx';
 import { useOverview } from '../overview.ts';
 import type { CompareResult, EvalDetail, EvalQuestion } from '../../../src/server/dashboard/api-types.ts';
 
@@ -20,15 +20,9 @@ function Trajectory({ turns }: { turns: { role: string; content: string }[] }) {
 }
 
 function Compare({ evalId, q }: { evalId: string; q: EvalQuestion }) {
-  const [res, setRes] = useState<CompareResult | null>(null);
-  const [err, setErr] = useState<string | null>(null);
+  const { data: res, error: err } = useJson<CompareResult>('eval/compare', { id: evalId, index: q.index });
   // Rows are marked only when both queries ran: against an error every gold row would be "missing".
   const both = !!res && res.pred.ok && res.gold.ok;
-  useEffect(() => {
-    setRes(null);
-    setErr(null);
-    getJson<CompareResult>('eval/compare', { id: evalId, index: q.index }).then(setRes, (e: Error) => setErr(e.message));
-  }, [evalId, q.index]);
   return (
     <section class="card" data-testid="compare">
       <h3>
@@ -66,18 +60,11 @@ function Compare({ evalId, q }: { evalId: string; q: EvalQuestion }) {
 
 export function EvalsPage({ params }: { params: URLSearchParams }) {
   const { data: overview, error } = useOverview();
-  const [detail, setDetail] = useState<EvalDetail | null>(null);
-  const [loadError, setLoadError] = useState<string | null>(null);
   const [outcome, setOutcome] = useState('');
   const [open, setOpen] = useState<number | null>(null);
   const id = params.get('id') ?? overview?.evals[0]?.id ?? null;
-  useEffect(() => {
-    if (!id) return;
-    setDetail(null);
-    setOpen(null);
-    setLoadError(null);
-    getJson<EvalDetail>('eval', { id }).then(setDetail, (e: Error) => setLoadError(e.message));
-  }, [id]);
+  const { data: detail, error: loadError } = useJson<EvalDetail>('eval', id ? { id } : null);
+  useEffect(() => setOpen(null), [id]);
   const questions = useMemo(() => (detail?.questions ?? []).filter((q) => !outcome || q.outcome === outcome), [detail, outcome]);
 
   if (error) return <p class="error">{error}</p>;
@@ -87,16 +74,7 @@ export function EvalsPage({ params }: { params: URLSearchParams }) {
   return (
     <div class="layout">
       <aside>
-        <h3>Evaluations</h3>
-        <ul class="runs">
-          {overview.evals.map((e) => (
-            <li>
-              <a href="#" class={e.id === id ? 'active' : ''} onClick={(ev) => (ev.preventDefault(), navigate('evals', { id: e.id }))}>
-                {e.label}
-              </a>
-            </li>
-          ))}
-        </ul>
+        <ItemList title="Evaluations" page="evals" items={overview.evals} active={id} />
       </aside>
       <section class="content">
         {loadError ? <p class="error">{loadError}</p> : null}

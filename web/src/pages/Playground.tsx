@@ -1,8 +1,21 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { apiUrl, getJson, postJson } from '../api.ts';
+import { SelectField, type Choice } from '../components/Picker.tsx';
 import { ResultView } from '../components/Table.tsx';
 import { useOverview } from '../overview.ts';
 import type { PlaygroundEvent, ResultTable } from '../../../src/server/dashboard/api-types.ts';
+
+const KIND_GROUP: Record<string, string> = { checkpoint: 'agro checkpoints', gguf: 'GGUF files', endpoint: 'OpenAI-compatible endpoints' };
+
+/** The turn being written: its text so far. */
+function Writing({ turn, text }: { turn: number; text: string }) {
+  return (
+    <div class="turn assistant writing" data-testid="writing">
+      <span class="role">assistant · turn {turn + 1} · writing…</span>
+      <pre>{text}</pre>
+    </div>
+  );
+}
 
 function Step({ e }: { e: PlaygroundEvent }) {
   if (e.type === 'assistant')
@@ -37,7 +50,7 @@ function Step({ e }: { e: PlaygroundEvent }) {
       </div>
     ) : null;
   }
-  if (e.type === 'end') return <p class="muted">episode ended: {e.reason}</p>;
+  if (e.type === 'end') return <p class="muted">episode ended: {e.reason}{e.ms !== undefined ? ` (${(e.ms / 1000).toFixed(1)} s)` : ''}</p>;
   if (e.type === 'error') return <p class="error">{e.message}</p>;
   return null;
 }
@@ -48,6 +61,7 @@ export function PlaygroundPage() {
   const [db, setDb] = useState('');
   const [question, setQuestion] = useState('');
   const [events, setEvents] = useState<PlaygroundEvent[]>([]);
+  const [writing, setWriting] = useState<{ turn: number; text: string } | null>(null);
   const [running, setRunning] = useState(false);
   const [prompt, setPrompt] = useState<string | null>(null);
   const [sql, setSql] = useState('');
@@ -69,6 +83,7 @@ export function PlaygroundPage() {
   const ask = () => {
     source.current?.close();
     setEvents([]);
+    setWriting(null);
     setResult(null);
     setSqlErr(null);
     setRunning(true);
@@ -78,9 +93,14 @@ export function PlaygroundPage() {
       es.close();
       setRunning(false);
     };
+    es.addEventListener('text', (m) => {
+      const e = JSON.parse((m as MessageEvent<string>).data) as Extract<PlaygroundEvent, { type: 'text' }>;
+      setWriting((cur) => (cur && cur.turn === e.turn ? { turn: e.turn, text: cur.text + e.delta } : { turn: e.turn, text: e.delta }));
+    });
     for (const type of ['start', 'assistant', 'observation', 'end', 'error']) {
       es.addEventListener(type, (m) => {
         const e = JSON.parse((m as MessageEvent<string>).data) as PlaygroundEvent;
+        if (e.type === 'assistant' || e.type === 'end' || e.type === 'error') setWriting(null);
         setEvents((cur) => [...cur, e]);
         if (e.type === 'end') {
           if (e.answer !== undefined) setSql(e.answer);
@@ -102,27 +122,13 @@ export function PlaygroundPage() {
 
   if (error) return <p class="error">{error}</p>;
   if (!overview) return <p class="muted">loading…</p>;
+  const policyChoices: Choice[] = overview.policies.map((p) => ({ value: p.id, label: p.label, group: KIND_GROUP[p.kind] ?? p.kind }));
   return (
     <div class="layout">
       <aside>
         <h3>Ask the agent</h3>
-        <label class="field">
-          policy
-          <select value={policy} onChange={(e) => setPolicy((e.target as HTMLSelectElement).value)} data-testid="policy">
-            {overview.policies.length === 0 ? <option value="">no checkpoint in this folder</option> : null}
-            {overview.policies.map((p) => (
-              <option value={p.id}>{p.label}</option>
-            ))}
-          </select>
-        </label>
-        <label class="field">
-          database
-          <select value={db} onChange={(e) => setDb((e.target as HTMLSelectElement).value)} data-testid="database">
-            {overview.databases.map((d) => (
-              <option value={d.id}>{d.label}</option>
-            ))}
-          </select>
-        </label>
+        <SelectField label="policy" value={policy} choices={policyChoices} onChange={setPolicy} empty="no policy: no checkpoint or .gguf in this folder" testId="policy" />
+        <SelectField label="database" value={db} choices={overview.databases.map((d) => ({ value: d.id, label: d.label }))} onChange={setDb} empty="no database" testId="database" />
         <label class="field">
           question
           <textarea rows={3} value={question} onInput={(e) => setQuestion((e.target as HTMLTextAreaElement).value)} data-testid="question" placeholder="How many genres are there?" />
@@ -140,6 +146,7 @@ export function PlaygroundPage() {
           {events.map((e) => (
             <Step e={e} />
           ))}
+          {writing ? <Writing turn={writing.turn} text={writing.text} /> : null}
         </div>
         <section class="card">
           <h3>Final SQL</h3>

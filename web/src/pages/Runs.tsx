@@ -73,12 +73,16 @@ export function RunsPage({ params }: { params: URLSearchParams }) {
   const selected = picked !== null ? picked.split(',').filter(Boolean) : [...runs].sort((a, b) => b.modifiedMs - a.modifiedMs).slice(0, 4).map((r) => r.id).sort();
   const key = selected.join(',');
 
+  // Runs named in the address are fetched at once; the default choice waits for the list of runs. The
+  // requests start while rendering (effects run only after the first paint).
+  const ready = picked !== null || !!overview;
+  const requests = useMemo(() => (ready ? Promise.all(selected.map((id) => getJson<RunDetail>('run', { id }))) : null), [ready, key]);
   useEffect(() => {
-    if (!overview) return;
+    if (!requests) return;
     let stop = false;
     let source: EventSource | null = null;
     setLoadError(null);
-    Promise.all(selected.map((id) => getJson<RunDetail>('run', { id }))).then(
+    requests.then(
       (list) => {
         if (stop) return;
         const next: Record<string, RunDetail> = {};
@@ -104,10 +108,25 @@ export function RunsPage({ params }: { params: URLSearchParams }) {
       stop = true;
       source?.close();
     };
-  }, [overview, key]);
+  }, [requests]);
 
   const shown = selected.map((id) => details[id]).filter((d): d is RunDetail => !!d);
   const plan = useMemo(() => chartPlan(shown.flatMap((d) => d.metrics.keys)), [shown.map((d) => d.metrics.keys.join()).join('|')]);
+  // Series are rebuilt only when a run's metrics change (a live row), not on every render of the page.
+  const charts = useMemo(
+    () =>
+      plan.map((c) => {
+        const series: Series[] = [];
+        for (const d of shown)
+          for (const k of c.keys) {
+            if (!d.metrics.columns[k]) continue;
+            const s = seriesOf(d.metrics, k);
+            series.push({ label: `${shown.length > 1 ? `${d.run.id} · ` : ''}${k}`, x: s.x, y: s.y });
+          }
+        return { title: c.title, series };
+      }),
+    [plan, ...shown.map((d) => d.metrics)],
+  );
   const toggle = (id: string) => {
     const next = selected.includes(id) ? selected.filter((x) => x !== id) : [...selected, id];
     navigate('runs', { run: next.join(',') });
@@ -139,16 +158,9 @@ export function RunsPage({ params }: { params: URLSearchParams }) {
         {loadError ? <p class="error">{loadError}</p> : null}
         {quickstart ? <QuickstartSummary report={quickstart} /> : null}
         <div class="charts">
-          {plan.map((c) => {
-            const series: Series[] = [];
-            for (const d of shown)
-              for (const k of c.keys) {
-                if (!d.metrics.columns[k]) continue;
-                const s = seriesOf(d.metrics, k);
-                series.push({ label: `${shown.length > 1 ? `${d.run.id} · ` : ''}${k}`, x: s.x, y: s.y });
-              }
-            return <LineChart title={c.title} series={series} />;
-          })}
+          {charts.map((c) => (
+            <LineChart title={c.title} series={c.series} />
+          ))}
         </div>
         {shown.map((d) => (
           <details class="card">
