@@ -23,11 +23,10 @@ import { refineStage, type CycleLog } from './refine.ts';
 import { coverage, diversityStage, embedHybrid, type Coverage } from './diversity/index.ts';
 import { sqlFeatures, sqlSkeleton, structureKey } from '../sql/features.ts';
 import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
-import { queryShape } from './realism.ts';
 import { HUMAN_SHAPES } from './shapes.ts';
 import { realizeStage } from './realize.ts';
 import { buildSchemaGraph, inferForeignKeys, type SchemaGraph } from './schema-graph.ts';
-import { synthesize } from './synthesize.ts';
+import { astShape, synthesize } from './synthesize.ts';
 import { silentProgress, toDatasetRow, type DatasetRow, type ProgressSink, type Stage, type StageContext, type SynthPair } from './types.ts';
 import { verifyStage } from './verify.ts';
 import { CachingExecutor } from './exec-cache.ts';
@@ -290,7 +289,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       items = await asStage(audit, items, variants);
       llm.audit = audit.stats;
     }
-    items = await asStage(diversityStage({ size: cfg.n, mix: cfg.mix, cover: (p) => queryShape(p.sql), coverMix: cfg.shapes ?? HUMAN_SHAPES, coverItems: schemaUse }), items, variants);
+    items = await asStage(diversityStage({ size: cfg.n, mix: cfg.mix, cover: (p) => astShape(p.ast), coverMix: cfg.shapes ?? HUMAN_SHAPES, coverItems: schemaUse }), items, variants);
     let refineLog: CycleLog[] = [];
     if (cfg.cycles > 0) {
       const refine = refineStage({ cycles: cfg.cycles, llmUrl: cfg.llmUrl, llmModel: cfg.llmModel, schema, graph });

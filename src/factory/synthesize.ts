@@ -187,7 +187,7 @@ async function group(ctx: StageContext, env: SynthEnv, top: boolean): Promise<Qu
         : { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false };
   f.q.columns = [g.ref, agg];
   f.q.groupBy = [g.ref];
-  if (ctx.rng.next() < 0.2) f.q.where = filters(f, ctx.rng, 1, new Set([key(g.ref)]));
+  if (ctx.rng.next() < (top ? 0.1 : 0.2)) f.q.where = filters(f, ctx.rng, 1, new Set([key(g.ref)]));
   if (top) {
     f.q.orderBy = [
       { expr: agg, dir: ctx.rng.next() < 0.85 ? 'DESC' : 'ASC' },
@@ -278,7 +278,7 @@ const TEMPLATES: Record<string, Builder> = {
     return group(ctx, env, true);
   },
   async topK(ctx, env) {
-    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.3));
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.4));
     if (!pick) return null;
     const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
@@ -423,7 +423,9 @@ const TEMPLATES: Record<string, Builder> = {
     if (!a || !b) return null;
     const targets = nonKey(a, 'T1').filter((c) => c.role === 'category' || c.role === 'text');
     if (!targets.length) return null;
-    const t = ctx.rng.pick(targets);
+    // Names rather than a handful of categories: two filters over a few values give the same set (a redundant set operation).
+    const named = targets.filter((c) => c.distinct >= 8);
+    const t = ctx.rng.pick(named.length ? named : targets);
     const fa = filters(a, ctx.rng, 1, new Set([key(t.ref)]));
     const fb = filters(b, ctx.rng, 1, new Set([key(t.ref)]));
     if (!fa.length || !fb.length) return null;
@@ -578,8 +580,10 @@ export function astShape(q: QueryAst): string {
 
 /** Shapes asked at least this often (percent) get a top-up of candidates when the weighted draw leaves them short. */
 const TOPUP_MIN_SHARE = 0.4;
+/** Candidates of each often-asked shape the top-up aims at, at least (later stages drop about half). */
+const TOPUP_MIN = 4;
 /** Tries per short shape before the top-up gives it up (the schema may not allow it). */
-const TOPUP_TRIES = 25;
+const TOPUP_TRIES = 40;
 
 function drawTemplate(rng: Rng, names: string[], w: Record<string, number>): string {
   const total = names.reduce((a, t) => a + w[t], 0);
@@ -593,8 +597,8 @@ function drawTemplate(rng: Rng, names: string[], w: Record<string, number>): str
 
 /**
  * Synthesizes up to `n` distinct candidates by template weight; then, when a shape mix is given,
- * tops up every shape people ask often (share >= TOPUP_MIN_SHARE) to at least 3 candidates (or its
- * share of n), drawing from the templates that made that shape, because verification and the
+ * tops up every shape people ask often (share >= TOPUP_MIN_SHARE) to TOPUP_MIN candidates plus half
+ * its share of n, drawing from the templates that made that shape, because verification and the
  * ambiguity check drop some of every shape. Attempts are bounded so a poor schema ends early.
  */
 export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, weights: Record<string, number> = {}, shapes?: Readonly<Record<string, number>>): Promise<SynthPair[]> {
@@ -655,7 +659,7 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
     const wanted = Object.entries(shapes)
       .filter(([, share]) => share >= TOPUP_MIN_SHARE)
       .sort((a, b) => b[1] - a[1])
-      .map(([shape, share]) => ({ shape, target: Math.max(3, Math.ceil((n * share) / 100)), tries: 0 }));
+      .map(([shape, share]) => ({ shape, target: TOPUP_MIN + Math.ceil((n * share) / 200), tries: 0 }));
     for (let round = 0; round < n * 4; round++) {
       const short = wanted.filter((x) => (shapeCount.get(x.shape) ?? 0) < x.target && x.tries < TOPUP_TRIES);
       if (!short.length) break;
