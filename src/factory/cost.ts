@@ -14,10 +14,10 @@ import { openDatabase } from '../sql/open-database.mjs';
 import type { DbSchema } from '../sql/types.ts';
 
 /** Rows a synthesized query may read (by the estimate above) on a database with big tables. */
-export const MAX_ROWS_READ = 100_000;
+export const MAX_ROWS_READ = 250_000;
 
 /** Databases whose largest table is at most this big are never checked: every query on them is cheap. */
-export const CHECK_FROM_ROWS = 100_000;
+export const CHECK_FROM_ROWS = 20_000;
 
 export interface PlanLine {
   id: number;
