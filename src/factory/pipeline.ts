@@ -20,8 +20,8 @@ import { buildLexicon, colKey } from './names.ts';
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
-import { coverage, diversityStage, embedHybrid, type Coverage } from './diversity/index.ts';
-import { sqlFeatures, sqlSkeleton, structureKey } from '../sql/features.ts';
+import { coverage, diversityStage, embedHybrid, sqlFeaturesMemo, type Coverage } from './diversity/index.ts';
+import { sqlSkeleton, structureKey } from '../sql/features.ts';
 import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
 import { HUMAN_SHAPES } from './shapes.ts';
 import { realizeStage } from './realize.ts';
@@ -304,7 +304,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     const vectors = embedHybrid(items.map((p) => ({ sqls: [p.sql], text: `${p.question} ${p.evidence}` })));
     const cov = coverage(vectors, vectors.map((_, i) => i), {
       skeletons: items.map((p) => sqlSkeleton(p.sql)),
-      structures: items.map((p) => structureKey(sqlFeatures(p.sql))),
+      structures: items.map((p) => structureKey(sqlFeaturesMemo(p.sql))),
     });
     const caught = Object.entries(rejections.augment ?? {})
       .filter(([r]) => r.endsWith('_on_variant') || r.startsWith('variant_'))
