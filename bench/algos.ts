@@ -1,4 +1,4 @@
-// `npm run bench -- algos [--seeds 3] [--algos a,b,...] [--steps 2] [--prompts 2] [--group 4] [--held-out 8] ...`
+// `npm run bench -- algos [--quick] [--seeds 3] [--algos a,b,...] [--steps 2] [--prompts 2] [--group 4] [--held-out 8] ...`
 // Every preset of the GRPO family (src/rl/config.ts PRESETS) on the same data, seeds and compute, in one table:
 // held-out execution accuracy (mean and min..max over seeds), zero-signal groups per step, KL to the SFT start,
 // entropy, wall time. Per seed: one cold start (diversity-selected trajectories, new tokenizer, tiny model, SFT),
@@ -6,6 +6,8 @@
 // KL reference (presets with a KL coefficient use it; the others only measure it). The default budget is small so
 // the whole table runs in minutes on a shared 2-core machine; the numbers compare algorithms, they do not show
 // what RL can do with a real budget. training_free_grpo needs an LLM endpoint and is not in this table.
+// EX is the mean over seeds ± its sample standard deviation, with min..max beside it. `--quick`: one seed, a few
+// presets (one per kind of trainer hook), smaller cold start: shows the harness works in about a minute.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -20,6 +22,7 @@ import { selectColdStart } from '../src/train/coldstart.ts';
 import { runSft } from '../src/train/sft.ts';
 import { runGrpo } from '../src/rl/trainer.ts';
 import { PRESET_NAMES } from '../src/rl/config.ts';
+import { std } from '../src/rl/advantages.ts';
 import type { StepRecord } from '../src/rl/phases.ts';
 import { initBackend } from '../src/model/backend.ts';
 import { Tokenizer } from '../src/model/tokenizer.ts';
@@ -45,9 +48,11 @@ interface Row {
 
 export async function run(args: string[]): Promise<void> {
   const db = resolve(flag(args, '--db', 'data/databases/music_store/music_store.sqlite'));
-  const seeds = num(args, '--seeds', 3);
+  const quick = args.includes('--quick');
+  const seeds = num(args, '--seeds', quick ? 1 : 3);
   // egrpo shapes search-agent signals (entities, exact match): it is compared in `bench -- search`, not here.
-  const algos = flag(args, '--algos', PRESET_NAMES.filter((n) => n !== 'egrpo').join(',')).split(',').filter(Boolean);
+  const every = PRESET_NAMES.filter((n) => n !== 'egrpo').join(',');
+  const algos = flag(args, '--algos', quick ? 'grpo,remax,reinforce_pp_kl,salt,dppo,mmr1,dagrpo' : every).split(',').filter(Boolean);
   // With this budget the tiny policy almost never executes to the right result, so every group would be zero-signal
   // under the execution reward alone; partial credit (format fraction, SQL overlap F1) gives the groups spread.
   // Presets whose point is their own reward list (otc, gdpo) keep it; `--rewards preset` keeps every preset's own.
@@ -58,11 +63,11 @@ export async function run(args: string[]): Promise<void> {
     { name: 'sql_overlap', weight: 0.5 },
   ];
   const ownRewards = new Set(['otc', 'gdpo']);
-  const pairs = num(args, '--pairs', 40);
-  const heldOutN = num(args, '--held-out', 8);
-  const coldStart = num(args, '--cold-start', 24);
-  const sftSteps = num(args, '--sft-steps', 40);
-  const steps = num(args, '--steps', 2);
+  const pairs = num(args, '--pairs', quick ? 24 : 40);
+  const heldOutN = num(args, '--held-out', quick ? 4 : 8);
+  const coldStart = num(args, '--cold-start', quick ? 12 : 24);
+  const sftSteps = num(args, '--sft-steps', quick ? 20 : 40);
+  const steps = num(args, '--steps', quick ? 1 : 2);
   const prompts = num(args, '--prompts', 2);
   const group = num(args, '--group', 4);
   const rlLr = num(args, '--lr', 1e-3);
@@ -136,11 +141,11 @@ export async function run(args: string[]): Promise<void> {
     const sftMean = mean(res.sft.acc);
     console.log(`\nheld-out execution accuracy over ${seeds} seed(s), ${heldOut.length} questions; per step: share of sampled groups with no reward spread, KL to the SFT start, entropy; wall time per run`);
     table([
-      ['preset', 'EX mean %', 'min..max', 'Δ vs SFT', 'zero-signal', 'KL', 'entropy', 'wall s', 'skipped'],
+      ['preset', 'EX mean % ± sd', 'min..max', 'Δ vs SFT', 'zero-signal', 'KL', 'entropy', 'wall s', 'skipped'],
       ...Object.entries(res).map(([a, r]) =>
         r.failed
           ? [a, 'failed', r.failed.slice(0, 40), '', '', '', '', '', '']
-          : [a, pct(mean(r.acc)), spread(r.acc), a === 'sft' ? '-' : `${mean(r.acc) >= sftMean ? '+' : ''}${pct(mean(r.acc) - sftMean)}`,
+          : [a, `${pct(mean(r.acc))} ± ${pct(std(r.acc, 'sample'))}`, spread(r.acc), a === 'sft' ? '-' : `${mean(r.acc) >= sftMean ? '+' : ''}${pct(mean(r.acc) - sftMean)}`,
             a === 'sft' ? '-' : `${pct(mean(r.zero))}%`, a === 'sft' ? '-' : mean(r.kl).toExponential(1),
             a === 'sft' ? '-' : mean(r.entropy).toFixed(2), mean(r.wall).toFixed(1), a === 'sft' ? '-' : String(r.skipped)],
       ),

@@ -5,7 +5,8 @@
  * original database and on every variant database of the task (test-suite reward).
  */
 import { z } from 'zod';
-import { parseAction, SQL_AGENT_ACTIONS, formatObservation } from './protocol.ts';
+import { parseAction, SQL_AGENT_ACTIONS, formatAction, formatObservation } from './protocol.ts';
+import { HINT_TIERS, scafSqlHint } from './hints.ts';
 import type { ChatMessage, Environment, Episode, EpisodeContext, RewardContext, RewardDeps, StepResult, TaskBase, Transcript } from './types.ts';
 import { introspectSchema } from '../sql/introspect.ts';
 import { renderSchema } from '../sql/render.ts';
@@ -89,6 +90,19 @@ export class SqlEnvironment implements Environment<SqlTask> {
       { role: 'system', content: `${SQL_AGENT_SYSTEM_PROMPT}\n${this.schemaFor(task.dbPath)}` },
       { role: 'user', content: `${task.question.trim()}${evidence}` },
     ];
+  }
+
+  /** One answer turn with the gold query. */
+  demonstration(task: SqlTask): string[] {
+    return [formatAction({ kind: 'answer', content: task.goldSql.trim(), think: '' })];
+  }
+
+  /** The task with a hint from its gold query added to the evidence (tables, then skeleton, then the first half). */
+  withHint(task: SqlTask, level: number): SqlTask | null {
+    const tier = HINT_TIERS[level];
+    if (!tier) return null;
+    const hint = scafSqlHint(tier, task.goldSql);
+    return { ...task, evidence: task.evidence?.trim() ? `${task.evidence.trim()} ${hint}` : hint };
   }
 
   async start(task: SqlTask): Promise<Episode> {

@@ -68,6 +68,13 @@ export interface Environment<T extends TaskBase = TaskBase> {
   rewardContext(task: T, transcript: Transcript): Promise<EpisodeContext>;
   /** Functions the rewards need for this task (e.g. the SQL result comparison in the task's mode). */
   rewardDeps?(task: T): RewardDeps;
+  /**
+   * The assistant turns of a correct episode, written from the task's ground truth (off-policy anchors of
+   * DaGRPO; the gold answer whose probability IGPO tracks is the last turn).
+   */
+  demonstration?(task: T): string[];
+  /** The task with a hint of tier `level` (0 = most abstract) in its prompt; null past the last tier (Scaf-GRPO). */
+  withHint?(task: T, level: number): T | null;
   close?(): Promise<void>;
 }
 

@@ -64,6 +64,15 @@ export const quickstartConfigSchema = z.strictObject({
   /** 3,000: held-out accuracy 15.8% against 3.3% after 1,000 steps (same data and seed). */
   sftSteps: z.number().int().min(1).default(3000),
   sftBatch: z.number().int().min(1).default(8),
+  /**
+   * Early stopping for the cold start: the loss on the RL questions' trajectories (skeletons SFT never
+   * sees, and never the held-out ones) every sftEvalEvery steps; SFT ends after sftPatience evaluations
+   * without a new best and keeps the best step. 0 = train every one of sftSteps. Off by default: on
+   * music_store (2,400 pairs, seed 0) patience 4 kept step 2,100 and scored 25.3% held out against 32.2%
+   * after all 3,000 steps; execution accuracy keeps rising after the loss on unseen skeletons bottoms out.
+   */
+  sftPatience: z.number().int().min(0).default(0),
+  sftEvalEvery: z.number().int().min(1).default(100),
   sftLr: z.number().positive().default(5e-3),
   algo: z.string().default('grpo'),
   rlSteps: z.number().int().min(1).default(60),
@@ -89,6 +98,7 @@ export const SMALL_QUICKSTART: QuickstartConfigInput = {
   preset: 'tiny',
   vocabSize: 600,
   sftSteps: 30,
+  sftEvalEvery: 10,
   sftBatch: 4,
   rlSteps: 3,
   groupSize: 2,
@@ -103,7 +113,7 @@ export interface QuickstartReport {
   /** RL questions by how many of passSamples samples the SFT policy got right, and how many were kept. */
   rlFilter?: { candidates: number; kept: number; byCorrect: number[] };
   coldStart?: { candidates: number; selected: number; verify: number; structures: number; randomStructures: number };
-  sft?: { steps: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number> };
+  sft?: { steps: number; bestStep?: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number> };
   rl?: { steps: number; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number>; firstReward: number; lastReward: number; zeroSignal: number };
 }
 
@@ -115,6 +125,9 @@ export interface QuickstartHooks {
   onStep?: (stage: 'sft' | 'rl', step: number, total: number, fields: Record<string, string | number>) => void;
   signal?: AbortSignal;
 }
+
+/** Questions the early-stopping loss is measured on: enough for a steady loss, few enough to be cheap every sftEvalEvery steps. */
+const STOP_SAMPLES = 256;
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 const passText = (p: Record<number, number> | undefined): string => (p ? Object.entries(p).map(([k, v]) => `pass@${k} ${pct(v)}`).join(', ') : '-');
@@ -194,14 +207,24 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const model = new LlamaModel(resolveModelConfig({ preset: cfg.preset, vocabSize: tokenizer.vocabSize }), { seed: cfg.seed });
       const samples = chosen.map((t) => renderChat(tokenizer, t.messages));
       const meanLen = Math.round(samples.reduce((a, s) => a + s.ids.length, 0) / samples.length);
-      log(`[2/4] SFT of a ${cfg.preset} model on ${backend} (${tokenizer.vocabSize}-token tokenizer, ${meanLen} tokens per sample), ${cfg.sftSteps} steps ...`);
+      // Early stopping watches questions of skeletons SFT never trains on: the RL ones (the held-out
+      // set stays untouched until the end). Without RL questions, SFT holds out a share of its own.
+      const stopOn = cfg.sftPatience > 0 && rlCandidates.length >= 5
+        ? (await synthesizeTrajectories(new Rng(cfg.seed + 7).shuffle([...rlCandidates]).slice(0, STOP_SAMPLES), env, { verifyShare: cfg.verifyShare, seed: cfg.seed + 7 })).map((t) => renderChat(tokenizer, t.messages))
+        : undefined;
+      const until = cfg.sftPatience > 0 ? `, stopping when the loss on ${stopOn ? `the ${stopOn.length} RL questions` : 'a held-out share'} has not improved for ${cfg.sftPatience * cfg.sftEvalEvery} steps` : '';
+      log(`[2/4] SFT of a ${cfg.preset} model on ${backend} (${tokenizer.vocabSize}-token tokenizer, ${meanLen} tokens per sample), up to ${cfg.sftSteps} steps${until} ...`);
       const t0 = performance.now();
       const res = await runSft({
         outDir: sftDir,
         model,
         tokenizer,
         samples,
-        config: { steps: cfg.sftSteps, batchSize: cfg.sftBatch, lr: cfg.sftLr, warmupSteps: Math.min(20, Math.floor(cfg.sftSteps / 10)), evalEvery: 0, checkpointEvery: 0, maxSeqLen: model.config.maxPositions, seed: cfg.seed },
+        ...(stopOn ? { heldOut: stopOn } : {}),
+        config: {
+          steps: cfg.sftSteps, batchSize: cfg.sftBatch, lr: cfg.sftLr, warmupSteps: Math.min(20, Math.floor(cfg.sftSteps / 10)),
+          evalEvery: cfg.sftPatience > 0 ? cfg.sftEvalEvery : 0, patience: cfg.sftPatience, checkpointEvery: 0, maxSeqLen: model.config.maxPositions, seed: cfg.seed,
+        },
         signal: hooks.signal,
         onStep: (m) => hooks.onStep?.('sft', m.step, cfg.sftSteps, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
       });
@@ -210,11 +233,12 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const ev = await evaluatePolicy(env, heldOut, model, tokenizer, evalOpts);
       writeJsonAtomic(join(sftDir, 'predictions.json'), ev.predictions);
       const headroom = await samplePassRates(env, heldOut, model, tokenizer, { ...evalOpts, samples: cfg.passSamples });
-      report.sft = { steps: res.steps, finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev, passAt: headroom.passAt };
+      report.sft = { steps: res.steps, ...(res.best ? { bestStep: res.best.step } : {}), finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev, passAt: headroom.passAt };
       save();
       model.dispose();
     }
-    log(`[2/4] after SFT: held-out loss ${report.sft.heldOutLoss?.toFixed(3) ?? '-'}, execution accuracy ${pct(report.sft.eval.accuracy)} on ${report.sft.eval.n} held-out questions (${report.sft.seconds}s); headroom ${passText(report.sft.passAt)}`);
+    const stopped = report.sft.bestStep !== undefined ? `stopped at step ${report.sft.steps}, kept step ${report.sft.bestStep} (validation loss ${report.sft.heldOutLoss?.toFixed(3)})` : `held-out loss ${report.sft.heldOutLoss?.toFixed(3) ?? '-'}`;
+    log(`[2/4] after SFT: ${stopped}, execution accuracy ${pct(report.sft.eval.accuracy)} on ${report.sft.eval.n} held-out questions (${report.sft.seconds}s); headroom ${passText(report.sft.passAt)}`);
 
     // ---- 3. GRPO ----
     const rlDir = join(out, 'grpo');

@@ -87,6 +87,46 @@ export const algoConfigSchema = z.strictObject({
   maskTruncated: z.boolean().default(false),
   /** LLDS likelihood-preserving regularizer (losses.ts lldsPenalty); 0 = off. */
   lldsCoef: z.number().min(0).default(0),
+  /**
+   * KL in the reward instead of (or beside) the loss (verl use_kl_in_reward): each policy token's reward gets
+   * −β·KL(policy ‖ reference) before the advantages; β fixed or adapted toward `target` (verl kl_ctrl).
+   */
+  klInReward: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      coef: z.number().min(0).default(0.001),
+      estimator: z.enum(['k1', 'k2', 'k3', 'abs']).default('k1'),
+      controller: z.enum(['fixed', 'adaptive']).default('fixed'),
+      target: z.number().positive().default(0.1),
+      horizon: z.number().positive().default(10000),
+    })
+    .prefault({}),
+  /** Which prompts a step trains on: the run's shuffled order, or MMR1's variance-aware sampling after one pass. */
+  sampler: z
+    .strictObject({
+      name: z.enum(['order', 'mmr1']).default('order'),
+      /** VPS = alpha·p(1−p) + beta·diversity; `mix` of each step's prompts drawn ∝ VPS, the rest uniformly. */
+      alpha: z.number().min(0).default(1),
+      beta: z.number().min(0).default(1),
+      mix: z.number().min(0).max(1).default(0.5),
+    })
+    .prefault({}),
+  /** Step- and turn-level credit on top of the advantages: SALT (trajectory graph), IGPO (information gain), M-GRPO (roles). */
+  credit: z
+    .strictObject({
+      name: z.enum(['none', 'salt', 'igpo', 'mgrpo']).default('none'),
+      /** igpo: discount over turns. */
+      gamma: z.number().min(0).max(1).default(1),
+      /** mgrpo: fixed sub-agent (tool-call turn) slots per rollout. */
+      slots: z.number().int().min(1).default(2),
+    })
+    .prefault({}),
+  /** DPPO's unbiased dynamic pruning: keep a response with p = clamp(|A|/max|A|, pMin, 1), weight 1/p. */
+  dppo: z.strictObject({ enabled: z.boolean().default(false), pMin: z.number().gt(0).max(1).default(0.2) }).prefault({}),
+  /** DaGRPO's off-policy anchors: a group without a correct response gets the environment's demonstration. */
+  anchors: z.strictObject({ enabled: z.boolean().default(false) }).prefault({}),
+  /** Scaf-GRPO: after `exemptSteps`, a group without a correct response is retried with hints of rising tiers. */
+  scaffold: z.strictObject({ enabled: z.boolean().default(false), exemptSteps: z.number().int().min(0).default(0) }).prefault({}),
   rewards: z.array(rewardSpecSchema).min(1).default([
     { name: 'execution', weight: 1, params: {} },
     { name: 'format', weight: 0.1, params: {} },
@@ -173,7 +213,8 @@ export const PRESETS = {
   /** OTC-GRPO's product reward α·r_tool·r_base (α = the weight): the tool reward replaces the base reward. */
   otc: { rewards: [{ name: 'tool_efficiency', weight: 1, params: { gateOnCorrect: true } }, { name: 'format', weight: 0.1 }] },
   seed_grpo: { advantage: { name: 'seed_grpo', seedAlpha: 1 } },
-  dagrpo: { advantage: { name: 'dagrpo', distinctThreshold: 0.1 } },
+  /** DaGRPO: distinctiveness-masked pairwise advantages and off-policy anchors (the demonstration) for groups with no correct response. */
+  dagrpo: { advantage: { name: 'dagrpo', distinctThreshold: 0.1 }, anchors: { enabled: true } },
   mo_grpo: { advantage: { name: 'mo_grpo' } },
   raft: { advantage: { name: 'raft' }, loss: { name: 'gpg' }, kl: { coef: 0 } },
   /** Reinforce-Rej: r − mean, groups that are all right or all wrong dropped (no refill). */
@@ -189,6 +230,24 @@ export const PRESETS = {
   gtpo: { gtpo: { enabled: true, posBoost: 2 }, kl: { coef: 0 } },
   /** GRPO with the LLDS likelihood-preserving regularizer (Search-R1 collapse guard). */
   llds: { lldsCoef: 0.1 },
+  /** ReMax: A = G_t − r(greedy rollout of the same prompt); the trainer rolls out the greedy baseline. */
+  remax: { advantage: { name: 'remax' }, kl: { coef: 0 } },
+  /** verl's REINFORCE++ recipe: k1 KL in the reward (fixed β 0.001), no KL loss. */
+  reinforce_pp_kl: { advantage: { name: 'reinforce_pp' }, kl: { coef: 0 }, klInReward: { enabled: true, coef: 0.001 } },
+  /** GRPO with KL in the reward under verl's adaptive controller (target 0.1, horizon 10000), no KL loss. */
+  grpo_kl_adaptive: { kl: { coef: 0 }, klInReward: { enabled: true, coef: 0.001, controller: 'adaptive' } },
+  /** SALT: each turn's advantage is the mean over the group's trajectories through its node of the trajectory graph. */
+  salt: { credit: { name: 'salt' } },
+  /** IGPO: turn rewards = gain in the policy's probability of the gold answer; outcome on the last turn. */
+  igpo: { credit: { name: 'igpo' } },
+  /** M-GRPO: tool-call turns as sub-agent invocations (2 slots, own normalization), the answer turn as the main agent. */
+  mgrpo: { credit: { name: 'mgrpo', slots: 2 } },
+  /** MMR1 variance-aware prompt sampling (after one pass over the prompts), half ∝ VPS, half uniform. */
+  mmr1: { sampler: { name: 'mmr1' } },
+  /** DPPO unbiased dynamic pruning of low-|A| responses (p ≥ 0.2, weight 1/p). */
+  dppo: { dppo: { enabled: true } },
+  /** Scaf-GRPO: hints (tables, skeleton, first half of the gold SQL) for groups with no correct response. */
+  scaf_grpo: { scaffold: { enabled: true } },
 } satisfies Record<string, AlgoOverrides>;
 
 export type PresetName = keyof typeof PRESETS;

@@ -6,6 +6,7 @@
  * difficulty-aware augmentation). Each states its paper and what of the paper is left out.
  */
 import { Rng } from '../util/rng.ts';
+import { HINT_TIERS } from '../agent/hints.ts';
 import { assertFiniteArray, assertSameLength, invalid } from './validate.ts';
 import { groupIndices, mean, std } from './advantages.ts';
 
@@ -272,7 +273,8 @@ export function withAnchors(
   return out;
 }
 
-export const SCAF_TIERS = ['knowledge', 'planning', 'solution'] as const;
+/** The SQL agent's hint tiers (agent/hints.ts); any environment's `withHint` levels follow the same order. */
+export const SCAF_TIERS = HINT_TIERS;
 export type ScafTier = (typeof SCAF_TIERS)[number];
 
 /**
@@ -284,24 +286,6 @@ export function scafNextTier(groupRewards: readonly number[], step: number, exem
   if (step < exemptSteps || groupRewards.some((r) => r > 0)) return current;
   const k = current === null ? 0 : SCAF_TIERS.indexOf(current) + 1;
   return k < SCAF_TIERS.length ? SCAF_TIERS[k] : current;
-}
-
-/**
- * The hint text of a tier for a text-to-SQL task, derived from the gold query: the tables it reads (knowledge),
- * its clause skeleton with names and literals elided (planning), or its first half (solution).
- */
-export function scafSqlHint(tier: ScafTier, goldSql: string): string {
-  const sql = goldSql.trim().replace(/\s+/g, ' ');
-  if (tier === 'knowledge') {
-    const tables = [...sql.matchAll(/\b(?:from|join)\s+([`"[]?[\w.]+[`"\]]?)/gi)].map((m) => m[1]);
-    return `Hint: the answer reads the table${tables.length === 1 ? '' : 's'} ${[...new Set(tables)].join(', ')}.`;
-  }
-  if (tier === 'planning') {
-    const keywords = sql.match(/\b(select|distinct|count|sum|avg|min|max|from|join|on|where|and|or|not|in|like|between|group by|having|order by|asc|desc|limit|union|intersect|except)\b/gi) ?? [];
-    return `Hint: the query has the shape ${keywords.map((k) => k.toUpperCase()).join(' ')}.`;
-  }
-  const words = sql.split(' ');
-  return `Hint: the query starts with ${words.slice(0, Math.max(1, Math.ceil(words.length / 2))).join(' ')}`;
 }
 
 /**

@@ -29,8 +29,9 @@ export function klEstimate(logp: number, refLogp: number, estimator: KlRewardEst
 
 /**
  * Token rewards −β·KL_t over each response's policy tokens (rows of old and reference log-probs of the policy
- * tokens), and the batch's mean KL per token (what the adaptive controller reads). Feed the rows to
- * computeAdvantages as `tokenRewards` (reinforce_pp, remax, gae).
+ * tokens), and the batch's KL as verl's apply_kl_penalty reads it for the adaptive controller: each response's mean
+ * over its tokens, then the mean over responses (`current_kl`). Feed the rows to computeAdvantages as
+ * `tokenRewards` (reinforce_pp, remax, gae).
  */
 export function klTokenRewards(
   oldLogp: readonly (readonly number[])[],
@@ -39,19 +40,21 @@ export function klTokenRewards(
   estimator: KlRewardEstimator = 'k1',
 ): { tokenRewards: number[][]; meanKl: number } {
   if (oldLogp.length !== refLogp.length) throw invalid(`oldLogp has ${oldLogp.length} rows but refLogp has ${refLogp.length}`);
-  let sum = 0;
-  let n = 0;
+  const rowMeans: number[] = [];
   const tokenRewards = oldLogp.map((row, i) => {
     if (row.length !== refLogp[i].length) throw invalid(`oldLogp[${i}] has ${row.length} tokens but refLogp[${i}] has ${refLogp[i].length}`);
-    return row.map((lp, t) => {
+    let sum = 0;
+    const out = row.map((lp, t) => {
       const kl = klEstimate(lp, refLogp[i][t], estimator);
       if (!Number.isFinite(kl)) throw invalid(`KL at row ${i}, token ${t} is ${kl}`);
       sum += kl;
-      n++;
       return -beta * kl;
     });
+    // verl's masked_mean of a row without tokens is 0/(0 + 1e-8) = 0.
+    rowMeans.push(row.length ? sum / row.length : 0);
+    return out;
   });
-  return { tokenRewards, meanKl: n ? sum / n : 0 };
+  return { tokenRewards, meanKl: rowMeans.length ? rowMeans.reduce((a, b) => a + b, 0) / rowMeans.length : 0 };
 }
 
 export interface KlController {

@@ -1,10 +1,11 @@
 /**
- * The phases of one group-relative RL step, each a function the trainer (trainer.ts) calls in order and a
- * variant can replace or wrap:
+ * The phases of one group-relative RL step, each a function the trainer (trainer.ts) calls in order; the
+ * variants that change more than an advantage or a loss plug in between them through hooks.ts:
  *
  *   collect  → G episodes per task from the policy (the rollout engine, multi-turn, with the environment)
  *   score    → the reward registry on each finished episode, grouped by task
  *   select   → which groups train (DAPO's dynamic sampling drops the zero-signal ones)
+ *   logProbs → the old policy's and the reference's log-probs of the batch (once, before any update)
  *   advantages → the advantage estimator by name, over the selected groups
  *   update   → ppoEpochs passes of the policy loss by name over micro-batches, then AdamW
  *   record   → the metrics line of the step
@@ -18,7 +19,7 @@ import type { Tokenizer } from '../model/tokenizer.ts';
 import { sequenceLogProbs } from '../model/generate.ts';
 import { accumulateGrads, clipByGlobalNorm, type AdamW } from '../train/optim.ts';
 import { advantageParams, type AlgoConfig, type lossConfig } from './config.ts';
-import { computeAdvantages, dynamicSamplingFilter, mean, std, type AdvantageResult } from './advantages.ts';
+import { computeAdvantages, dynamicSamplingFilter, mean, std, type AdvantageInput, type AdvantageResult } from './advantages.ts';
 import { computePolicyLoss, microBatchShares, stopGradient, type LossMetrics } from './losses.ts';
 import { otcOptimalCalls, scoreEpisode, type prepareRewards, type ScoredEpisode } from './rewards.ts';
 import { rollout, type Trajectory } from './rollout.ts';
@@ -74,14 +75,14 @@ export async function score<T extends TaskBase>(c: Pick<StepContext<T>, 'env' | 
   return groups;
 }
 
-/** DAPO's dynamic sampling when the algorithm enables it (groups whose rewards all agree carry no signal); else every group. */
 /** Groups whose rewards are all equal: every group-relative advantage is 0 there, so they teach nothing. */
 export function zeroSignalGroups(groups: readonly Scored[][]): number {
   return groups.filter((g) => g.length > 0 && g.every((s) => s.score.total === g[0].score.total)).length;
 }
 
-export function select(algo: AlgoConfig, groups: Scored[][]): { keep: Scored[][]; dropped: number } {
-  if (!algo.dynamicSampling.enabled) return { keep: groups, dropped: 0 };
+/** DAPO's dynamic sampling when the algorithm enables it (groups whose rewards all agree carry no signal); else every group. `kept`: their indices. */
+export function select(algo: AlgoConfig, groups: Scored[][]): { keep: Scored[][]; kept: number[]; dropped: number } {
+  if (!algo.dynamicSampling.enabled) return { keep: groups, kept: groups.map((_, i) => i), dropped: 0 };
   const flat = groups.flat();
   const f = dynamicSamplingFilter(
     flat.map((s) => s.score.total),
@@ -89,14 +90,32 @@ export function select(algo: AlgoConfig, groups: Scored[][]): { keep: Scored[][]
     { singleton: algo.dynamicSampling.singleton },
   );
   const keepGroups = new Set(f.keep.map((i) => flat[i].traj.group));
-  return { keep: groups.filter((_, gi) => keepGroups.has(gi)), dropped: f.droppedGroups };
+  const kept = groups.flatMap((_, gi) => (keepGroups.has(gi) ? [gi] : []));
+  return { keep: kept.map((gi) => groups[gi]), kept, dropped: f.droppedGroups };
+}
+
+// ---------------------------------------------------------------- log-probs
+
+/**
+ * The batch's per-token log-probs under the policy before the update (needed for several PPO epochs and for KL in
+ * the reward) and under the reference (whenever there is one: the KL to it is logged even at coefficient 0).
+ */
+export async function logProbs<T extends TaskBase>(c: Pick<StepContext<T>, 'cfg' | 'algo' | 'model' | 'reference'>, trajs: readonly Trajectory[]): Promise<{ old: number[][] | null; ref: number[][] | null }> {
+  const seqs = trajs.map((t) => t.ids);
+  return {
+    old: c.cfg.ppoEpochs > 1 || c.algo.klInReward.enabled ? await sequenceLogProbs(c.model, seqs) : null,
+    ref: c.reference ? await sequenceLogProbs(c.reference, seqs) : null,
+  };
 }
 
 // ---------------------------------------------------------------- advantages
 
+/** What hooks add to the estimator's input: per-token rewards, baselines, or a shift of each sequence reward. */
+export type AdvantageExtras = Pick<AdvantageInput, 'tokenRewards' | 'baselines' | 'values'> & { rewardShift?: readonly number[] };
+
 /** The algorithm's advantage estimator over the step's groups (group ids from the batch layout). */
-export function advantages(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][]): AdvantageResult {
-  const result = estimate(c, groups);
+export function advantages(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][], extras: AdvantageExtras = {}): AdvantageResult {
+  const result = estimate(c, groups, extras);
   if (!c.algo.gtpo.enabled) return result;
   // GTPO: per-token weights on the policy tokens (conflict tokens across opposite-sign responses of a group).
   const batch = groups.flat();
@@ -105,15 +124,16 @@ export function advantages(c: { algo: AlgoConfig; rewards: ReturnType<typeof pre
   return { ...result, tokenAdvantages: w.map((row, b) => row.map((x, t) => x * (result.tokenAdvantages ? result.tokenAdvantages[b][t] : result.advantages[b]))) };
 }
 
-function estimate(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][]): AdvantageResult {
+function estimate(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][], extras: AdvantageExtras): AdvantageResult {
   const batch = groups.flat();
+  const { rewardShift, ...inputs } = extras;
   // E-GRPO composed with the rest of the reward list: every weighted component but the ones E-GRPO replaces.
   const shapedBy = new Set(['exact_match', 'execution', 'entity_match']);
   const others = (s: Scored): number => c.rewards.reduce((a, r, k) => a + (shapedBy.has(r.label) ? 0 : r.weight * s.score.vector[k]), 0);
   return computeAdvantages(
     c.algo.advantage.name,
     {
-      rewards: batch.map((s) => s.score.total),
+      rewards: batch.map((s, i) => s.score.total + (rewardShift?.[i] ?? 0)),
       groupIds: groups.flatMap((g, gi) => g.map(() => gi)),
       lengths: batch.map((s) => Math.max(1, s.traj.mask.reduce((a, b) => a + b, 0))),
       components: batch.map((s) => s.score.vector),
@@ -128,6 +148,7 @@ function estimate(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewar
       responseMasks: batch.map((s) => responseRegion(s.traj.mask)),
       // Meaning clusters for seed_grpo / polychromic: episodes with the same final answer (or none) agree.
       clusters: batch.map((s) => (s.traj.answer ?? '').trim().replace(/\s+/g, ' ').toLowerCase()),
+      ...inputs,
     },
     advantageParams(c.algo),
   );
@@ -255,12 +276,18 @@ export interface UpdateResult {
  * ppoEpochs passes over the batch (old log-probs recomputed once and kept), each summing the gradients of
  * micro-batches whose losses add up to the whole batch's, clipping, and one AdamW step at learning rate `lr`.
  */
-export async function update<T extends TaskBase>(c: StepContext<T>, opt: AdamW, trajs: readonly Trajectory[], adv: AdvantageResult, lr: number): Promise<UpdateResult> {
+export async function update<T extends TaskBase>(
+  c: StepContext<T>,
+  opt: AdamW,
+  trajs: readonly Trajectory[],
+  adv: AdvantageResult,
+  lp: { old: number[][] | null; ref: number[][] | null },
+  lr: number,
+): Promise<UpdateResult> {
   const { cfg, model } = c;
-  const seqs = trajs.map((t) => t.ids);
-  const oldLp = cfg.ppoEpochs > 1 ? await sequenceLogProbs(model, seqs) : null;
-  // With a reference model the KL to it is measured (and logged) even when its coefficient is 0.
-  const refLp = c.reference ? await sequenceLogProbs(c.reference, seqs) : null;
+  // One epoch needs no stored old log-probs: the ratio is exp(logp − sg(logp)) = 1 with the gradient of logp.
+  const oldLp = cfg.ppoEpochs > 1 ? lp.old : null;
+  const refLp = lp.ref;
   // TRL mask_truncated_completions: after the advantages (their rewards still counted in the group statistics).
   const trained = c.algo.maskTruncated ? trajs.map((t) => (t.truncated ? { ...t, mask: t.mask.map(() => 0) } : t)) : trajs;
   const rows = trained.map((t, b) => seqRow(t, adv.tokenAdvantages ? adv.tokenAdvantages[b] : adv.advantages[b], oldLp?.[b] ?? null, refLp?.[b] ?? null));
@@ -385,7 +412,31 @@ export interface StepRecord {
   /** Pushing the updated weights to the rollout engine (only with an engine other than TF.js). */
   time_sync_s?: number;
   tokens_per_s: number;
+  /** Ids of the tasks whose groups trained this step, in batch order. */
+  task_ids: string[];
+  /** Responses in the update (after any pruning) and the mean and mean |·| of their advantages (per response: its tokens' mean). */
+  trained: number;
+  adv_mean: number;
+  adv_abs_mean: number;
+  /** Figures of the active trainer hooks (hooks.ts), e.g. kl_reward_beta, remax_baseline, dppo_kept. */
+  hooks?: Record<string, number>;
   eval_accuracy?: number;
+}
+
+/** What the trainer knows about a step beyond the groups: the tasks, the advantages that trained, the hooks' figures. */
+export interface StepExtras {
+  taskIds: string[];
+  /** Per trained response: its advantage (the mean of its token advantages when they vary). */
+  trainedAdvantages: number[];
+  hooks: Record<string, number>;
+}
+
+/** Per response, the mean of its token advantages when the estimator gives rows, else its advantage. */
+export function responseAdvantages(adv: AdvantageResult): number[] {
+  return adv.advantages.map((a, b) => {
+    const row = adv.tokenAdvantages?.[b];
+    return row && row.length ? mean(row) : a;
+  });
 }
 
 export interface StepTimes {
@@ -407,6 +458,7 @@ export function record(
   sampled: { dropped: number; groups: number; zeroSignal: number },
   u: UpdateResult,
   times: StepTimes,
+  extras: StepExtras,
 ): StepRecord {
   const batch = groups.flat();
   const trajs = batch.map((s) => s.traj);
@@ -442,5 +494,10 @@ export function record(
     time_update_s: round3(times.updateSec),
     ...(times.syncSec !== undefined ? { time_sync_s: round3(times.syncSec) } : {}),
     tokens_per_s: Math.round(trajs.reduce((a, t) => a + t.policyTokens, 0) / Math.max(1e-9, times.rolloutSec)),
+    task_ids: extras.taskIds,
+    trained: extras.trainedAdvantages.length,
+    adv_mean: extras.trainedAdvantages.length ? mean(extras.trainedAdvantages) : 0,
+    adv_abs_mean: extras.trainedAdvantages.length ? mean(extras.trainedAdvantages.map(Math.abs)) : 0,
+    ...(Object.keys(extras.hooks).length ? { hooks: extras.hooks } : {}),
   };
 }

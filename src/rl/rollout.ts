@@ -156,3 +156,57 @@ export async function rollout<T extends TaskBase>(
   );
 }
 
+
+/**
+ * A trajectory written rather than sampled: the episode is stepped with the given assistant turns (e.g. the
+ * environment's demonstration), laid out token for token as `rollout` lays out a sampled one (turn tokens + <|end|>
+ * trained, observations masked). Off-policy data: its tokens are the tokenizer's encoding, not a policy sample.
+ */
+export async function replay<T extends TaskBase>(env: Environment<T>, task: T, turns: readonly string[], tokenizer: Tokenizer, group: number): Promise<Trajectory> {
+  const endId = tokenizer.tokenId(CHAT_TOKENS.end);
+  const ep = await env.start(task);
+  const ids = renderPrompt(tokenizer, ep.opening);
+  const promptLength = ids.length;
+  const mask = ids.map(() => 0);
+  const messages: ChatMessage[] = [...ep.opening];
+  let toolCalls = 0;
+  let policyTokens = 0;
+  let done: Pick<Transcript, 'endReason' | 'answer'> = { endReason: 'turn_limit' };
+  for (const [k, text] of turns.entries()) {
+    const toks = [...tokenizer.encode(text), endId];
+    ids.push(...toks);
+    mask.push(...toks.map(() => 1));
+    policyTokens += toks.length;
+    messages.push({ role: 'assistant', content: text });
+    const r = await ep.step(text);
+    if (r.done) {
+      done = { endReason: r.reason, answer: r.answer };
+      break;
+    }
+    toolCalls++;
+    messages.push({ role: 'tool', content: r.observation });
+    if (k < turns.length - 1) {
+      const envIds = [tokenizer.tokenId(CHAT_TOKENS.tool), ...tokenizer.encode(r.observation), endId, tokenizer.tokenId(CHAT_TOKENS.assistant)];
+      ids.push(...envIds);
+      mask.push(...envIds.map(() => 0));
+    }
+  }
+  return { taskId: task.id, group, ids, mask, promptLength, messages, toolCalls, ...done, truncated: false, policyTokens };
+}
+
+/** The turn of each policy token: policy tokens come in one unbroken run per assistant turn (observations in between). */
+export function policyTokenTurns(mask: readonly number[]): number[] {
+  const out: number[] = [];
+  let turn = -1;
+  mask.forEach((m, t) => {
+    if (m !== 1) return;
+    if (t === 0 || mask[t - 1] !== 1) turn++;
+    out.push(turn);
+  });
+  return out;
+}
+
+/** Where each assistant turn's policy tokens start in `ids`. */
+export function turnStarts(mask: readonly number[]): number[] {
+  return mask.flatMap((m, t) => (m === 1 && (t === 0 || mask[t - 1] !== 1) ? [t] : []));
+}

@@ -1,7 +1,8 @@
 /**
  * The group-relative RL loop (GRPO and its family) for any Environment. Each step is the phases of
- * phases.ts in order — collect → score → select (DAPO refills) → advantages → update → record — and
- * this file only orchestrates them: the task order, checkpoints, held-out evaluation, metrics.jsonl.
+ * phases.ts in order — collect → score → select (DAPO refills) → log-probs → advantages → update → record —
+ * with the algorithm's hooks (hooks.ts: prompt sampler, group rewrites, advantage inputs and reshaping) at
+ * their seams; this file only orchestrates them: the task order, checkpoints, held-out evaluation, metrics.jsonl.
  * Checkpoints hold the weights, the optimizer moments and the trainer state (step, data position, RNG),
  * so a resumed run continues exactly.
  */
@@ -21,7 +22,9 @@ import { listCheckpoints, restoreTrainerState, truncateMetrics } from '../train/
 import type { Environment } from '../agent/types.ts';
 import { lossConfig } from './config.ts';
 import { prepareRewards } from './rewards.ts';
-import { advantages, collect, record, score, select, update, zeroSignalGroups, type Scored, type StepContext, type StepRecord } from './phases.ts';
+import { advantages, collect, logProbs, record, responseAdvantages, score, select, update, zeroSignalGroups, type AdvantageExtras, type StepContext, type StepRecord } from './phases.ts';
+import type { AdvantageResult } from './advantages.ts';
+import { activeHooks, type Batch, type TrainerHook } from './hooks.ts';
 import { evaluatePolicy, type PolicyEval } from './evaluate.ts';
 import { resolveTrainConfig, type TrainConfig, type TrainConfigInput } from './train-config.ts';
 
@@ -33,6 +36,7 @@ export interface GrpoTrainerState {
   /** RNG state at the start of the current epoch (regenerates its task order). */
   epochRngState: number;
   badSteps: number;
+  hooks: Record<string, unknown>;
 }
 
 const stateSchema = z.object({
@@ -41,6 +45,8 @@ const stateSchema = z.object({
   pos: z.number().int().min(0),
   epochRngState: z.number().int().min(0),
   badSteps: z.number().int().min(0),
+  /** Each stateful hook's state by name (the MMR1 statistics, the adaptive KL β...). */
+  hooks: z.record(z.string(), z.unknown()).default({}),
   kind: z.literal('grpo'),
 });
 
@@ -82,31 +88,57 @@ export function epochOrder(tasks: readonly { difficulty?: string }[], rng: Rng, 
   return order;
 }
 
-/** One step's batch: rollouts and scores, with DAPO's dynamic sampling refilling dropped groups. */
-async function collectBatch<T extends TaskBase>(c: StepContext<T>, nextTasks: (n: number) => T[], seed: number) {
+/**
+ * One step's batch: prompts (the run's order or a sampler hook), rollouts, scores (hooks may add or replace
+ * responses), and DAPO's dynamic sampling refilling dropped groups. Each response's `group` is its group's place in the batch.
+ */
+async function collectBatch<T extends TaskBase>(c: StepContext<T>, hooks: readonly TrainerHook<T>[], nextTasks: (n: number) => T[], seed: number, step: number) {
   const t0 = performance.now();
   let rewardSec = 0;
-  const kept: Scored[][] = [];
-  let dropped = 0;
-  let lastRound: Scored[][] = [];
-  let sampledGroups = 0;
-  let zeroSignal = 0;
+  const kept: Batch<T> = { tasks: [], groups: [] };
+  let last: Batch<T> = kept;
+  const sampled = { dropped: 0, groups: 0, zeroSignal: 0 };
+  const sampler = hooks.find((h) => h.sample);
   const rounds = c.algo.dynamicSampling.enabled ? c.algo.dynamicSampling.maxRounds + 1 : 1;
-  for (let round = 0; round < rounds && kept.length < c.cfg.promptsPerStep; round++) {
-    const tasks = nextTasks(c.cfg.promptsPerStep - kept.length);
+  for (let round = 0; round < rounds && kept.tasks.length < c.cfg.promptsPerStep; round++) {
+    const want = c.cfg.promptsPerStep - kept.tasks.length;
+    const tasks = sampler ? sampler.sample!(want, nextTasks) : nextTasks(want);
     const trajs = await collect(c, tasks, seed + round);
     const r0 = performance.now();
-    lastRound = await score(c, tasks, trajs);
+    last = { tasks, groups: await score(c, tasks, trajs) };
+    for (const h of hooks) if (h.scored) last = await h.scored(c, last, step);
     rewardSec += (performance.now() - r0) / 1000;
-    sampledGroups += lastRound.length;
-    zeroSignal += zeroSignalGroups(lastRound);
-    const s = select(c.algo, lastRound);
-    kept.push(...s.keep);
-    dropped += s.dropped;
+    sampled.groups += last.groups.length;
+    sampled.zeroSignal += zeroSignalGroups(last.groups);
+    const s = select(c.algo, last.groups);
+    kept.tasks.push(...s.kept.map((i) => last.tasks[i]));
+    kept.groups.push(...s.keep);
+    sampled.dropped += s.dropped;
   }
   // Nothing with signal at all: train on the last round anyway (advantages are 0; the step still logs).
-  const groups = (kept.length ? kept : lastRound).slice(0, c.cfg.promptsPerStep);
-  return { groups, sampled: { dropped, groups: sampledGroups, zeroSignal }, rewardSec, rolloutSec: (performance.now() - t0) / 1000 - rewardSec };
+  const from = kept.tasks.length ? kept : last;
+  const n = Math.min(from.tasks.length, c.cfg.promptsPerStep);
+  const batch: Batch<T> = { tasks: from.tasks.slice(0, n), groups: from.groups.slice(0, n).map((g, gi) => g.map((s) => ({ ...s, traj: { ...s.traj, group: gi } }))) };
+  return { batch, sampled, rewardSec, rolloutSec: (performance.now() - t0) / 1000 - rewardSec };
+}
+
+/** The advantages that train and the responses they belong to: the estimator with the hooks' inputs, then the hooks' reshaping. */
+async function trainingPlan<T extends TaskBase>(c: StepContext<T>, hooks: readonly TrainerHook<T>[], batch: Batch<T>, step: number) {
+  const all = batch.groups.flat().map((s) => s.traj);
+  const lp = await logProbs(c, all);
+  let extras: AdvantageExtras = {};
+  for (const h of hooks) if (h.advantageInputs) extras = { ...extras, ...(await h.advantageInputs(c, batch, lp)) };
+  let adv = advantages(c, batch.groups, extras);
+  let keep = all.map((_, i) => i);
+  for (const h of hooks) {
+    if (!h.advantages) continue;
+    const r = await h.advantages(c, batch, adv, step);
+    adv = r.result;
+    keep = r.keep ?? keep;
+  }
+  const pick = <X>(xs: readonly X[] | null | undefined): X[] | null => (xs ? keep.map((i) => xs[i]) : null);
+  const trainAdv: AdvantageResult = { advantages: pick(adv.advantages)!, ...(adv.tokenAdvantages ? { tokenAdvantages: pick(adv.tokenAdvantages)! } : {}) };
+  return { trajs: pick(all)!, adv: trainAdv, lp: { old: pick(lp.old), ref: pick(lp.ref) } };
 }
 
 export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts: TrainRunOptions<T>): Promise<TrainResult> {
@@ -114,19 +146,23 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   const { model, tokenizer, env, engine } = opts;
   if (opts.tasks.length === 0) throw new AgroError('invalid_input', 'train: no training tasks');
   if (algo.kl.coef > 0 && !opts.reference) throw new AgroError('invalid_input', `train: algorithm "${cfg.algo}" has kl.coef ${algo.kl.coef} but no reference model was given`);
+  if (algo.klInReward.enabled && !opts.reference) throw new AgroError('invalid_input', `train: algorithm "${cfg.algo}" puts the KL in the reward but no reference model was given`);
+  if (algo.advantage.name === 'gae') throw new AgroError('invalid_input', 'train: gae needs a critic (per-token values) and the built-in model has no value head; use reinforce_pp or remax');
   const params = model.trainableVariables();
   const padId = tokenizer.hasToken('<|pad|>') ? tokenizer.tokenId('<|pad|>') : 0;
   const c: StepContext<T> = { cfg, algo, env, model, tokenizer, reference: opts.reference, engine, rewards: prepareRewards(algo.rewards), lossCfg: lossConfig(algo), params, padId };
   const opt = new AdamW(params, { beta1: cfg.beta1, beta2: cfg.beta2, eps: cfg.eps, weightDecay: cfg.weightDecay });
-  let state: GrpoTrainerState = { step: 0, epoch: 0, pos: 0, epochRngState: new Rng(cfg.seed).state, badSteps: 0 };
+  let state: GrpoTrainerState = { step: 0, epoch: 0, pos: 0, epochRngState: new Rng(cfg.seed).state, badSteps: 0, hooks: {} };
   if (opts.resumeFrom) state = restoreTrainerState(stateSchema, opts.resumeFrom, opt, 'a GRPO');
+  const hooks = activeHooks(c, opts.tasks);
+  for (const h of hooks) if (h.restore && state.hooks[h.name] !== undefined) h.restore(state.hooks[h.name]);
 
   ensureDir(opts.outDir);
   const metricsPath = join(opts.outDir, 'metrics.jsonl');
   truncateMetrics(metricsPath, state.step);
   writeJsonAtomic(join(opts.outDir, 'train_config.json'), { train: cfg, algo, model: model.config, tasks: opts.tasks.length, heldOut: opts.heldOut?.length ?? 0 });
   const nextTasks = taskStream(opts.tasks, state, cfg.curriculum);
-  const checkpoint = checkpointer(opts.outDir, (dir) => saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, kind: 'grpo' }, optimizerState: opt.exportState() }));
+  const checkpoint = checkpointer(opts.outDir, (dir) => saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, hooks: Object.fromEntries(hooks.flatMap((h) => (h.state ? [[h.name, h.state()]] : []))), kind: 'grpo' }, optimizerState: opt.exportState() }));
   const evaluate = () => evaluatePolicy(env, opts.heldOut ?? [], model, tokenizer, { maxTurnTokens: cfg.maxTurnTokens, maxResponseTokens: cfg.maxResponseTokens, seed: cfg.seed, engine });
   const schedule = { lr: cfg.lr, minLrRatio: cfg.minLrRatio, warmupSteps: cfg.warmupSteps, steps: cfg.steps };
   await engine?.sync(model);
@@ -134,16 +170,21 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   let interrupted = false;
   while (state.step < cfg.steps) {
     if (opts.signal?.aborted) { interrupted = true; break; }
-    const batch = await collectBatch(c, nextTasks, (cfg.seed * 7919 + state.step * 104729) >>> 0);
+    const { batch, sampled, rewardSec, rolloutSec } = await collectBatch(c, hooks, nextTasks, (cfg.seed * 7919 + state.step * 104729) >>> 0, state.step);
     const u0 = performance.now();
-    const upd = await update(c, opt, batch.groups.flat().map((s) => s.traj), advantages(c, batch.groups), lrAt(state.step + 1, schedule));
+    const plan = await trainingPlan(c, hooks, batch, state.step);
+    const upd = await update(c, opt, plan.trajs, plan.adv, plan.lp, lrAt(state.step + 1, schedule));
     const updateSec = (performance.now() - u0) / 1000;
     const s0 = performance.now();
     if (engine && upd.updated) await engine.sync(model);
     const syncSec = engine && engine.name !== 'tfjs' ? (performance.now() - s0) / 1000 : undefined;
     state.badSteps = upd.bad ? state.badSteps + 1 : 0;
     state.step++;
-    const rec = record(c, state.step, lrAt(state.step, schedule), batch.groups, batch.sampled, upd, { rolloutSec: batch.rolloutSec, rewardSec: batch.rewardSec, updateSec, syncSec });
+    const rec = record(c, state.step, lrAt(state.step, schedule), batch.groups, sampled, upd, { rolloutSec, rewardSec, updateSec, syncSec }, {
+      taskIds: batch.tasks.map((t) => t.id),
+      trainedAdvantages: responseAdvantages(plan.adv),
+      hooks: Object.assign({}, ...hooks.map((h) => h.metrics())),
+    });
     if (opts.heldOut?.length && cfg.evalEvery > 0 && state.step % cfg.evalEvery === 0 && state.step < cfg.steps) rec.eval_accuracy = (await evaluate()).accuracy;
     appendFileSync(metricsPath, JSON.stringify(rec) + '\n');
     opts.onStep?.(rec);

@@ -16,7 +16,7 @@
  */
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
-import { formatObservation, parseAction, SEARCH_AGENT_ACTIONS } from '../agent/protocol.ts';
+import { formatAction, formatObservation, parseAction, SEARCH_AGENT_ACTIONS } from '../agent/protocol.ts';
 import type { ChatMessage, Entity, Environment, Episode, RewardContext, StepResult, TaskBase, Transcript } from '../agent/types.ts';
 import type { SearchCorpus } from './corpus.ts';
 import { bestF1, entityMatchRate, exactMatch } from './match.ts';
@@ -100,6 +100,11 @@ export class SearchEnvironment implements Environment<SearchTask> {
     config: Partial<SearchEnvConfig> = {},
   ) {
     this.config = parseWith(searchEnvConfigSchema, config, 'search environment config');
+  }
+
+  /** One answer turn with the gold answer. */
+  demonstration(task: SearchTask): string[] {
+    return [formatAction({ kind: 'answer', content: task.answer, think: '' })];
   }
 
   async start(task: SearchTask): Promise<Episode> {

@@ -25,7 +25,7 @@ import { restoreTrainerState, truncateMetrics } from './run-state.ts';
 import { AdamW, accumulateGrads, clipByGlobalNorm, lrAt, optimizerFields } from './optim.ts';
 import type { LlamaModel, WeightMap } from '../model/llama.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
-import { saveCheckpoint } from '../model/checkpoint.ts';
+import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.ts';
 
 // ---------------------------------------------------------------- config
 
@@ -48,6 +48,13 @@ export const sftConfigSchema = z.object({
   heldOutFraction: z.number().min(0).lt(1).default(0.05),
   /** Held-out loss every N steps (and at the end); 0 = only at the end. */
   evalEvery: z.number().int().min(0).default(50),
+  /**
+   * Early stopping: end the run after this many held-out evaluations without a new lowest loss, and
+   * leave the model at its best step (its weights are checkpointed as checkpoints/best). 0 = off: the
+   * run takes every step. A small model fitted for a fixed budget memorizes its data (training loss
+   * 0.000) and leaves RL no questions it is unsure of; the held-out loss says when to stop.
+   */
+  patience: z.number().int().min(0).default(0),
   /** Checkpoint every N steps (and always at the end); 0 = only at the end. */
   checkpointEvery: z.number().int().min(0).default(100),
   seed: z.number().int().min(0).default(0),
@@ -58,6 +65,7 @@ export type SftConfigInput = z.input<typeof sftConfigSchema>;
 export function resolveSftConfig(input: unknown): SftConfig {
   const c = parseWith(sftConfigSchema.strict(), input ?? {}, 'sft config');
   if (c.warmupSteps > c.steps) throw new AgroError('invalid_input', `sft config: warmupSteps (${c.warmupSteps}) exceeds steps (${c.steps})`);
+  if (c.patience > 0 && c.evalEvery === 0) throw new AgroError('invalid_input', 'sft config: patience needs evalEvery > 0 (early stopping watches the held-out loss)');
   return c;
 }
 
@@ -160,6 +168,12 @@ export interface SftTrainerState {
   epochRngState: number;
   tokensSeen: number;
   lastHeldOutLoss: number | null;
+  /** Lowest held-out loss so far, its step, and evaluations since (early stopping). */
+  bestHeldOutLoss: number | null;
+  bestStep: number;
+  evalsSinceBest: number;
+  /** Early stopping ended the run: a resume has nothing left to do. */
+  stoppedEarly: boolean;
 }
 
 export interface StepMetrics {
@@ -196,7 +210,10 @@ export interface SftResult {
   steps: number;
   finalLoss: number | null;
   heldOutLoss: number | null;
+  /** The checkpoint to use: the last step, or with early stopping the step of lowest held-out loss. */
   checkpoint: string;
+  /** With early stopping: the step whose weights the model holds now, and its held-out loss. */
+  best?: { step: number; heldOutLoss: number; stoppedEarly: boolean };
   interrupted: boolean;
   /** Samples skipped for being longer than maxSeqLen / maxPositions. */
   skippedTooLong: number;
@@ -211,6 +228,10 @@ const trainerStateSchema = z.object({
   epochRngState: z.number().int().min(0),
   tokensSeen: z.number().min(0),
   lastHeldOutLoss: z.number().nullable(),
+  bestHeldOutLoss: z.number().nullable().default(null),
+  bestStep: z.number().int().min(0).default(0),
+  evalsSinceBest: z.number().int().min(0).default(0),
+  stoppedEarly: z.boolean().default(false),
 });
 
 export async function runSft(opts: SftRunOptions): Promise<SftResult> {
@@ -242,7 +263,8 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   const padId = tokenizer.hasToken('<|pad|>') ? tokenizer.tokenId('<|pad|>') : 0;
   const lengths = train.map((s) => s.ids.length);
 
-  let state: SftTrainerState = { step: 0, epoch: 0, batchPos: 0, epochRngState: new Rng(cfg.seed).state, tokensSeen: 0, lastHeldOutLoss: null };
+  if (cfg.patience > 0 && heldOut.length === 0) throw new AgroError('invalid_input', 'sft: early stopping (patience) needs held-out samples');
+  let state: SftTrainerState = { step: 0, epoch: 0, batchPos: 0, epochRngState: new Rng(cfg.seed).state, tokensSeen: 0, lastHeldOutLoss: null, bestHeldOutLoss: null, bestStep: 0, evalsSinceBest: 0, stoppedEarly: false };
   const params = model.trainableVariables();
   const opt = new AdamW(params, cfg);
   if (opts.resumeFrom) state = restoreTrainerState(trainerStateSchema, opts.resumeFrom, opt, 'an SFT');
@@ -276,8 +298,11 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
     lastCkStep = state.step;
     return dir;
   };
+  // The best weights so far, on disk so that a resumed run still ends on them.
+  const bestDir = join(opts.outDir, 'checkpoints', 'best');
+  const saveBest = (): void => saveCheckpoint(bestDir, { model, tokenizer, trainerState: { ...state, kind: 'sft' } });
 
-  while (state.step < cfg.steps) {
+  while (state.step < cfg.steps && !state.stoppedEarly) {
       if (opts.signal?.aborted) { interrupted = true; break; }
       const stepStart = performance.now();
       const micro = Array.from({ length: cfg.gradAccum }, () => nextBatch());
@@ -312,6 +337,14 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
       if (heldOut.length && ((cfg.evalEvery > 0 && state.step % cfg.evalEvery === 0) || state.step === cfg.steps)) {
         m.heldout_loss = evaluateLoss(model, heldOut, cfg.batchSize, padId);
         state.lastHeldOutLoss = m.heldout_loss;
+        if (cfg.patience > 0) {
+          if (state.bestHeldOutLoss === null || m.heldout_loss < state.bestHeldOutLoss) {
+            state.bestHeldOutLoss = m.heldout_loss;
+            state.bestStep = state.step;
+            state.evalsSinceBest = 0;
+            saveBest();
+          } else if (++state.evalsSinceBest >= cfg.patience) state.stoppedEarly = true;
+        }
       }
       appendFileSync(metricsPath, JSON.stringify(m) + '\n');
       opts.onStep?.(m);
@@ -320,9 +353,22 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
       // Let a SIGINT handler run between steps.
       await new Promise<void>((r) => setImmediate(r));
   }
-  const dir = checkpoint();
+  let dir = checkpoint();
   opt.dispose();
+  if (cfg.patience > 0 && !interrupted && state.bestHeldOutLoss !== null) {
+    if (state.bestStep !== state.step) model.importWeights(loadWeights(bestDir));
+    dir = bestDir;
+    const best = { step: state.bestStep, heldOutLoss: state.bestHeldOutLoss, stoppedEarly: state.stoppedEarly };
+    return { steps: state.step, finalLoss: lastLoss, heldOutLoss: state.bestHeldOutLoss, checkpoint: dir, best, interrupted, skippedTooLong: tooLong };
+  }
   return { steps: state.step, finalLoss: lastLoss, heldOutLoss: state.lastHeldOutLoss, checkpoint: dir, interrupted, skippedTooLong: tooLong };
+}
+
+function loadWeights(dir: string): WeightMap {
+  const ck = loadCheckpoint(dir);
+  const w = ck.model.exportWeights();
+  ck.model.dispose();
+  return w;
 }
 
 /** Mean next-token loss over the masked tokens of samples (no gradients). */

@@ -58,6 +58,20 @@ test('KL controllers: fixed never moves; adaptive β ← β(1 + clip(KL/target �
   rejectsInvalid(() => new AdaptiveKlController(0.1, 0.05, 0), /horizon/);
 });
 
+test('verl apply_kl_penalty + AdaptiveKLController (ray_trainer.py, core_algos.py @ b178a3cd), transcribed', () => {
+  // kld = k1(old, ref) · mask; token_level_rewards = scores − β·kld; current_kl = mean over rows of masked_mean(kld, axis=−1);
+  // kl_ctrl.update(current_kl, n_steps=batch_size). Rows of 3 and 1 tokens: d = [[0.5, −1, 0], [1]].
+  const r = klTokenRewards([[-1, -2, -0.5], [-1]], [[-1.5, -1, -0.5], [-2]], 0.1, 'k1');
+  close(r.tokenRewards[0], [-0.05, 0.1, 0]);
+  close(r.tokenRewards[1], [-0.1]);
+  // Row means −1/6 and 1 → current_kl 5/12 (a token mean would give 0.125).
+  close([r.meanKl], [5 / 12], 1e-12);
+  // AdaptiveKLController(init 0.1, target 0.2, horizon 100): error = clip(5/12 / 0.2 − 1, −0.2, 0.2) = 0.2; ×(1 + 0.2·2/100).
+  const ctl = new AdaptiveKlController(0.1, 0.2, 100);
+  ctl.update(r.meanKl, 2);
+  close([ctl.value], [0.1004], 1e-12);
+});
+
 test('DAPO dynamic sampling: verl keeps a group of one response, "drop" treats it as zero-signal', () => {
   const rewards = [1, 0, 1, 1, 0.5];
   const ids = ['a', 'a', 'b', 'b', 'c'];

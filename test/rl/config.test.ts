@@ -15,7 +15,7 @@ test('every preset resolves to a valid config whose rewards and names are known'
     const c = resolveAlgo(name);
     assert.ok(prepareRewards(c.rewards).length >= 1, name);
   }
-  assert.equal(PRESET_NAMES.length, 38);
+  assert.equal(PRESET_NAMES.length, 47);
 });
 
 test('presets carry the defaults they claim', () => {

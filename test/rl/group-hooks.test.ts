@@ -11,12 +11,12 @@ import {
   mgrpoAdvantages,
   saltStepAdvantages,
   scafNextTier,
-  scafSqlHint,
   varianceAwareSample,
   variancePromotionScores,
   withAnchors,
 } from '../../src/rl/group_hooks.ts';
 import { Rng } from '../../src/util/rng.ts';
+import { scafSqlHint } from '../../src/agent/hints.ts';
 
 function close(actual: readonly number[], expected: readonly number[], tol = 1e-6): void {
   assert.equal(actual.length, expected.length);

@@ -58,6 +58,15 @@ test('agro train --task search trains the search agent with E-GRPO on synth-sear
   assert.ok('entity_match' in rec.rewards || 'exact_match' in rec.rewards, `reward components: ${Object.keys(rec.rewards)}`);
 });
 
+test('agro train --algo reinforce_pp_kl loads --init as the KL reference and logs the KL-in-reward hook', { timeout: 300_000 }, () => {
+  const out = join(dir, 'kl-run');
+  const r = agro('train', '--data', 'data/dev.json', '--init', ck, '--out', out, '--algo', 'reinforce_pp_kl', '--steps', '1', '--group-size', '2', '--prompts', '1', '--schema-chars', '300', '--json');
+  assert.equal(r.status, 0, r.stderr);
+  const rec = JSON.parse(readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim()) as { hooks?: Record<string, number> };
+  assert.equal(rec.hooks?.kl_reward_beta, 0.001);
+  assert.equal(rec.hooks?.kl_reward_kl, 0, 'the first step\'s policy is the reference');
+});
+
 test('agro train refuses bad input with one line', () => {
   const r = agro('train', '--data', 'nope.json', '--init', ck, '--out', join(dir, 'x'));
   assert.equal(r.status, 3);

@@ -175,6 +175,42 @@ test('an interrupted and resumed run ends with exactly the weights of an uninter
   full.dispose(); ck.model.dispose();
 });
 
+test('early stopping ends when the held-out loss stops improving and leaves the model at its best step', async () => {
+  await initBackend('cpu');
+  const data = synthetic(40);
+  // Held-out answers that contradict the training ones: the loss falls while the format is learned,
+  // then rises as the model grows sure of the training answers.
+  const heldOut = syntheticConversations(16).map((c) => renderChat(STOK, [c[0], { role: 'assistant', content: c[1].content.replace(/SELECT (\w+)/, (_, col: string) => `SELECT ${col === 'age' ? 'city' : col === 'city' ? 'salary' : 'age'}`) }]));
+  const pad = STOK.tokenId('<|pad|>');
+  const config = { steps: 200, batchSize: 8, lr: 5e-2, warmupSteps: 2, evalEvery: 3, patience: 2, checkpointEvery: 0 };
+  const out = tmp();
+  const model = newModel(5);
+  const res = await runSft({ outDir: out, model, tokenizer: STOK, samples: data, heldOut, config });
+  assert.ok(res.best, 'early stopping reports the best step');
+  assert.ok(res.best.stoppedEarly && res.steps < 200, `stopped early (ran ${res.steps} of 200 steps)`);
+  const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number; heldout_loss?: number });
+  const evals = lines.filter((l) => l.heldout_loss !== undefined);
+  const min = evals.reduce((a, b) => (b.heldout_loss! < a.heldout_loss! ? b : a));
+  assert.equal(res.best.step, min.step, 'the kept step has the lowest held-out loss');
+  assert.equal(res.steps, min.step + config.patience * config.evalEvery, 'it stops `patience` evaluations after the best');
+  assert.ok(evals.at(-1)!.heldout_loss! > min.heldout_loss!, 'the last evaluation is worse than the best');
+  close(evaluateLoss(model, heldOut, 8, pad), min.heldout_loss!, 1e-5);
+  assert.equal(res.checkpoint, join(out, 'checkpoints', 'best'));
+  const best = loadCheckpoint(res.checkpoint);
+  close(evaluateLoss(best.model, heldOut, 8, pad), min.heldout_loss!, 1e-5);
+  best.model.dispose();
+  // Resuming a run that stopped early trains no further.
+  const last = listCheckpoints(out).at(-1)!;
+  assert.equal(last.step, res.steps);
+  const ck = loadCheckpoint(last.dir);
+  const again = await runSft({ outDir: out, model: ck.model, tokenizer: ck.tokenizer, samples: data, heldOut, config, resumeFrom: { trainerState: ck.trainerState!, optimizerState: ck.optimizerState } });
+  assert.equal(again.steps, res.steps);
+  assert.equal(again.best?.step, min.step);
+  close(evaluateLoss(ck.model, heldOut, 8, pad), min.heldout_loss!, 1e-5);
+  assert.throws(() => resolveSftConfig({ patience: 2, evalEvery: 0 }), /patience needs evalEvery/);
+  model.dispose(); ck.model.dispose();
+});
+
 test('bad configs and empty datasets fail before training with one-line errors', async () => {
   await initBackend('cpu');
   const bad = (re: RegExp) => (e: unknown): boolean => e instanceof AgroError && e.kind === 'invalid_input' && re.test(e.message);

@@ -108,6 +108,7 @@ interface SftCliOptions {
   lr?: number;
   maxSeqLen?: number;
   evalEvery?: number;
+  patience?: number;
   checkpointEvery?: number;
   backend?: BackendName;
   json?: boolean;
@@ -124,6 +125,7 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   if (o.lr !== undefined) config.lr = o.lr;
   if (o.maxSeqLen !== undefined) config.maxSeqLen = o.maxSeqLen;
   if (o.evalEvery !== undefined) config.evalEvery = o.evalEvery;
+  if (o.patience !== undefined) config.patience = o.patience;
   if (o.checkpointEvery !== undefined) config.checkpointEvery = o.checkpointEvery;
   if (config.steps !== undefined && config.warmupSteps === undefined) config.warmupSteps = Math.min(10, Math.floor(config.steps / 10));
 
@@ -174,10 +176,10 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
     });
     bar.stop();
     if (res.skippedTooLong) log(`skipped ${res.skippedTooLong} samples longer than the model's context (raise --max-seq-len or use --preset small)`);
-    const summary = { steps: res.steps, final_loss: res.finalLoss, heldout_loss: res.heldOutLoss, checkpoint: res.checkpoint, interrupted: res.interrupted, samples: samples.length, skipped_too_long: res.skippedTooLong };
+    const summary = { steps: res.steps, ...(res.best ? { best_step: res.best.step } : {}), final_loss: res.finalLoss, heldout_loss: res.heldOutLoss, checkpoint: res.checkpoint, interrupted: res.interrupted, samples: samples.length, skipped_too_long: res.skippedTooLong };
     if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');
     else {
-      process.stdout.write(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps: loss ${res.finalLoss?.toFixed(4) ?? '-'}, held-out ${res.heldOutLoss?.toFixed(4) ?? '-'}\ncheckpoint: ${res.checkpoint}\n`);
+      process.stdout.write(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps: loss ${res.finalLoss?.toFixed(4) ?? '-'}, held-out ${res.heldOutLoss?.toFixed(4) ?? '-'}${res.best ? ` (best step ${res.best.step}${res.best.stoppedEarly ? ', stopped early' : ''})` : ''}\ncheckpoint: ${res.checkpoint}\n`);
       if (res.interrupted) process.stdout.write(`continue with: agro sft --data ${o.data} --out ${o.out} --resume\n`);
     }
   } finally {
@@ -205,6 +207,7 @@ export function register(program: Command): void {
     .option('--lr <x>', 'peak learning rate', numberArg('--lr', { integer: false, positive: true, max: 1 }))
     .option('--max-seq-len <n>', 'truncate samples to this many tokens', numberArg('--max-seq-len', { min: 2, max: LIMITS.tokens }))
     .option('--eval-every <n>', 'held-out loss every N steps (0: only at the end)', numberArg('--eval-every', { min: 0, max: LIMITS.every }))
+    .option('--patience <n>', 'early stopping: stop after N held-out evaluations without a new lowest loss and keep the best step (checkpoints/best); 0: off', numberArg('--patience', { min: 0, max: LIMITS.every }))
     .option('--checkpoint-every <n>', 'checkpoint every N steps (0: only at the end)', numberArg('--checkpoint-every', { min: 0, max: LIMITS.every }))
     .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
     .option('--json', 'print a JSON summary and no progress bar')

@@ -147,8 +147,8 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   }
   // The KL reference is the starting policy: the --init checkpoint (also when resuming).
   let reference: LlamaModel | undefined;
-  if (algo.kl.coef > 0 && !trainingFree) {
-    if (!o.init) throw new AgroError('usage', `algorithm has kl.coef ${algo.kl.coef}: --init is needed as the KL reference, also with --resume`);
+  if ((algo.kl.coef > 0 || algo.klInReward.enabled) && !trainingFree) {
+    if (!o.init) throw new AgroError('usage', `algorithm "${trainCfg.algo}" measures a KL to the starting policy: --init is needed as the KL reference, also with --resume`);
     reference = loadCheckpoint(resolveCheckpointDir(o.init)).model;
   }
 
