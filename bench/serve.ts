@@ -1,4 +1,4 @@
-// `npm run bench -- serve [--seconds 5] [--grpo] [--steps 3]`
+// `npm run bench -- serve [--seconds 5] [--mixed-only|--no-mixed] [--runaway-rates 1,2] [--grpo --checkpoint DIR [--data FILE] [--schema-chars 200] [--steps 3]]`
 // Load on the environment server over loopback with autocannon: /v1/reward (GRPO groups of 16 completions
 // per request) and /v1/env (whole episodes: open, tool call, answer, delete) at 1, 16 and 64 concurrent
 // clients: requests/s, p50/p99 latency, server memory, sessions lost or crossed. Then a mixed load where
@@ -131,7 +131,7 @@ export async function run(args: string[]): Promise<void> {
   if (!args.includes('--mixed-only')) await loadPoints(seconds, rewardBody, expected, dbs);
   if (!args.includes('--no-mixed')) await mixedLoad(seconds, rewardBody, dbs[0].id, load, flag(args, '--runaway-rates', '1').split(',').filter(Boolean));
   console.log(`load average after: ${load()}`);
-  if (args.includes('--grpo')) await grpoSideBySide(num(args, '--steps', 3), flag(args, '--checkpoint', ''));
+  if (args.includes('--grpo')) await grpoSideBySide(num(args, '--steps', 3), flag(args, '--checkpoint', ''), resolve(flag(args, '--data', join(ROOT, 'data/dev.json'))), num(args, '--schema-chars', 200));
 }
 
 interface Db {
@@ -301,8 +301,8 @@ async function mixedLoad(seconds: number, rewardBody: string, dbId: string, load
   }
 }
 
-/** agro train and TRL GRPOTrainer: same checkpoint, prompts (schema 300 chars), group 8, 96 completion tokens, CPU. */
-async function grpoSideBySide(steps: number, checkpointArg: string): Promise<void> {
+/** agro train and TRL GRPOTrainer: same checkpoint, questions and prompts (--data, --schema-chars), group 8, 96 completion tokens, CPU. */
+async function grpoSideBySide(steps: number, checkpointArg: string, data: string, schemaChars: number): Promise<void> {
   const py = resolve(process.env.AGRO_E2E_VENV ?? join(ROOT, 'runs/e2e-trl/venv'), 'bin/python');
   const ck = resolve(checkpointArg || process.env.AGRO_E2E_CHECKPOINT || '');
   if (!existsSync(py) || !existsSync(join(ck, 'config.json'))) {
@@ -312,13 +312,13 @@ async function grpoSideBySide(steps: number, checkpointArg: string): Promise<voi
   const dir = mkdtempSync(join(tmpdir(), 'agro-grpo-'));
   try {
     const bin = join(ROOT, 'bin/agro.js');
-    const exp = spawnSync(process.execPath, [bin, 'export', '--format', 'trl', '--data', join(ROOT, 'data/dev.json'), '--db-root', DB_ROOT, '--out', join(dir, 'data'), '--val', '0', '--schema-chars', '300'], { encoding: 'utf8' });
+    const exp = spawnSync(process.execPath, [bin, 'export', '--format', 'trl', '--data', data, '--db-root', DB_ROOT, '--out', join(dir, 'data'), '--val', '0', '--schema-chars', String(schemaChars)], { encoding: 'utf8' });
     if (exp.status !== 0) throw new Error(exp.stderr);
     const cfgPath = join(dir, 'agro-train.json');
     const cfg = { algo: 'trl_grpo', steps, groupSize: 8, promptsPerStep: 1, maxTurnTokens: 96, maxResponseTokens: 96 };
     (await import('node:fs')).writeFileSync(cfgPath, JSON.stringify(cfg));
     const t0 = performance.now();
-    const agro = spawnSync(process.execPath, [bin, 'train', '--init', ck, '--data', join(ROOT, 'data/dev.json'), '--db-root', DB_ROOT, '--config', cfgPath, '--schema-chars', '300', '--out', join(dir, 'agro'), '--json'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    const agro = spawnSync(process.execPath, [bin, 'train', '--init', ck, '--data', data, '--db-root', DB_ROOT, '--config', cfgPath, '--schema-chars', String(schemaChars), '--out', join(dir, 'agro'), '--json'], { encoding: 'utf8', maxBuffer: 64 << 20 });
     if (agro.status !== 0) throw new Error(agro.stderr.split('\n').slice(-3).join(' '));
     const agroWall = (performance.now() - t0) / 1000;
     const metrics = readFileSync(join(dir, 'agro/metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number>).filter((m) => 'time_rollout_s' in m);
