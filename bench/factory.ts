@@ -2,10 +2,11 @@
 // The data factory end to end: final pairs per second per database, stage acceptance rates, how
 // many pairs the variant databases caught that the original alone would have accepted, and peak
 // RSS of this process (the SQL pool's child processes are not included). Runs on the bundled
-// databases and on a shop database of about a million rows built here (removed afterwards).
+// databases and on a shop database of about a million rows, built once and kept under .tmp/bench-shop/
+// (gitignored).
 // --scaling: the same shop at about 1k, 10k, 100k and 1M rows, pairs/s at each size.
 import Database from 'better-sqlite3';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
@@ -41,6 +42,24 @@ export function buildBig(path: string, scale = 1): number {
 }
 
 
+/** The shop at `scale`, built once and kept under .tmp/bench-shop/ (gitignored) for later runs. */
+export function cachedShop(scale: number): { path: string; rows: number; built: boolean } {
+  const dir = join('.tmp', 'bench-shop');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `shop_${scale}.sqlite`);
+  if (existsSync(path)) {
+    const db = new Database(path, { readonly: true });
+    const rows = (db.prepare('SELECT (SELECT COUNT(*) FROM customers) + (SELECT COUNT(*) FROM products) + (SELECT COUNT(*) FROM orders) + (SELECT COUNT(*) FROM order_items) AS n').get() as { n: number }).n;
+    db.close();
+    return { path, rows, built: false };
+  }
+  const tmp = `${path}.${process.pid}.tmp`;
+  rmSync(tmp, { force: true });
+  const rows = buildBig(tmp, scale);
+  renameSync(tmp, path);
+  return { path, rows, built: true };
+}
+
 export async function run(args: string[]): Promise<void> {
   const n = num(args, '--n', 200);
   const bigN = num(args, '--big-n', 100);
@@ -57,14 +76,12 @@ export async function run(args: string[]): Promise<void> {
     console.log('rows        pairs   secs  pairs/s  verified/s');
     try {
       for (const scale of [0.001, 0.01, 0.1, 1]) {
-        const p = join(tmp, `shop_${scale}.sqlite`);
-        const rows = buildBig(p, scale);
+        const { path: p, rows } = cachedShop(scale);
         const t0 = performance.now();
         const r = await runFactory({ db: p, out: join(tmp, `scale_${scale}`), n: sn, seed: 1, variants: 3 }, { executor: pool });
         const secs = (performance.now() - t0) / 1000;
         const verified = r.manifest.stages.find((s) => s.stage === 'verify')?.out ?? 0;
         console.log(`${String(rows).padEnd(10)} ${String(r.manifest.rows).padStart(5)} ${secs.toFixed(1).padStart(6)} ${(r.manifest.rows / secs).toFixed(2).padStart(8)} ${(verified / secs).toFixed(2).padStart(11)}${r.manifest.shortfall ? '  ' + r.manifest.shortfall : ''}`);
-        rmSync(p, { force: true });
       }
     } finally {
       await pool.close();
@@ -73,10 +90,9 @@ export async function run(args: string[]): Promise<void> {
     return;
   }
   if (!args.includes('--no-big')) {
-    const big = join(tmp, 'big_shop.sqlite');
     const t0 = performance.now();
-    const rows = buildBig(big);
-    console.log(`built big_shop: ${rows.toLocaleString()} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const { path: big, rows, built } = cachedShop(1);
+    console.log(`${built ? 'built' : 'reused'} big_shop (.tmp/bench-shop): ${rows.toLocaleString()} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     dbs.push(['big_shop', big, bigN]);
   }
   try {

@@ -1,4 +1,5 @@
-// `npm run bench -- realism [--n 30] [--dbs 30] [--variants 2] [--only db1,db2] [--examples 0] [--root DIR]`
+// `npm run bench -- realism [--n 30] [--dbs 30] [--variants 2] [--only db1,db2] [--examples 0] [--detail] [--root DIR]`
+// --detail: per database, the human shapes it missed and the human-used tables/columns left unused (with the manifest's reason).
 // How close the factory comes to what people ask, on real databases it has never seen: a fixed,
 // evenly spaced sample of ../shared/data/spider-train (train split only; human gold SQL in
 // gold.jsonl). Per database and on average: (a) the share of human gold queries whose shape
@@ -58,6 +59,8 @@ export async function run(args: string[]): Promise<void> {
   const results: DbResult[] = [];
   const missing = new Map<string, number>();
   const leakKinds = new Map<string, number>();
+  const unusedWhy = new Map<string, number>();
+  const detail = args.includes('--detail');
   const leakExamples: string[] = [];
   console.log(`sample: ${sample.length} databases of ${ROOT}, --n ${n}, --variants ${variants}`);
   console.log('db                               gold  shape%  items%  asked  written  pairs/s  leak%  shortfall');
@@ -77,9 +80,18 @@ export async function run(args: string[]): Promise<void> {
       const humans = gold.get(db)!;
       const synthShapes = new Set(r.rows.map((x) => queryShape(x.SQL)));
       const humanShapes = humans.map(queryShape);
-      for (const s of humanShapes) if (!synthShapes.has(s)) missing.set(s, (missing.get(s) ?? 0) + 1);
+      const missedHere = new Map<string, number>();
+      for (const s of humanShapes) if (!synthShapes.has(s)) missedHere.set(s, (missedHere.get(s) ?? 0) + 1);
+      for (const [s, c] of missedHere) missing.set(s, (missing.get(s) ?? 0) + c);
       const synthItems = new Set(r.rows.flatMap((x) => [...schemaItems(x.SQL, schema)]));
       const humanItems = new Set(humans.flatMap((q) => [...schemaItems(q, schema)]));
+      // Why a human-used table or column stayed unused: the manifest's reason for it.
+      const why = new Map((r.manifest.unused ?? []).map((u) => [u.what.replace(/^(table|view) /, 't:').replace(/^column /, 'c:').toLowerCase(), u.why]));
+      const unusedHere = [...humanItems].filter((x) => !synthItems.has(x));
+      for (const u of unusedHere) {
+        const reason = why.get(u) ?? 'used by a pair, but not with the human query\'s table';
+        unusedWhy.set(reason, (unusedWhy.get(reason) ?? 0) + 1);
+      }
       const leaks = r.rows.map((x) => ({ q: x.question, why: identifierLeaks(x.question, schema) })).filter((x) => x.why.length);
       for (const l of leaks) {
         for (const w of l.why) leakKinds.set(w, (leakKinds.get(w) ?? 0) + 1);
@@ -101,6 +113,10 @@ export async function run(args: string[]): Promise<void> {
       console.log(
         `${db.padEnd(32)} ${String(res.gold).padStart(5)} ${pct(res.shapeShare)}  ${pct(res.itemShare)}  ${String(n).padStart(5)}  ${String(res.written).padStart(7)}  ${(res.written / secs).toFixed(1).padStart(7)}  ${pct(res.leakShare)}  ${res.shortfall}`,
       );
+      if (detail) {
+        console.log(`    missed shapes: ${[...missedHere].sort((a, b) => b[1] - a[1]).map(([k, c]) => `${k} ${c}`).join(', ') || 'none'}`);
+        if (unusedHere.length) console.log(`    unused human items: ${unusedHere.map((u) => `${u} (${why.get(u) ?? 'used, but not under that table'})`).join('; ')}`);
+      }
       if (examples > 0) for (const x of r.rows.slice(0, examples)) console.log(`    ${x.question}\n      ${x.SQL}`);
     }
   } finally {
@@ -117,6 +133,10 @@ export async function run(args: string[]): Promise<void> {
       `  (c) --n met or explained ${met}/${results.length}, filled ${results.filter((r) => r.written >= r.asked).length}/${results.length}, ${avg((r) => r.written / r.secs).toFixed(1)} pairs/s (whole run, n small: fixed costs dominate)  (d) leaked identifiers ${(100 * avg((r) => r.leakShare)).toFixed(1)}% (goal 0)`,
   );
   console.log('human shapes never synthesized (queries): ' + [...missing].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([s, c]) => `${s} ${c}`).join(', '));
+  const features = new Map<string, number>();
+  for (const [s, c] of missing) for (const f of s.split('+')) features.set(f, (features.get(f) ?? 0) + c);
+  console.log('features of the missed human queries (queries): ' + [...features].sort((a, b) => b[1] - a[1]).map(([s, c]) => `${s} ${c}`).join(', '));
+  console.log('why human-used tables/columns stayed unused (items): ' + [...unusedWhy].sort((a, b) => b[1] - a[1]).map(([s, c]) => `${s} ${c}`).join('; '));
   console.log('leak kinds: ' + ([...leakKinds].map(([k, c]) => `${k} ${c}`).join(', ') || 'none'));
   for (const e of leakExamples) console.log('  ' + e);
 }

@@ -1,4 +1,4 @@
-// `npm run bench -- rl [--quick] [--seeds 3] [--steps N] [--algos grpo,dr_grpo,dapo] [--dbs music_store,spider:concert_singer,kaggle:GeoNuclearData] ...`
+// `npm run bench -- rl [--quick] [--seeds 3] [--steps N] [--algos grpo,dr_grpo,dapo,egrpo_sql] [--no-filter] [--dbs music_store,spider:concert_singer,kaggle:GeoNuclearData] ...` (defaults: the quickstart's)
 // Does RL beat its SFT starting point on questions it has not seen? Per database: one data factory run,
 // split by SQL skeleton into disjoint SFT, RL and held-out sets (no held-out skeleton is ever trained on).
 // Per seed: one cold start (diversity-selected trajectories, new tokenizer, tiny model, SFT) on the SFT set;
@@ -32,6 +32,7 @@ import { loadCheckpoint } from '../src/model/checkpoint.ts';
 import { suiteVariants } from '../src/data/databases.ts';
 import { readDataset } from '../src/data/read-dataset.ts';
 import { splitBySkeleton } from '../src/data/splits.ts';
+import { quickstartConfigSchema } from '../src/pipeline/quickstart.ts';
 import { flag, num } from './_args.ts';
 
 // ---------- helpers shared with bench/search.ts ----------
@@ -116,21 +117,25 @@ export async function run(args: string[]): Promise<void> {
   const quick = args.includes('--quick');
   const dbs = flag(args, '--dbs', 'music_store').split(',').filter(Boolean);
   const seeds = num(args, '--seeds', quick ? 1 : 3);
-  const algos = flag(args, '--algos', quick ? 'grpo' : 'grpo,dr_grpo,dapo').split(',').filter(Boolean);
-  const pairs = num(args, '--pairs', quick ? 60 : 800);
-  const heldOutShare = num(args, '--held-out-share', 0.15);
-  const rlShare = num(args, '--rl-share', 0.35);
-  const passK = num(args, '--pass-k', 4);
-  const sftSteps = num(args, '--sft-steps', quick ? 20 : 1500);
-  const sftBatch = num(args, '--sft-batch', 8);
-  const sftLr = num(args, '--sft-lr', 5e-3);
-  const steps = num(args, '--steps', quick ? 2 : 60);
-  const prompts = num(args, '--prompts', 4);
-  const group = num(args, '--group', 4);
-  const rlLr = num(args, '--lr', 1e-4);
-  const verifyShare = num(args, '--verify-share', 0.3);
-  const schemaChars = num(args, '--schema-chars', 200);
-  const vocab = num(args, '--vocab', 2048);
+  const firstSeed = num(args, '--first-seed', 0);
+  const algos = flag(args, '--algos', quick ? 'grpo' : 'grpo,dr_grpo,dapo,egrpo_sql').split(',').filter(Boolean);
+  // Every default is the quickstart's (one home): the benchmark measures the recipe users run.
+  const q = quickstartConfigSchema.parse({});
+  const pairs = num(args, '--pairs', quick ? 60 : q.pairs);
+  const heldOutShare = num(args, '--held-out-share', q.heldOutShare);
+  const rlShare = num(args, '--rl-share', q.rlShare);
+  const passK = num(args, '--pass-k', q.passSamples);
+  const sftSteps = num(args, '--sft-steps', quick ? 20 : q.sftSteps);
+  const sftBatch = num(args, '--sft-batch', q.sftBatch);
+  const sftLr = num(args, '--sft-lr', q.sftLr);
+  const steps = num(args, '--steps', quick ? 2 : q.rlSteps);
+  const prompts = num(args, '--prompts', q.promptsPerStep);
+  const group = num(args, '--group', q.groupSize);
+  const rlLr = num(args, '--lr', q.rlLr);
+  const verifyShare = num(args, '--verify-share', q.verifyShare);
+  const schemaChars = num(args, '--schema-chars', q.schemaChars);
+  const vocab = num(args, '--vocab', q.vocabSize);
+  const filterRl = !args.includes('--no-filter') && q.filterRl;
   const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320 };
 
   const backend = await initBackend();
@@ -146,7 +151,7 @@ export async function run(args: string[]): Promise<void> {
       const { path: db, human } = databaseOf(dbName);
       let t0 = performance.now();
       const synthDir = join(resolve('runs/bench-rl'), `${dbName.replace(/[:/]/g, '_')}-${pairs}`);
-      if (!existsSync(join(synthDir, 'dataset.jsonl'))) await runFactory({ db, out: synthDir, n: pairs, seed: 0, variants: 1 }, { executor: pool });
+      if (!existsSync(join(synthDir, 'dataset.jsonl'))) await runFactory({ db, out: synthDir, n: pairs, seed: 0, variants: q.variants }, { executor: pool });
       time('synth', secs(t0));
       const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
       const tasks = items.map((it) => sqlTaskOf(it, db, suiteVariants(join(synthDir, 'variants'), it.dbId)));
@@ -175,7 +180,7 @@ export async function run(args: string[]): Promise<void> {
         return ev;
       };
 
-      for (let seed = 0; seed < seeds; seed++) {
+      for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
         console.log(` seed ${seed}:`);
         t0 = performance.now();
         const trajs = await synthesizeTrajectories(split.sft, env, { verifyShare, seed });
@@ -197,7 +202,7 @@ export async function run(args: string[]): Promise<void> {
         const rates = await samplePassRates(env, split.rl, ck.model, ck.tokenizer, { ...evalOpts, samples: passK, seed: seed + 1 });
         ck.model.dispose();
         const informative = split.rl.filter((_, i) => rates.correct[i] > 0 && rates.correct[i] < passK);
-        const rlTasks: SqlTask[] = informative.length >= prompts ? informative : split.rl;
+        const rlTasks: SqlTask[] = filterRl && informative.length >= prompts ? informative : split.rl;
         console.log(`  RL questions by correct samples 0..${passK}: ${Array.from({ length: passK + 1 }, (_, c) => rates.correct.filter((x) => x === c).length).join(' / ')}; training on ${rlTasks.length}`);
 
         let rlSec = 0;

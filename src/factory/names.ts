@@ -77,9 +77,14 @@ export function tablePlural(table: string): string {
  * name already says ("customers.customer_id" -> "customer id", "car_makers.Maker" -> "car maker",
  * "customer_orders.order_status" -> "customer order status").
  */
+/** Grammar words that end some column names ("genre_is", "name_of"): spoken, they run into the question's own words ("is is"). */
+const TRAILING_GRAMMAR = new Set(['is', 'of', 'for', 'by', 'in', 'to', 'at', 'on']);
+
 export function columnPhrase(table: string, column: string): string {
   const t = tableSingular(table);
-  const c = words(column) || 'value';
+  let c = words(column) || 'value';
+  const cws = c.split(' ');
+  if (cws.length > 1 && TRAILING_GRAMMAR.has(cws[cws.length - 1])) c = cws.slice(0, -1).join(' ');
   if (c === t || c.startsWith(t + ' ')) return c;
   const tw = t.split(' ');
   const cw = c.split(' ');

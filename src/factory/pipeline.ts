@@ -20,15 +20,17 @@ import { buildLexicon, colKey } from './names.ts';
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
-import { coverage, diversityStage, embedHybrid, type Coverage } from './diversity/index.ts';
-import { sqlFeatures, sqlSkeleton, structureKey } from '../sql/features.ts';
+import { coverage, diversityStage, embedHybrid, sqlFeaturesMemo, type Coverage } from './diversity/index.ts';
+import { sqlSkeleton, structureKey } from '../sql/features.ts';
 import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
-import { queryShape } from './realism.ts';
+import { HUMAN_SHAPES } from './shapes.ts';
 import { realizeStage } from './realize.ts';
 import { buildSchemaGraph, inferForeignKeys, type SchemaGraph } from './schema-graph.ts';
-import { synthesize } from './synthesize.ts';
+import { astShape, synthesize } from './synthesize.ts';
 import { silentProgress, toDatasetRow, type DatasetRow, type ProgressSink, type Stage, type StageContext, type SynthPair } from './types.ts';
 import { verifyStage } from './verify.ts';
+import { CachingExecutor } from './exec-cache.ts';
+import { QueryCost } from './cost.ts';
 
 export const factoryConfigSchema = z.object({
   db: z.string().min(1),
@@ -47,8 +49,10 @@ export const factoryConfigSchema = z.object({
   variantRows: z.number().int().positive().default(2000),
   /** Relative weight of each synthesis template (see TEMPLATE_NAMES); unnamed ones keep their default. */
   templateWeights: z.record(z.string(), z.number().nonnegative()).optional(),
-  /** Difficulty mix for the diversity selection. */
+  /** Difficulty mix for the diversity selection; when set it replaces the shape mix for the pairs beyond the cover. */
   mix: z.object({ simple: z.number(), moderate: z.number(), challenging: z.number() }).partial().optional(),
+  /** Wanted share of each query shape (realism.ts queryShape keys, e.g. 'join+group+top+agg'); default: what people ask (shapes.ts). */
+  shapes: z.record(z.string(), z.number().nonnegative()).optional(),
 });
 export type FactoryConfigInput = z.input<typeof factoryConfigSchema>;
 export type FactoryConfig = z.output<typeof factoryConfigSchema>;
@@ -130,6 +134,13 @@ function usedNames(node: unknown, out: Set<string>): void {
   }
 }
 
+/** The tables and columns (colKey) a pair's query uses. */
+export function schemaUse(p: SynthPair): string[] {
+  const used = new Set<string>();
+  usedNames(p.ast, used);
+  return [...used];
+}
+
 export function unusedSchema(schema: DbSchema, items: SynthPair[], skipped: Skipped[]): Skipped[] {
   const used = new Set<string>();
   for (const p of items) usedNames(p.ast, used);
@@ -165,10 +176,13 @@ export function shortfallLine(want: number, got: number, stages: StageReport[], 
   return `wrote ${got} of ${want} pairs: ${worst.stage} starved it, keeping ${worst.out} of ${worst.in}${reasons ? ` (${reasons})` : ''}`;
 }
 
+/** Rows per table the factory profiles columns on (roles, distinct counts): a sample, so a million-row table is not scanned once per column. */
+export const PROFILE_ROWS = 20_000;
+
 export function loadSchema(db: string): DbSchema {
   if (!existsSync(db)) throw new AgroError('not_found', `database not found: ${db}`);
   try {
-    return introspectSchema(db);
+    return introspectSchema(db, { statsRowLimit: PROFILE_ROWS });
   } catch (e) {
     if (e instanceof AgroError) throw e;
     throw new AgroError('invalid_input', `cannot read ${db} as a SQLite database: ${(e as Error).message}`);
@@ -198,10 +212,13 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   if (!existsSync(argsPath)) writeFileAtomic(argsPath, argsKey + '\n');
 
   const ownExecutor = !opts.executor;
-  const executor = opts.executor ?? new SqlPool({ size: 2 });
+  const pool = opts.executor ?? new SqlPool({ size: 2 });
+  // The databases do not change during a run: a query asked again is answered from memory.
+  const executor = new CachingExecutor(pool);
   const progress = opts.progress ?? silentProgress;
   const rejections: Record<string, Record<string, number>> = {};
   const reports: StageReport[] = [];
+  const cost = new QueryCost(dbPath, schema);
   try {
     // Stage 1: the schema graph (declared keys, or inferred ones when none are declared).
     let graph: SchemaGraph = buildSchemaGraph(schema);
@@ -225,6 +242,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
         progress,
         variants,
         timeoutMs: cfg.timeoutMs,
+        ...(cost.active ? { tooCostly: (sql: string) => cost.tooCostly(sql) } : {}),
         reject: (_item, reason) => {
           counts[reason] = (counts[reason] ?? 0) + 1;
         },
@@ -252,7 +270,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     const asStage = (s: Stage<SynthPair, SynthPair>, items: SynthPair[], variants: string[]) => checkpoint(s.name, items.length, variants, (ctx) => s.run(items, ctx));
 
     const want = Math.ceil(cfg.n * cfg.oversample);
-    let items = profiles.size ? await checkpoint('synthesize', want, [], (ctx) => synthesize(ctx, { graph, profiles }, want, cfg.templateWeights)) : [];
+    let items = profiles.size ? await checkpoint('synthesize', want, [], (ctx) => synthesize(ctx, { graph, profiles }, want, cfg.templateWeights, cfg.shapes ?? HUMAN_SHAPES)) : [];
     items = await asStage(verifyStage, items, []);
     progress.start('variants', cfg.variants);
     const variants = cfg.variants > 0 && profiles.size ? buildVariants(dbPath, schema, graph, { count: cfg.variants, seed: cfg.seed, dir: variantDir, maxRowsPerTable: cfg.variantRows }) : [];
@@ -271,7 +289,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       items = await asStage(audit, items, variants);
       llm.audit = audit.stats;
     }
-    items = await asStage(diversityStage({ size: cfg.n, mix: cfg.mix ?? { simple: 0.35, moderate: 0.4, challenging: 0.25 }, cover: (p) => queryShape(p.sql) }), items, variants);
+    items = await asStage(diversityStage({ size: cfg.n, mix: cfg.mix, cover: (p) => astShape(p.ast), coverMix: cfg.shapes ?? HUMAN_SHAPES, coverItems: schemaUse }), items, variants);
     let refineLog: CycleLog[] = [];
     if (cfg.cycles > 0) {
       const refine = refineStage({ cycles: cfg.cycles, llmUrl: cfg.llmUrl, llmModel: cfg.llmModel, schema, graph });
@@ -286,7 +304,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     const vectors = embedHybrid(items.map((p) => ({ sqls: [p.sql], text: `${p.question} ${p.evidence}` })));
     const cov = coverage(vectors, vectors.map((_, i) => i), {
       skeletons: items.map((p) => sqlSkeleton(p.sql)),
-      structures: items.map((p) => structureKey(sqlFeatures(p.sql))),
+      structures: items.map((p) => structureKey(sqlFeaturesMemo(p.sql))),
     });
     const caught = Object.entries(rejections.augment ?? {})
       .filter(([r]) => r.endsWith('_on_variant') || r.startsWith('variant_'))
@@ -316,6 +334,8 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     writeJsonAtomic(manifestPath, manifest);
     return { manifest, rows, pairs: items, datasetPath, manifestPath };
   } finally {
-    if (ownExecutor) await executor.close();
+    cost.close();
+    await executor.close();
+    if (ownExecutor) await pool.close();
   }
 }

@@ -70,19 +70,32 @@ function okString(v: string): boolean {
   return v.trim().length > 0 && v.length <= 60 && !/['\n\r\t]/.test(v);
 }
 
+/** A threshold people would say: 2 significant digits for larger numbers (1234 -> 1200), 2 decimals otherwise. */
+export function roundThreshold(v: number): number {
+  if (Math.abs(v) >= 100) {
+    const mag = 10 ** (Math.floor(Math.log10(Math.abs(v))) - 1);
+    return Math.round(v / mag) * mag;
+  }
+  return Number.isInteger(v) ? v : Math.round(v * 100) / 100;
+}
+
+/** Words of a value a person would search for with LIKE ("contains 'Smith'"). */
+const likeWords = (v: string) => v.split(/\s+/).filter((w) => w.length >= 4 && /^[\p{L}\p{N}]+$/u.test(w));
+
 /** A filter on `c` that the sampled row satisfies (mostly), or null. */
 function filterFor(c: Bound, v: SqlValue, rng: Rng): Cond | null {
   if (v === null) return c.nullable && rng.next() < 0.3 ? { kind: 'null', expr: c.ref, negated: false } : null;
   if (c.role === 'numeric' && typeof v === 'number') {
     const op = rng.pick(['=', '>=', '<=', '>', '<', '>=', '<='] as const);
-    return { kind: 'cmp', left: c.ref, op, right: lit(Number.isInteger(v) ? v : Math.round(v * 100) / 100) };
+    return { kind: 'cmp', left: c.ref, op, right: lit(op === '=' ? (Number.isInteger(v) ? v : Math.round(v * 100) / 100) : roundThreshold(v)) };
   }
   if (typeof v !== 'string' || !okString(v)) return null;
   if (c.role === 'date') {
     return { kind: 'cmp', left: { kind: 'datepart', part: 'year', arg: c.ref }, op: '=', right: lit(v.slice(0, 4)) };
   }
-  if (c.role === 'text' && rng.next() < 0.4) {
-    const ws = v.split(/\s+/).filter((w) => w.length >= 4 && /^[\p{L}\p{N}]+$/u.test(w));
+  // Names and titles are searched by a word; categories now and then ("genres containing 'Rock'").
+  if ((c.role === 'text' && rng.next() < 0.5) || (c.role === 'category' && rng.next() < 0.12)) {
+    const ws = likeWords(v);
     if (ws.length) return { kind: 'like', expr: c.ref, pattern: `%${rng.pick(ws)}%` };
   }
   return { kind: 'cmp', left: c.ref, op: rng.next() < 0.1 ? '<>' : '=', right: lit(v) };
@@ -133,24 +146,97 @@ function manyToOne(f: Frame, env: SynthEnv): boolean {
 /** Columns whose sum or average means nothing (years, ids, codes, phone numbers). */
 const NOT_ADDITIVE = /(year|_id$|id$|code|zip|phone|number|_no$)/i;
 
+
+/** Group counts of a grouped query (at most 500 groups), to pick a HAVING threshold the data splits. */
+async function groupCounts(ctx: StageContext, q: SelectAst): Promise<number[]> {
+  const probe: SelectAst = { ...q, distinct: false, columns: [{ kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false }], having: [], orderBy: [], limit: null };
+  const r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT 500`, { timeoutMs: Math.min(ctx.timeoutMs, 1500), maxRows: 500 });
+  return r.ok ? r.rows.map((row) => Number(row[0])) : [];
+}
+
+/**
+ * Per-group aggregates. People group by categories, by small-domain numbers (years, cylinders),
+ * and by a parent row through a foreign key, naming the parent ("for each singer name"); they keep
+ * groups over a count ("with at least 3 albums"), or ask for the top group ("which X has the most Y").
+ */
+async function group(ctx: StageContext, env: SynthEnv, top: boolean): Promise<QueryAst | null> {
+  const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, top ? 0.6 : 0.5));
+  if (!pick) return null;
+  const f = await frame(ctx, env, pick.base, pick.related);
+  if (!f) return null;
+  const groupAlias = f.related ? [...f.q.joins].reverse()[0].alias : 'T1';
+  if (!manyToOne(f, env)) return null;
+  const groups = nonKey(f, groupAlias).filter((c) =>
+    c.role === 'category' ? c.distinct < c.rows || f.related !== null : c.role === 'numeric' ? c.distinct <= 30 && c.distinct < c.rows : c.role === 'text' && f.related !== null,
+  );
+  // Without a join people also group by the foreign key itself ("the number of documents for each project id").
+  if (!f.related) {
+    const pk = env.profiles.get(f.q.from.table)!.pk;
+    groups.push(...f.cols.filter((c) => c.isKey && c.ref.alias === 'T1' && !pk.includes(c.column) && c.distinct < c.rows));
+  }
+  if (!groups.length) return null;
+  const g = ctx.rng.pick(groups);
+  const nums = nonKey(f, 'T1', 'numeric').filter((c) => !NOT_ADDITIVE.test(c.column));
+  const others = nonKey(f, 'T1').filter((c) => c.role === 'category' && key(c.ref) !== key(g.ref));
+  const r = ctx.rng.next();
+  const agg: Expr =
+    nums.length && r < 0.4
+      ? { kind: 'agg', fn: ctx.rng.pick(['SUM', 'AVG', 'MAX', 'MIN'] as AggFn[]), arg: ctx.rng.pick(nums).ref, distinct: false }
+      : f.related && others.length && r > 0.85
+        ? { kind: 'agg', fn: 'COUNT', arg: ctx.rng.pick(others).ref, distinct: true }
+        : { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false };
+  f.q.columns = [g.ref, agg];
+  f.q.groupBy = [g.ref];
+  if (ctx.rng.next() < (top ? 0.1 : 0.2)) f.q.where = filters(f, ctx.rng, 1, new Set([key(g.ref)]));
+  if (top) {
+    f.q.orderBy = [
+      { expr: agg, dir: ctx.rng.next() < 0.85 ? 'DESC' : 'ASC' },
+      { expr: g.ref, dir: 'ASC' },
+    ];
+    f.q.limit = ctx.rng.next() < 0.75 ? 1 : 2 + ctx.rng.int(4); // people mostly ask for the top one
+    return f.q;
+  }
+  if (ctx.rng.next() < 0.45) {
+    // A threshold the data splits: some groups reach it and some do not, so HAVING is never redundant.
+    if (ctx.tooCostly?.(printSelect(f.q))) return null;
+    const counts = [...new Set(await groupCounts(ctx, f.q))].sort((a, b) => a - b);
+    if (counts.length < 2) return null;
+    const k = counts[1 + ctx.rng.int(Math.min(3, counts.length - 1))];
+    const countStar: Expr = { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false };
+    f.q.having = [{ kind: 'cmp', left: countStar, op: '>=', right: lit(k) }];
+  }
+  return f.q;
+}
+
 type Builder = (ctx: StageContext, env: SynthEnv) => Promise<QueryAst | null>;
 
 const withJoin = (rng: Rng, p: number) => rng.next() < p;
 
 const TEMPLATES: Record<string, Builder> = {
   async projection(ctx, env) {
-    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.4));
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.5));
     if (!pick) return null;
     const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
-    const targets = ctx.rng.shuffle(nonKey(f, 'T1').filter((c) => c.role !== 'date')).slice(0, 1 + ctx.rng.int(2));
+    let targets = ctx.rng.shuffle(nonKey(f, 'T1').filter((c) => c.role !== 'date')).slice(0, 1 + ctx.rng.int(2));
     if (!targets.length) return null;
+    // People list ids too ("the id and name of each document").
+    const pk = f.cols.find((c) => c.ref.alias === 'T1' && env.profiles.get(f.q.from.table)!.pk.length === 1 && c.column === env.profiles.get(f.q.from.table)!.pk[0]);
+    if (pk && ctx.rng.next() < 0.15) targets = [pk, targets[0]];
+    // Across a join, a column of the joined table is what the join adds ("each document's project details").
+    if (f.related && ctx.rng.next() < 0.5) {
+      const rel = nonKey(f, null).filter((c) => c.ref.alias !== 'T1' && c.role !== 'date');
+      if (rel.length) targets = [targets[0], ctx.rng.pick(rel)];
+    }
+    const joinedTarget = targets.some((c) => c.ref.alias !== 'T1');
     f.q.columns = targets.map((c) => c.ref);
     // A third of the lists people ask for have no filter ("the names of all singers").
-    const fs = !f.related && ctx.rng.next() < 0.35 ? [] : filters(f, ctx.rng, 1 + ctx.rng.int(2), new Set(targets.map((c) => key(c.ref))));
-    if (!fs.length && (f.related || env.profiles.get(f.q.from.table)!.table.rowCount > 200)) return null;
+    const fs = (!f.related || joinedTarget) && ctx.rng.next() < 0.35 ? [] : filters(f, ctx.rng, 1 + ctx.rng.int(2), new Set(targets.map((c) => key(c.ref))));
+    if (!fs.length && ((f.related && !joinedTarget) || env.profiles.get(f.q.from.table)!.table.rowCount > 200)) return null;
     f.q.where = fs;
-    f.q.distinct = targets.length === 1 && targets[0].role === 'category';
+    // "the different X": a category that repeats, or a name repeated by a join (people write DISTINCT over joins).
+    const t = targets[0];
+    f.q.distinct = targets.length === 1 && ctx.rng.next() < (f.related ? 0.4 : t.role === 'category' && t.distinct < t.rows ? 0.5 : 0);
     return f.q;
   },
   async count(ctx, env) {
@@ -185,43 +271,14 @@ const TEMPLATES: Record<string, Builder> = {
     return f.q.where.length || !f.related ? f.q : null;
   },
   async groupAgg(ctx, env) {
-    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.55));
-    if (!pick) return null;
-    const f = await frame(ctx, env, pick.base, pick.related);
-    if (!f) return null;
-    const groupAlias = f.related ? [...f.q.joins].reverse()[0].alias : 'T1';
-    if (!manyToOne(f, env)) return null;
-    // People group by categories, by small-domain numbers (years, cylinders), and by a parent row
-    // through a foreign key, naming the parent ("for each singer name").
-    const groups = nonKey(f, groupAlias).filter((c) =>
-      c.role === 'category' ? c.distinct < c.rows || f.related !== null : c.role === 'numeric' ? c.distinct <= 30 && c.distinct < c.rows : c.role === 'text' && f.related !== null,
-    );
-    if (!groups.length) return null;
-    const g = ctx.rng.pick(groups);
-    const nums = nonKey(f, 'T1', 'numeric').filter((c) => !NOT_ADDITIVE.test(c.column));
-    const agg: Expr =
-      nums.length && ctx.rng.next() < 0.5
-        ? { kind: 'agg', fn: ctx.rng.pick(['SUM', 'AVG', 'MAX', 'MIN'] as AggFn[]), arg: ctx.rng.pick(nums).ref, distinct: false }
-        : { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false };
-    f.q.columns = [g.ref, agg];
-    f.q.groupBy = [g.ref];
-    if (ctx.rng.next() < 0.3) f.q.where = filters(f, ctx.rng, 1, new Set([key(g.ref)]));
-    if (ctx.rng.next() < 0.3) {
-      const countStar: Expr = { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false };
-      f.q.having = [{ kind: 'cmp', left: countStar, op: '>', right: lit(1 + ctx.rng.int(3)) }];
-    }
-    if (ctx.rng.next() < 0.45) {
-      // "which X has the most Y"
-      f.q.orderBy = [
-        { expr: agg, dir: 'DESC' },
-        { expr: g.ref, dir: 'ASC' },
-      ];
-      f.q.limit = ctx.rng.next() < 0.6 ? 1 : 2 + ctx.rng.int(4); // people mostly ask for the top one
-    }
-    return f.q;
+    return group(ctx, env, false);
+  },
+  async groupTop(ctx, env) {
+    // "which X has the most Y": GROUP BY ... ORDER BY the aggregate DESC LIMIT 1
+    return group(ctx, env, true);
   },
   async topK(ctx, env) {
-    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.3));
+    const pick = pickBase(env, ctx.rng, withJoin(ctx.rng, 0.4));
     if (!pick) return null;
     const f = await frame(ctx, env, pick.base, pick.related);
     if (!f) return null;
@@ -229,9 +286,20 @@ const TEMPLATES: Record<string, Builder> = {
     // Ranked by a number or a date, of the base table or (across a many-to-one join) of the joined one.
     const rankable = (c: Bound) => c.role === 'numeric' || c.role === 'date';
     const nums = f.related && manyToOne(f, env) ? nonKey(f, null).filter((c) => rankable(c) && c.ref.alias !== 'T1') : nonKey(f, 'T1').filter(rankable);
-    const targets = nonKey(f, 'T1').filter((c) => c.role !== 'numeric' && c.role !== 'date');
+    let targets = nonKey(f, 'T1').filter((c) => c.role !== 'numeric' && c.role !== 'date');
+    // Across a many-to-one join the answer may be the parent's ("the artist of the longest track").
+    if (f.related && manyToOne(f, env) && ctx.rng.next() < 0.5) {
+      const rel = nonKey(f, null).filter((c) => c.ref.alias !== 'T1' && c.role !== 'numeric' && c.role !== 'date');
+      const own = nonKey(f, 'T1').filter((c) => c.role === 'numeric' || c.role === 'date');
+      if (rel.length && own.length) {
+        nums.splice(0, nums.length, ...own);
+        targets = rel;
+      }
+    }
     if (!tb || !nums.length || !targets.length) return null;
-    const by = ctx.rng.pick(nums);
+    // A column with few repeated values ranks without ties at the top (ties make the question ambiguous).
+    const spread = nums.filter((c) => c.distinct >= 0.8 * c.rows);
+    const by = ctx.rng.pick(spread.length && ctx.rng.next() < 0.8 ? spread : nums);
     const t = ctx.rng.pick(targets);
     f.q.columns = [t.ref];
     f.q.where = ctx.rng.next() < 0.4 ? filters(f, ctx.rng, 1, new Set([key(by.ref), key(t.ref)])) : [];
@@ -298,7 +366,8 @@ const TEMPLATES: Record<string, Builder> = {
       const sub = emptySelect(child.table.name, 'S1');
       sub.columns = [col('S1', child.table.name, e.fromColumns[0])];
       const q = emptySelect(parent.table.name);
-      q.columns = [col('T1', parent.table.name, ctx.rng.pick(names).column)];
+      // "how many singers have no concert" counts the anti-join.
+      q.columns = [ctx.rng.next() < 0.3 ? { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false } : col('T1', parent.table.name, ctx.rng.pick(names).column)];
       q.where = [{ kind: 'in', expr: col('T1', parent.table.name, e.toColumns[0]), query: sub, negated: ctx.rng.next() < 0.75 }];
       return q;
     }
@@ -354,7 +423,9 @@ const TEMPLATES: Record<string, Builder> = {
     if (!a || !b) return null;
     const targets = nonKey(a, 'T1').filter((c) => c.role === 'category' || c.role === 'text');
     if (!targets.length) return null;
-    const t = ctx.rng.pick(targets);
+    // Names rather than a handful of categories: two filters over a few values give the same set (a redundant set operation).
+    const named = targets.filter((c) => c.distinct >= 8);
+    const t = ctx.rng.pick(named.length ? named : targets);
     const fa = filters(a, ctx.rng, 1, new Set([key(t.ref)]));
     const fb = filters(b, ctx.rng, 1, new Set([key(t.ref)]));
     if (!fa.length || !fb.length) return null;
@@ -370,17 +441,18 @@ export const TEMPLATE_NAMES = Object.keys(TEMPLATES);
 
 /** Relative frequency of each template, following the shapes of human questions on Spider's train databases. */
 const WEIGHTS: Record<string, number> = {
-  projection: 6,
+  projection: 12,
   count: 4,
-  aggregate: 3,
-  groupAgg: 5,
-  topK: 4,
+  aggregate: 4,
+  groupAgg: 6,
+  groupTop: 5,
+  topK: 3,
   arithmetic: 1,
   percentage: 1,
-  aboveAverage: 2,
-  inSubquery: 2,
+  aboveAverage: 3,
+  inSubquery: 3,
   exists: 1,
-  setOperation: 3,
+  setOperation: 5,
 };
 
 function renameAlias(c: Cond, from: string, to: string): Cond {
@@ -470,39 +542,99 @@ export function astSignature(q: QueryAst): string {
   return printQuery(q);
 }
 
-/** Synthesizes up to `n` distinct candidates; attempts are bounded so a poor schema ends early. */
-export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, weights: Record<string, number> = {}): Promise<SynthPair[]> {
+/**
+ * queryShape (realism.ts) read off the AST instead of parsing the printed SQL: synthesis draws
+ * many candidates and parsing each is the slow part. A test holds the two equal.
+ */
+export function astShape(q: QueryAst): string {
+  const bits = { join: false, group: false, having: false, top: false, nested: false, setop: q.kind === 'setop', notin: false, like: false, distinct: false, agg: false };
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (!node || typeof node !== 'object') return;
+    const o = node as Record<string, unknown>;
+    if (o.kind === 'select') {
+      const sq = o as unknown as SelectAst;
+      if (sq.joins.length) bits.join = true;
+      if (sq.groupBy.length) bits.group = true;
+      if (sq.having.length) bits.having = true;
+      if (sq.orderBy.length && sq.limit !== null) bits.top = true;
+      if (sq.distinct) bits.distinct = true;
+    }
+    if (o.kind === 'scalar' || o.kind === 'exists' || o.kind === 'in') bits.nested = true;
+    if (o.kind === 'in' && o.negated) bits.notin = true;
+    if (o.kind === 'like') bits.like = true;
+    if (o.kind === 'agg') {
+      bits.agg = true;
+      if (o.distinct) bits.distinct = true;
+    }
+    if (o.kind === 'pct') {
+      // queryShape does not look inside the CASE WHEN of a percentage (a LIKE there is not counted).
+      bits.agg = true;
+      return;
+    }
+    for (const v of Object.values(o)) visit(v);
+  };
+  visit(q);
+  return (Object.keys(bits) as Array<keyof typeof bits>).filter((k) => bits[k]).join('+') || 'plain';
+}
+
+/** Shapes asked at least this often (percent) get a top-up of candidates when the weighted draw leaves them short. */
+const TOPUP_MIN_SHARE = 0.4;
+/** Candidates of each often-asked shape the top-up aims at, at least (later stages drop about half). */
+const TOPUP_MIN = 4;
+/** Tries per short shape before the top-up gives it up (the schema may not allow it). */
+const TOPUP_TRIES = 40;
+
+function drawTemplate(rng: Rng, names: string[], w: Record<string, number>): string {
+  const total = names.reduce((a, t) => a + w[t], 0);
+  let r = rng.next() * total;
+  for (const t of names) {
+    r -= w[t];
+    if (r < 0) return t;
+  }
+  return names[names.length - 1];
+}
+
+/**
+ * Synthesizes up to `n` distinct candidates by template weight; then, when a shape mix is given,
+ * tops up every shape people ask often (share >= TOPUP_MIN_SHARE) to TOPUP_MIN candidates plus half
+ * its share of n, drawing from the templates that made that shape, because verification and the
+ * ambiguity check drop some of every shape. Attempts are bounded so a poor schema ends early.
+ */
+export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, weights: Record<string, number> = {}, shapes?: Readonly<Record<string, number>>): Promise<SynthPair[]> {
   const unknown = Object.keys(weights).filter((t) => !TEMPLATES[t]);
   if (unknown.length) throw new AgroError('usage', `unknown synthesis template ${unknown.join(', ')} (have: ${TEMPLATE_NAMES.join(', ')})`);
   const w = { ...WEIGHTS, ...weights };
   const names = TEMPLATE_NAMES.filter((t) => w[t] > 0);
   if (!names.length) throw new AgroError('usage', 'every synthesis template has weight 0');
-  const total = names.reduce((a, t) => a + w[t], 0);
   const out: SynthPair[] = [];
   const seen = new Set<string>();
-  ctx.progress.start('synthesize', n);
-  for (let attempt = 0; attempt < n * 6 && out.length < n; attempt++) {
-    let r = ctx.rng.next() * total;
-    let template = names[0];
-    for (const t of names) {
-      r -= w[t];
-      if (r < 0) {
-        template = t;
-        break;
-      }
-    }
+  const shapeCount = new Map<string, number>();
+  const makers = new Map<string, Set<string>>();
+  const attempt = async (template: string, accept: (shape: string) => boolean): Promise<boolean> => {
     const raw = await TEMPLATES[template](ctx, env);
     const ast = raw && normalizeJoins(raw, env.graph);
     if (!ast) {
       ctx.reject({ template }, 'no_structure');
-      continue;
+      return false;
     }
     const sql = printQuery(ast);
     if (seen.has(sql)) {
       ctx.reject({ sql }, 'duplicate_sql');
-      continue;
+      return false;
     }
+    if (ctx.tooCostly?.(sql)) {
+      // Judged from the plan alone: it would read too much of a big table to verify in time.
+      seen.add(sql);
+      ctx.reject({ sql }, 'too_costly');
+      return false;
+    }
+    const shape = astShape(ast);
+    if (!makers.has(shape)) makers.set(shape, new Set());
+    makers.get(shape)!.add(template);
+    if (!accept(shape)) return false;
     seen.add(sql);
+    shapeCount.set(shape, (shapeCount.get(shape) ?? 0) + 1);
     out.push({
       id: `${ctx.dbId}-${out.length}`,
       dbId: ctx.dbId,
@@ -515,6 +647,30 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
       provenance: { stages: ['synthesize'], checks: [], template },
     });
     ctx.progress.tick();
+    return true;
+  };
+  ctx.progress.start('synthesize', n);
+  // Attempts judged too costly from the plan cost no execution, so they do not use up the budget (up to twice it).
+  let costly = 0;
+  const tooCostly = ctx.tooCostly;
+  if (tooCostly) ctx = { ...ctx, tooCostly: (sql) => (tooCostly(sql) ? (costly++, true) : false) };
+  for (let i = 0; i < Math.min(n * 6 + costly, n * 12) && out.length < n; i++) await attempt(drawTemplate(ctx.rng, names, w), () => true);
+  if (shapes) {
+    const wanted = Object.entries(shapes)
+      .filter(([, share]) => share >= TOPUP_MIN_SHARE)
+      .sort((a, b) => b[1] - a[1])
+      .map(([shape, share]) => ({ shape, target: TOPUP_MIN + Math.ceil((n * share) / 200), tries: 0 }));
+    for (let round = 0; round < n * 4; round++) {
+      const short = wanted.filter((x) => (shapeCount.get(x.shape) ?? 0) < x.target && x.tries < TOPUP_TRIES);
+      if (!short.length) break;
+      const x = short[round % short.length];
+      x.tries++;
+      const from = [...(makers.get(x.shape) ?? [])].filter((t) => w[t] > 0);
+      await attempt(from.length ? ctx.rng.pick(from) : drawTemplate(ctx.rng, names, w), (shape) => {
+        const y = wanted.find((z) => z.shape === shape);
+        return y !== undefined && (shapeCount.get(shape) ?? 0) < y.target;
+      });
+    }
   }
   ctx.progress.stop();
   return out;

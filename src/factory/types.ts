@@ -15,7 +15,7 @@ export const QUESTION_STYLES: readonly QuestionStyle[] = ['formal', 'colloquial'
 export interface Provenance {
   /** Stage names the pair went through, in order. */
   stages: string[];
-  /** Checks it passed, e.g. 'exec', 'deterministic', 'variants:3', 'roundtrip', 'llm-audit'. */
+  /** Checks it passed, e.g. 'exec', 'non_degenerate', 'variants:3', 'unambiguous', 'roundtrip', 'llm-audit'. */
   checks: string[];
   /** Refinement cycle that produced it (stage 8). */
   cycle?: number;
@@ -77,6 +77,8 @@ export interface StageContext {
   reject(item: unknown, reason: string): void;
   /** Per-query execution limit. */
   timeoutMs: number;
+  /** True when a query would read too much of a big database to run (cost.ts); absent: everything may run. */
+  tooCostly?: (sql: string) => boolean;
 }
 
 /** Items a stage checks at once: the factory's SQL pool runs two queries at a time. */

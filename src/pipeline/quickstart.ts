@@ -40,8 +40,11 @@ import { splitBySkeleton } from '../data/splits.ts';
 export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
   out: z.string().default('runs/quickstart'),
-  /** Verified pairs to synthesize. */
-  pairs: z.number().int().min(10).default(800),
+  /**
+   * Verified pairs to synthesize. More pairs is what generalizes: on music_store (seed 0) held-out EX after
+   * SFT was 8.3% with 800 pairs and 32.2% with 2,400, same 3,000 steps; the factory makes them in ~1 min.
+   */
+  pairs: z.number().int().min(10).default(2400),
   variants: z.number().int().min(0).default(2),
   /** Share of the pairs held out for evaluation (disjoint from SFT and RL by SQL skeleton). */
   heldOutShare: z.number().gt(0).lt(1).default(0.15),
@@ -75,10 +78,15 @@ export const quickstartConfigSchema = z.strictObject({
   sftEvalEvery: z.number().int().min(1).default(100),
   sftLr: z.number().positive().default(5e-3),
   algo: z.string().default('grpo'),
-  rlSteps: z.number().int().min(1).default(60),
+  /**
+   * Measured on music_store, 2,400 pairs, seed 0 (RL gain in held-out EX points): 60 steps at lr 1e-4 +1.7,
+   * 200 at 3e-4 +1.9, 200 at 1e-3 −8.3 (collapse), group of 8 at 5e-4 −0.6, no pass-rate filter (4,800
+   * pairs, 2,880 RL questions) −4.2. Harder RL fits the RL questions and forgets the rest.
+   */
+  rlSteps: z.number().int().min(1).default(200),
   groupSize: z.number().int().min(2).default(4),
   promptsPerStep: z.number().int().min(1).default(4),
-  rlLr: z.number().positive().default(1e-4),
+  rlLr: z.number().positive().default(3e-4),
   /** Schema characters in the agent's prompt: the prompt dominates the compute of every step. */
   schemaChars: z.number().int().min(200).default(200),
   seed: z.number().int().min(0).default(0),

@@ -9,6 +9,7 @@ import { dedup } from './dedup.ts';
 import { embedHybrid } from './embed.ts';
 import { resultFingerprint } from './fingerprint.ts';
 import { selectIndices } from './select.ts';
+import { shareOf } from '../shapes.ts';
 import type { SelectionMethod } from './select.ts';
 
 export interface DiversityStageOptions {
@@ -24,6 +25,19 @@ export interface DiversityStageOptions {
    * before the selection fills the rest, so no kind of query is lost to a small size.
    */
   cover?: (p: SynthPair) => string;
+  /**
+   * Wanted share of each cover key (e.g. the shapes people ask, shapes.ts). With it the cover
+   * goes most-wanted key first and may fill up to 75% of the size (80% without coverItems), and the rest is chosen with a
+   * quota per key in proportion to its share (unlisted keys get a small one) instead of the
+   * difficulty mix.
+   */
+  coverMix?: Readonly<Record<string, number>>;
+  /**
+   * The schema items (tables, columns) a pair uses. After the shape cover, pairs that bring the
+   * most items no kept pair uses yet are kept (up to 15% of the size), so the data reaches the
+   * whole schema rather than its most connected tables.
+   */
+  coverItems?: (p: SynthPair) => string[];
 }
 
 export function diversityStage(opts: DiversityStageOptions = {}): Stage<SynthPair, SynthPair> {
@@ -50,25 +64,56 @@ export function diversityStage(opts: DiversityStageOptions = {}): Stage<SynthPai
       let out = kept.map((k) => k.pair);
       if (opts.size !== undefined && opts.size < out.length) {
         const keep = new Set<number>();
+        const keys = opts.cover ? out.map(opts.cover) : [];
         if (opts.cover) {
+          const cm = opts.coverMix;
+          const limit = cm ? Math.floor(opts.size * (opts.coverItems ? 0.75 : 0.8)) : Math.floor(opts.size / 2);
+          // Stable sort: input order within the same share.
+          const order = out.map((_, i) => i);
+          if (cm) order.sort((a, b) => shareOf(cm, keys[b]) - shareOf(cm, keys[a]));
           const seen = new Set<string>();
-          out.forEach((p, i) => {
-            const k = opts.cover!(p);
-            if (!seen.has(k) && keep.size < Math.floor(opts.size! / 2)) {
-              seen.add(k);
+          for (const i of order) {
+            if (!seen.has(keys[i]) && keep.size < limit) {
+              seen.add(keys[i]);
               keep.add(i);
             }
-          });
+          }
+        }
+        if (opts.coverItems) {
+          const items = out.map(opts.coverItems);
+          const have = new Set([...keep].flatMap((i) => items[i]));
+          const limit = keep.size + Math.floor(opts.size * 0.15);
+          while (keep.size < limit) {
+            let best = -1;
+            let gain = 0;
+            out.forEach((_, i) => {
+              if (keep.has(i)) return;
+              const g = new Set(items[i].filter((x) => !have.has(x))).size;
+              if (g > gain) [best, gain] = [i, g];
+            });
+            if (best < 0) break;
+            keep.add(best);
+            for (const x of items[best]) have.add(x);
+          }
         }
         const rest = out.map((_, i) => i).filter((i) => !keep.has(i));
         const vectors = embedHybrid(
           rest.map((i) => ({ sqls: [out[i].sql], text: `${out[i].question} ${out[i].evidence}` })),
           { sqlWeight: opts.sqlWeight },
         );
+        let groups: string[] | undefined;
+        let mix: Record<string, number> | undefined;
+        if (opts.mix) {
+          groups = rest.map((i) => out[i].difficulty);
+          mix = opts.mix as Record<string, number>;
+        } else if (opts.coverMix && opts.cover) {
+          groups = rest.map((i) => keys[i]);
+          mix = Object.fromEntries(groups.map((k) => [k, shareOf(opts.coverMix!, k)]));
+        }
         const idx = selectIndices(vectors, opts.size - keep.size, opts.method ?? 'kcenter', {
           seed: ctx.rng.int(0x7fffffff),
-          groups: opts.mix ? rest.map((i) => out[i].difficulty) : undefined,
-          mix: opts.mix as Record<string, number> | undefined,
+          groups,
+          mix,
         });
         for (const j of idx) keep.add(rest[j]);
         out.forEach((p, i) => {
