@@ -1,18 +1,25 @@
 /**
- * `npm run e2e:trl`: TRL's GRPOTrainer trains agro's own tiny checkpoint on an agro-exported dataset with
- * agro's rewards served by the environment server, then checks that every reward TRL logged is what
- * agro says of the same completion (`agro eval` for execution; the weighted parts for the total; the
- * per-step means TRL logged). Not part of npm test: it needs Python packages. Prints SKIP lines and
- * exits 0 when it cannot run here.
+ * `npm run e2e:trl [-- --init DIR --data FILE ...]`: TRL's GRPOTrainer trains an agro checkpoint on an
+ * agro-exported dataset with agro's rewards served by the environment server, then checks, completion by
+ * completion, that TRL's own record of each reward is what agro's server returned, and that the server's
+ * execution part is what `agro eval` says of the same SQL. Not part of npm test: it needs Python packages.
+ * Prints SKIP lines and exits 0 when it cannot run here.
  *
- * Env: AGRO_E2E_VENV (a venv with trl; default runs/e2e-trl/venv, created with pip from the local index),
- * AGRO_E2E_CHECKPOINT (default: `agro sft --preset tiny` on data/dev.json), AGRO_E2E_STEPS (3),
- * AGRO_E2E_GROUP (8), AGRO_E2E_LEN (96).
+ * Flags (env fallbacks in brackets):
+ *   --init DIR          an agro checkpoint [AGRO_E2E_CHECKPOINT]; default `agro sft --preset tiny` on data/dev.json.
+ *                       Given one, the run must show signal: some completion matched gold, and some group's
+ *                       rewards differ (else GRPO has nothing to learn from and the agreement check is empty).
+ *   --data FILE         BIRD/Spider questions to export and train on (default data/dev.json)
+ *   --db-root DIR       their databases (default data/databases)
+ *   --schema-chars N    the prompt's schema budget: the one the checkpoint was trained with (default 200, the quickstart's)
+ *   --steps N [AGRO_E2E_STEPS, 3]  --group G [AGRO_E2E_GROUP, 8]  --prompts P (per step, 1)  --len L [AGRO_E2E_LEN, 96]
+ *   --temperature T (1.0)  --venv DIR [AGRO_E2E_VENV] (a venv with trl; default runs/e2e-trl/venv, created from the local index)
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { serveEnv } from '../src/server/env.ts';
 import { catalogFromDbRoot } from '../src/data/catalog.ts';
 import { parseAction, SQL_AGENT_ACTIONS } from '../src/agent/protocol.ts';
@@ -21,11 +28,48 @@ import { listCheckpoints } from '../src/train/run-state.ts';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN = join(ROOT, 'runs/e2e-trl');
 const BIN = join(ROOT, 'bin/agro.js');
-const DB_ROOT = join(ROOT, 'data/databases');
-const num = (name: string, dflt: number): number => (process.env[name] ? Number(process.env[name]) : dflt);
-const STEPS = num('AGRO_E2E_STEPS', 3);
-const GROUP = num('AGRO_E2E_GROUP', 8);
-const LEN = num('AGRO_E2E_LEN', 96);
+
+function fail(why: string): never {
+  console.error(`FAIL e2e:trl: ${why}`);
+  process.exit(1);
+}
+
+const { values: argv } = (() => {
+  try {
+    return parseArgs({
+      args: process.argv.slice(2),
+      options: {
+        init: { type: 'string' },
+        data: { type: 'string' },
+        'db-root': { type: 'string' },
+        'schema-chars': { type: 'string' },
+        steps: { type: 'string' },
+        group: { type: 'string' },
+        prompts: { type: 'string' },
+        len: { type: 'string' },
+        temperature: { type: 'string' },
+        venv: { type: 'string' },
+      },
+    });
+  } catch (e) {
+    fail((e as Error).message);
+  }
+})();
+const num = (flagValue: string | undefined, envName: string | null, dflt: number): number => {
+  const raw = flagValue ?? (envName ? process.env[envName] : undefined);
+  const v = raw === undefined ? dflt : Number(raw);
+  if (!Number.isFinite(v) || v <= 0) fail(`${raw} is not a positive number`);
+  return v;
+};
+const STEPS = num(argv.steps, 'AGRO_E2E_STEPS', 3);
+const GROUP = num(argv.group, 'AGRO_E2E_GROUP', 8);
+const PROMPTS = num(argv.prompts, null, 1);
+const LEN = num(argv.len, 'AGRO_E2E_LEN', 96);
+const TEMPERATURE = num(argv.temperature, null, 1);
+const SCHEMA_CHARS = num(argv['schema-chars'], null, 200);
+const INIT = argv.init ?? process.env.AGRO_E2E_CHECKPOINT;
+const DATA = resolve(argv.data ?? join(ROOT, 'data/dev.json'));
+const DB_ROOT = resolve(argv['db-root'] ?? join(ROOT, 'data/databases'));
 const REWARDS = [
   { name: 'execution', weight: 1 },
   { name: 'format', weight: 0.25 },
@@ -49,10 +93,6 @@ function skip(why: string): never {
   console.log(`SKIP e2e:trl: ${why}`);
   process.exit(0);
 }
-function fail(why: string): never {
-  console.error(`FAIL e2e:trl: ${why}`);
-  process.exit(1);
-}
 function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}) {
   return spawnSync(cmd, args, { encoding: 'utf8', env: { ...process.env, ...opts.env }, timeout: opts.timeoutMs ?? 30 * 60_000, maxBuffer: 256 * 1024 * 1024 });
 }
@@ -75,7 +115,7 @@ function agro(...args: string[]): string {
 
 /** A venv with trl: the given one, or a new one under runs/ filled from the local package index. */
 function pythonWithTrl(): string {
-  const venv = resolve(process.env.AGRO_E2E_VENV ?? join(RUN, 'venv'));
+  const venv = resolve(argv.venv ?? process.env.AGRO_E2E_VENV ?? join(RUN, 'venv'));
   const py = join(venv, 'bin/python');
   const has = (): boolean => existsSync(py) && run(py, ['-c', 'import trl, datasets, torch']).status === 0;
   if (has()) return py;
@@ -89,7 +129,10 @@ function pythonWithTrl(): string {
 }
 
 function checkpoint(): string {
-  if (process.env.AGRO_E2E_CHECKPOINT) return resolve(process.env.AGRO_E2E_CHECKPOINT);
+  if (INIT) {
+    if (!existsSync(join(INIT, 'config.json')) || !existsSync(join(INIT, 'model.safetensors'))) fail(`${INIT} is not an agro checkpoint (config.json, model.safetensors)`);
+    return resolve(INIT);
+  }
   const out = join(RUN, 'sft');
   if (!listCheckpoints(out).length) {
     console.log('e2e:trl: training a tiny agro checkpoint (agro sft --preset tiny, 30 steps on data/dev.json) ...');
@@ -108,17 +151,26 @@ interface LoggedReward {
   correct: boolean;
   parts: Record<string, { value: number; reason: string }>;
 }
+interface TrlResult {
+  step_seconds: number[];
+  log_history: Record<string, number>[];
+  rows: number;
+  rows_dropped: number;
+  /** TRL's own record (log_completions): every completion and the reward it used, in batch order. */
+  completions: { step: number; completion: string; reward: number; advantage: number }[];
+  versions: Record<string, string>;
+}
 
 async function main(): Promise<void> {
   mkdirSync(RUN, { recursive: true });
   const py = pythonWithTrl();
   const ck = checkpoint();
   const dataDir = join(RUN, 'data');
-  // The tiny model has 512 positions: a short schema keeps prompt + completion inside them.
-  agro('export', '--format', 'trl', '--data', join(ROOT, 'data/dev.json'), '--db-root', DB_ROOT, '--out', dataDir, '--val', '0', '--schema-chars', '300');
+  // The prompt must be the one the checkpoint was trained on: same system prompt, same schema budget.
+  agro('export', '--format', 'trl', '--data', DATA, '--db-root', DB_ROOT, '--out', dataDir, '--val', '0', '--schema-chars', String(SCHEMA_CHARS));
   // The verl export as pyarrow (what verl's RLHFDataset uses underneath) reads it: nested types intact.
   const verlDir = join(RUN, 'verl');
-  agro('export', '--format', 'verl', '--data', join(ROOT, 'data/dev.json'), '--db-root', DB_ROOT, '--out', verlDir, '--val', '0.1');
+  agro('export', '--format', 'verl', '--data', DATA, '--db-root', DB_ROOT, '--out', verlDir, '--val', '0.1', '--schema-chars', String(SCHEMA_CHARS));
   const check = run(py, ['-c', PYARROW_CHECK, join(verlDir, 'train.parquet')]);
   if (check.status !== 0) fail(`pyarrow could not read the verl export as verl expects: ${check.stderr.trim().split('\n').at(-1)}`);
   console.log(`e2e:trl: verl parquet read by pyarrow: ${check.stdout.trim()}`);
@@ -127,75 +179,124 @@ async function main(): Promise<void> {
   mkdirSync(out, { recursive: true });
   writeFileSync(logPath, '');
   const srv = await serveEnv({ catalog: catalogFromDbRoot(DB_ROOT) });
-  console.log(`e2e:trl: environment server at ${srv.url}; GRPOTrainer ${STEPS} steps, group ${GROUP}, ${LEN} completion tokens, on ${ck}`);
+  console.log(`e2e:trl: environment server at ${srv.url}; GRPOTrainer ${STEPS} steps, ${PROMPTS} prompt(s) × group ${GROUP}, ${LEN} completion tokens, T ${TEMPERATURE}, on ${ck}`);
   let trl;
   try {
-    const cfg = { checkpoint: ck, train: join(dataDir, 'train.jsonl'), out, steps: STEPS, group: GROUP, max_completion: LEN, rewards: REWARDS, seed: 0 };
+    const cfg = { checkpoint: ck, train: join(dataDir, 'train.jsonl'), out, steps: STEPS, group: GROUP, prompts_per_step: PROMPTS, max_completion: LEN, temperature: TEMPERATURE, rewards: REWARDS, seed: 0 };
     trl = await runAsync(py, [join(ROOT, 'scripts/e2e_trl.py'), JSON.stringify(cfg)], { AGRO_URL: srv.url, TOKENIZERS_PARALLELISM: 'false' });
   } finally {
     await srv.close();
   }
   if (trl.status !== 0) fail(`GRPOTrainer run exited ${trl.status}: ${trl.stderr.trim().split('\n').slice(-3).join(' | ')}`);
-  const result = JSON.parse(readFileSync(join(out, 'trl_result.json'), 'utf8')) as { step_seconds: number[]; log_history: Record<string, number>[]; rows: number; rows_dropped: number };
+  const result = JSON.parse(readFileSync(join(out, 'trl_result.json'), 'utf8')) as TrlResult;
   const logged = readFileSync(logPath, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as LoggedReward);
-  if (logged.length !== STEPS * GROUP) fail(`expected ${STEPS * GROUP} scored completions, the reward log has ${logged.length}`);
+  const B = STEPS * PROMPTS * GROUP;
+  if (logged.length !== B) fail(`expected ${B} scored completions, the server's reward log has ${logged.length}`);
 
   // 1. Each total is the weighted sum of its parts.
   for (const l of logged) {
     const sum = REWARDS.reduce((a, r) => a + r.weight * l.parts[r.name].value, 0);
     if (Math.abs(sum - l.total) > 1e-12) fail(`total ${l.total} is not the weighted sum ${sum} of its parts`);
   }
-  // 2. What TRL logged per step is the mean of what agro returned for that step's completions.
+  // 2. TRL's own record, completion by completion: the same text, and the reward it trained on is the
+  //    server's total (TRL holds rewards as float32).
+  if (result.completions.length !== B) fail(`TRL logged ${result.completions.length} completions, expected ${B}`);
+  result.completions.forEach((t, i) => {
+    if (t.completion !== logged[i].completion) fail(`completion ${i}: TRL logged ${JSON.stringify(t.completion.slice(0, 80))}, the server scored ${JSON.stringify(logged[i].completion.slice(0, 80))}`);
+    if (Math.abs(t.reward - logged[i].total) > 1e-6) fail(`completion ${i}: TRL's reward ${t.reward}, agro's server returned ${logged[i].total}`);
+  });
+  // 3. What TRL logged per step is the mean of what agro returned for that step's completions.
   const steps = result.log_history.filter((h) => 'rewards/agro/mean' in h);
   if (steps.length !== STEPS) fail(`TRL logged ${steps.length} reward means for ${STEPS} steps`);
-  const byStep = new Map<number, number[]>();
-  for (const l of logged) byStep.set(l.step ?? -1, [...(byStep.get(l.step ?? -1) ?? []), l.total]);
-  const means = [...byStep.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v.reduce((a, b) => a + b, 0) / v.length);
+  const per = PROMPTS * GROUP;
+  const means = steps.map((_, s) => logged.slice(s * per, (s + 1) * per).reduce((a, l) => a + l.total, 0) / per);
   steps.forEach((h, i) => {
     if (Math.abs(h['rewards/agro/mean'] - means[i]) > 1e-6) fail(`step ${i + 1}: TRL logged reward mean ${h['rewards/agro/mean']}, agro's rewards average ${means[i]}`);
   });
-  // 3. The execution part is what `agro eval` says of the completion's answer (agro's own protocol parser finds it).
-  const answered = logged.flatMap((l, i) => {
+  // 4. Question by question, the execution part is what `agro eval` says of the completion's answer, which
+  //    agro's own protocol parser finds (and the server reports as the SQL it executed).
+  const answers = logged.map((l) => {
     const a = parseAction(l.completion, SQL_AGENT_ACTIONS);
-    return a.kind === 'answer' ? [{ i, sql: a.content }] : [];
+    return a.kind === 'answer' ? a.content : null;
   });
-  for (const l of logged) {
-    const a = parseAction(l.completion, SQL_AGENT_ACTIONS);
-    if (a.kind !== 'answer' && l.parts.execution.value !== 0) fail(`a completion without an answer got execution reward ${l.parts.execution.value}`);
-  }
-  let evalMatches = 0;
+  logged.forEach((l, i) => {
+    if (answers[i] === null && l.parts.execution.value !== 0) fail(`completion ${i} has no answer but execution reward ${l.parts.execution.value}`);
+    if (answers[i] !== null && l.pred_sql !== answers[i]) fail(`completion ${i}: the server executed ${JSON.stringify(l.pred_sql)}, the answer is ${JSON.stringify(answers[i])}`);
+  });
+  const answered = logged.flatMap((l, i) => (answers[i] === null ? [] : [i]));
+  const outcomes = new Map<number, string>();
   if (answered.length > 0) {
     const evalData = join(out, 'eval-data.json');
     const evalPred = join(out, 'eval-pred.json');
-    writeFileSync(evalData, JSON.stringify(answered.map(({ i }) => ({ db_id: logged[i].db_id, question: '', SQL: logged[i].gold_sql }))));
-    writeFileSync(evalPred, JSON.stringify(answered.map(({ sql }) => sql)));
+    writeFileSync(evalData, JSON.stringify(answered.map((i) => ({ db_id: logged[i].db_id, question: `completion ${i}`, SQL: logged[i].gold_sql }))));
+    writeFileSync(evalPred, JSON.stringify(answered.map((i) => answers[i])));
     const report = JSON.parse(agro('eval', '--data', evalData, '--pred', evalPred, '--db-root', DB_ROOT, '--json')) as { questions: { outcome: string }[] };
+    if (report.questions.length !== answered.length) fail(`agro eval reported ${report.questions.length} questions for ${answered.length} answers`);
     report.questions.forEach((q, k) => {
-      const l = logged[answered[k].i];
-      const reward = l.parts.execution.value;
-      if ((q.outcome === 'match') !== (reward === 1)) fail(`completion ${answered[k].i}: agro eval says ${q.outcome}, the reward TRL logged has execution ${reward}`);
-      if (q.outcome === 'match') evalMatches++;
+      const i = answered[k];
+      outcomes.set(i, q.outcome);
+      const reward = logged[i].parts.execution.value;
+      if ((q.outcome === 'match') !== (reward === 1) || (reward !== 0 && reward !== 1)) fail(`completion ${i}: agro eval says ${q.outcome}, the server's execution reward is ${reward}`);
     });
   }
+  const evalMatches = [...outcomes.values()].filter((o) => o === 'match').length;
+
+  // Per GRPO group (TRL repeats each prompt `group` times in a row): the signal GRPO learns from.
+  const groups = Array.from({ length: B / GROUP }, (_, g) => {
+    const ls = logged.slice(g * GROUP, (g + 1) * GROUP);
+    if (ls.some((l) => l.gold_sql !== ls[0].gold_sql)) fail(`group ${g} mixes questions: TRL's batch is not in groups of ${GROUP}`);
+    const totals = ls.map((l) => l.total);
+    const outcomeCounts: Record<string, number> = {};
+    ls.forEach((_, k) => {
+      const o = outcomes.get(g * GROUP + k) ?? 'no_answer';
+      outcomeCounts[o] = (outcomeCounts[o] ?? 0) + 1;
+    });
+    return {
+      step: Math.floor(g / PROMPTS) + 1,
+      gold: ls[0].gold_sql.slice(0, 60),
+      correct: ls.filter((l) => l.parts.execution.value === 1).length,
+      outcomes: Object.entries(outcomeCounts).map(([k, v]) => `${k} ${v}`).join(', '),
+      min: Math.min(...totals),
+      max: Math.max(...totals),
+      mean: Math.round((totals.reduce((a, b) => a + b, 0) / GROUP) * 1000) / 1000,
+    };
+  });
+  console.log('\nper GRPO group: completions whose answer matched gold (agro eval), and the spread of agro\'s rewards:');
+  console.table(groups);
+  const varying = groups.filter((g) => g.max > g.min).length;
   const summary = {
     date: new Date().toISOString(),
     checkpoint: ck,
+    data: DATA,
+    schemaChars: SCHEMA_CHARS,
     steps: STEPS,
+    promptsPerStep: PROMPTS,
     group: GROUP,
     maxCompletion: LEN,
+    temperature: TEMPERATURE,
     rows: result.rows,
     rowsDropped: result.rows_dropped,
     completionsScored: logged.length,
     withAnswer: answered.length,
     evalMatches,
+    nonZeroRewards: logged.filter((l) => l.total !== 0).length,
+    groupsWithVaryingRewards: varying,
+    groupsWithSomeCorrect: groups.filter((g) => g.correct > 0).length,
     wellFormed: logged.filter((l) => l.parts.format.value === 1).length,
     meanRewardPerStep: means,
     stepSeconds: result.step_seconds,
+    versions: result.versions,
     load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
   };
   writeFileSync(join(RUN, 'result.json'), JSON.stringify(summary, null, 2) + '\n');
   console.log(JSON.stringify(summary, null, 2));
-  console.log(`PASS e2e:trl: ${logged.length} rewards TRL logged over ${STEPS} steps equal agro's (${answered.length} completions gave an answer, ${evalMatches} matched gold per agro eval)`);
+  // A trained checkpoint must give GRPO something to learn from, and the agreement check something to agree on.
+  if (INIT && evalMatches === 0) fail(`no completion of ${ck} matched gold: the agreement check compared zeros only (is --schema-chars the one it was trained with?)`);
+  if (INIT && varying === 0) fail(`no group's rewards differ: GRPO's advantages are all zero`);
+  console.log(
+    `PASS e2e:trl: ${logged.length} rewards TRL trained on equal agro's server, completion by completion; ${answered.length} completions answered, ` +
+      `${evalMatches} matched gold per agro eval and got execution 1, the other answers 0; ${varying} of ${groups.length} groups have differing rewards`,
+  );
 }
 
 await main();

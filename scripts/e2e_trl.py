@@ -3,7 +3,9 @@ environment server (integrations/python/agro_trl.py). Run by scripts/e2e-trl.ts 
 
     python scripts/e2e_trl.py '{"checkpoint": ..., "train": ..., "out": ..., "steps": 3, ...}'
 
-Writes <out>/trl_result.json: TRL's log history, each step's wall time, the rows kept and dropped.
+Writes <out>/trl_result.json: TRL's log history, each step's wall time, the rows kept and dropped, and
+TRL's own record of every completion and its reward (GRPOConfig(log_completions=True) writes one parquet
+per step under <out>/trl/completions/; they are gathered here).
 The agro checkpoint has config.json, model.safetensors and tokenizer.json; its chat template (the
 built-in model's, src/model/chat.ts) is given to the tokenizer here as Jinja.
 """
@@ -13,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import torch
 from datasets import load_dataset
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, TrainerCallback
@@ -94,18 +97,36 @@ args = GRPOConfig(
     data_seed=int(cfg.get("seed", 0)),
     dataloader_num_workers=0,
     disable_tqdm=True,
+    log_completions=True,
+    num_completions_to_print=int(cfg.get("print_completions", 2)),
 )
 times = StepTimes()
 reward = agro_reward_func(rewards=cfg.get("rewards"), log_path=str(out / "rewards.jsonl"), name="agro")
 trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[reward], args=args, train_dataset=ds, callbacks=[times])
 t0 = time.perf_counter()
 trainer.train()
+seconds = time.perf_counter() - t0
+
+
+def completion_text(c):
+    """TRL logs a conversational completion as its assistant messages (an array in parquet); the text is their content."""
+    if isinstance(c, str):
+        return c
+    return "".join(m.get("content") or "" for m in list(c) if m.get("role") == "assistant")
+
+
+logged = []
+for f in sorted((out / "trl" / "completions").glob("completions_*.parquet")):
+    df = pd.read_parquet(f)
+    for r in df.to_dict("records"):
+        logged.append({"step": int(r["step"]), "completion": completion_text(r["completion"]), "reward": float(r["agro"]), "advantage": float(r["advantage"])})
 result = {
     "rows": len(ds),
     "rows_dropped": n_all - len(ds),
-    "seconds": time.perf_counter() - t0,
+    "seconds": seconds,
     "step_seconds": times.times,
     "log_history": trainer.state.log_history,
+    "completions": logged,
     "versions": {"trl": __import__("trl").__version__, "transformers": __import__("transformers").__version__, "torch": torch.__version__},
     "threads": torch.get_num_threads(),
 }

@@ -46,10 +46,13 @@ export const envRoutesOptionsSchema = z.strictObject({
   sqlTimeoutMs: z.number().int().min(1).default(3000),
   /** Rows a /v1/sql reply carries at most. */
   sqlMaxRows: z.number().int().min(1).default(1000),
-  /** SQL processes of the fast lane and of the slow (runaway) lane, and the fast lane's time budget. */
+  /**
+   * SQL processes of the fast lane and of the slow (runaway) lane, and the fast lane's budget per query:
+   * CPU time on Linux (a quick query starved of CPU does not use it up), wall time elsewhere.
+   */
   poolSize: z.number().int().min(1).max(64).default(2),
   slowPoolSize: z.number().int().min(1).max(64).default(1),
-  fastLaneMs: z.number().int().min(1).default(1000),
+  fastLaneMs: z.number().int().min(1).default(process.platform === 'linux' ? 150 : 1000),
   /** Bearer token required on /v1/* when set. */
   token: z.string().min(8).optional(),
 });

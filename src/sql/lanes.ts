@@ -1,8 +1,11 @@
 /**
  * Two SQL pools as one executor, so that runaway queries do not hold up quick ones: every query
  * starts in the fast lane with a short budget; one that runs past it is stopped there and run again,
- * with what is left of its own limit, in the slow lane, whose processes run at a lower CPU priority.
+ * with what is left of its own limit, in the slow lane, whose processes run at the lowest CPU priority.
  * Quick queries (nearly all of a reward batch) then never queue behind a query that will time out.
+ * On Linux the budget is CPU time (read from /proc), not wall time: on a busy machine a quick query
+ * waits for a core without using its budget, so the budget can be short, and a runaway, which burns
+ * CPU from its first millisecond, leaves the fast lane after about fastMs of work.
  * The price: a query slower than the budget runs twice (its first fastMs are lost).
  */
 import { setPriority } from 'node:os';
@@ -12,9 +15,9 @@ import type { ExecOptions, ExecResult, SqlExecutor } from './types.ts';
 export interface LaneOptions {
   fastSize: number;
   slowSize: number;
-  /** Time a query may run in the fast lane before it moves to the slow one. */
+  /** Time a query may run in the fast lane before it moves to the slow one (CPU time on Linux, else wall time). */
   fastMs: number;
-  /** Nice value of the slow lane's processes (0 = same priority as the rest). */
+  /** Nice value of the slow lane's processes (0 = same priority as the rest; default 19, the lowest). */
   slowNice?: number;
 }
 
@@ -33,10 +36,12 @@ export class LanedExecutor implements SqlExecutor {
   async execute(dbPath: string, sql: string, opts: ExecOptions = {}): Promise<ExecResult> {
     const limit = opts.timeoutMs ?? EXEC_DEFAULTS.timeoutMs;
     if (limit <= this.opts.fastMs) return this.fast.execute(dbPath, sql, opts);
-    const first = await this.fast.execute(dbPath, sql, { ...opts, timeoutMs: this.opts.fastMs });
-    if (first.ok || first.error !== 'timeout') return first;
+    const budget = process.platform === 'linux' ? { timeoutMs: limit, cpuMs: this.opts.fastMs } : { timeoutMs: this.opts.fastMs };
+    const first = await this.fast.execute(dbPath, sql, { ...opts, ...budget });
+    const left = Math.floor(limit - first.elapsedMs);
+    if (first.ok || first.error !== 'timeout' || left < 1) return first;
     this.movedToSlow++;
-    const second = this.slow.execute(dbPath, sql, { ...opts, timeoutMs: limit - this.opts.fastMs });
+    const second = this.slow.execute(dbPath, sql, { ...opts, timeoutMs: left });
     this.lowerPriority();
     const r = await second;
     return { ...r, elapsedMs: r.elapsedMs + first.elapsedMs };
@@ -44,7 +49,7 @@ export class LanedExecutor implements SqlExecutor {
 
   /** Children start lazily and are replaced after a kill: renice the ones not seen yet. */
   private lowerPriority(): void {
-    const nice = this.opts.slowNice ?? 10;
+    const nice = this.opts.slowNice ?? 19;
     if (nice === 0) return;
     for (const pid of this.slow.childPids()) {
       if (this.niced.has(pid)) continue;

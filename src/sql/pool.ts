@@ -16,6 +16,7 @@
  * it does, it reads whatever the child has already sent (a busy event loop can fire the timer late).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -55,13 +56,14 @@ function track(child: ChildProcess): void {
   }
 }
 
-export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024, safeIntegers: false };
+export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024, safeIntegers: false, cpuMs: 0 };
 
 const execOptionsSchema = z.object({
   timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).optional(),
   maxRows: z.number().int().nonnegative().optional(),
   maxBytes: z.number().int().nonnegative().optional(),
   safeIntegers: z.boolean().optional(),
+  cpuMs: z.number().int().nonnegative().max(MAX_TIMEOUT_MS).optional(),
 });
 
 const poolOptionsSchema = z.object({
@@ -95,6 +97,8 @@ interface Slot {
   child?: ChildProcess;
   job?: Job;
   timer?: NodeJS.Timeout;
+  /** Polls the child's CPU time when the job has a cpuMs limit. */
+  cpuTimer?: NodeJS.Timeout;
   startedAt: number;
 }
 
@@ -103,6 +107,24 @@ type ChildReply =
   | { id: number; done: true; elapsedMs: number }
   | { id: number; ok: true; columns: string[]; rows: Row[]; truncated: boolean; elapsedMs: number }
   | { id: number; ok: false; error: ExecErrorKind; message: string; elapsedMs: number };
+
+/** How often a cpuMs limit is checked; /proc counts CPU time in clock ticks (10 ms on Linux). */
+const CPU_POLL_MS = 20;
+const CLOCK_TICK_MS = 10;
+const HAS_PROC = process.platform === 'linux';
+
+/** CPU time (user + system) a process has used, in ms, from /proc/<pid>/stat; undefined when unreadable. */
+function cpuTimeMs(pid: number | undefined): number | undefined {
+  if (!HAS_PROC || pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesized command name (which may hold spaces): utime and stime are 14 and 15.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * CLOCK_TICK_MS;
+  } catch {
+    return undefined;
+  }
+}
 
 function timeoutMessage(job: Job): string {
   return `query ran past its ${job.opts.timeoutMs} ms limit and was stopped`;
@@ -181,7 +203,7 @@ export class SqlPool implements SqlExecutor {
     kill(this.spare);
     this.spare = undefined;
     for (const slot of this.slots) {
-      clearTimeout(slot.timer);
+      this.stopTimers(slot);
       const { child, job } = slot;
       slot.child = undefined;
       slot.job = undefined;
@@ -240,8 +262,7 @@ export class SqlPool implements SqlExecutor {
       if ('done' in msg) {
         // The query is over; sending its result is not query time.
         job.doneMs = msg.elapsedMs;
-        clearTimeout(slot.timer);
-        slot.timer = undefined;
+        this.stopTimers(slot);
         return;
       }
       const elapsedMs = msg.elapsedMs;
@@ -275,8 +296,7 @@ export class SqlPool implements SqlExecutor {
       if (this.ready.has(child)) job.attempts++;
       if (job.attempts < MAX_ATTEMPTS && !this.closed) {
         // Not the query's doing: run it again from the start, on a fresh child, with its full time limit.
-        clearTimeout(slot.timer);
-        slot.timer = undefined;
+        this.stopTimers(slot);
         slot.job = undefined;
         job.doneMs = undefined;
         this.queue.unshift(job);
@@ -305,9 +325,15 @@ export class SqlPool implements SqlExecutor {
     return slot.child;
   }
 
-  private finish(slot: Slot, result: ExecResult): void {
+  private stopTimers(slot: Slot): void {
     clearTimeout(slot.timer);
+    clearTimeout(slot.cpuTimer);
     slot.timer = undefined;
+    slot.cpuTimer = undefined;
+  }
+
+  private finish(slot: Slot, result: ExecResult): void {
+    this.stopTimers(slot);
     const job = slot.job;
     slot.job = undefined;
     this.idle(slot);
@@ -334,13 +360,13 @@ export class SqlPool implements SqlExecutor {
    * The timer has fired, but this event loop may have been busy past the limit while the child's reply
    * waited in the pipe. setImmediate runs after the next poll phase, which reads that reply first.
    */
-  private onTimer(slot: Slot, job: Job): void {
+  private onTimer(slot: Slot, job: Job, message?: string): void {
     setImmediate(() => {
-      if (slot.job === job && job.doneMs === undefined) this.onTimeout(slot, job);
+      if (slot.job === job && job.doneMs === undefined) this.onTimeout(slot, job, message);
     });
   }
 
-  private onTimeout(slot: Slot, job: Job): void {
+  private onTimeout(slot: Slot, job: Job, message = timeoutMessage(job)): void {
     if (slot.job !== job) return;
     const child = slot.child;
     slot.child = undefined;
@@ -354,13 +380,25 @@ export class SqlPool implements SqlExecutor {
         this.release(this.spare);
       }
     }
-    this.finish(slot, { ok: false, error: 'timeout', message: timeoutMessage(job), elapsedMs: performance.now() - slot.startedAt });
+    this.finish(slot, { ok: false, error: 'timeout', message, elapsedMs: performance.now() - slot.startedAt });
   }
 
   /** The limit runs from when the child is ready; until then it gets START_GRACE_MS more to start. */
   private startTimer(slot: Slot, job: Job): void {
-    clearTimeout(slot.timer);
-    slot.timer = setTimeout(() => this.onTimer(slot, job), job.opts.timeoutMs + (slot.child && this.ready.has(slot.child) ? 0 : START_GRACE_MS));
+    this.stopTimers(slot);
+    const ready = slot.child !== undefined && this.ready.has(slot.child);
+    slot.timer = setTimeout(() => this.onTimer(slot, job), job.opts.timeoutMs + (ready ? 0 : START_GRACE_MS));
+    const base = ready && job.opts.cpuMs > 0 ? cpuTimeMs(slot.child?.pid) : undefined;
+    if (base === undefined) return;
+    const poll = (): void => {
+      slot.cpuTimer = setTimeout(() => {
+        if (slot.job !== job || job.doneMs !== undefined) return;
+        const used = cpuTimeMs(slot.child?.pid);
+        if (used !== undefined && used - base >= job.opts.cpuMs) this.onTimer(slot, job, `query used more than its ${job.opts.cpuMs} ms of CPU time and was stopped`);
+        else poll();
+      }, CPU_POLL_MS);
+    };
+    poll();
   }
 
   private pump(): void {

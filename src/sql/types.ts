@@ -19,6 +19,12 @@ export interface ExecOptions {
    * as Python's sqlite3 keeps int and float apart; evaluation needs it. Default false.
    */
   safeIntegers?: boolean;
+  /**
+   * CPU time (ms) the query may burn before it is stopped as a timeout, beside the wall-clock limit;
+   * 0 = none. Read from /proc (Linux only; ignored elsewhere). Unlike wall time it does not grow when
+   * the machine is busy, so it tells a query that works too much from one that waits for a core.
+   */
+  cpuMs?: number;
 }
 
 /** Why a query produced no result. */
