@@ -282,6 +282,11 @@ test('agro sft trains from scratch, refuses to clobber a run, and resumes with -
   writeFileSync(data, rows.join('\n') + '\n');
   const out = join(dir, 'run');
   const args = ['bin/agro.js', 'sft', '--data', data, '--out', out, '--preset', 'tiny', '--vocab-size', '320', '--backend', 'cpu', '--batch-size', '4', '--checkpoint-every', '1', '--json'];
+  // An impossible configuration is refused on one line before any work: no output folder appears.
+  const refused = spawnSync(process.execPath, [...args, '--steps', '2', '--patience', '2', '--eval-every', '0'], { encoding: 'utf8' });
+  assert.equal(refused.status, 4, refused.stderr);
+  assert.equal(refused.stderr.trim(), 'agro: sft config: patience needs evalEvery > 0 (early stopping watches the held-out loss)');
+  assert.equal(existsSync(out), false);
   const first = spawnSync(process.execPath, [...args, '--steps', '2'], { encoding: 'utf8' });
   assert.equal(first.status, 0, first.stderr);
   const s1 = JSON.parse(first.stdout);

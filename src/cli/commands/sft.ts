@@ -128,6 +128,8 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   if (o.patience !== undefined) config.patience = o.patience;
   if (o.checkpointEvery !== undefined) config.checkpointEvery = o.checkpointEvery;
   if (config.steps !== undefined && config.warmupSteps === undefined) config.warmupSteps = Math.min(10, Math.floor(config.steps / 10));
+  // The whole configuration is checked before any work (reading data, training a tokenizer).
+  resolveSftConfig(config);
 
   const conversations = rowsToConversations(readRows(o.data), o.dbRoot, o.data);
   if (conversations.length === 0) throw new AgroError('invalid_input', `${o.data}: the dataset is empty`);
