@@ -75,9 +75,12 @@ export async function score<T extends TaskBase>(c: Pick<StepContext<T>, 'env' | 
   return groups;
 }
 
+/** Each group's total rewards. */
+const totals = (groups: readonly Scored[][]): number[][] => groups.map((g) => g.map((s) => s.score.total));
+
 /** Each group's rewards as the estimator sees them: its total reward, or E-GRPO's shaped reward (wrong answers ranked by γ). */
 export function signalRewards(c: { algo: AlgoConfig; rewards: ReturnType<typeof prepareRewards> }, groups: readonly Scored[][]): number[][] {
-  if (c.algo.advantage.name !== 'egrpo') return groups.map((g) => g.map((s) => s.score.total));
+  if (c.algo.advantage.name !== 'egrpo') return totals(groups);
   const batch = groups.flat();
   const shaped = egrpoShape(egrpoSignals(c, batch), groups.flatMap((g, gi) => g.map(() => gi)), c.algo.advantage);
   let k = 0;
@@ -85,7 +88,7 @@ export function signalRewards(c: { algo: AlgoConfig; rewards: ReturnType<typeof 
 }
 
 /** Groups whose rewards are all equal: every group-relative advantage is 0 there, so they teach nothing. */
-export function zeroSignalGroups(groups: readonly Scored[][], rewards: readonly (readonly number[])[] = groups.map((g) => g.map((s) => s.score.total))): number {
+export function zeroSignalGroups(groups: readonly Scored[][], rewards: readonly (readonly number[])[] = totals(groups)): number {
   return rewards.filter((r) => r.length > 0 && r.every((x) => x === r[0])).length;
 }
 
@@ -93,7 +96,7 @@ export function zeroSignalGroups(groups: readonly Scored[][], rewards: readonly 
  * DAPO's dynamic sampling when the algorithm enables it (groups whose rewards all agree carry no signal); else
  * every group. `kept`: their indices. `rewards`: per group, as the estimator sees them (signalRewards).
  */
-export function select(algo: AlgoConfig, groups: Scored[][], rewards: readonly (readonly number[])[] = groups.map((g) => g.map((s) => s.score.total))): { keep: Scored[][]; kept: number[]; dropped: number } {
+export function select(algo: AlgoConfig, groups: Scored[][], rewards: readonly (readonly number[])[] = totals(groups)): { keep: Scored[][]; kept: number[]; dropped: number } {
   if (!algo.dynamicSampling.enabled) return { keep: groups, kept: groups.map((_, i) => i), dropped: 0 };
   const flat = groups.flat();
   const f = dynamicSamplingFilter(
