@@ -306,6 +306,45 @@ napi_value DecodeStep(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// sampleRows(heap, logitsOff, n, V, temperature, u: Float64Array[n], tokens: Int32Array[n], logp: Float64Array[n])
+napi_value SampleRows(napi_env env, napi_callback_info info) {
+  size_t argc = 8;
+  napi_value argv[8];
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok || argc != 8) {
+    napi_throw_type_error(env, nullptr, "agro native: wrong number of arguments");
+    return nullptr;
+  }
+  Heap h;
+  napi_typedarray_type type;
+  void *data;
+  size_t len[3];
+  void *arr[3];
+  const napi_typedarray_type want[3] = {napi_float64_array, napi_int32_array, napi_float64_array};
+  double v[4];
+  if (napi_get_typedarray_info(env, argv[0], &type, &h.bytes, &data, nullptr, nullptr) != napi_ok || type != napi_uint8_array) {
+    napi_throw_type_error(env, nullptr, "agro native: the heap must be a Uint8Array");
+    return nullptr;
+  }
+  h.base = static_cast<char *>(data);
+  for (int i = 0; i < 4; i++)
+    if (napi_get_value_double(env, argv[i + 1], &v[i]) != napi_ok) {
+      napi_throw_type_error(env, nullptr, "agro native: sampleRows takes numbers after the heap");
+      return nullptr;
+    }
+  for (int i = 0; i < 3; i++)
+    if (napi_get_typedarray_info(env, argv[5 + i], &type, &len[i], &arr[i], nullptr, nullptr) != napi_ok || type != want[i]) {
+      napi_throw_type_error(env, nullptr, "agro native: sampleRows takes u (Float64Array), tokens (Int32Array), logp (Float64Array)");
+      return nullptr;
+    }
+  long off = (long)v[0], n = (long)v[1], V = (long)v[2];
+  double temperature = v[3];
+  if (n < 0 || V < 1 || !(temperature >= 0) || !h.fits(off, n * V) || (long)len[0] < n || (long)len[1] < n || (long)len[2] < n)
+    return out_of_heap(env);
+  sample_rows(h.at<const float>(off), n, V, temperature, static_cast<const double *>(arr[0]), static_cast<int *>(arr[1]),
+              static_cast<double *>(arr[2]));
+  return nullptr;
+}
+
 napi_value Info(napi_env env, napi_callback_info) {
   napi_value obj, kname, threads;
   CHECK(napi_create_object(env, &obj));
@@ -324,7 +363,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"gemm", Gemm},       {"logSoftmaxSelect", LogSoftmaxSelect}, {"logSoftmaxSelectGrad", LogSoftmaxSelectGrad},
       {"swiglu", SwiGlu},   {"swigluGrad", SwiGluGrad},             {"rmsNorm", RmsNorm},
       {"rmsNormGrad", RmsNormGrad}, {"adamW", AdamW}, {"attentionForward", AttentionForward},
-      {"attentionBackward", AttentionBackward}, {"decodeStep", DecodeStep}, {"packPanels", PackPanels}, {"info", Info}};
+      {"attentionBackward", AttentionBackward}, {"decodeStep", DecodeStep}, {"packPanels", PackPanels}, {"sampleRows", SampleRows}, {"info", Info}};
   for (const auto &f : fns) {
     napi_value v;
     CHECK(napi_create_function(env, f.name, NAPI_AUTO_LENGTH, f.fn, nullptr, &v));

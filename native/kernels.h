@@ -86,5 +86,8 @@ struct DecodeWeights {
 };
 // logits [n, V]; writes slot t of the caches of the decoded rows.
 void decode_step(const DecodeDims &d, const DecodeRows &r, const DecodeWeights &w, float *logits);
+// Per row of logits [n, V]: the token drawn at `temperature` (0 = the first maximum) with the uniform
+// u[i] in [0, 1) (unused when greedy), and its log-prob at temperature 1 (native/sample.cc).
+void sample_rows(const float *logits, long n, long V, double temperature, const double *u, int *tokens, double *logp);
 
 }  // namespace agro

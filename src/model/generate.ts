@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import type { KvCache, LlamaModel } from './llama.ts';
-import { decodeStepNative, nativeDecodeActive, packPanelsNative, type DecodeLayerTensors } from './native.ts';
+import { decodeStepNative, nativeDecodeActive, packPanelsNative, sampleRowsNative, type DecodeLayerTensors } from './native.ts';
 
 export interface SampleOptions {
   maxNewTokens: number;
@@ -222,10 +222,25 @@ export async function sampleGroups(
   }
   // Row r of the batch is sample rows[r] = p * G + g; prompt logits are shared by the group.
   let rows = Array.from({ length: P * G }, (_, r) => r);
-  let rowLogits = (r: number): Float32Array => {
-    const p = Math.floor(rows[r] / G);
-    return logitsD.subarray(p * V, (p + 1) * V);
+  const drawJs = (logitsOf: (r: number) => Float32Array): Drawn => {
+    const tokens = new Int32Array(rows.length);
+    const logprobs = new Float64Array(rows.length);
+    rows.forEach((s, r) => {
+      const lg = logitsOf(r);
+      tokens[r] = drawToken(lg, o, rngs[s]);
+      logprobs[r] = logSoftmaxAt(lg, tokens[r]);
+    });
+    return { tokens, logprobs };
   };
+  // Without top-k and top-p the native step draws the tokens itself (only tokens and log-probs come
+  // back, not [rows, V] logits); drawToken's top-k 1 is greedy and draws no uniform.
+  const plain = o.topP === 1 && (o.topK === 0 || o.topK === 1 || o.topK >= V);
+  const temperature = o.topK === 1 ? 0 : o.temperature;
+  const prefillLogits = logitsD;
+  let drawn = drawJs((r) => {
+    const p = Math.floor(rows[r] / G);
+    return prefillLogits.subarray(p * V, (p + 1) * V);
+  });
   const ctx: DecodeContext = { model, head, prompts, pad, G, Lp, maxNewTokens: o.maxNewTokens };
   let decoder: Decoder | undefined;
   try {
@@ -234,11 +249,10 @@ export async function sampleGroups(
       const next: number[] = [];
       const alive: number[] = [];
       rows.forEach((s, r) => {
-        const lg = rowLogits(r);
-        const tok = drawToken(lg, o, rngs[s]);
+        const tok = drawn.tokens[r];
         const smp = out[Math.floor(s / G)][s % G];
         smp.tokens.push(tok);
-        smp.logprobs.push(logSoftmaxAt(lg, tok));
+        smp.logprobs.push(drawn.logprobs[r]);
         if (stops.has(tok)) smp.finish = 'stop';
         else if (step + 1 < o.maxNewTokens) {
           alive.push(r);
@@ -248,8 +262,14 @@ export async function sampleGroups(
       if (alive.length === 0) break;
       const kept = alive.length < rows.length ? alive : undefined;
       if (kept) rows = alive.map((r) => rows[r]);
-      logitsD = await decoder.step(kept, rows, next, step);
-      rowLogits = (r: number): Float32Array => logitsD.subarray(r * V, (r + 1) * V);
+      if (plain && decoder.stepSample) {
+        const u = new Float64Array(rows.length);
+        if (temperature > 0) rows.forEach((s, i) => (u[i] = rngs[s].next()));
+        drawn = await decoder.stepSample(rows, next, step, temperature, u);
+      } else {
+        const d = await decoder.step(kept, rows, next, step);
+        drawn = drawJs((r) => d.subarray(r * V, (r + 1) * V));
+      }
     }
   } finally {
     if (decoder) decoder.dispose();
@@ -257,6 +277,12 @@ export async function sampleGroups(
     head.dispose();
   }
   return out;
+}
+
+/** The tokens drawn for the rows of a step and their log-probs (temperature 1). */
+interface Drawn {
+  tokens: Int32Array;
+  logprobs: Float64Array;
 }
 
 interface DecodeContext {
@@ -279,6 +305,8 @@ interface Decoder {
    * `step`; `kept` lists the previous step's batch positions still decoding when some finished.
    */
   step(kept: number[] | undefined, rows: number[], next: number[], step: number): Promise<Float32Array>;
+  /** The same step, then each row's next token drawn at `temperature` with uniform u[i] (no top-k or top-p). */
+  stepSample?(rows: number[], next: number[], step: number, temperature: number, u: Float64Array): Promise<Drawn>;
   dispose(): void;
 }
 
@@ -350,6 +378,23 @@ class NativeDecoder implements Decoder {
   }
 
   async step(_kept: number[] | undefined, rows: number[], next: number[], step: number): Promise<Float32Array> {
+    const logits = this.logits(rows, next, step);
+    const d = (await logits.data()) as Float32Array;
+    logits.dispose();
+    return d;
+  }
+
+  async stepSample(rows: number[], next: number[], step: number, temperature: number, u: Float64Array): Promise<Drawn> {
+    const logits = this.logits(rows, next, step);
+    try {
+      return sampleRowsNative(logits, temperature, u);
+    } finally {
+      logits.dispose();
+    }
+  }
+
+  /** Logits [rows.length, V] (a wasm tensor the caller disposes) after feeding next[i] to sample rows[i]. */
+  private logits(rows: number[], next: number[], step: number): tf.Tensor2D {
     const { model, prompts, pad, G, Lp } = this.c;
     const cfg = model.config;
     const w = model.decodeWeights();
@@ -365,9 +410,7 @@ class NativeDecoder implements Decoder {
       pads: Int32Array.from(rows, (s) => pad[Math.floor(s / G)]),
     });
     if (logits.shape[0] !== n) throw new AgroError('internal', 'native decoding step returned the wrong number of rows');
-    const d = (await logits.data()) as Float32Array;
-    logits.dispose();
-    return d;
+    return logits;
   }
 
   dispose(): void {

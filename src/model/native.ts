@@ -27,6 +27,7 @@ interface NativeAddon {
   attentionBackward(heap: Uint8Array, ...args: number[]): void;
   decodeStep(heap: Uint8Array, desc: Float64Array): void;
   packPanels(heap: Uint8Array, srcOff: number, dstOff: number, K: number, N: number, transposed: number): void;
+  sampleRows(heap: Uint8Array, logitsOff: number, n: number, V: number, temperature: number, u: Float64Array, tokens: Int32Array, logp: Float64Array): void;
   info(): { kernel: string; threads: number; attention: boolean };
 }
 
@@ -384,6 +385,20 @@ export function decodeStepNative(a: DecodeStepArgs): tf.Tensor2D {
   } finally {
     ctlT.dispose();
   }
+}
+
+/**
+ * The next token of each row of logits [n, V] (wasm tensors), drawn where the logits are
+ * (native/sample.cc): at `temperature` with the uniform u[i] (0 = the first maximum, u unused), as
+ * generate.ts drawToken draws without top-k or top-p; logprobs at temperature 1 as logSoftmaxAt.
+ */
+export function sampleRowsNative(logits: tf.Tensor2D, temperature: number, u: Float64Array): { tokens: Int32Array; logprobs: Float64Array } {
+  const [n, V] = logits.shape;
+  const be = tf.backend() as BackendWasm;
+  const tokens = new Int32Array(n);
+  const logprobs = new Float64Array(n);
+  addon!.sampleRows(heapOf(be), offsetOf(be, logits), n, V, temperature, u, tokens, logprobs);
+  return { tokens, logprobs };
 }
 
 /** Install the native kernels into the wasm backend (idempotent). */

@@ -4,8 +4,10 @@ import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from '../../src/model/backend.ts';
 import {
   installNativeKernels, logSoftmaxSelect, packPanelsNative, logSoftmaxSelectGrad, nativeKernelsActive, rmsNormNative, rmsNormNativeGrad,
-  setNativeKernels, swiGluNative, swiGluNativeGrad,
+  sampleRowsNative, setNativeKernels, swiGluNative, swiGluNativeGrad,
 } from '../../src/model/native.ts';
+import { drawToken, logSoftmaxAt } from '../../src/model/generate.ts';
+import { Rng } from '../../src/util/rng.ts';
 import { LlamaModel, mm } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
 
@@ -195,4 +197,25 @@ test('packPanelsNative lays B out as zero-padded [K][16] column panels, from B o
   assert.deepEqual(Array.from(got.dataSync()), want);
   assert.deepEqual(Array.from(gotT.dataSync()), want);
   tf.dispose([bt, btT, got, gotT]);
+});
+
+test('sampleRowsNative draws the tokens drawToken draws and the log-probs logSoftmaxAt gives', { skip: !status.active && 'addon off' }, () => {
+  // Ragged vocabulary, sharp and flat rows, a tie for the maximum (the first one wins), u near 0 and near 1.
+  const V = 37;
+  const rng = new Rng(3);
+  const rows: Float32Array[] = [];
+  for (let i = 0; i < 40; i++) rows.push(Float32Array.from({ length: V }, () => rng.normal() * (i % 3 === 0 ? 8 : 1)));
+  rows[1][5] = rows[1][20] = 50;
+  const logits = tf.tensor2d(Float32Array.from(rows.flatMap((r) => [...r])), [rows.length, V]);
+  const us = Float64Array.from(rows, (_, i) => (i === 2 ? 0 : i === 3 ? 1 - 2 ** -40 : rng.next()));
+  for (const temperature of [0, 0.7, 1, 1.9]) {
+    const got = sampleRowsNative(logits, temperature, us);
+    rows.forEach((r, i) => {
+      const want = drawToken(r, { temperature, topK: 0, topP: 1 }, { next: () => us[i] } as Rng);
+      assert.equal(got.tokens[i], want, `temperature ${temperature} row ${i}`);
+      assert.ok(Math.abs(got.logprobs[i] - logSoftmaxAt(r, want)) < 1e-9, `logprob at temperature ${temperature} row ${i}`);
+    });
+    if (temperature === 0) assert.equal(got.tokens[1], 5);
+  }
+  logits.dispose();
 });
