@@ -213,7 +213,7 @@ test('sampleRowsNative draws the tokens drawToken draws and the log-probs logSof
     rows.forEach((r, i) => {
       const want = drawToken(r, { temperature, topK: 0, topP: 1 }, { next: () => us[i] } as Rng);
       assert.equal(got.tokens[i], want, `temperature ${temperature} row ${i}`);
-      assert.ok(Math.abs(got.logprobs[i] - logSoftmaxAt(r, want)) < 1e-9, `logprob at temperature ${temperature} row ${i}`);
+      assert.ok(Math.abs(got.logprobs[i] - logSoftmaxAt(r, want)) < 1e-5, `logprob at temperature ${temperature} row ${i}`);
     });
     if (temperature === 0) assert.equal(got.tokens[1], 5);
   }
