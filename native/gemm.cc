@@ -28,7 +28,12 @@
 namespace agro {
 namespace {
 
-constexpr int MR = 6, NR = 16, KC = 256, MC = 96, NC = 1024;
+#ifndef AGRO_GEMM_BLOCKS
+#define AGRO_GEMM_BLOCKS 256, 72, 512  // KC, MC, NC: a KC x NC block of B (512 KiB) stays in L2 (Zen 3: 512 KiB per core)
+#endif
+constexpr int MR = 6, NR = 16;
+constexpr int BLOCKS[3] = {AGRO_GEMM_BLOCKS};
+constexpr int KC = BLOCKS[0], MC = BLOCKS[1], NC = BLOCKS[2];
 
 struct View {  // element (r, c) of a logical matrix at p[r * rs + c * cs]
   const float *p;
@@ -37,14 +42,14 @@ struct View {  // element (r, c) of a logical matrix at p[r * rs + c * cs]
 };
 
 // Ap: ceil(mc / MR) panels of [kc][MR], zero-padded past mc.
-void pack_a(const View &a, long i0, long k0, int mc, int kc, float *ap) {
+void pack_a_generic(const View &a, long i0, long k0, int mc, int kc, float *ap) {
   for (int ip = 0; ip < mc; ip += MR)
     for (int k = 0; k < kc; k++)
       for (int r = 0; r < MR; r++) *ap++ = ip + r < mc ? a.at(i0 + ip + r, k0 + k) : 0.f;
 }
 
 // Bp: ceil(nc / NR) panels of [kc][NR], zero-padded past nc.
-void pack_b(const View &b, long k0, long j0, int kc, int nc, float *bp) {
+void pack_b_generic(const View &b, long k0, long j0, int kc, int nc, float *bp) {
   for (int jp = 0; jp < nc; jp += NR) {
     int w = std::min(NR, nc - jp);
     for (int k = 0; k < kc; k++) {
@@ -60,16 +65,90 @@ void pack_b(const View &b, long k0, long j0, int kc, int nc, float *bp) {
   }
 }
 
-// Portable micro-kernel: acc[MR][NR] = sum_k a[k][r] * b[k][c]; rows of b are ldb apart (NR when packed).
-void kernel_generic(int kc, const float *a, const float *b, long ldb, float *acc) {
-  for (int i = 0; i < MR * NR; i++) acc[i] = 0.f;
+#ifdef AGRO_X86
+// r[i] <- column i of the 8 x 8 block whose rows are r[0..7].
+__attribute__((target("avx2,fma"))) inline void transpose8(__m256 r[8]) {
+  __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// Packing where the logical rows of the panel (A's rows, B's columns) are contiguous runs in memory
+// (A row-major, B stored transposed): w <= 8 runs src[q * ld + k] (k in [0, kc)) into dst[k * stride + q],
+// 8 k at a time through an 8 x 8 transpose. Runs past w are read as zeros. Each 8-float store spills
+// past the w values of its k into the next k's slots (rewritten next) or the buffer's slack.
+__attribute__((target("avx2,fma"))) void pack_runs(const float *src, long ld, int w, int kc, float *dst, int stride) {
+  const float *run[8];
+  for (int q = 0; q < 8; q++) run[q] = q < w ? src + q * ld : nullptr;
+  int k = 0;
+  for (; k + 8 <= kc; k += 8) {
+    __m256 r[8];
+    for (int q = 0; q < 8; q++) r[q] = run[q] ? _mm256_loadu_ps(run[q] + k) : _mm256_setzero_ps();
+    transpose8(r);
+    for (int j = 0; j < 8; j++) _mm256_storeu_ps(dst + (long)(k + j) * stride, r[j]);
+  }
+  for (; k < kc; k++)
+    for (int q = 0; q < stride && q < 8; q++) dst[(long)k * stride + q] = q < w ? run[q][k] : 0.f;
+}
+
+// A row-major (cs == 1): 6 runs per panel. A transposed (rs == 1): each k's 6 values are adjacent.
+__attribute__((target("avx2,fma"))) void pack_a_avx2(const View &a, long i0, long k0, int mc, int kc, float *ap) {
+  for (int ip = 0; ip < mc; ip += MR, ap += (long)kc * MR) {
+    const int w = std::min(MR, mc - ip);
+    if (a.cs == 1) {
+      pack_runs(a.p + (i0 + ip) * a.rs + k0, a.rs, w, kc, ap, MR);
+    } else if (a.rs == 1 && w == MR) {
+      const float *src = a.p + (i0 + ip) + k0 * a.cs;
+      for (int k = 0; k < kc; k++, src += a.cs) {
+        _mm_storeu_ps(ap + k * MR, _mm_loadu_ps(src));
+        ap[k * MR + 4] = src[4];
+        ap[k * MR + 5] = src[5];
+      }
+    } else {
+      for (int k = 0; k < kc; k++)
+        for (int r = 0; r < MR; r++) ap[k * MR + r] = r < w ? a.at(i0 + ip + r, k0 + k) : 0.f;
+    }
+  }
+}
+
+// B transposed (rs == 1): each 16-wide panel is 2 x 8 runs.
+__attribute__((target("avx2,fma"))) void pack_b_avx2(const View &b, long k0, long j0, int kc, int nc, float *bp) {
+  if (b.rs != 1) return pack_b_generic(b, k0, j0, kc, nc, bp);
+  for (int jp = 0; jp < nc; jp += NR, bp += (long)kc * NR) {
+    const int w = std::min(NR, nc - jp);
+    const float *src = b.p + k0 + (j0 + jp) * b.cs;
+    pack_runs(src + 8 * b.cs, b.cs, std::max(0, w - 8), kc, bp + 8, NR);
+    pack_runs(src, b.cs, std::min(8, w), kc, bp, NR);
+  }
+}
+#endif
+
+// Micro-kernels: the MR x NR tile at c (rows ldc apart) = (acc ? c : 0) + sum_k a[k][r] * b[k][c];
+// rows of b are ldb apart (NR when packed).
+void kernel_generic(int kc, const float *a, const float *b, long ldb, float *c, long ldc, bool acc) {
+  float t[MR * NR] = {};
   for (int k = 0; k < kc; k++, a += MR, b += ldb)
     for (int r = 0; r < MR; r++)
-      for (int c = 0; c < NR; c++) acc[r * NR + c] += a[r] * b[c];
+      for (int q = 0; q < NR; q++) t[r * NR + q] += a[r] * b[q];
+  for (int r = 0; r < MR; r++)
+    for (int q = 0; q < NR; q++) c[r * ldc + q] = (acc ? c[r * ldc + q] : 0.f) + t[r * NR + q];
 }
 
 #ifdef AGRO_X86
-__attribute__((target("avx2,fma"))) void kernel_avx2(int kc, const float *a, const float *b, long ldb, float *acc) {
+__attribute__((target("avx2,fma"))) void kernel_avx2(int kc, const float *a, const float *b, long ldb, float *c, long ldc, bool acc) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (int k = 0; k < kc; k++, a += MR, b += ldb) {
@@ -81,12 +160,17 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(int kc, const float *a, con
     x = _mm256_broadcast_ss(a + 4); c40 = _mm256_fmadd_ps(x, b0, c40); c41 = _mm256_fmadd_ps(x, b1, c41);
     x = _mm256_broadcast_ss(a + 5); c50 = _mm256_fmadd_ps(x, b0, c50); c51 = _mm256_fmadd_ps(x, b1, c51);
   }
-  _mm256_storeu_ps(acc + 0, c00); _mm256_storeu_ps(acc + 8, c01);
-  _mm256_storeu_ps(acc + 16, c10); _mm256_storeu_ps(acc + 24, c11);
-  _mm256_storeu_ps(acc + 32, c20); _mm256_storeu_ps(acc + 40, c21);
-  _mm256_storeu_ps(acc + 48, c30); _mm256_storeu_ps(acc + 56, c31);
-  _mm256_storeu_ps(acc + 64, c40); _mm256_storeu_ps(acc + 72, c41);
-  _mm256_storeu_ps(acc + 80, c50); _mm256_storeu_ps(acc + 88, c51);
+  // Partial sums over K blocks are added in the same order as before (c + this block's sum).
+#define AGRO_ST(r, v0, v1)                                                                            \
+  if (acc) {                                                                                          \
+    _mm256_storeu_ps(c + r * ldc, _mm256_add_ps(_mm256_loadu_ps(c + r * ldc), v0));                   \
+    _mm256_storeu_ps(c + r * ldc + 8, _mm256_add_ps(_mm256_loadu_ps(c + r * ldc + 8), v1));           \
+  } else {                                                                                            \
+    _mm256_storeu_ps(c + r * ldc, v0);                                                                \
+    _mm256_storeu_ps(c + r * ldc + 8, v1);                                                            \
+  }
+  AGRO_ST(0, c00, c01) AGRO_ST(1, c10, c11) AGRO_ST(2, c20, c21) AGRO_ST(3, c30, c31) AGRO_ST(4, c40, c41) AGRO_ST(5, c50, c51)
+#undef AGRO_ST
 }
 
 // Few rows of A (decoding: one row per sequence) cannot amortise packing: C = A B with a row-major
@@ -147,15 +231,20 @@ const SmallRows small_rows_table[9] = {nullptr,
                                        small_rows_avx2<8, 1>};
 #endif
 
-using Kernel = void (*)(int, const float *, const float *, long, float *);
+using Kernel = void (*)(int, const float *, const float *, long, float *, long, bool);
+using PackA = void (*)(const View &, long, long, int, int, float *);
+using PackB = void (*)(const View &, long, long, int, int, float *);
 
-Kernel pick_kernel() {
 #ifdef AGRO_X86
-  if (has_avx2_fma()) return kernel_avx2;
+const bool avx2 = has_avx2_fma();
+const Kernel kernel = avx2 ? kernel_avx2 : kernel_generic;
+const PackA pack_a = avx2 ? pack_a_avx2 : pack_a_generic;
+const PackB pack_b = avx2 ? pack_b_avx2 : pack_b_generic;
+#else
+const Kernel kernel = kernel_generic;
+const PackA pack_a = pack_a_generic;
+const PackB pack_b = pack_b_generic;
 #endif
-  return kernel_generic;
-}
-const Kernel kernel = pick_kernel();
 
 struct Scratch {
   std::vector<float> ap, bp;
@@ -170,7 +259,7 @@ constexpr long SMALL_ROWS = 16;
 // C rows [m0, m1) x columns [n0, n1) of C = A B (C overwritten), using this thread's scratch.
 void gemm_range(const View &a, const View &b, float *c, long ldc, long K, long m0, long m1, long n0, long n1) {
   thread_local Scratch s;
-  alignas(32) float acc[MR * NR];
+  alignas(32) float tile[MR * NR];
   const bool direct = m1 - m0 <= DIRECT_ROWS && b.cs == 1;
   for (long jc = n0; jc < n1; jc += NC) {
     int nc = (int)std::min<long>(NC, n1 - jc);
@@ -183,14 +272,19 @@ void gemm_range(const View &a, const View &b, float *c, long ldc, long K, long m
         pack_a(a, ic, pc, mc, kc, s.ap.data());
         for (int jr = 0; jr < nc; jr += NR) {
           int nr = std::min(NR, nc - jr);
+          const float *bpanel = jr < full ? b.p + pc * b.rs + jc + jr : s.bp.data() + (long)(jr - full) * kc;
+          const long ldb = jr < full ? b.rs : NR;
           for (int ir = 0; ir < mc; ir += MR) {
             int mr = std::min(MR, mc - ir);
-            if (jr < full) kernel(kc, s.ap.data() + (long)ir * kc, b.p + pc * b.rs + jc + jr, b.rs, acc);
-            else kernel(kc, s.ap.data() + (long)ir * kc, s.bp.data() + (long)(jr - full) * kc, NR, acc);
             float *ct = c + (ic + ir) * ldc + jc + jr;
+            if (mr == MR && nr == NR) {
+              kernel(kc, s.ap.data() + (long)ir * kc, bpanel, ldb, ct, ldc, pc > 0);
+              continue;
+            }
+            kernel(kc, s.ap.data() + (long)ir * kc, bpanel, ldb, tile, NR, false);
             for (int r = 0; r < mr; r++) {
               float *row = ct + r * ldc;
-              const float *src = acc + r * NR;
+              const float *src = tile + r * NR;
               if (pc == 0)
                 for (int q = 0; q < nr; q++) row[q] = src[q];
               else

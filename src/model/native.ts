@@ -418,6 +418,23 @@ export function installNativeKernels(): NativeStatus {
         return r ?? stock.kernelFunc(args);
       },
     });
+    // Identity (tf.clone, and a copy of every tensor a customGrad saves for its backward pass, ~80
+    // per training step of the small preset) shares the input's memory, as the wasm Reshape and the
+    // cpu backend's Identity do, instead of copying it. Nothing writes a tensor in place except the
+    // decoding step into its KV caches, which are fresh tensors (generate.ts NativeDecoder).
+    const stockIdentity = tf.getKernel('Identity', 'wasm');
+    if (stockIdentity) {
+      tf.unregisterKernel('Identity', 'wasm');
+      tf.registerKernel({
+        ...stockIdentity,
+        kernelFunc: (args) => {
+          const x = (args.inputs as unknown as { x: tf.TensorInfo }).x;
+          if (!enabled || x.dtype === 'string') return stockIdentity.kernelFunc(args);
+          (args.backend as BackendWasm).incRef(x.dataId);
+          return { dataId: x.dataId, shape: x.shape, dtype: x.dtype };
+        },
+      });
+    }
     registerFusedKernels();
     attentionSupported = lib.info().attention;
     installed = true;

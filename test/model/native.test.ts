@@ -50,7 +50,7 @@ const shapes: [number[], number[], boolean, boolean][] = [
   [[37, 19], [19, 23], false, false], // ragged tiles
   [[19, 37], [23, 19], true, true],
   [[300, 70], [300, 41], true, false], // K = 300 spans two 256-deep blocks
-  [[50, 600], [1100, 600], false, true], // N = 1100 spans two 1024-wide blocks
+  [[50, 600], [1100, 600], false, true], // N = 1100 spans three 512-wide blocks
   [[256, 128], [128, 512], false, false], // big enough to be split over threads
   [[4, 9, 8], [4, 8, 10], false, false], // batched
   [[4, 9, 8], [8, 10], false, false], // b broadcast over the batch
