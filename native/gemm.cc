@@ -302,38 +302,51 @@ void gemm_range(const View &a, const View &b, float *c, long ldc, long K, long m
 }  // namespace
 
 namespace {
+// Per row count 1..8: panels per call of panel_rows_avx2 (accumulators M x P <= 12).
+constexpr int PANELS_FOR[9] = {0, 8, 4, 4, 3, 2, 2, 1, 1};
+
 #ifdef AGRO_X86
-// C rows [0, M) (M <= 6) x one 16-wide panel: a packed panel is contiguous ([K][16]).
-template <int M>
+// C rows [0, M) x P consecutive 8-wide panels (each contiguous, [K][8]); w: valid columns of the last.
+// M x P accumulators cover the FMA latency, and every panel is read from memory once for all M rows.
+template <int M, int P>
 __attribute__((target("avx2,fma"))) void panel_rows_avx2(const float *a, long lda, const float *panel, float *c, long ldc, int w, long K) {
-  __m256 acc0[M], acc1[M];
-  for (int i = 0; i < M; i++) acc0[i] = acc1[i] = _mm256_setzero_ps();
-  const float *bp = panel;
-  for (long k = 0; k < K; k++, bp += PANEL) {
-    __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+  __m256 acc[M][P];
+  for (int i = 0; i < M; i++)
+    for (int p = 0; p < P; p++) acc[i][p] = _mm256_setzero_ps();
+  const long pstride = K * PANEL;
+  for (long k = 0; k < K; k++) {
+    __m256 bv[P];
+    for (int p = 0; p < P; p++) bv[p] = _mm256_loadu_ps(panel + p * pstride + k * PANEL);
     for (int i = 0; i < M; i++) {
       __m256 x = _mm256_broadcast_ss(a + i * lda + k);
-      acc0[i] = _mm256_fmadd_ps(x, b0, acc0[i]);
-      acc1[i] = _mm256_fmadd_ps(x, b1, acc1[i]);
+      for (int p = 0; p < P; p++) acc[i][p] = _mm256_fmadd_ps(x, bv[p], acc[i][p]);
     }
   }
-  if (w == PANEL) {
+  for (int p = 0; p < P; p++) {
+    const int wp = p == P - 1 ? w : PANEL;
     for (int i = 0; i < M; i++) {
-      _mm256_storeu_ps(c + i * ldc, acc0[i]);
-      _mm256_storeu_ps(c + i * ldc + 8, acc1[i]);
-    }
-  } else {
-    alignas(32) float t[PANEL];
-    for (int i = 0; i < M; i++) {
-      _mm256_store_ps(t, acc0[i]);
-      _mm256_store_ps(t + 8, acc1[i]);
-      for (int q = 0; q < w; q++) c[i * ldc + q] = t[q];
+      if (wp == PANEL) {
+        _mm256_storeu_ps(c + i * ldc + p * PANEL, acc[i][p]);
+      } else {
+        alignas(32) float t[PANEL];
+        _mm256_store_ps(t, acc[i][p]);
+        for (int q = 0; q < wp; q++) c[i * ldc + p * PANEL + q] = t[q];
+      }
     }
   }
 }
 using PanelRows = void (*)(const float *, long, const float *, float *, long, int, long);
-const PanelRows panel_rows_table[7] = {nullptr, panel_rows_avx2<1>, panel_rows_avx2<2>, panel_rows_avx2<3>,
-                                       panel_rows_avx2<4>, panel_rows_avx2<5>, panel_rows_avx2<6>};
+const PanelRows panel_rows_table[9][9] = {
+    {},
+    {nullptr, panel_rows_avx2<1, 1>, panel_rows_avx2<1, 2>, panel_rows_avx2<1, 3>, panel_rows_avx2<1, 4>, panel_rows_avx2<1, 5>,
+     panel_rows_avx2<1, 6>, panel_rows_avx2<1, 7>, panel_rows_avx2<1, 8>},
+    {nullptr, panel_rows_avx2<2, 1>, panel_rows_avx2<2, 2>, panel_rows_avx2<2, 3>, panel_rows_avx2<2, 4>},
+    {nullptr, panel_rows_avx2<3, 1>, panel_rows_avx2<3, 2>, panel_rows_avx2<3, 3>, panel_rows_avx2<3, 4>},
+    {nullptr, panel_rows_avx2<4, 1>, panel_rows_avx2<4, 2>, panel_rows_avx2<4, 3>},
+    {nullptr, panel_rows_avx2<5, 1>, panel_rows_avx2<5, 2>},
+    {nullptr, panel_rows_avx2<6, 1>, panel_rows_avx2<6, 2>},
+    {nullptr, panel_rows_avx2<7, 1>},
+    {nullptr, panel_rows_avx2<8, 1>}};
 #endif
 
 void panel_rows_generic(const float *a, long lda, const float *panel, float *c, long ldc, int m, int w, long K) {
@@ -359,19 +372,21 @@ void pack_panels(const float *b, long brs, long bcs, long K, long N, float *out)
 
 void gemm_packed(const float *a, long lda, const float *bp, float *c, long M, long N, long K) {
   const long panels = (N + PANEL - 1) / PANEL;
-  // Rows in chunks of at most 6 (the register tile), as even as possible; each panel is read once
-  // from memory and again from L1 for later chunks.
-  const long chunks = (M + 5) / 6, rows = (M + chunks - 1) / chunks;
+  // Rows in chunks of at most 8, as even as possible; each group of panels is read once from memory
+  // and again from L1 for later chunks.
+  const long chunks = (M + 7) / 8, rows = (M + chunks - 1) / chunks;
   const bool par = (double)M * N * K >= 8388608.0;
-  parallel_for(panels, 1, par, [&](long lo, long hi) {
-    for (long p = lo; p < hi; p++) {
-      const int w = (int)std::min<long>(PANEL, N - p * PANEL);
+  const long group = kernel == kernel_generic ? 1 : PANELS_FOR[rows];
+  parallel_for(panels, group, par, [&](long lo, long hi) {
+    for (long p = lo; p < hi; p += group) {
+      const long np = std::min(group, hi - p);
+      const int w = (int)std::min<long>(PANEL, N - (p + np - 1) * PANEL);
       const float *panel = bp + p * K * PANEL;
       for (long i = 0; i < M; i += rows) {
         const int m = (int)std::min(rows, M - i);
 #ifdef AGRO_X86
         if (kernel == kernel_avx2) {
-          panel_rows_table[m](a + i * lda, lda, panel, c + i * N + p * PANEL, N, w, K);
+          panel_rows_table[m][np](a + i * lda, lda, panel, c + i * N + p * PANEL, N, w, K);
           continue;
         }
 #endif

@@ -8,7 +8,7 @@ namespace agro {
 void gemm_strided(const float *ap, long ars, long acs, const float *bp, long brs, long bcs, float *c, long M, long N, long K);
 const char *gemm_kernel_name();
 // B [K, N] (element (k, j) at b[k*brs + j*bcs]) as ceil(N / PANEL) contiguous panels [K][PANEL], zero-padded.
-constexpr long PANEL = 16;
+constexpr long PANEL = 8;  // one AVX2 vector
 inline long packed_size(long K, long N) { return (N + PANEL - 1) / PANEL * PANEL * K; }
 void pack_panels(const float *b, long brs, long bcs, long K, long N, float *out);
 // C[M,N] = A B for row-major A [M, K] (rows lda apart) and B packed by pack_panels; for few rows (decoding).

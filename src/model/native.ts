@@ -315,7 +315,7 @@ export interface DecodeLayerTensors {
   vCache: tf.Tensor;
 }
 /** Column panel width of packed matrices (native/kernels.h PANEL). */
-const PANEL = 16;
+const PANEL = 8;
 
 /**
  * A matrix B [K, N] (given as [N, K] when `transposed`) packed into the column panels the decoding

@@ -182,14 +182,14 @@ test('a model gives the same loss and gradients with the native kernels on and o
   m.dispose();
 });
 
-test('packPanelsNative lays B out as zero-padded [K][16] column panels, from B or from B stored transposed', { skip: !status.active && 'addon off' }, () => {
+test('packPanelsNative lays B out as zero-padded [K][8] column panels, from B or from B stored transposed', { skip: !status.active && 'addon off' }, () => {
   const K = 3;
   const N = 21;
   const b = Array.from({ length: K * N }, (_, i) => i + 1); // B[k][j] = k * N + j + 1
   const want: number[] = [];
-  for (let p = 0; p < 2; p++)
+  for (let p = 0; p < 3; p++)
     for (let k = 0; k < K; k++)
-      for (let q = 0; q < 16; q++) want.push(p * 16 + q < N ? k * N + p * 16 + q + 1 : 0);
+      for (let q = 0; q < 8; q++) want.push(p * 8 + q < N ? k * N + p * 8 + q + 1 : 0);
   const bt = tf.tensor2d(b, [K, N]);
   const btT = tf.transpose(bt) as tf.Tensor2D;
   const got = packPanelsNative(bt);
