@@ -149,6 +149,11 @@ void kernel_generic(int kc, const float *a, const float *b, long ldb, float *c, 
 
 #ifdef AGRO_X86
 __attribute__((target("avx2,fma"))) void kernel_avx2(int kc, const float *a, const float *b, long ldb, float *c, long ldc, bool acc) {
+  // The C tile is read or written only after the k loop: fetch its lines meanwhile.
+  for (int r = 0; r < MR; r++) {
+    _mm_prefetch(reinterpret_cast<const char *>(c + r * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(c + r * ldc + NR - 1), _MM_HINT_T0);
+  }
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (int k = 0; k < kc; k++, a += MR, b += ldb) {
