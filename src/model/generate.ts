@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import type { KvCache, LlamaModel } from './llama.ts';
-import { decodeStepNative, nativeDecodeActive, packPanelsNative, sampleRowsNative, type DecodeLayerTensors } from './native.ts';
+import { NativeDecodeSession, nativeDecodeActive, packPanelsNative, type DecodeLayerTensors } from './native.ts';
 
 export interface SampleOptions {
   maxNewTokens: number;
@@ -358,6 +358,7 @@ class NativeDecoder implements Decoder {
   private readonly cap: number;
   /** The weight matrices and the head packed once for all steps. */
   private readonly packed: { head: tf.Tensor; layers: Pick<DecodeLayerTensors, 'wqkv' | 'wo' | 'wgu' | 'wdown'>[] };
+  private readonly session: NativeDecodeSession;
 
   /** `prefill`: the prompts' caches [P * G * nkv, Lp, hd] (already repeated per sample), taken over. */
   constructor(
@@ -375,31 +376,25 @@ class NativeDecoder implements Decoder {
       head: pack(c.head),
       layers: w.layers.map((l) => ({ wqkv: pack(l.wqkv), wo: pack(l.wo), wgu: pack(l.wgu), wdown: pack(l.wdown) })),
     };
+    this.session = new NativeDecodeSession(c.prompts.length * c.G, c.model.config.vocabSize);
   }
 
   async step(_kept: number[] | undefined, rows: number[], next: number[], step: number): Promise<Float32Array> {
-    const logits = this.logits(rows, next, step);
-    const d = (await logits.data()) as Float32Array;
-    logits.dispose();
-    return d;
+    this.decode(rows, next, step);
+    return this.session.logitsData();
   }
 
   async stepSample(rows: number[], next: number[], step: number, temperature: number, u: Float64Array): Promise<Drawn> {
-    const logits = this.logits(rows, next, step);
-    try {
-      return sampleRowsNative(logits, temperature, u);
-    } finally {
-      logits.dispose();
-    }
+    this.decode(rows, next, step);
+    return this.session.sample(temperature, u);
   }
 
-  /** Logits [rows.length, V] (a wasm tensor the caller disposes) after feeding next[i] to sample rows[i]. */
-  private logits(rows: number[], next: number[], step: number): tf.Tensor2D {
+  /** One step feeding next[i] to sample rows[i]; the logits stay in the session. */
+  private decode(rows: number[], next: number[], step: number): void {
     const { model, prompts, pad, G, Lp } = this.c;
     const cfg = model.config;
     const w = model.decodeWeights();
-    const n = rows.length;
-    const logits = decodeStepNative({
+    this.session.step({
       layers: w.layers.map((l, i) => ({ ...l, ...this.packed.layers[i], kCache: this.cache.k[i], vCache: this.cache.v[i] })),
       embed: w.embed, norm: w.norm, head: this.packed.head, cos: w.cos, sin: w.sin,
       intermediate: cfg.intermediateSize, heads: cfg.numHeads, kvHeads: cfg.numKvHeads, headDim: model.headDim, eps: cfg.rmsNormEps,
@@ -409,12 +404,11 @@ class NativeDecoder implements Decoder {
       positions: Int32Array.from(rows, (s) => prompts[Math.floor(s / G)].length + step),
       pads: Int32Array.from(rows, (s) => pad[Math.floor(s / G)]),
     });
-    if (logits.shape[0] !== n) throw new AgroError('internal', 'native decoding step returned the wrong number of rows');
-    return logits;
   }
 
   dispose(): void {
     disposeCache(this.cache);
+    this.session.dispose();
     tf.dispose([this.packed.head, ...this.packed.layers.flatMap((l) => [l.wqkv, l.wo, l.wgu, l.wdown])]);
   }
 }

@@ -472,7 +472,7 @@ export class LlamaModel {
   }
 
   /**
-   * The tensors a native decoding step reads (native.ts decodeStepNative): the weights as the model
+   * The tensors a native decoding step reads (native.ts NativeDecodeSession): the weights as the model
    * keeps them and the rotary tables. Read-only views; the model still owns them.
    */
   decodeWeights(): {

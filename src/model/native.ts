@@ -185,16 +185,6 @@ function registerFusedKernels(): void {
     lib.packPanels(heapOf(be), offsetOf(be, b), offsetOf(be, out), K, N, transposed ? 1 : 0);
     return out;
   });
-  registerFused('AgroDecodeStep', (inputs, be, a) => {
-    const logits = be.makeOutput([a.n, a.V], 'float32');
-    const o = (t: tf.TensorInfo | undefined): number => (t ? offsetOf(be, t) : -1);
-    const desc = [a.layers, a.H, a.I, a.V, a.nh, a.nkv, a.hd, a.cap, a.t, a.eps, a.cacheRows, inputs.cos.shape[0], a.n];
-    desc.push(o(inputs.ctl), o(inputs.cos), o(inputs.sin), o(inputs.embed), o(inputs.norm), o(inputs.head), o(logits));
-    for (let l = 0; l < a.layers; l++)
-      for (const name of DECODE_LAYER_INPUTS) desc.push(o(inputs[`${name}${l}`]));
-    lib.decodeStep(heapOf(be), Float64Array.from(desc));
-    return logits;
-  });
   registerFused('AgroRmsNormGrad', ({ x, w, rstd, dy }, be) => {
     const [N, H] = x.shape;
     const dx = be.makeOutput([N, H], 'float32');
@@ -325,7 +315,6 @@ export function packPanelsNative(b: tf.Tensor2D, transposed = false): tf.Tensor1
   return tf.engine().runKernel('AgroPackPanels', { b }, { transposed: transposed ? 1 : 0 } as unknown as tf.NamedAttrMap) as tf.Tensor1D;
 }
 
-const DECODE_LAYER_INPUTS = ['ln1', 'wqkv', 'bqkv', 'wo', 'ln2', 'wgu', 'wdown', 'k', 'v'] as const;
 
 export interface DecodeStepArgs {
   layers: DecodeLayerTensors[];
@@ -351,39 +340,73 @@ export interface DecodeStepArgs {
   pads: Int32Array;
 }
 
-/** Whether decodeStepNative can run (addon active). */
+/** Whether NativeDecodeSession can run (addon active). */
 export function nativeDecodeActive(): boolean {
   return nativeKernelsActive();
 }
 
 /**
- * One decoding step on the addon (native/decode.cc): logits [n, V] for the n rows, after appending
- * their keys and values to the caches at slot t. The caches are written in place: they must be
- * tensors the caller owns and shares with nothing else.
+ * Decoding steps on the addon (native/decode.cc) without a TF.js kernel dispatch per step: the
+ * control block and the logits [maxRows, V] are buffers the session allocates once in the wasm heap,
+ * and each step is one addon call over the tensors' offsets (re-read every step, so a weight the model
+ * reassigns is followed). The caches are written in place: they must be tensors the caller owns and
+ * shares with nothing else.
  */
-export function decodeStepNative(a: DecodeStepArgs): tf.Tensor2D {
-  const n = a.ids.length;
-  const ctl = new Int32Array(4 * n);
-  ctl.set(a.ids, 0);
-  ctl.set(a.rows, n);
-  ctl.set(a.positions, 2 * n);
-  ctl.set(a.pads, 3 * n);
-  const ctlT = tf.tensor1d(ctl, 'int32');
-  const inputs: Record<string, tf.Tensor> = { ctl: ctlT, cos: a.cos, sin: a.sin, embed: a.embed, norm: a.norm, head: a.head };
-  a.layers.forEach((l, i) => {
-    Object.assign(inputs, { [`ln1${i}`]: l.ln1, [`wqkv${i}`]: l.wqkv, [`wo${i}`]: l.wo, [`ln2${i}`]: l.ln2, [`wgu${i}`]: l.wgu });
-    Object.assign(inputs, { [`wdown${i}`]: l.wdown, [`k${i}`]: l.kCache, [`v${i}`]: l.vCache });
-    if (l.bqkv) inputs[`bqkv${i}`] = l.bqkv;
-  });
-  const [V, H] = a.embed.shape;
-  const attrs = {
-    layers: a.layers.length, H, I: a.intermediate, V, nh: a.heads, nkv: a.kvHeads, hd: a.headDim, cap: a.cap, t: a.t, eps: a.eps,
-    cacheRows: a.cacheRows, n,
-  };
-  try {
-    return tf.engine().runKernel('AgroDecodeStep', inputs, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D;
-  } finally {
-    ctlT.dispose();
+export class NativeDecodeSession {
+  private readonly ctl: tf.Tensor;
+  private readonly logits: tf.Tensor;
+  private readonly V: number;
+  private n = 0;
+
+  constructor(readonly maxRows: number, vocabSize: number) {
+    this.V = vocabSize;
+    this.ctl = tf.zeros([4 * maxRows], 'int32');
+    this.logits = tf.zeros([maxRows, vocabSize], 'float32');
+  }
+
+  /** Appends the rows' keys and values at slot a.t and leaves their logits [n, V] in the session. */
+  step(a: DecodeStepArgs): void {
+    const n = a.ids.length;
+    if (n > this.maxRows || n !== a.rows.length || n !== a.positions.length || n !== a.pads.length)
+      throw new Error(`NativeDecodeSession: ${n} rows for a session of ${this.maxRows}, or ragged row arrays`);
+    const be = tf.backend() as BackendWasm;
+    const o = (t: tf.Tensor | undefined): number => (t ? offsetOf(be, t) : -1);
+    const ctlOff = o(this.ctl);
+    const heap = heapOf(be);
+    const ctl = new Int32Array(heap.buffer, heap.byteOffset + ctlOff, 4 * n);
+    ctl.set(a.ids, 0);
+    ctl.set(a.rows, n);
+    ctl.set(a.positions, 2 * n);
+    ctl.set(a.pads, 3 * n);
+    const [V, H] = a.embed.shape;
+    if (V !== this.V) throw new Error(`NativeDecodeSession: vocabulary ${V}, session made for ${this.V}`);
+    const desc = new Float64Array(20 + 9 * a.layers.length);
+    desc.set([
+      a.layers.length, H, a.intermediate, V, a.heads, a.kvHeads, a.headDim, a.cap, a.t, a.eps, a.cacheRows, a.cos.shape[0], n,
+      ctlOff, o(a.cos), o(a.sin), o(a.embed), o(a.norm), o(a.head), o(this.logits),
+    ]);
+    a.layers.forEach((l, i) =>
+      desc.set([l.ln1, l.wqkv, l.bqkv, l.wo, l.ln2, l.wgu, l.wdown, l.kCache, l.vCache].map(o), 20 + 9 * i),
+    );
+    addon!.decodeStep(heap, desc);
+    this.n = n;
+  }
+
+  /** Each row's next token drawn from the last step's logits (see sampleRowsNative). */
+  sample(temperature: number, u: Float64Array): { tokens: Int32Array; logprobs: Float64Array } {
+    const be = tf.backend() as BackendWasm;
+    return sampleAt(be, offsetOf(be, this.logits), this.n, this.V, temperature, u);
+  }
+
+  /** A copy of the last step's logits [n, V], row-major. */
+  logitsData(): Float32Array {
+    const be = tf.backend() as BackendWasm;
+    const heap = heapOf(be);
+    return new Float32Array(heap.buffer, heap.byteOffset + offsetOf(be, this.logits), this.n * this.V).slice();
+  }
+
+  dispose(): void {
+    tf.dispose([this.ctl, this.logits]);
   }
 }
 
@@ -395,9 +418,13 @@ export function decodeStepNative(a: DecodeStepArgs): tf.Tensor2D {
 export function sampleRowsNative(logits: tf.Tensor2D, temperature: number, u: Float64Array): { tokens: Int32Array; logprobs: Float64Array } {
   const [n, V] = logits.shape;
   const be = tf.backend() as BackendWasm;
+  return sampleAt(be, offsetOf(be, logits), n, V, temperature, u);
+}
+
+function sampleAt(be: BackendWasm, off: number, n: number, V: number, temperature: number, u: Float64Array): { tokens: Int32Array; logprobs: Float64Array } {
   const tokens = new Int32Array(n);
   const logprobs = new Float64Array(n);
-  addon!.sampleRows(heapOf(be), offsetOf(be, logits), n, V, temperature, u, tokens, logprobs);
+  addon!.sampleRows(heapOf(be), off, n, V, temperature, u, tokens, logprobs);
   return { tokens, logprobs };
 }
 
