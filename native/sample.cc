@@ -15,7 +15,7 @@
 namespace agro {
 namespace {
 
-long argmax(const float *l, long V) {
+long argmax_generic(const float *l, long V) {
   long best = 0;
   for (long j = 1; j < V; j++)
     if (l[j] > l[best]) best = j;
@@ -46,17 +46,47 @@ __attribute__((target("avx2,fma"))) double weights_avx2(const float *l, long V, 
   for (; j < V; j++) total += (w[j] = (float)std::exp((l[j] - maxL) * inv));
   return total;
 }
+// The first index of the maximum (as the scalar loop; NaN-free logits): the maximum on 8 lanes,
+// then the first lane equal to it.
+__attribute__((target("avx2,fma"))) long argmax_avx2(const float *l, long V) {
+  if (V < 8) return argmax_generic(l, V);
+  __m256 mv = _mm256_loadu_ps(l);
+  long j = 8;
+  for (; j + 8 <= V; j += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(l + j));
+  alignas(32) float t[8];
+  _mm256_store_ps(t, mv);
+  float m = t[0];
+  for (int q = 1; q < 8; q++) m = t[q] > m ? t[q] : m;
+  for (; j < V; j++) m = l[j] > m ? l[j] : m;
+  const __m256 mm = _mm256_set1_ps(m);
+  for (j = 0; j + 8 <= V; j += 8) {
+    const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(l + j), mm, _CMP_EQ_OQ));
+    if (hit) return j + __builtin_ctz(hit);
+  }
+  for (; j < V; j++)
+    if (l[j] == m) return j;
+  return argmax_generic(l, V);  // unreachable without NaNs
+}
 const auto weights = has_avx2_fma() ? weights_avx2 : weights_generic;
+const auto argmax = has_avx2_fma() ? argmax_avx2 : argmax_generic;
 #else
 const auto weights = weights_generic;
+const auto argmax = argmax_generic;
 #endif
 
 // The first j where r - w[0] - ... - w[j] < 0 (V - 1 if none), skipping whole blocks of 16 whose sum r covers.
 long pick(const float *w, long V, double r) {
   long j = 0;
   for (; j + 16 <= V; j += 16) {
-    double b = 0;
-    for (int q = 0; q < 16; q++) b += w[j + q];
+    // Four independent partial sums: the block's sum is not one long dependency chain.
+    double b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+    for (int q = 0; q < 16; q += 4) {
+      b0 += w[j + q];
+      b1 += w[j + q + 1];
+      b2 += w[j + q + 2];
+      b3 += w[j + q + 3];
+    }
+    const double b = (b0 + b1) + (b2 + b3);
     if (r - b >= 0) r -= b;
     else break;
   }
