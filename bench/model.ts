@@ -1,5 +1,5 @@
 // `npm run bench -- model [--size bench|tiny|small|50m] [--rounds N] [--steps N] [--backends wasm,cpu]
-//                          [--configs all|shipped] [--new-tokens N] [--ref-threads 1,2] [--no-ref]`
+//                          [--configs all|shipped] [--new-tokens N] [--ref-threads 1,2] [--no-ref] [--profile]`
 // Side by side in one run, same architecture (default `bench`: 4 layers, 128 wide, GQA 4/2 heads,
 // vocab 4096, tied embeddings; `tiny` and `small` are the presets, `50m` a ~50M-parameter model; all
 // batch 8 x 128 tokens): training tokens/s (forward + backward + AdamW step) and
@@ -10,7 +10,8 @@
 // On a shared machine wall-clock figures swing with the load: every figure is the best of --rounds
 // rounds (agro and the reference alternate), and tokens per CPU-second (process CPU time, which a
 // descheduled process does not accumulate) are printed beside them; with 1 thread per engine
-// (AGRO_NATIVE_THREADS=1) that is the fairest single-core comparison on a busy box.
+// (AGRO_NATIVE_THREADS=1) that is the fairest single-core comparison on a busy box. --profile adds,
+// in the first round, the time of one training step and one sampling run by kernel (bench/_model_profile.ts).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -25,6 +26,7 @@ import { LlamaModel } from '../src/model/llama.ts';
 import { sampleGroups } from '../src/model/generate.ts';
 import { Rng } from '../src/util/rng.ts';
 import { flag } from './_args.ts';
+import { profileRun } from './_model_profile.ts';
 
 export const ARCH = { vocab: 4096, hidden: 128, intermediate: 344, layers: 4, heads: 4, kvHeads: 2, batch: 8, seq: 128, promptLen: 16 };
 export type Arch = typeof ARCH;
@@ -62,7 +64,9 @@ const WASM_CONFIGS: EngineConfig[] = [
   { name: 'wasm-plain', native: false, attention: 'tfjs' }, // the engine before the kernels: stock matmul, TF.js attention
 ];
 
-async function runTfjs(backend: BackendName, steps: number, newTokens: number, configs: EngineConfig[], ARCH: Arch): Promise<Result[]> {
+async function runTfjs(
+  backend: BackendName, steps: number, newTokens: number, configs: EngineConfig[], ARCH: Arch, profile = false,
+): Promise<Result[]> {
   await initBackend(backend);
   const cfg = resolveModelConfig({
     vocabSize: ARCH.vocab, hiddenSize: ARCH.hidden, intermediateSize: ARCH.intermediate, numLayers: ARCH.layers,
@@ -116,6 +120,12 @@ async function runTfjs(backend: BackendName, steps: number, newTokens: number, c
     const groupS = (performance.now() - t2) / 1000;
     const grpTokens = grp[0].reduce((n, s) => n + s.tokens.length, 0);
     peak = Math.max(peak, process.memoryUsage().rss);
+    if (profile && c.native) {
+      await profileRun(`one training step (${ARCH.batch} x ${ARCH.seq} tokens)`, step);
+      await profileRun(`sampling ${ARCH.batch} x ${newTokens} tokens`, async () => {
+        await sampleGroups(model, prompts, 1, { maxNewTokens: newTokens, seed: 1 });
+      });
+    }
     const st = nativeStatus();
     results.push({
       engine: backend === 'wasm' ? c.name : `tfjs-${backend}`,
@@ -196,7 +206,7 @@ export async function run(args: string[]): Promise<void> {
       const rs =
         b === 'cpu'
           ? await runTfjs(b, 1, Math.min(newTokens, 32), [{ name: 'tfjs-cpu', native: false, attention: 'fused' }], arch)
-          : await runTfjs(b, steps, newTokens, configs, arch);
+          : await runTfjs(b, steps, newTokens, configs, arch, args.includes('--profile') && round === 0);
       for (const r of rs) keepBest(best, r);
     }
     if (!args.includes('--no-ref') && !refSkipped)
