@@ -103,10 +103,21 @@ interface Slot {
 }
 
 type ChildReply =
-  | { ready: true }
+  | { ready: true; limits: ChildLimits }
   | { id: number; done: true; elapsedMs: number }
   | { id: number; ok: true; columns: string[]; rows: Row[]; truncated: boolean; elapsedMs: number }
   | { id: number; ok: false; error: ExecErrorKind; message: string; elapsedMs: number };
+
+/** Which limits a child stops its own queries at (agro's SQLite extension): both, wall clock only, none. */
+type ChildLimits = 'cpu+wall' | 'wall' | 'none';
+
+/**
+ * A child that stops its own queries gets this much longer before the parent kills it: the parent's
+ * timers are then the backstop for what the interrupt cannot reach, not the way a runaway query ends.
+ */
+function backstopMs(limitMs: number): number {
+  return 100 + Math.ceil(limitMs / 10);
+}
 
 /** How often a cpuMs limit is checked; /proc counts CPU time in clock ticks (10 ms on Linux). */
 const CPU_POLL_MS = 20;
@@ -148,6 +159,8 @@ export class SqlPool implements SqlExecutor {
   private closed = false;
   /** Children that have loaded better-sqlite3 and said so; a query's time limit runs from then on. */
   private readonly ready = new WeakSet<ChildProcess>();
+  /** What each ready child enforces by itself. */
+  private readonly limits = new WeakMap<ChildProcess, ChildLimits>();
   /**
    * A started, idle child kept in reserve once a query has timed out: the slot whose child was
    * killed takes it at once, so the next query does not wait for a process start (0.2-1 s).
@@ -252,6 +265,7 @@ export class SqlPool implements SqlExecutor {
     child.on('message', (msg: ChildReply) => {
       if ('ready' in msg) {
         this.ready.add(child);
+        this.limits.set(child, msg.limits);
         const slot = owner();
         if (slot?.job) this.startTimer(slot, slot.job);
         return;
@@ -387,14 +401,17 @@ export class SqlPool implements SqlExecutor {
   private startTimer(slot: Slot, job: Job): void {
     this.stopTimers(slot);
     const ready = slot.child !== undefined && this.ready.has(slot.child);
-    slot.timer = setTimeout(() => this.onTimer(slot, job), job.opts.timeoutMs + (ready ? 0 : START_GRACE_MS));
+    const limits = ready ? this.limits.get(slot.child!) : undefined;
+    const wallGrace = !ready ? START_GRACE_MS : limits === 'none' ? 0 : backstopMs(job.opts.timeoutMs);
+    slot.timer = setTimeout(() => this.onTimer(slot, job), job.opts.timeoutMs + wallGrace);
     const base = ready && job.opts.cpuMs > 0 ? cpuTimeMs(slot.child?.pid) : undefined;
     if (base === undefined) return;
+    const cpuLimit = job.opts.cpuMs + (limits === 'cpu+wall' ? backstopMs(job.opts.cpuMs) : 0);
     const poll = (): void => {
       slot.cpuTimer = setTimeout(() => {
         if (slot.job !== job || job.doneMs !== undefined) return;
         const used = cpuTimeMs(slot.child?.pid);
-        if (used !== undefined && used - base >= job.opts.cpuMs) this.onTimer(slot, job, `query used more than its ${job.opts.cpuMs} ms of CPU time and was stopped`);
+        if (used !== undefined && used - base >= cpuLimit) this.onTimer(slot, job, `query used more than its ${job.opts.cpuMs} ms of CPU time and was stopped`);
         else poll();
       }, CPU_POLL_MS);
     };
@@ -412,7 +429,7 @@ export class SqlPool implements SqlExecutor {
       slot.startedAt = performance.now();
       this.busy(child);
       this.startTimer(slot, job);
-      child.send({ id: job.id, dbPath: job.dbPath, sql: job.sql, maxRows: job.opts.maxRows, maxBytes: job.opts.maxBytes, safeIntegers: job.opts.safeIntegers });
+      child.send({ id: job.id, dbPath: job.dbPath, sql: job.sql, maxRows: job.opts.maxRows, maxBytes: job.opts.maxBytes, safeIntegers: job.opts.safeIntegers, timeoutMs: job.opts.timeoutMs, cpuMs: job.opts.cpuMs });
     }
   }
 }
