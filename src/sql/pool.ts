@@ -17,7 +17,7 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
@@ -56,7 +56,7 @@ function track(child: ChildProcess): void {
   }
 }
 
-export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024, safeIntegers: false, cpuMs: 0 };
+export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024, safeIntegers: false, cpuMs: 0, maxWaitMs: 0 };
 
 const execOptionsSchema = z.object({
   timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).optional(),
@@ -64,12 +64,14 @@ const execOptionsSchema = z.object({
   maxBytes: z.number().int().nonnegative().optional(),
   safeIntegers: z.boolean().optional(),
   cpuMs: z.number().int().nonnegative().max(MAX_TIMEOUT_MS).optional(),
+  maxWaitMs: z.number().int().nonnegative().max(MAX_TIMEOUT_MS).optional(),
 });
 
 const poolOptionsSchema = z.object({
   size: z.number().int().positive().max(64).optional(),
   defaults: execOptionsSchema.optional(),
   memoryLimitMiB: z.number().int().min(128).max(1024 * 1024).optional(),
+  nice: z.number().int().min(0).max(19).optional(),
 });
 
 export interface SqlPoolOptions {
@@ -79,6 +81,11 @@ export interface SqlPoolOptions {
   defaults?: ExecOptions;
   /** Data-size limit of each child process in MiB (Linux; default 512). Results must fit in about a third of it. */
   memoryLimitMiB?: number;
+  /**
+   * CPU priority of the children (nice value, 0..19; default 0), set once a child has started: a child
+   * that had to start at low priority on a busy machine could take seconds just to load.
+   */
+  nice?: number;
 }
 
 interface Job {
@@ -91,6 +98,8 @@ interface Job {
   attempts: number;
   /** The child has finished the query (its `done` message) and is sending the result. */
   doneMs?: number;
+  /** Fails the job if it is still queued after opts.maxWaitMs. */
+  waitTimer?: NodeJS.Timeout;
 }
 
 interface Slot {
@@ -152,6 +161,7 @@ function parseExecOptions(opts: ExecOptions | undefined, where: string): ExecOpt
 export class SqlPool implements SqlExecutor {
   readonly size: number;
   readonly memoryLimitMiB: number;
+  readonly nice: number;
   private readonly defaults: Required<ExecOptions>;
   private readonly slots: Slot[];
   private readonly queue: Job[] = [];
@@ -171,9 +181,10 @@ export class SqlPool implements SqlExecutor {
 
   constructor(options: SqlPoolOptions = {}) {
     const parsed = poolOptionsSchema.safeParse(options);
-    if (!parsed.success) throw new AgroError('usage', 'SqlPool: size must be an integer from 1 to 64, memoryLimitMiB at least 128');
+    if (!parsed.success) throw new AgroError('usage', 'SqlPool: size must be an integer from 1 to 64, memoryLimitMiB at least 128, nice from 0 to 19');
     this.size = parsed.data.size ?? Math.min(2, availableParallelism());
     this.memoryLimitMiB = parsed.data.memoryLimitMiB ?? DEFAULT_MEMORY_LIMIT_MIB;
+    this.nice = parsed.data.nice ?? 0;
     this.defaults = { ...EXEC_DEFAULTS, ...parseExecOptions(options.defaults, 'SqlPool defaults') };
     this.slots = Array.from({ length: this.size }, (): Slot => ({ startedAt: 0 }));
   }
@@ -193,7 +204,16 @@ export class SqlPool implements SqlExecutor {
       throw err;
     }
     return new Promise<ExecResult>((resolve) => {
-      this.queue.push({ id: this.nextId++, dbPath, sql, opts: merged, resolve, attempts: 0 });
+      const job: Job = { id: this.nextId++, dbPath, sql, opts: merged, resolve, attempts: 0 };
+      if (merged.maxWaitMs > 0) {
+        job.waitTimer = setTimeout(() => {
+          const i = this.queue.indexOf(job);
+          if (i < 0) return;
+          this.queue.splice(i, 1);
+          resolve({ ok: false, error: 'timeout', message: `query waited ${merged.maxWaitMs} ms for a free SQL process and was not run`, elapsedMs: 0 });
+        }, merged.maxWaitMs);
+      }
+      this.queue.push(job);
       this.pump();
     });
   }
@@ -203,6 +223,7 @@ export class SqlPool implements SqlExecutor {
     if (this.closed) return;
     this.closed = true;
     for (const job of this.queue.splice(0)) {
+      clearTimeout(job.waitTimer);
       job.resolve({ ok: false, error: 'runtime', message: 'the SQL pool was closed before the query ran', elapsedMs: 0 });
     }
     const exits: Promise<void>[] = [];
@@ -266,6 +287,13 @@ export class SqlPool implements SqlExecutor {
       if ('ready' in msg) {
         this.ready.add(child);
         this.limits.set(child, msg.limits);
+        if (this.nice > 0 && child.pid !== undefined) {
+          try {
+            setPriority(child.pid, this.nice);
+          } catch {
+            // Gone already: its exit is handled below.
+          }
+        }
         const slot = owner();
         if (slot?.job) this.startTimer(slot, slot.job);
         return;
@@ -424,6 +452,7 @@ export class SqlPool implements SqlExecutor {
       if (this.queue.length === 0) return;
       if (slot.job) continue;
       const job = this.queue.shift()!;
+      clearTimeout(job.waitTimer);
       const child = slot.child ?? this.childFor(slot);
       slot.job = job;
       slot.startedAt = performance.now();
