@@ -17,7 +17,7 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
@@ -56,7 +56,7 @@ function track(child: ChildProcess): void {
   }
 }
 
-export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024, safeIntegers: false, cpuMs: 0 };
+export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024, safeIntegers: false, cpuMs: 0, maxWaitMs: 0 };
 
 const execOptionsSchema = z.object({
   timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).optional(),
@@ -64,12 +64,14 @@ const execOptionsSchema = z.object({
   maxBytes: z.number().int().nonnegative().optional(),
   safeIntegers: z.boolean().optional(),
   cpuMs: z.number().int().nonnegative().max(MAX_TIMEOUT_MS).optional(),
+  maxWaitMs: z.number().int().nonnegative().max(MAX_TIMEOUT_MS).optional(),
 });
 
 const poolOptionsSchema = z.object({
   size: z.number().int().positive().max(64).optional(),
   defaults: execOptionsSchema.optional(),
   memoryLimitMiB: z.number().int().min(128).max(1024 * 1024).optional(),
+  nice: z.number().int().min(0).max(19).optional(),
 });
 
 export interface SqlPoolOptions {
@@ -79,6 +81,11 @@ export interface SqlPoolOptions {
   defaults?: ExecOptions;
   /** Data-size limit of each child process in MiB (Linux; default 512). Results must fit in about a third of it. */
   memoryLimitMiB?: number;
+  /**
+   * CPU priority of the children (nice value, 0..19; default 0), set once a child has started: a child
+   * that had to start at low priority on a busy machine could take seconds just to load.
+   */
+  nice?: number;
 }
 
 interface Job {
@@ -91,6 +98,8 @@ interface Job {
   attempts: number;
   /** The child has finished the query (its `done` message) and is sending the result. */
   doneMs?: number;
+  /** Fails the job if it is still queued after opts.maxWaitMs. */
+  waitTimer?: NodeJS.Timeout;
 }
 
 interface Slot {
@@ -103,10 +112,21 @@ interface Slot {
 }
 
 type ChildReply =
-  | { ready: true }
+  | { ready: true; limits: ChildLimits }
   | { id: number; done: true; elapsedMs: number }
   | { id: number; ok: true; columns: string[]; rows: Row[]; truncated: boolean; elapsedMs: number }
   | { id: number; ok: false; error: ExecErrorKind; message: string; elapsedMs: number };
+
+/** Which limits a child stops its own queries at (agro's SQLite extension): both, wall clock only, none. */
+type ChildLimits = 'cpu+wall' | 'wall' | 'none';
+
+/**
+ * A child that stops its own queries gets this much longer before the parent kills it: the parent's
+ * timers are then the backstop for what the interrupt cannot reach, not the way a runaway query ends.
+ */
+function backstopMs(limitMs: number): number {
+  return 100 + Math.ceil(limitMs / 10);
+}
 
 /** How often a cpuMs limit is checked; /proc counts CPU time in clock ticks (10 ms on Linux). */
 const CPU_POLL_MS = 20;
@@ -141,6 +161,7 @@ function parseExecOptions(opts: ExecOptions | undefined, where: string): ExecOpt
 export class SqlPool implements SqlExecutor {
   readonly size: number;
   readonly memoryLimitMiB: number;
+  readonly nice: number;
   private readonly defaults: Required<ExecOptions>;
   private readonly slots: Slot[];
   private readonly queue: Job[] = [];
@@ -148,6 +169,8 @@ export class SqlPool implements SqlExecutor {
   private closed = false;
   /** Children that have loaded better-sqlite3 and said so; a query's time limit runs from then on. */
   private readonly ready = new WeakSet<ChildProcess>();
+  /** What each ready child enforces by itself. */
+  private readonly limits = new WeakMap<ChildProcess, ChildLimits>();
   /**
    * A started, idle child kept in reserve once a query has timed out: the slot whose child was
    * killed takes it at once, so the next query does not wait for a process start (0.2-1 s).
@@ -158,9 +181,10 @@ export class SqlPool implements SqlExecutor {
 
   constructor(options: SqlPoolOptions = {}) {
     const parsed = poolOptionsSchema.safeParse(options);
-    if (!parsed.success) throw new AgroError('usage', 'SqlPool: size must be an integer from 1 to 64, memoryLimitMiB at least 128');
+    if (!parsed.success) throw new AgroError('usage', 'SqlPool: size must be an integer from 1 to 64, memoryLimitMiB at least 128, nice from 0 to 19');
     this.size = parsed.data.size ?? Math.min(2, availableParallelism());
     this.memoryLimitMiB = parsed.data.memoryLimitMiB ?? DEFAULT_MEMORY_LIMIT_MIB;
+    this.nice = parsed.data.nice ?? 0;
     this.defaults = { ...EXEC_DEFAULTS, ...parseExecOptions(options.defaults, 'SqlPool defaults') };
     this.slots = Array.from({ length: this.size }, (): Slot => ({ startedAt: 0 }));
   }
@@ -180,7 +204,16 @@ export class SqlPool implements SqlExecutor {
       throw err;
     }
     return new Promise<ExecResult>((resolve) => {
-      this.queue.push({ id: this.nextId++, dbPath, sql, opts: merged, resolve, attempts: 0 });
+      const job: Job = { id: this.nextId++, dbPath, sql, opts: merged, resolve, attempts: 0 };
+      if (merged.maxWaitMs > 0) {
+        job.waitTimer = setTimeout(() => {
+          const i = this.queue.indexOf(job);
+          if (i < 0) return;
+          this.queue.splice(i, 1);
+          resolve({ ok: false, error: 'timeout', message: `query waited ${merged.maxWaitMs} ms for a free SQL process and was not run`, elapsedMs: 0 });
+        }, merged.maxWaitMs);
+      }
+      this.queue.push(job);
       this.pump();
     });
   }
@@ -190,6 +223,7 @@ export class SqlPool implements SqlExecutor {
     if (this.closed) return;
     this.closed = true;
     for (const job of this.queue.splice(0)) {
+      clearTimeout(job.waitTimer);
       job.resolve({ ok: false, error: 'runtime', message: 'the SQL pool was closed before the query ran', elapsedMs: 0 });
     }
     const exits: Promise<void>[] = [];
@@ -252,6 +286,14 @@ export class SqlPool implements SqlExecutor {
     child.on('message', (msg: ChildReply) => {
       if ('ready' in msg) {
         this.ready.add(child);
+        this.limits.set(child, msg.limits);
+        if (this.nice > 0 && child.pid !== undefined) {
+          try {
+            setPriority(child.pid, this.nice);
+          } catch {
+            // Gone already: its exit is handled below.
+          }
+        }
         const slot = owner();
         if (slot?.job) this.startTimer(slot, slot.job);
         return;
@@ -387,14 +429,17 @@ export class SqlPool implements SqlExecutor {
   private startTimer(slot: Slot, job: Job): void {
     this.stopTimers(slot);
     const ready = slot.child !== undefined && this.ready.has(slot.child);
-    slot.timer = setTimeout(() => this.onTimer(slot, job), job.opts.timeoutMs + (ready ? 0 : START_GRACE_MS));
+    const limits = ready ? this.limits.get(slot.child!) : undefined;
+    const wallGrace = !ready ? START_GRACE_MS : limits === 'none' ? 0 : backstopMs(job.opts.timeoutMs);
+    slot.timer = setTimeout(() => this.onTimer(slot, job), job.opts.timeoutMs + wallGrace);
     const base = ready && job.opts.cpuMs > 0 ? cpuTimeMs(slot.child?.pid) : undefined;
     if (base === undefined) return;
+    const cpuLimit = job.opts.cpuMs + (limits === 'cpu+wall' ? backstopMs(job.opts.cpuMs) : 0);
     const poll = (): void => {
       slot.cpuTimer = setTimeout(() => {
         if (slot.job !== job || job.doneMs !== undefined) return;
         const used = cpuTimeMs(slot.child?.pid);
-        if (used !== undefined && used - base >= job.opts.cpuMs) this.onTimer(slot, job, `query used more than its ${job.opts.cpuMs} ms of CPU time and was stopped`);
+        if (used !== undefined && used - base >= cpuLimit) this.onTimer(slot, job, `query used more than its ${job.opts.cpuMs} ms of CPU time and was stopped`);
         else poll();
       }, CPU_POLL_MS);
     };
@@ -407,12 +452,13 @@ export class SqlPool implements SqlExecutor {
       if (this.queue.length === 0) return;
       if (slot.job) continue;
       const job = this.queue.shift()!;
+      clearTimeout(job.waitTimer);
       const child = slot.child ?? this.childFor(slot);
       slot.job = job;
       slot.startedAt = performance.now();
       this.busy(child);
       this.startTimer(slot, job);
-      child.send({ id: job.id, dbPath: job.dbPath, sql: job.sql, maxRows: job.opts.maxRows, maxBytes: job.opts.maxBytes, safeIntegers: job.opts.safeIntegers });
+      child.send({ id: job.id, dbPath: job.dbPath, sql: job.sql, maxRows: job.opts.maxRows, maxBytes: job.opts.maxBytes, safeIntegers: job.opts.safeIntegers, timeoutMs: job.opts.timeoutMs, cpuMs: job.opts.cpuMs });
     }
   }
 }

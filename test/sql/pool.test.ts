@@ -132,6 +132,37 @@ test('an infinite recursive CTE is stopped near its time limit; queued queries s
   assert.ok(took < limit + 4000, `all four answered after ${took} ms`);
 });
 
+test('a runaway query is stopped inside its SQL process: no process is killed or started, and the same process answers next', async () => {
+  const own = new SqlPool({ size: 1 });
+  try {
+    await own.execute(DB, 'SELECT 1'); // started and ready
+    const [pid] = own.childPids();
+    const spawned = own.spawned;
+    const runaway = 'WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r';
+    const wall = failed(await own.execute(DB, runaway, { timeoutMs: 300 }));
+    assert.equal(wall.error, 'timeout');
+    assert.match(wall.message, /300 ms limit/);
+    const cpu = failed(await own.execute(DB, 'SELECT count(*) FROM t a, t b, t c, t d', { timeoutMs: 20_000, cpuMs: 150 }));
+    assert.equal(cpu.error, 'timeout');
+    assert.match(cpu.message, /150 ms of CPU time/);
+    assert.ok(cpu.elapsedMs < 10_000, `elapsed ${cpu.elapsedMs}`);
+    assert.equal(own.spawned, spawned, 'no process was started to replace a killed one');
+    assert.deepEqual(own.childPids(), [pid]);
+    assert.deepEqual(ok(await own.execute(DB, 'SELECT name FROM t WHERE id = 3')).rows, [['name-3']]);
+  } finally {
+    await own.close();
+  }
+});
+
+test('a query cannot lift its own limit: agro_limit without its process\'s secret is refused', async () => {
+  const r = failed(await pool.execute(DB, "SELECT agro_limit('guess', 0, 0)"));
+  assert.equal(r.error, 'runtime');
+  assert.match(r.message, /agro_limit: not authorized/);
+  const runaway = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r WHERE (SELECT agro_limit('', 0, 0)) IS NULL";
+  const t = failed(await pool.execute(DB, runaway, { timeoutMs: 300 }));
+  assert.ok(t.error === 'timeout' || t.error === 'runtime', JSON.stringify(t));
+});
+
 test('missing database, garbage file and syntax errors map to their kinds', async () => {
   assert.equal(failed(await pool.execute(join(tmp.dir, 'nope.sqlite'), 'SELECT 1')).error, 'no_database');
   const garbage = join(tmp.dir, 'garbage.sqlite');
