@@ -1,8 +1,8 @@
 {
   "targets": [
     {
-      "target_name": "agro_sqlite_dqs",
-      "sources": ["native/sqlite/dqs.c"],
+      "target_name": "agro_sqlite",
+      "sources": ["native/sqlite/agro_sqlite.c"],
       "include_dirs": ["<!(node -p \"require('path').dirname(require.resolve('better-sqlite3/package.json'))\")/deps/sqlite3"],
       "cflags": ["-O2"]
     },

@@ -13,7 +13,7 @@
  *
  * Limits: at most maxInFlight requests run at once and maxQueued wait (503 beyond), bodies over
  * maxBodyBytes get 413, requests over requestTimeoutMs get 504, batches over maxBatch get 400; every
- * query has its own time limit in the SQL pool (its process is killed), and a query past the short
+ * query has its own time limit in the SQL pool (stopped inside its process), and a query past the short
  * fast-lane budget finishes in a separate low-priority lane so runaway SQL does not hold up the rest.
  */
 import { Hono, type Context } from 'hono';
@@ -48,7 +48,8 @@ export const envRoutesOptionsSchema = z.strictObject({
   sqlMaxRows: z.number().int().min(1).default(1000),
   /**
    * SQL processes of the fast lane and of the slow (runaway) lane, and the fast lane's budget per query:
-   * CPU time on Linux (a quick query starved of CPU does not use it up), wall time elsewhere.
+   * CPU time on Linux (a quick query starved of CPU does not use it up; every limit is then CPU time,
+   * see sql/lanes.ts), wall time elsewhere.
    */
   poolSize: z.number().int().min(1).max(64).default(2),
   slowPoolSize: z.number().int().min(1).max(64).default(1),

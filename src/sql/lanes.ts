@@ -1,14 +1,18 @@
 /**
  * Two SQL pools as one executor, so that runaway queries do not hold up quick ones: every query
- * starts in the fast lane with a short budget; one that runs past it is stopped there and run again,
- * with what is left of its own limit, in the slow lane, whose processes run at the lowest CPU priority.
- * Quick queries (nearly all of a reward batch) then never queue behind a query that will time out.
- * On Linux the budget is CPU time (read from /proc), not wall time: on a busy machine a quick query
- * waits for a core without using its budget, so the budget can be short, and a runaway, which burns
- * CPU from its first millisecond, leaves the fast lane after about fastMs of work.
- * The price: a query slower than the budget runs twice (its first fastMs are lost).
+ * starts in the fast lane with a short budget; one that runs past it is stopped there (inside its
+ * process: no kill) and run again, with what is left of its own limit, in the slow lane, whose
+ * processes run at the lowest CPU priority. Quick queries (nearly all of a reward batch) then never
+ * queue behind a query that will time out, and a runaway costs the others its short budget only.
+ *
+ * On Linux every limit here is CPU time, not wall time: a query's verdict (answered or timed out) is
+ * then the same on an idle machine and on one saturated with other requests, which is what a reward
+ * must be; a quick query waiting for a core uses none of its budget. A wall-clock cap of WALL_FACTOR ×
+ * the limit still bounds every query, its wait for a slow-lane process included. Elsewhere (no per-
+ * process CPU clock) the limits are wall time, as in a plain pool.
+ * The price: a query slower than the budget runs twice (its first fastMs are lost) and, on a saturated
+ * machine, waits at low priority.
  */
-import { setPriority } from 'node:os';
 import { SqlPool, EXEC_DEFAULTS } from './pool.ts';
 import type { ExecOptions, ExecResult, SqlExecutor } from './types.ts';
 
@@ -21,45 +25,58 @@ export interface LaneOptions {
   slowNice?: number;
 }
 
+/** The wall-clock cap of a CPU-limited query, as a multiple of its limit. */
+export const WALL_FACTOR = 5;
+
+const CPU_LIMITS = process.platform === 'linux';
+
 export class LanedExecutor implements SqlExecutor {
   readonly fast: SqlPool;
   readonly slow: SqlPool;
-  private readonly niced = new Set<number>();
   /** Queries that went on to the slow lane (the bench reports it). */
   movedToSlow = 0;
 
   constructor(private readonly opts: LaneOptions) {
     this.fast = new SqlPool({ size: opts.fastSize });
-    this.slow = new SqlPool({ size: opts.slowSize });
+    this.slow = new SqlPool({ size: opts.slowSize, nice: opts.slowNice ?? 19 });
   }
 
-  async execute(dbPath: string, sql: string, opts: ExecOptions = {}): Promise<ExecResult> {
+  execute(dbPath: string, sql: string, opts: ExecOptions = {}): Promise<ExecResult> {
+    return CPU_LIMITS ? this.byCpu(dbPath, sql, opts) : this.byWall(dbPath, sql, opts);
+  }
+
+  private async byCpu(dbPath: string, sql: string, opts: ExecOptions): Promise<ExecResult> {
+    const limit = opts.timeoutMs ?? EXEC_DEFAULTS.timeoutMs;
+    const cap = WALL_FACTOR * limit;
+    const budget = Math.min(limit, this.opts.fastMs);
+    const first = await this.fast.execute(dbPath, sql, { ...opts, timeoutMs: cap, cpuMs: budget });
+    if (first.ok || first.error !== 'timeout') return first;
+    const wallLeft = Math.floor(cap - first.elapsedMs);
+    if (budget >= limit || wallLeft < 1) return this.timedOut(first, limit, first.elapsedMs);
+    this.movedToSlow++;
+    const r = await this.slow.execute(dbPath, sql, { ...opts, timeoutMs: wallLeft, cpuMs: limit - budget, maxWaitMs: wallLeft });
+    const elapsedMs = r.elapsedMs + first.elapsedMs;
+    return r.ok || r.error !== 'timeout' ? { ...r, elapsedMs } : this.timedOut(r, limit, elapsedMs);
+  }
+
+  /** One message for a query past its limit, whichever lane and clock stopped it. */
+  private timedOut(r: Extract<ExecResult, { ok: false }>, limit: number, elapsedMs: number): ExecResult {
+    const cpu = /CPU time/.test(r.message);
+    const message = cpu
+      ? `query used more than its ${limit} ms limit of CPU time and was stopped`
+      : `query ran past ${WALL_FACTOR * limit} ms of wall time (${WALL_FACTOR}× its ${limit} ms CPU limit, on a busy machine) and was stopped`;
+    return { ok: false, error: 'timeout', message, elapsedMs };
+  }
+
+  private async byWall(dbPath: string, sql: string, opts: ExecOptions): Promise<ExecResult> {
     const limit = opts.timeoutMs ?? EXEC_DEFAULTS.timeoutMs;
     if (limit <= this.opts.fastMs) return this.fast.execute(dbPath, sql, opts);
-    const budget = process.platform === 'linux' ? { timeoutMs: limit, cpuMs: this.opts.fastMs } : { timeoutMs: this.opts.fastMs };
-    const first = await this.fast.execute(dbPath, sql, { ...opts, ...budget });
+    const first = await this.fast.execute(dbPath, sql, { ...opts, timeoutMs: this.opts.fastMs });
     const left = Math.floor(limit - first.elapsedMs);
     if (first.ok || first.error !== 'timeout' || left < 1) return first;
     this.movedToSlow++;
-    const second = this.slow.execute(dbPath, sql, { ...opts, timeoutMs: left });
-    this.lowerPriority();
-    const r = await second;
+    const r = await this.slow.execute(dbPath, sql, { ...opts, timeoutMs: left });
     return { ...r, elapsedMs: r.elapsedMs + first.elapsedMs };
-  }
-
-  /** Children start lazily and are replaced after a kill: renice the ones not seen yet. */
-  private lowerPriority(): void {
-    const nice = this.opts.slowNice ?? 19;
-    if (nice === 0) return;
-    for (const pid of this.slow.childPids()) {
-      if (this.niced.has(pid)) continue;
-      try {
-        setPriority(pid, nice);
-        this.niced.add(pid);
-      } catch {
-        // The child may already be gone; the next call sees its replacement.
-      }
-    }
   }
 
   async close(): Promise<void> {

@@ -2,23 +2,25 @@
 // introspection, variant building, entity search). Plain JavaScript so that pool-child.mjs, which runs
 // without tsx, can import it too.
 //
-// Every connection gets SQLite's default-build treatment of double-quoted string literals ("DQS"):
-// better-sqlite3 compiles its SQLite with SQLITE_DQS=0, which makes `WHERE name = "Bob"` an error,
-// while Python's sqlite3 (and so the official Spider and BIRD evaluators) accepts it. A tiny loadable
-// extension (native/sqlite/dqs.c, built with the native addon) switches the two DQS flags back on per
-// connection. better-sqlite3 enables extension loading through the C API only: the SQL function
-// load_extension() stays disabled ("not authorized"), so queries cannot load anything themselves.
+// Every connection loads agro's SQLite extension (native/sqlite/agro_sqlite.c, built with the native addon):
+// - SQLite's default-build treatment of double-quoted string literals ("DQS"): better-sqlite3 compiles
+//   its SQLite with SQLITE_DQS=0, which makes `WHERE name = "Bob"` an error, while Python's sqlite3 (and
+//   so the official Spider and BIRD evaluators) accepts it;
+// - agro_limit(), with which the pool's SQL processes stop a query past its limits without dying
+//   (pool-child.mjs).
+// better-sqlite3 enables extension loading through the C API only: the SQL function load_extension()
+// stays disabled ("not authorized"), so queries cannot load anything themselves.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 
 /** Where `npm run build:native` puts the extension. */
-export const LEGACY_QUOTES_EXTENSION = fileURLToPath(new URL('../../build/Release/agro_sqlite_dqs.node', import.meta.url));
-const ENTRY_POINT = 'sqlite3_agrodqs_init';
+export const LEGACY_QUOTES_EXTENSION = fileURLToPath(new URL('../../build/Release/agro_sqlite.node', import.meta.url));
+const ENTRY_POINT = 'sqlite3_agrosqlite_init';
 
 let available;
 
-/** Whether the DQS extension is built (checked once per process). */
+/** Whether the extension is built (checked once per process). */
 export function legacyQuotesAvailable() {
   if (available === undefined) available = existsSync(LEGACY_QUOTES_EXTENSION);
   return available;
@@ -26,7 +28,7 @@ export function legacyQuotesAvailable() {
 
 /** One line telling a user what is missing and what changes without it. */
 export const LEGACY_QUOTES_MISSING =
-  `the SQLite extension for double-quoted string literals is not built (${LEGACY_QUOTES_EXTENSION}); ` +
+  `agro's SQLite extension (double-quoted string literals, query limits) is not built (${LEGACY_QUOTES_EXTENSION}); ` +
   'run "npm run build:native". Until then "text" in SQL is an identifier only, and queries that use it as a string fail';
 
 /**

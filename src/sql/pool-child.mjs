@@ -5,9 +5,19 @@
 // and enforces the row and byte caps while iterating, so a huge result stops early. The process runs
 // under a data-size limit (pool.ts): an allocation past it fails inside SQLite (SQLITE_NOMEM, an
 // ordinary error) or aborts the process (a V8 allocation), which the parent reports as the query's own.
-// The query is timed here, not in the parent, whose event loop may be busy with other questions.
+// The query is timed here, not in the parent, whose event loop may be busy with other questions, and
+// stopped here too: agro's SQLite extension interrupts a query past its wall-clock limit or its CPU budget
+// (agro_limit, native/sqlite/agro_sqlite.c), so a runaway query costs its time and not this process. The
+// parent's own timers stay, a little later, for what the interrupt cannot reach (one long VM step, a
+// stuck process) and for builds without the extension.
+import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { openDatabase } from './open-database.mjs';
+
+// Read by the extension when it is first loaded (before any connection opens); a query cannot read it,
+// so it cannot call agro_limit to lift its own limit.
+const LIMIT_TOKEN = randomBytes(16).toString('hex');
+process.env.AGRO_SQL_LIMIT_TOKEN = LIMIT_TOKEN;
 
 const MAX_OPEN = 8;
 /** path -> { db, stamp }; Map iteration order doubles as LRU order. */
@@ -28,7 +38,7 @@ function connection(path) {
     open.delete(path);
     if (hit.stamp === stamp) {
       open.set(path, hit);
-      return { db: hit.db };
+      return { db: hit.db, limit: hit.limit };
     }
     hit.db.close();
   }
@@ -38,13 +48,19 @@ function connection(path) {
   } catch (err) {
     return { error: 'bad_database', message: `cannot open database ${path}: ${err.message}` };
   }
-  open.set(path, { db, stamp });
+  let limit = null;
+  try {
+    limit = db.prepare('SELECT agro_limit(?, ?, ?)').pluck();
+  } catch {
+    // No extension (or an old build): the parent's timers enforce the limits.
+  }
+  open.set(path, { db, stamp, limit });
   while (open.size > MAX_OPEN) {
     const [oldest, entry] = open.entries().next().value;
     open.delete(oldest);
     entry.db.close();
   }
-  return { db };
+  return { db, limit };
 }
 
 /** A reply above this size takes a while to serialize and send: a small `done` message goes first. */
@@ -65,7 +81,18 @@ function cellBytes(v) {
   return v.byteLength;
 }
 
-function run({ dbPath, sql, maxRows, maxBytes, safeIntegers }) {
+/** Arms the connection's limits (0 = none) and says whether the extension enforces them. */
+function arm(conn, cpuMs, wallMs) {
+  if (!conn.limit) return false;
+  try {
+    conn.limit.get(LIMIT_TOKEN, cpuMs, wallMs);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function run({ dbPath, sql, maxRows, maxBytes, safeIntegers, timeoutMs = 0, cpuMs = 0 }, t0) {
   const conn = connection(dbPath);
   if (conn.error) return { ok: false, error: conn.error, message: conn.message };
   let stmt;
@@ -82,6 +109,8 @@ function run({ dbPath, sql, maxRows, maxBytes, safeIntegers }) {
   const rows = [];
   let bytes = 0;
   let truncated = false;
+  // What is left of the limit after opening and preparing; the CPU budget counts from here.
+  const armed = arm(conn, cpuMs, timeoutMs > 0 ? Math.max(1, timeoutMs - (performance.now() - t0)) : 0);
   try {
     for (const row of stmt.raw(true).safeIntegers(Boolean(safeIntegers)).iterate()) {
       if (rows.length >= maxRows) {
@@ -98,9 +127,19 @@ function run({ dbPath, sql, maxRows, maxBytes, safeIntegers }) {
       rows.push(row);
     }
   } catch (err) {
+    if (err && err.code === 'SQLITE_INTERRUPT') {
+      const overTime = timeoutMs > 0 && performance.now() - t0 >= timeoutMs;
+      return {
+        ok: false,
+        error: 'timeout',
+        message: overTime || !cpuMs ? `query ran past its ${timeoutMs} ms limit and was stopped` : `query used more than its ${cpuMs} ms of CPU time and was stopped`,
+      };
+    }
     if (isBadDatabase(err)) return { ok: false, error: 'bad_database', message: `${dbPath}: ${oneLine(err)}` };
     if (isTooBig(err)) return { ok: false, error: 'runtime', message: `the query needs more memory than the SQL executor may use (${oneLine(err)})` };
     return { ok: false, error: 'runtime', message: oneLine(err) };
+  } finally {
+    if (armed) arm(conn, 0, 0);
   }
   return { ok: true, columns, rows, truncated, bytes };
 }
@@ -114,7 +153,7 @@ function answer(msg) {
   const t0 = performance.now();
   let reply;
   try {
-    reply = run(msg);
+    reply = run(msg, t0);
   } catch (err) {
     reply = { ok: false, error: 'runtime', message: isTooBig(err) ? `the query needs more memory than the SQL executor may use (${oneLine(err)})` : oneLine(err) };
   }
@@ -132,4 +171,17 @@ process.on('message', (msg) => {
   else answer(msg);
 });
 process.on('disconnect', () => process.exit(0));
-process.send({ ready: true });
+// Whether this process stops its own queries (the extension is built and its watchdog starts).
+const probe = (() => {
+  try {
+    const db = openDatabase(':memory:');
+    try {
+      return db.prepare('SELECT agro_limit(?, 0, 0)').pluck().get(LIMIT_TOKEN);
+    } finally {
+      db.close();
+    }
+  } catch {
+    return 0;
+  }
+})();
+process.send({ ready: true, limits: probe === 2 ? 'cpu+wall' : probe === 1 ? 'wall' : 'none' });

@@ -17,7 +17,7 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
@@ -56,7 +56,7 @@ function track(child: ChildProcess): void {
   }
 }
 
-export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024, safeIntegers: false, cpuMs: 0 };
+export const EXEC_DEFAULTS: Required<ExecOptions> = { timeoutMs: 5000, maxRows: 10_000, maxBytes: 8 * 1024 * 1024, safeIntegers: false, cpuMs: 0, maxWaitMs: 0 };
 
 const execOptionsSchema = z.object({
   timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).optional(),
@@ -64,12 +64,14 @@ const execOptionsSchema = z.object({
   maxBytes: z.number().int().nonnegative().optional(),
   safeIntegers: z.boolean().optional(),
   cpuMs: z.number().int().nonnegative().max(MAX_TIMEOUT_MS).optional(),
+  maxWaitMs: z.number().int().nonnegative().max(MAX_TIMEOUT_MS).optional(),
 });
 
 const poolOptionsSchema = z.object({
   size: z.number().int().positive().max(64).optional(),
   defaults: execOptionsSchema.optional(),
   memoryLimitMiB: z.number().int().min(128).max(1024 * 1024).optional(),
+  nice: z.number().int().min(0).max(19).optional(),
 });
 
 export interface SqlPoolOptions {
@@ -79,6 +81,11 @@ export interface SqlPoolOptions {
   defaults?: ExecOptions;
   /** Data-size limit of each child process in MiB (Linux; default 512). Results must fit in about a third of it. */
   memoryLimitMiB?: number;
+  /**
+   * CPU priority of the children (nice value, 0..19; default 0), set once a child has started: a child
+   * that had to start at low priority on a busy machine could take seconds just to load.
+   */
+  nice?: number;
 }
 
 interface Job {
@@ -91,6 +98,8 @@ interface Job {
   attempts: number;
   /** The child has finished the query (its `done` message) and is sending the result. */
   doneMs?: number;
+  /** Fails the job if it is still queued after opts.maxWaitMs. */
+  waitTimer?: NodeJS.Timeout;
 }
 
 interface Slot {
@@ -106,7 +115,7 @@ interface Slot {
 }
 
 type ChildReply =
-  | { ready: true }
+  | { ready: true; limits: ChildLimits }
   | { id: number; done: true; elapsedMs: number }
   | { id: number; ok: true; columns: string[]; rows: Row[]; truncated: boolean; elapsedMs: number }
   | { id: number; ok: false; error: ExecErrorKind; message: string; elapsedMs: number };
@@ -117,6 +126,17 @@ type ChildReply =
  * every query still has its own time limit and result.
  */
 export const MAX_BATCH = 8;
+
+/** Which limits a child stops its own queries at (agro's SQLite extension): both, wall clock only, none. */
+type ChildLimits = 'cpu+wall' | 'wall' | 'none';
+
+/**
+ * A child that stops its own queries gets this much longer before the parent kills it: the parent's
+ * timers are then the backstop for what the interrupt cannot reach, not the way a runaway query ends.
+ */
+function backstopMs(limitMs: number): number {
+  return 100 + Math.ceil(limitMs / 10);
+}
 
 /** How often a cpuMs limit is checked; /proc counts CPU time in clock ticks (10 ms on Linux). */
 const CPU_POLL_MS = 20;
@@ -151,6 +171,7 @@ function parseExecOptions(opts: ExecOptions | undefined, where: string): ExecOpt
 export class SqlPool implements SqlExecutor {
   readonly size: number;
   readonly memoryLimitMiB: number;
+  readonly nice: number;
   private readonly defaults: Required<ExecOptions>;
   private readonly slots: Slot[];
   private readonly queue: Job[] = [];
@@ -158,6 +179,8 @@ export class SqlPool implements SqlExecutor {
   private closed = false;
   /** Children that have loaded better-sqlite3 and said so; a query's time limit runs from then on. */
   private readonly ready = new WeakSet<ChildProcess>();
+  /** What each ready child enforces by itself. */
+  private readonly limits = new WeakMap<ChildProcess, ChildLimits>();
   /**
    * A started, idle child kept in reserve once a query has timed out: the slot whose child was
    * killed takes it at once, so the next query does not wait for a process start (0.2-1 s).
@@ -170,9 +193,10 @@ export class SqlPool implements SqlExecutor {
 
   constructor(options: SqlPoolOptions = {}) {
     const parsed = poolOptionsSchema.safeParse(options);
-    if (!parsed.success) throw new AgroError('usage', 'SqlPool: size must be an integer from 1 to 64, memoryLimitMiB at least 128');
+    if (!parsed.success) throw new AgroError('usage', 'SqlPool: size must be an integer from 1 to 64, memoryLimitMiB at least 128, nice from 0 to 19');
     this.size = parsed.data.size ?? Math.min(2, availableParallelism());
     this.memoryLimitMiB = parsed.data.memoryLimitMiB ?? DEFAULT_MEMORY_LIMIT_MIB;
+    this.nice = parsed.data.nice ?? 0;
     this.defaults = { ...EXEC_DEFAULTS, ...parseExecOptions(options.defaults, 'SqlPool defaults') };
     this.slots = Array.from({ length: this.size }, (): Slot => ({ startedAt: 0, pending: [] }));
   }
@@ -192,7 +216,16 @@ export class SqlPool implements SqlExecutor {
       throw err;
     }
     return new Promise<ExecResult>((resolve) => {
-      this.queue.push({ id: this.nextId++, dbPath, sql, opts: merged, resolve, attempts: 0 });
+      const job: Job = { id: this.nextId++, dbPath, sql, opts: merged, resolve, attempts: 0 };
+      if (merged.maxWaitMs > 0) {
+        job.waitTimer = setTimeout(() => {
+          const i = this.queue.indexOf(job);
+          if (i < 0) return;
+          this.queue.splice(i, 1);
+          resolve({ ok: false, error: 'timeout', message: `query waited ${merged.maxWaitMs} ms for a free SQL process and was not run`, elapsedMs: 0 });
+        }, merged.maxWaitMs);
+      }
+      this.queue.push(job);
       this.pump();
     });
   }
@@ -202,6 +235,7 @@ export class SqlPool implements SqlExecutor {
     if (this.closed) return;
     this.closed = true;
     for (const job of this.queue.splice(0)) {
+      clearTimeout(job.waitTimer);
       job.resolve({ ok: false, error: 'runtime', message: 'the SQL pool was closed before the query ran', elapsedMs: 0 });
     }
     const exits: Promise<void>[] = [];
@@ -265,6 +299,14 @@ export class SqlPool implements SqlExecutor {
     child.on('message', (msg: ChildReply) => {
       if ('ready' in msg) {
         this.ready.add(child);
+        this.limits.set(child, msg.limits);
+        if (this.nice > 0 && child.pid !== undefined) {
+          try {
+            setPriority(child.pid, this.nice);
+          } catch {
+            // Gone already: its exit is handled below.
+          }
+        }
         const slot = owner();
         if (slot?.job) this.startTimer(slot, slot.job);
         return;
@@ -414,14 +456,17 @@ export class SqlPool implements SqlExecutor {
   private startTimer(slot: Slot, job: Job): void {
     this.stopTimers(slot);
     const ready = slot.child !== undefined && this.ready.has(slot.child);
-    slot.timer = setTimeout(() => this.onTimer(slot, job), job.opts.timeoutMs + (ready ? 0 : START_GRACE_MS));
+    const limits = ready ? this.limits.get(slot.child!) : undefined;
+    const wallGrace = !ready ? START_GRACE_MS : limits === 'none' ? 0 : backstopMs(job.opts.timeoutMs);
+    slot.timer = setTimeout(() => this.onTimer(slot, job), job.opts.timeoutMs + wallGrace);
     const base = ready && job.opts.cpuMs > 0 ? cpuTimeMs(slot.child?.pid) : undefined;
     if (base === undefined) return;
+    const cpuLimit = job.opts.cpuMs + (limits === 'cpu+wall' ? backstopMs(job.opts.cpuMs) : 0);
     const poll = (): void => {
       slot.cpuTimer = setTimeout(() => {
         if (slot.job !== job || job.doneMs !== undefined) return;
         const used = cpuTimeMs(slot.child?.pid);
-        if (used !== undefined && used - base >= job.opts.cpuMs) this.onTimer(slot, job, `query used more than its ${job.opts.cpuMs} ms of CPU time and was stopped`);
+        if (used !== undefined && used - base >= cpuLimit) this.onTimer(slot, job, `query used more than its ${job.opts.cpuMs} ms of CPU time and was stopped`);
         else poll();
       }, CPU_POLL_MS);
     };
@@ -434,16 +479,21 @@ export class SqlPool implements SqlExecutor {
       if (this.queue.length === 0) return;
       if (slot.job) continue;
       const job = this.queue.shift()!;
+      clearTimeout(job.waitTimer);
       const child = slot.child ?? this.childFor(slot);
       slot.job = job;
       // A fair share of what waits goes along (the other slots get theirs as they free up); a query
       // with a CPU-time limit goes alone, since that limit is measured on the whole child.
       const share = Math.min(MAX_BATCH - 1, Math.ceil(this.queue.length / this.size));
-      while (job.opts.cpuMs === 0 && slot.pending.length < share && this.queue.length && this.queue[0].opts.cpuMs === 0) slot.pending.push(this.queue.shift()!);
+      while (job.opts.cpuMs === 0 && slot.pending.length < share && this.queue.length && this.queue[0].opts.cpuMs === 0) {
+        const next = this.queue.shift()!;
+        clearTimeout(next.waitTimer);
+        slot.pending.push(next);
+      }
       slot.startedAt = performance.now();
       this.busy(child);
       this.startTimer(slot, job);
-      const wire = (j: Job) => ({ id: j.id, dbPath: j.dbPath, sql: j.sql, maxRows: j.opts.maxRows, maxBytes: j.opts.maxBytes, safeIntegers: j.opts.safeIntegers });
+      const wire = (j: Job) => ({ id: j.id, dbPath: j.dbPath, sql: j.sql, maxRows: j.opts.maxRows, maxBytes: j.opts.maxBytes, safeIntegers: j.opts.safeIntegers, timeoutMs: j.opts.timeoutMs, cpuMs: j.opts.cpuMs });
       this.messages++;
       child.send(slot.pending.length ? { batch: [job, ...slot.pending].map(wire) } : wire(job));
     }

@@ -8,7 +8,7 @@ export type SqlValue = number | string | bigint | Uint8Array | null;
 export type Row = SqlValue[];
 
 export interface ExecOptions {
-  /** Wall-clock limit; the query is really stopped (its process killed) when it passes. Default 5000. */
+  /** Wall-clock limit; the query is really stopped (inside its process, or by killing it) when it passes. Default 5000. */
   timeoutMs?: number;
   /** Rows kept before the result is cut and marked truncated. Default 10000. */
   maxRows?: number;
@@ -25,6 +25,11 @@ export interface ExecOptions {
    * the machine is busy, so it tells a query that works too much from one that waits for a core.
    */
   cpuMs?: number;
+  /**
+   * How long the query may wait for a free SQL process before it fails as a timeout without running;
+   * 0 = as long as it takes (the default: the limits above count from the start of the run only).
+   */
+  maxWaitMs?: number;
 }
 
 /** Why a query produced no result. */

@@ -137,17 +137,50 @@ test('queued queries go to a child several at a time, each with its own limit; a
   try {
     ok(await one.execute(DB, 'SELECT 1')); // started and loaded
     const sent = one.messages;
+    const spawned = one.spawned;
     const runaway = 'WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r';
     // The first query runs alone; the 7 queued behind it go as one batch, the runaway third in it.
     const ids = [1, 2, 3, 4, 5, 6, 7, 8];
     const results = await Promise.all(ids.map((id) => (id === 4 ? one.execute(DB, runaway, { timeoutMs: 300 }) : one.execute(DB, `SELECT name FROM t WHERE id = ${id}`))));
     assert.equal(failed(results[3]).error, 'timeout');
     for (const [i, id] of ids.entries()) if (id !== 4) assert.deepEqual(ok(results[i]).rows, [[`name-${id}`]], `query ${id}`);
-    // 1 alone + 1 batch of 7; the 4 after the runaway go again to the fresh child (1 more message).
-    assert.equal(one.messages - sent, 3);
+    assert.equal(one.spawned, spawned);
+    // 1 alone + 1 batch of 7: the child stops the runaway itself and goes on with the rest of the batch.
+    assert.equal(one.messages - sent, 2);
   } finally {
     await one.close();
   }
+});
+
+test('a runaway query is stopped inside its SQL process: no process is killed or started, and the same process answers next', async () => {
+  const own = new SqlPool({ size: 1 });
+  try {
+    await own.execute(DB, 'SELECT 1'); // started and ready
+    const [pid] = own.childPids();
+    const spawned = own.spawned;
+    const runaway = 'WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r';
+    const wall = failed(await own.execute(DB, runaway, { timeoutMs: 300 }));
+    assert.equal(wall.error, 'timeout');
+    assert.match(wall.message, /300 ms limit/);
+    const cpu = failed(await own.execute(DB, 'SELECT count(*) FROM t a, t b, t c, t d', { timeoutMs: 20_000, cpuMs: 150 }));
+    assert.equal(cpu.error, 'timeout');
+    assert.match(cpu.message, /150 ms of CPU time/);
+    assert.ok(cpu.elapsedMs < 10_000, `elapsed ${cpu.elapsedMs}`);
+    assert.equal(own.spawned, spawned, 'no process was started to replace a killed one');
+    assert.deepEqual(own.childPids(), [pid]);
+    assert.deepEqual(ok(await own.execute(DB, 'SELECT name FROM t WHERE id = 3')).rows, [['name-3']]);
+  } finally {
+    await own.close();
+  }
+});
+
+test('a query cannot lift its own limit: agro_limit without its process\'s secret is refused', async () => {
+  const r = failed(await pool.execute(DB, "SELECT agro_limit('guess', 0, 0)"));
+  assert.equal(r.error, 'runtime');
+  assert.match(r.message, /agro_limit: not authorized/);
+  const runaway = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r WHERE (SELECT agro_limit('', 0, 0)) IS NULL";
+  const t = failed(await pool.execute(DB, runaway, { timeoutMs: 300 }));
+  assert.ok(t.error === 'timeout' || t.error === 'runtime', JSON.stringify(t));
 });
 
 test('missing database, garbage file and syntax errors map to their kinds', async () => {
