@@ -53,7 +53,7 @@ export const envRoutesOptionsSchema = z.strictObject({
    */
   poolSize: z.number().int().min(1).max(64).default(2),
   slowPoolSize: z.number().int().min(1).max(64).default(1),
-  fastLaneMs: z.number().int().min(1).default(process.platform === 'linux' ? 150 : 1000),
+  fastLaneMs: z.number().int().min(1).default(process.platform === 'linux' ? 30 : 1000),
   /** Bearer token required on /v1/* when set. */
   token: z.string().min(8).optional(),
 });
