@@ -1,17 +1,51 @@
-// `npm run bench -- factory [--n N] [--big-n N] [--no-big] [--scaling] [--scale-n N]`
-// The data factory end to end: final pairs per second per database, stage acceptance rates, how
+// `npm run bench -- factory [--n N] [--big-n N] [--no-big] [--scaling] [--scale-n N] [--repeat K]`
+// The data factory end to end: final pairs per second per database (and per CPU-second of this process
+// and the SQL children, with the 1-minute load average beside it: the machine is shared), stage acceptance rates, how
 // many pairs the variant databases caught that the original alone would have accepted, and peak
 // RSS of this process (the SQL pool's child processes are not included). Runs on the bundled
 // databases and on a shop database of about a million rows, built once and kept under .tmp/bench-shop/
 // (gitignored).
 // --scaling: the same shop at about 1k, 10k, 100k and 1M rows, pairs/s at each size.
 import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { num } from './_args.ts';
+
+/** CPU seconds (user + system) of the processes in `pids`, from /proc (0 for one that is gone). */
+function cpuSecs(pids: readonly number[]): number {
+  let t = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      t += (Number(f[11]) + Number(f[12])) / 100;
+    } catch {
+      // exited
+    }
+  }
+  return t;
+}
+
+/**
+ * Runs `fn` and returns its wall seconds and the CPU seconds it cost: this process plus the SQL
+ * pool's children (a child replaced during the run loses what it had used; rare without timeouts).
+ * On a shared machine pairs per CPU-second says more than pairs per second.
+ */
+async function measured<T>(pool: SqlPool, fn: () => Promise<T>): Promise<{ value: T; secs: number; cpu: number; load: string }> {
+  const load = loadavg()[0].toFixed(1);
+  const before = new Map(pool.childPids().map((p) => [p, cpuSecs([p])]));
+  const u0 = process.cpuUsage();
+  const t0 = performance.now();
+  const value = await fn();
+  const secs = (performance.now() - t0) / 1000;
+  const u = process.cpuUsage(u0);
+  let child = 0;
+  for (const p of pool.childPids()) child += cpuSecs([p]) - (before.get(p) ?? 0);
+  return { value, secs, cpu: (u.user + u.system) / 1e6 + child, load };
+}
 
 /** The shop at `scale` (1 = about a million rows: 50k customers, 2k products, 400k orders, 550k items). */
 export function buildBig(path: string, scale = 1): number {
@@ -63,6 +97,8 @@ export function cachedShop(scale: number): { path: string; rows: number; built: 
 export async function run(args: string[]): Promise<void> {
   const n = num(args, '--n', 200);
   const bigN = num(args, '--big-n', 100);
+  // Each database K times, in rounds (db1 db2 ... db1 db2 ...): the spread on a shared machine.
+  const repeat = num(args, '--repeat', 1);
   const tmp = mkdtempSync(join(tmpdir(), 'agro-bench-factory-'));
   const pool = new SqlPool({ size: 2 });
   const dbs: Array<[string, string, number]> = [];
@@ -73,15 +109,13 @@ export async function run(args: string[]): Promise<void> {
   if (args.includes('--scaling')) {
     const sn = num(args, '--scale-n', 50);
     console.log(`scaling: the shop at growing size, --n ${sn}, 3 variants`);
-    console.log('rows        pairs   secs  pairs/s  verified/s');
+    console.log('rows        pairs   secs  pairs/s  verified/s  cpu-s  pairs/cpu-s  load');
     try {
       for (const scale of [0.001, 0.01, 0.1, 1]) {
         const { path: p, rows } = cachedShop(scale);
-        const t0 = performance.now();
-        const r = await runFactory({ db: p, out: join(tmp, `scale_${scale}`), n: sn, seed: 1, variants: 3 }, { executor: pool });
-        const secs = (performance.now() - t0) / 1000;
+        const { value: r, secs, cpu, load } = await measured(pool, () => runFactory({ db: p, out: join(tmp, `scale_${scale}`), n: sn, seed: 1, variants: 3 }, { executor: pool }));
         const verified = r.manifest.stages.find((s) => s.stage === 'verify')?.out ?? 0;
-        console.log(`${String(rows).padEnd(10)} ${String(r.manifest.rows).padStart(5)} ${secs.toFixed(1).padStart(6)} ${(r.manifest.rows / secs).toFixed(2).padStart(8)} ${(verified / secs).toFixed(2).padStart(11)}${r.manifest.shortfall ? '  ' + r.manifest.shortfall : ''}`);
+        console.log(`${String(rows).padEnd(10)} ${String(r.manifest.rows).padStart(5)} ${secs.toFixed(1).padStart(6)} ${(r.manifest.rows / secs).toFixed(2).padStart(8)} ${(verified / secs).toFixed(2).padStart(11)} ${cpu.toFixed(1).padStart(6)} ${(r.manifest.rows / cpu).toFixed(1).padStart(12)}  ${load}${r.manifest.shortfall ? '  ' + r.manifest.shortfall : ''}`);
       }
     } finally {
       await pool.close();
@@ -96,19 +130,18 @@ export async function run(args: string[]): Promise<void> {
     dbs.push(['big_shop', big, bigN]);
   }
   try {
-    console.log('db           pairs   secs  pairs/s  verified/s  caught-by-variants  difficulty (s/m/c)');
+    console.log('db           pairs   secs  pairs/s  verified/s  cpu-s  pairs/cpu-s  load  caught-by-variants  difficulty (s/m/c)');
     const rates: string[] = [];
-    for (const [id, path, want] of dbs) {
-      const t0 = performance.now();
-      const r = await runFactory({ db: path, out: join(tmp, id), n: want, seed: 1, variants: 3 }, { executor: pool });
-      const secs = (performance.now() - t0) / 1000;
+    const runs = Array.from({ length: repeat }, (_, k) => dbs.map(([id, path, want]) => [id, path, want, k] as const)).flat();
+    for (const [id, path, want, k] of runs) {
+      const { value: r, secs, cpu, load } = await measured(pool, () => runFactory({ db: path, out: join(tmp, `${id}-${k}`), n: want, seed: 1, variants: 3 }, { executor: pool }));
       const m = r.manifest;
       const verified = m.stages.find((s) => s.stage === 'verify')?.out ?? 0;
       const d = m.difficulty;
       console.log(
-        `${id.padEnd(12)} ${String(m.rows).padStart(5)} ${secs.toFixed(1).padStart(6)} ${(m.rows / secs).toFixed(2).padStart(8)} ${(verified / secs).toFixed(2).padStart(11)} ${String(m.caughtByVariants).padStart(19)}  ${d.simple ?? 0}/${d.moderate ?? 0}/${d.challenging ?? 0}`,
+        `${id.padEnd(12)} ${String(m.rows).padStart(5)} ${secs.toFixed(1).padStart(6)} ${(m.rows / secs).toFixed(2).padStart(8)} ${(verified / secs).toFixed(2).padStart(11)} ${cpu.toFixed(1).padStart(6)} ${(m.rows / cpu).toFixed(1).padStart(12)}  ${load.padStart(4)} ${String(m.caughtByVariants).padStart(19)}  ${d.simple ?? 0}/${d.moderate ?? 0}/${d.challenging ?? 0}`,
       );
-      rates.push(`${id}: ` + m.stages.map((s) => `${s.stage} ${s.in ? ((100 * s.out) / s.in).toFixed(0) : '-'}%`).join(', '));
+      if (k === 0) rates.push(`${id}: ` + m.stages.map((s) => `${s.stage} ${s.in ? ((100 * s.out) / s.in).toFixed(0) : '-'}%`).join(', '));
     }
     console.log('\nstage acceptance (out/in):');
     for (const l of rates) console.log('  ' + l);

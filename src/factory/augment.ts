@@ -219,10 +219,9 @@ export function ambiguityStage(): Stage<SynthPair, SynthPair> {
 }
 
 export async function ambiguityReason(ctx: StageContext, p: SynthPair): Promise<string | null> {
-  for (const v of ctx.variants) {
-    const r = await ctx.executor.execute(v, p.sql, { timeoutMs: ctx.timeoutMs });
-    if (!r.ok) return r.error === 'timeout' ? 'variant_timeout' : 'variant_exec_error';
-  }
+  // Every variant at once (the pool queues them); the first failure in variant order is the reason.
+  const runs = await Promise.all(ctx.variants.map((v) => ctx.executor.execute(v, p.sql, { timeoutMs: ctx.timeoutMs })));
+  for (const r of runs) if (!r.ok) return r.error === 'timeout' ? 'variant_timeout' : 'variant_exec_error';
   const q: QueryAst = p.ast;
   if (q.kind !== 'select') return null;
   const alts: Array<[string, SelectAst | null]> = [

@@ -20,7 +20,7 @@ import { buildLexicon, colKey } from './names.ts';
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
-import { coverage, diversityStage, embedHybrid, sqlFeaturesMemo, type Coverage } from './diversity/index.ts';
+import { coverage, diversityStage, sqlFeaturesMemo, type Coverage } from './diversity/index.ts';
 import { sqlSkeleton, structureKey } from '../sql/features.ts';
 import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
 import { HUMAN_SHAPES } from './shapes.ts';
@@ -189,6 +189,18 @@ export function loadSchema(db: string): DbSchema {
   }
 }
 
+/** A finished stage's checkpoint, or null when it is missing, unreadable or holds fewer items than its report says. */
+function readCheckpoint(file: string, meta: string): { report: StageReport; items: SynthPair[] } | null {
+  if (!existsSync(file) || !existsSync(meta)) return null;
+  try {
+    const report = JSON.parse(readFileSync(meta, 'utf8')) as StageReport;
+    const items = readJsonl<SynthPair>(file);
+    return items.length === report.out ? { report, items } : null;
+  } catch {
+    return null;
+  }
+}
+
 export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOptions = {}): Promise<FactoryResult> {
   const cfg = parseWith(factoryConfigSchema, input, 'factory config', 'usage');
   const dbPath = resolve(cfg.db);
@@ -251,18 +263,19 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     const checkpoint = async (name: string, inputCount: number, variants: string[], run: (ctx: StageContext) => Promise<SynthPair[]>): Promise<SynthPair[]> => {
       const file = join(work, `${name}.jsonl`);
       const meta = join(work, `${name}.json`);
-      if (existsSync(file) && existsSync(meta)) {
-        const saved = JSON.parse(readFileSync(meta, 'utf8')) as StageReport;
-        rejections[name] = saved.rejected;
-        reports.push({ ...saved, resumed: true });
-        return readJsonl<SynthPair>(file);
+      const saved = readCheckpoint(file, meta);
+      if (saved) {
+        rejections[name] = saved.report.rejected;
+        reports.push({ ...saved.report, resumed: true });
+        return saved.items;
       }
       const t0 = performance.now();
       const ctx = ctxFor(name, variants);
       const items = await run(ctx);
       const report: StageReport = { stage: name, in: inputCount, out: items.length, rejected: rejections[name] ?? {}, resumed: false, seconds: (performance.now() - t0) / 1000 };
-      writeFileAtomic(file, toJsonl(items));
-      writeJsonAtomic(meta, report);
+      // No fsync per checkpoint (it cost more than some stages): readCheckpoint redoes a stage whose files a power loss cut short.
+      writeFileAtomic(file, toJsonl(items), { durable: false });
+      writeFileAtomic(meta, JSON.stringify(report, null, 2) + '\n', { durable: false });
       reports.push(report);
       if (opts.stopAfter === name) throw new FactoryStopped(`stopped after ${name}`);
       return items;
@@ -301,7 +314,8 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     const datasetPath = join(out, 'dataset.jsonl');
     const manifestPath = join(out, 'manifest.json');
     // Coverage of the final set: distinct SQL skeletons (literals masked) and structure-feature combinations.
-    const vectors = embedHybrid(items.map((p) => ({ sqls: [p.sql], text: `${p.question} ${p.evidence}` })));
+    // The set is its own selection, so every nearest distance is 0 and no embedding is needed.
+    const vectors = items.map(() => new Float64Array(0));
     const cov = coverage(vectors, vectors.map((_, i) => i), {
       skeletons: items.map((p) => sqlSkeleton(p.sql)),
       structures: items.map((p) => structureKey(sqlFeaturesMemo(p.sql))),

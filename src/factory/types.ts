@@ -81,8 +81,12 @@ export interface StageContext {
   tooCostly?: (sql: string) => boolean;
 }
 
-/** Items a stage checks at once: the factory's SQL pool runs two queries at a time. */
-export const STAGE_CONCURRENCY = 2;
+/**
+ * Items a stage checks at once. More than the SQL pool's two children: while a child runs one
+ * query the next ones wait in the pool's queue and go to it in one message (pool.ts batches them),
+ * instead of each child idling through a round trip per query. Results keep input order.
+ */
+export const STAGE_CONCURRENCY = 16;
 
 export interface Stage<I, O> {
   name: string;

@@ -73,26 +73,38 @@ export function openReadOnly(dbPath: string): Database.Database {
   return db;
 }
 
-function columnStats(db: Database.Database, from: string, col: string, samples: number): ColumnStats {
-  const c = quoteIdent(col);
-  const agg = db
-    .prepare(`SELECT COUNT(*) - COUNT(${c}), COUNT(DISTINCT ${c}), MIN(${c}), MAX(${c}) FROM ${from}`)
-    .raw(true)
-    .get() as [number, number, SqlValue, SqlValue];
-  const top =
-    samples > 0
-      ? (db
-          .prepare(`SELECT ${c} FROM ${from} WHERE ${c} IS NOT NULL GROUP BY ${c} ORDER BY COUNT(*) DESC, ${c} LIMIT ?`)
-          .raw(true)
-          .all(samples) as SqlValue[][])
-      : [];
-  return {
-    nullCount: agg[0],
-    distinctCount: agg[1],
-    min: summarizeValue(agg[2]),
-    max: summarizeValue(agg[3]),
-    samples: top.map((r) => summarizeValue(r[0])),
-  };
+/** Columns whose counts, MIN and MAX one query computes (4 result columns each; SQLite allows 2,000). */
+const STATS_COLUMNS_PER_QUERY = 100;
+
+/** Stats of every column of `from`: one scan for the counts, MIN and MAX of many columns, one query per column for its most frequent values. */
+function columnStats(db: Database.Database, from: string, cols: readonly string[], samples: number): ColumnStats[] {
+  const aggs: Array<[number, number, SqlValue, SqlValue]> = [];
+  for (let i = 0; i < cols.length; i += STATS_COLUMNS_PER_QUERY) {
+    const part = cols.slice(i, i + STATS_COLUMNS_PER_QUERY).map(quoteIdent);
+    const row = db
+      .prepare(`SELECT ${part.map((c) => `COUNT(*) - COUNT(${c}), COUNT(DISTINCT ${c}), MIN(${c}), MAX(${c})`).join(', ')} FROM ${from}`)
+      .raw(true)
+      .get() as SqlValue[];
+    for (let j = 0; j < part.length; j++) aggs.push(row.slice(4 * j, 4 * j + 4) as [number, number, SqlValue, SqlValue]);
+  }
+  return cols.map((col, i) => {
+    const c = quoteIdent(col);
+    const top =
+      samples > 0
+        ? (db
+            .prepare(`SELECT ${c} FROM ${from} WHERE ${c} IS NOT NULL GROUP BY ${c} ORDER BY COUNT(*) DESC, ${c} LIMIT ?`)
+            .raw(true)
+            .all(samples) as SqlValue[][])
+        : [];
+    const agg = aggs[i];
+    return {
+      nullCount: agg[0],
+      distinctCount: agg[1],
+      min: summarizeValue(agg[2]),
+      max: summarizeValue(agg[3]),
+      samples: top.map((r) => summarizeValue(r[0])),
+    };
+  });
 }
 
 function readTable(db: Database.Database, name: string, kind: Table['kind'], opts: Required<IntrospectOptions>): Table {
@@ -105,13 +117,19 @@ function readTable(db: Database.Database, name: string, kind: Table['kind'], opt
       : (db.prepare(`SELECT COUNT(*) FROM (SELECT 1 FROM ${q} LIMIT ?)`).pluck().get(limit) as number);
   // Profile the whole table when small, else its first `limit` rows (see the header comment).
   const from = rowCount > limit ? `(SELECT * FROM ${q} LIMIT ${limit})` : q;
-  const columns: Column[] = info.map((c) => ({
+  const stats = columnStats(
+    db,
+    from,
+    info.map((c) => c.name),
+    opts.samples,
+  );
+  const columns: Column[] = info.map((c, i) => ({
     name: c.name,
     type: c.type,
     affinity: affinityOf(c.type),
     notNull: c.notnull === 1,
     pk: c.pk,
-    stats: columnStats(db, from, c.name, opts.samples),
+    stats: stats[i],
   }));
   const primaryKey = columns.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name);
   return { name, kind, columns, primaryKey, foreignKeys: kind === 'table' ? readForeignKeys(db, name) : [], rowCount };

@@ -148,7 +148,8 @@ function isTooBig(err) {
   return err && (err.code === 'SQLITE_NOMEM' || err.code === 'SQLITE_TOOBIG' || err instanceof RangeError);
 }
 
-process.on('message', (msg) => {
+/** Runs one query and sends its reply. */
+function answer(msg) {
   const t0 = performance.now();
   let reply;
   try {
@@ -161,6 +162,13 @@ process.on('message', (msg) => {
   // The query is over: the parent stops its clock on `done`, so sending a big result costs no query time.
   if (bytes > DONE_FIRST_BYTES) process.send({ id: msg.id, done: true, elapsedMs });
   process.send({ id: msg.id, elapsedMs, ...rest });
+}
+
+// A batch is several queries in one message: each is answered as it finishes, in order, so the parent
+// times each one on its own.
+process.on('message', (msg) => {
+  if (Array.isArray(msg.batch)) for (const one of msg.batch) answer(one);
+  else answer(msg);
 });
 process.on('disconnect', () => process.exit(0));
 // Whether this process stops its own queries (the extension is built and its watchdog starts).

@@ -63,8 +63,11 @@ export function ensureDir(dir: string): string[] {
 /**
  * Write a file so that readers see either the old content or the new, never a half-written file:
  * write to a sibling temp file, fsync, then rename over the target (atomic on POSIX filesystems).
+ * `durable: false` skips the fsync: the rename is still atomic for every process, but a power loss
+ * may leave an empty or short file, so only for files whose reader checks them and can redo them
+ * (a resumable run's checkpoints).
  */
-export function writeFileAtomic(path: string, data: string | Uint8Array): void {
+export function writeFileAtomic(path: string, data: string | Uint8Array, opts: { durable?: boolean } = {}): void {
   const dir = dirname(path);
   ensureDir(dir);
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
@@ -73,7 +76,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array): void {
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     let off = 0;
     while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-    fsyncSync(fd);
+    if (opts.durable !== false) fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
     rmSync(tmp, { force: true });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { testSuiteMatch } from '../../src/sql/testsuite.ts';
@@ -72,6 +72,24 @@ test('pipeline: deterministic for a seed, and resumes after an interruption with
         ['realize', false],
         ['align', false],
         ['diversify', false],
+      ],
+    );
+    assert.equal(readFileSync(join(b, 'dataset.jsonl'), 'utf8'), readFileSync(join(a, 'dataset.jsonl'), 'utf8'));
+    // Checkpoints are written without fsync: one that a power loss cut short (fewer items than its
+    // report says, or an empty report) is redone, not trusted.
+    const verifyFile = join(b, '.work', 'verify.jsonl');
+    writeFileSync(verifyFile, readFileSync(verifyFile, 'utf8').split('\n').slice(0, 2).join('\n') + '\n');
+    writeFileSync(join(b, '.work', 'align.json'), '');
+    const redone = await runFactory({ db: shop, out: b, ...small, seed: 9 }, { executor: pool });
+    assert.deepEqual(
+      redone.manifest.stages.map((s) => [s.stage, s.resumed]),
+      [
+        ['synthesize', true],
+        ['verify', false],
+        ['augment', true],
+        ['realize', true],
+        ['align', false],
+        ['diversify', true],
       ],
     );
     assert.equal(readFileSync(join(b, 'dataset.jsonl'), 'utf8'), readFileSync(join(a, 'dataset.jsonl'), 'utf8'));

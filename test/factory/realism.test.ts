@@ -136,7 +136,9 @@ test('verification rejects identical set-operation sides, a LIMIT over a result 
     const side = emptySelect('customers');
     side.columns = [C('customers', 'country')];
     side.where = [{ kind: 'cmp', left: C('customers', 'city'), op: '=', right: lit('Lyon') }];
+    const sent = pool.messages;
     assert.equal(await verifyPair(ctx, pair({ kind: 'setop', op: 'UNION', left: side, right: structuredClone(side) })), 'identical_set_sides');
+    assert.equal(pool.messages, sent, 'identical sides are rejected before any SQL runs');
     // UNION of a side with duplicates and a side whose values it already has: redundant as a set
     const dup = emptySelect('customers');
     dup.columns = [C('customers', 'country')];

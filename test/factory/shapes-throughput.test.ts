@@ -160,6 +160,10 @@ test('cost from the plan, by hand: scans, primary-key and index joins, outer ind
   assert.equal(rowsRead([L(1, 0, 'SEARCH big USING INDEX big_x (x=?)'), L(2, 0, 'LIST SUBQUERY 1'), L(3, 2, 'SCAN T2')], rows), 200_500);
   // a SEARCH naming no index reads like a scan
   assert.equal(rowsRead([L(1, 0, 'SEARCH big')], rows), 200_000);
+  // a correlated subquery's index lookup runs per outer row: every child row, 1000 + 200,000 ...
+  assert.equal(rowsRead([L(2, 0, 'SCAN T1'), L(5, 0, 'CORRELATED SCALAR SUBQUERY 1'), L(10, 5, 'SEARCH big USING INDEX big_fk (a=?)')], rows), 201_000);
+  // ... but by primary key it reads one row each time (counted as an outer lookup, 1% of the table): 1000 + 2000
+  assert.equal(rowsRead([L(2, 0, 'SCAN T1'), L(5, 0, 'CORRELATED SCALAR SUBQUERY 1'), L(10, 5, 'SEARCH big USING INTEGER PRIMARY KEY (rowid=?)')], rows), 3000);
 });
 
 test('cost gate: on a database with a big table, a full scan is too costly and a key lookup is not; small databases are never checked', () => {

@@ -132,6 +132,26 @@ test('an infinite recursive CTE is stopped near its time limit; queued queries s
   assert.ok(took < limit + 4000, `all four answered after ${took} ms`);
 });
 
+test('queued queries go to a child several at a time, each with its own limit; a runaway in a batch stops only itself', async () => {
+  const one = new SqlPool({ size: 1, defaults: { timeoutMs: 10_000 } });
+  try {
+    ok(await one.execute(DB, 'SELECT 1')); // started and loaded
+    const sent = one.messages;
+    const spawned = one.spawned;
+    const runaway = 'WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r';
+    // The first query runs alone; the 7 queued behind it go as one batch, the runaway third in it.
+    const ids = [1, 2, 3, 4, 5, 6, 7, 8];
+    const results = await Promise.all(ids.map((id) => (id === 4 ? one.execute(DB, runaway, { timeoutMs: 300 }) : one.execute(DB, `SELECT name FROM t WHERE id = ${id}`))));
+    assert.equal(failed(results[3]).error, 'timeout');
+    for (const [i, id] of ids.entries()) if (id !== 4) assert.deepEqual(ok(results[i]).rows, [[`name-${id}`]], `query ${id}`);
+    assert.equal(one.spawned, spawned);
+    // 1 alone + 1 batch of 7: the child stops the runaway itself and goes on with the rest of the batch.
+    assert.equal(one.messages - sent, 2);
+  } finally {
+    await one.close();
+  }
+});
+
 test('a runaway query is stopped inside its SQL process: no process is killed or started, and the same process answers next', async () => {
   const own = new SqlPool({ size: 1 });
   try {
