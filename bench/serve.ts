@@ -1,4 +1,4 @@
-// `npm run bench -- serve [--seconds 5] [--mixed-only|--no-mixed] [--runaway-rates 1,2] [--fast-lane-ms N] [--grpo --checkpoint DIR [--data FILE] [--schema-chars 200] [--steps 3]]`
+// `npm run bench -- serve [--seconds 5] [--mixed-only|--no-mixed] [--runaway-rates 1,2] [--fast-lane-ms N] [--max-in-flight N] [--grpo --checkpoint DIR [--data FILE] [--schema-chars 200] [--steps 3]]`
 // Load on the environment server over loopback with autocannon: /v1/reward (GRPO groups of 16 completions
 // per request) and /v1/env (whole episodes: open, tool call, answer, delete) at 1, 16 and 64 concurrent
 // clients: requests/s, p50/p99 latency, server memory, sessions lost or crossed. Then a mixed load where
@@ -129,7 +129,7 @@ export async function run(args: string[]): Promise<void> {
   });
 
   if (!args.includes('--mixed-only')) await loadPoints(seconds, rewardBody, expected, dbs);
-  if (!args.includes('--no-mixed')) await mixedLoad(seconds, rewardBody, dbs[0].id, load, flag(args, '--runaway-rates', '1').split(',').filter(Boolean), num(args, '--fast-lane-ms', 0));
+  if (!args.includes('--no-mixed')) await mixedLoad(seconds, rewardBody, dbs[0].id, load, flag(args, '--runaway-rates', '1').split(',').filter(Boolean), num(args, '--fast-lane-ms', 0), num(args, '--max-in-flight', 0));
   console.log(`load average after: ${load()}`);
   if (args.includes('--grpo')) await grpoSideBySide(num(args, '--steps', 3), flag(args, '--checkpoint', ''), resolve(flag(args, '--data', join(ROOT, 'data/dev.json'))), num(args, '--schema-chars', 200));
 }
@@ -270,10 +270,11 @@ async function runaways(url: string, dbId: string, rate: number, ms: number): Pr
   return { sent: n, answered: times.length, p50: Math.round(times[Math.floor(times.length / 2)] ?? 0) }; // p50 of the answered ones
 }
 
-async function mixedLoad(seconds: number, rewardBody: string, dbId: string, load: () => string, rates: string[], fastLaneMs: number): Promise<void> {
+async function mixedLoad(seconds: number, rewardBody: string, dbId: string, load: () => string, rates: string[], fastLaneMs: number, maxInFlight: number): Promise<void> {
   const post = { method: 'POST' as const, headers: { 'content-type': 'application/json' } };
   for (const lanes of [true, false]) {
-    const opts = lanes ? { sqlTimeoutMs: 2000, ...(fastLaneMs > 0 ? { fastLaneMs } : {}) } : { sqlTimeoutMs: 2000, fastLaneMs: 1_000_000 };
+    const extra = maxInFlight > 0 ? { maxInFlight } : {};
+    const opts = lanes ? { sqlTimeoutMs: 2000, ...extra, ...(fastLaneMs > 0 ? { fastLaneMs } : {}) } : { sqlTimeoutMs: 2000, ...extra, fastLaneMs: 1_000_000 };
     let tenPercent = 0;
     for (const which of ['10%', ...rates]) {
       // A fresh server for each rate: no backlog of runaways from the previous one.
