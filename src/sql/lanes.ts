@@ -61,11 +61,10 @@ export class LanedExecutor implements SqlExecutor {
 
   /** One message for a query past its limit, whichever lane and clock stopped it. */
   private timedOut(r: Extract<ExecResult, { ok: false }>, limit: number, elapsedMs: number): ExecResult {
-    const cpu = /CPU time/.test(r.message);
-    const message = cpu
+    const message = r.limit === 'cpu'
       ? `query used more than its ${limit} ms limit of CPU time and was stopped`
       : `query ran past ${WALL_FACTOR * limit} ms of wall time (${WALL_FACTOR}× its ${limit} ms CPU limit, on a busy machine) and was stopped`;
-    return { ok: false, error: 'timeout', message, elapsedMs };
+    return { ok: false, error: 'timeout', message, elapsedMs, limit: r.limit === 'cpu' ? 'cpu' : 'wall' };
   }
 
   private async byWall(dbPath: string, sql: string, opts: ExecOptions): Promise<ExecResult> {

@@ -127,14 +127,8 @@ function run({ dbPath, sql, maxRows, maxBytes, safeIntegers, timeoutMs = 0, cpuM
       rows.push(row);
     }
   } catch (err) {
-    if (err && err.code === 'SQLITE_INTERRUPT') {
-      const overTime = timeoutMs > 0 && performance.now() - t0 >= timeoutMs;
-      return {
-        ok: false,
-        error: 'timeout',
-        message: overTime || !cpuMs ? `query ran past its ${timeoutMs} ms limit and was stopped` : `query used more than its ${cpuMs} ms of CPU time and was stopped`,
-      };
-    }
+    // Which limit stopped it; the parent words the message (pool.ts timedOut).
+    if (err && err.code === 'SQLITE_INTERRUPT') return { ok: false, error: 'timeout', limit: cpuMs && !(timeoutMs > 0 && performance.now() - t0 >= timeoutMs) ? 'cpu' : 'wall' };
     if (isBadDatabase(err)) return { ok: false, error: 'bad_database', message: `${dbPath}: ${oneLine(err)}` };
     if (isTooBig(err)) return { ok: false, error: 'runtime', message: `the query needs more memory than the SQL executor may use (${oneLine(err)})` };
     return { ok: false, error: 'runtime', message: oneLine(err) };

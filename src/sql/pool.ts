@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { assertSingleReadQuery } from './guard.ts';
-import type { ExecErrorKind, ExecOptions, ExecResult, Row, SqlExecutor } from './types.ts';
+import type { ExecErrorKind, ExecOptions, ExecResult, Row, SqlExecutor, TimeLimit } from './types.ts';
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./pool-child.mjs', import.meta.url));
 /** Extra time a query may wait for its (re)started child to load before it counts as timed out. */
@@ -118,7 +118,9 @@ type ChildReply =
   | { ready: true; limits: ChildLimits }
   | { id: number; done: true; elapsedMs: number }
   | { id: number; ok: true; columns: string[]; rows: Row[]; truncated: boolean; elapsedMs: number }
-  | { id: number; ok: false; error: ExecErrorKind; message: string; elapsedMs: number };
+  | { id: number; ok: false; error: ExecErrorKind; message: string; elapsedMs: number }
+  /** Stopped inside the child by agro's SQLite extension; the message is made here, from the job. */
+  | { id: number; ok: false; error: 'timeout'; limit: 'cpu' | 'wall'; elapsedMs: number };
 
 /**
  * Most queries sent to one child in one message. Each message costs a write and a wake-up of the
@@ -156,8 +158,15 @@ function cpuTimeMs(pid: number | undefined): number | undefined {
   }
 }
 
-function timeoutMessage(job: Job): string {
-  return `query ran past its ${job.opts.timeoutMs} ms limit and was stopped`;
+/** A query stopped by one of its limits, with the one message each limit has. */
+function timedOut(opts: Required<ExecOptions>, limit: TimeLimit, elapsedMs: number): ExecResult {
+  const message =
+    limit === 'cpu'
+      ? `query used more than its ${opts.cpuMs} ms of CPU time and was stopped`
+      : limit === 'wait'
+        ? `query waited ${opts.maxWaitMs} ms for a free SQL process and was not run`
+        : `query ran past its ${opts.timeoutMs} ms limit and was stopped`;
+  return { ok: false, error: 'timeout', message, elapsedMs, limit };
 }
 
 function parseExecOptions(opts: ExecOptions | undefined, where: string): ExecOptions {
@@ -222,7 +231,7 @@ export class SqlPool implements SqlExecutor {
           const i = this.queue.indexOf(job);
           if (i < 0) return;
           this.queue.splice(i, 1);
-          resolve({ ok: false, error: 'timeout', message: `query waited ${merged.maxWaitMs} ms for a free SQL process and was not run`, elapsedMs: 0 });
+          resolve(timedOut(merged, 'wait', 0));
         }, merged.maxWaitMs);
       }
       this.queue.push(job);
@@ -323,10 +332,12 @@ export class SqlPool implements SqlExecutor {
       const elapsedMs = msg.elapsedMs;
       if (elapsedMs > job.opts.timeoutMs) {
         // Over its limit by its own clock, though the parent was too busy to stop it in time.
-        this.finish(slot, { ok: false, error: 'timeout', message: timeoutMessage(job), elapsedMs });
+        this.finish(slot, timedOut(job.opts, 'wall', elapsedMs));
         return;
       }
-      this.finish(slot, msg.ok ? { ok: true, columns: msg.columns, rows: msg.rows, truncated: msg.truncated, elapsedMs } : { ok: false, error: msg.error, message: msg.message, elapsedMs });
+      if (msg.ok) this.finish(slot, { ok: true, columns: msg.columns, rows: msg.rows, truncated: msg.truncated, elapsedMs });
+      else if ('limit' in msg) this.finish(slot, timedOut(job.opts, msg.limit, elapsedMs));
+      else this.finish(slot, { ok: false, error: msg.error, message: msg.message, elapsedMs });
     });
     child.on('error', () => {
       // Spawn/IPC failures surface as an 'exit' too (or not at all when already gone); the exit handler recovers.
@@ -428,13 +439,13 @@ export class SqlPool implements SqlExecutor {
    * The timer has fired, but this event loop may have been busy past the limit while the child's reply
    * waited in the pipe. setImmediate runs after the next poll phase, which reads that reply first.
    */
-  private onTimer(slot: Slot, job: Job, message?: string): void {
+  private onTimer(slot: Slot, job: Job, limit: TimeLimit = 'wall'): void {
     setImmediate(() => {
-      if (slot.job === job && job.doneMs === undefined) this.onTimeout(slot, job, message);
+      if (slot.job === job && job.doneMs === undefined) this.onTimeout(slot, job, limit);
     });
   }
 
-  private onTimeout(slot: Slot, job: Job, message = timeoutMessage(job)): void {
+  private onTimeout(slot: Slot, job: Job, limit: TimeLimit): void {
     if (slot.job !== job) return;
     const child = slot.child;
     slot.child = undefined;
@@ -449,7 +460,7 @@ export class SqlPool implements SqlExecutor {
         this.release(this.spare);
       }
     }
-    this.finish(slot, { ok: false, error: 'timeout', message, elapsedMs: performance.now() - slot.startedAt });
+    this.finish(slot, timedOut(job.opts, limit, performance.now() - slot.startedAt));
   }
 
   /** The limit runs from when the child is ready; until then it gets START_GRACE_MS more to start. */
@@ -466,7 +477,7 @@ export class SqlPool implements SqlExecutor {
       slot.cpuTimer = setTimeout(() => {
         if (slot.job !== job || job.doneMs !== undefined) return;
         const used = cpuTimeMs(slot.child?.pid);
-        if (used !== undefined && used - base >= cpuLimit) this.onTimer(slot, job, `query used more than its ${job.opts.cpuMs} ms of CPU time and was stopped`);
+        if (used !== undefined && used - base >= cpuLimit) this.onTimer(slot, job, 'cpu');
         else poll();
       }, CPU_POLL_MS);
     };

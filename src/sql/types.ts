@@ -37,7 +37,7 @@ export type ExecErrorKind =
   | 'refused' // not a single read-only statement: never ran
   | 'syntax' // SQLite could not prepare it (syntax, unknown table/column)
   | 'runtime' // failed while running
-  | 'timeout' // ran past timeoutMs and was killed
+  | 'timeout' // ran past one of its limits (`limit` says which) and was stopped
   | 'no_database' // the database file does not exist
   | 'bad_database'; // the file is not a readable SQLite database
 
@@ -50,7 +50,17 @@ export type ExecResult =
       truncated: boolean;
       elapsedMs: number;
     }
-  | { ok: false; error: ExecErrorKind; message: string; elapsedMs: number };
+  | {
+      ok: false;
+      error: ExecErrorKind;
+      message: string;
+      elapsedMs: number;
+      /** For a timeout: the limit that stopped it (wall clock, CPU time, or the wait for a process). */
+      limit?: TimeLimit;
+    };
+
+/** The limits of ExecOptions a query can time out on: timeoutMs, cpuMs, maxWaitMs. */
+export type TimeLimit = 'wall' | 'cpu' | 'wait';
 
 /** Runs read-only SQL against database files. The pool implementation is in pool.ts. */
 export interface SqlExecutor {

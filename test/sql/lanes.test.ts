@@ -76,6 +76,7 @@ test('a query that waits past maxWaitMs for a free SQL process fails as a timeou
     const waited = await pool.execute(DB, 'SELECT COUNT(*) FROM t', { maxWaitMs: 200 });
     const took = performance.now() - t0;
     assert.ok(!waited.ok && waited.error === 'timeout' && /waited 200 ms for a free SQL process/.test(waited.message), JSON.stringify(waited));
+    assert.equal(waited.limit, 'wait');
     assert.ok(took >= 190 && took < 1400, `answered after ${took} ms, before the busy query ended`);
     assert.ok(!(await busy).ok);
     // Without a wait limit the same query waits its turn and runs.

@@ -162,9 +162,11 @@ test('a runaway query is stopped inside its SQL process: no process is killed or
     const wall = failed(await own.execute(DB, runaway, { timeoutMs: 300 }));
     assert.equal(wall.error, 'timeout');
     assert.match(wall.message, /300 ms limit/);
+    assert.equal(wall.limit, 'wall');
     const cpu = failed(await own.execute(DB, 'SELECT count(*) FROM t a, t b, t c, t d', { timeoutMs: 20_000, cpuMs: 150 }));
     assert.equal(cpu.error, 'timeout');
     assert.match(cpu.message, /150 ms of CPU time/);
+    assert.equal(cpu.limit, 'cpu');
     assert.ok(cpu.elapsedMs < 10_000, `elapsed ${cpu.elapsedMs}`);
     assert.equal(own.spawned, spawned, 'no process was started to replace a killed one');
     assert.deepEqual(own.childPids(), [pid]);
