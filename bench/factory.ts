@@ -7,27 +7,16 @@
 // (gitignored).
 // --scaling: the same shop at about 1k, 10k, 100k and 1M rows, pairs/s at each size.
 import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
+import { processCpuMs } from '../src/util/proc.ts';
 import { num } from './_args.ts';
 
-/** CPU seconds (user + system) of the processes in `pids`, from /proc (0 for one that is gone). */
-function cpuSecs(pids: readonly number[]): number {
-  let t = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      t += (Number(f[11]) + Number(f[12])) / 100;
-    } catch {
-      // exited
-    }
-  }
-  return t;
-}
+/** CPU seconds of process `pid` (0 once it is gone). */
+const cpuSecs = (pid: number): number => (processCpuMs(pid) ?? 0) / 1000;
 
 /**
  * Runs `fn` and returns its wall seconds and the CPU seconds it cost: this process plus the SQL
@@ -36,14 +25,14 @@ function cpuSecs(pids: readonly number[]): number {
  */
 async function measured<T>(pool: SqlPool, fn: () => Promise<T>): Promise<{ value: T; secs: number; cpu: number; load: string }> {
   const load = loadavg()[0].toFixed(1);
-  const before = new Map(pool.childPids().map((p) => [p, cpuSecs([p])]));
+  const before = new Map(pool.childPids().map((p) => [p, cpuSecs(p)]));
   const u0 = process.cpuUsage();
   const t0 = performance.now();
   const value = await fn();
   const secs = (performance.now() - t0) / 1000;
   const u = process.cpuUsage(u0);
   let child = 0;
-  for (const p of pool.childPids()) child += cpuSecs([p]) - (before.get(p) ?? 0);
+  for (const p of pool.childPids()) child += cpuSecs(p) - (before.get(p) ?? 0);
   return { value, secs, cpu: (u.user + u.system) / 1e6 + child, load };
 }
 

@@ -16,11 +16,11 @@
  * it does, it reads whatever the child has already sent (a busy event loop can fire the timer late).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { availableParallelism, setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
+import { processCpuMs } from '../util/proc.ts';
 import { assertSingleReadQuery } from './guard.ts';
 import type { ExecErrorKind, ExecOptions, ExecResult, Row, SqlExecutor, TimeLimit } from './types.ts';
 
@@ -140,23 +140,8 @@ function backstopMs(limitMs: number): number {
   return 100 + Math.ceil(limitMs / 10);
 }
 
-/** How often a cpuMs limit is checked; /proc counts CPU time in clock ticks (10 ms on Linux). */
+/** How often a cpuMs limit is checked (/proc counts CPU time in 10 ms ticks). */
 const CPU_POLL_MS = 20;
-const CLOCK_TICK_MS = 10;
-const HAS_PROC = process.platform === 'linux';
-
-/** CPU time (user + system) a process has used, in ms, from /proc/<pid>/stat; undefined when unreadable. */
-function cpuTimeMs(pid: number | undefined): number | undefined {
-  if (!HAS_PROC || pid === undefined) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the parenthesized command name (which may hold spaces): utime and stime are 14 and 15.
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * CLOCK_TICK_MS;
-  } catch {
-    return undefined;
-  }
-}
 
 /** A query stopped by one of its limits, with the one message each limit has. */
 function timedOut(opts: Required<ExecOptions>, limit: TimeLimit, elapsedMs: number): ExecResult {
@@ -470,13 +455,13 @@ export class SqlPool implements SqlExecutor {
     const limits = ready ? this.limits.get(slot.child!) : undefined;
     const wallGrace = !ready ? START_GRACE_MS : limits === 'none' ? 0 : backstopMs(job.opts.timeoutMs);
     slot.timer = setTimeout(() => this.onTimer(slot, job), job.opts.timeoutMs + wallGrace);
-    const base = ready && job.opts.cpuMs > 0 ? cpuTimeMs(slot.child?.pid) : undefined;
+    const base = ready && job.opts.cpuMs > 0 ? processCpuMs(slot.child?.pid) : undefined;
     if (base === undefined) return;
     const cpuLimit = job.opts.cpuMs + (limits === 'cpu+wall' ? backstopMs(job.opts.cpuMs) : 0);
     const poll = (): void => {
       slot.cpuTimer = setTimeout(() => {
         if (slot.job !== job || job.doneMs !== undefined) return;
-        const used = cpuTimeMs(slot.child?.pid);
+        const used = processCpuMs(slot.child?.pid);
         if (used !== undefined && used - base >= cpuLimit) this.onTimer(slot, job, 'cpu');
         else poll();
       }, CPU_POLL_MS);
