@@ -20,7 +20,7 @@ import { buildLexicon, colKey } from './names.ts';
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
-import { coverage, diversityStage, sqlFeaturesMemo, type Coverage } from './diversity/index.ts';
+import { diversityStage, selfCoverage, sqlFeaturesMemo, type Coverage } from './diversity/index.ts';
 import { sqlSkeleton, structureKey } from '../sql/features.ts';
 import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
 import { HUMAN_SHAPES } from './shapes.ts';
@@ -314,9 +314,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     const datasetPath = join(out, 'dataset.jsonl');
     const manifestPath = join(out, 'manifest.json');
     // Coverage of the final set: distinct SQL skeletons (literals masked) and structure-feature combinations.
-    // The set is its own selection, so every nearest distance is 0 and no embedding is needed.
-    const vectors = items.map(() => new Float64Array(0));
-    const cov = coverage(vectors, vectors.map((_, i) => i), {
+    const cov = selfCoverage(items.length, {
       skeletons: items.map((p) => sqlSkeleton(p.sql)),
       structures: items.map((p) => structureKey(sqlFeaturesMemo(p.sql))),
     });

@@ -26,6 +26,19 @@ export function coverage(
     sum += d;
     max = Math.max(max, d);
   }
+  return { ...keyCoverage(selected, keys), meanNearest: vectors.length > 0 ? sum / vectors.length : 0, maxNearest: max };
+}
+
+/**
+ * The coverage of a set that is its own selection (the factory's final output): every item is
+ * selected, so every nearest distance is 0 and no embedding is needed.
+ */
+export function selfCoverage(n: number, keys: { skeletons?: readonly string[]; structures?: readonly string[] } = {}): Coverage {
+  return { ...keyCoverage(Array.from({ length: n }, (_, i) => i), keys), meanNearest: 0, maxNearest: 0 };
+}
+
+/** The key counts of a selection: distinct skeletons and structures, and the share of the pool's structures it has. */
+function keyCoverage(selected: readonly number[], keys: { skeletons?: readonly string[]; structures?: readonly string[] }): Omit<Coverage, 'meanNearest' | 'maxNearest'> {
   const distinct = (k: readonly string[] | undefined): number => (k ? new Set(selected.map((i) => k[i])).size : 0);
   const poolStructures = keys.structures ? new Set(keys.structures).size : 0;
   return {
@@ -33,7 +46,5 @@ export function coverage(
     distinctSkeletons: distinct(keys.skeletons),
     distinctStructures: distinct(keys.structures),
     structureCoverage: poolStructures > 0 ? distinct(keys.structures) / poolStructures : 0,
-    meanNearest: vectors.length > 0 ? sum / vectors.length : 0,
-    maxNearest: max,
   };
 }

@@ -5,7 +5,7 @@ export type { EmbedInput, HybridOptions } from './embed.ts';
 export { fitTextEmbedder, words } from './text-embed.ts';
 export { kCenterGreedy, clusterBalanced, kMeans, quotasFor, selectIndices, randomIndices } from './select.ts';
 export type { SelectionMethod, SelectOptions } from './select.ts';
-export { coverage } from './coverage.ts';
+export { coverage, selfCoverage } from './coverage.ts';
 export type { Coverage } from './coverage.ts';
 export { resultFingerprint } from './fingerprint.ts';
 export { diversityStage } from './stage.ts';

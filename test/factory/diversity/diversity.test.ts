@@ -10,6 +10,7 @@ import {
   kMeans,
   randomIndices,
   coverage,
+  selfCoverage,
   embedHybrid,
   fitTextEmbedder,
   sqDist,
@@ -113,6 +114,14 @@ test('coverage metrics by hand', () => {
   assert.equal(c.distinctSkeletons, 1);
   assert.equal(c.distinctStructures, 1);
   assert.equal(c.structureCoverage, 0.5);
+});
+
+test('selfCoverage is coverage with every item selected, without the distances', () => {
+  const keys = { skeletons: ['x', 'y', 'y'], structures: ['s', 's', 't'] };
+  const all = coverage([[0], [1], [3]], [0, 1, 2], keys);
+  assert.deepEqual(selfCoverage(3, keys), all);
+  assert.equal(all.meanNearest, 0);
+  assert.equal(selfCoverage(3, keys).distinctSkeletons, 2);
 });
 
 test('text embedding: deterministic, unit norm, related questions closer', () => {
