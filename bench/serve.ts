@@ -235,13 +235,6 @@ async function loadPoints(seconds: number, rewardBody: string, expected: number[
   console.table(envPts.map((p) => ({ ...p, episodesPerS: Math.round((p.episodes / seconds) * 10) / 10 })));
 }
 
-/**
- * 16 clients on /v1/reward, alone (clean) and then beside runaway SQL (a recursive CTE that never ends,
- * each one different, so nothing could answer it from a cache) sent open-loop at a fixed rate: one for
- * every nine clean requests (10% of all requests at the clean rate), then 1/s. The goal: the others'
- * p99 within 2× the clean p99. autocannon times only the requests that finished, so their throughput
- * and the requests still unanswered at the end are reported beside it.
- */
 /** Runaway queries sent open-loop at `rate` per second for `ms`: each a different never-ending query. */
 async function runaways(url: string, dbId: string, rate: number, ms: number): Promise<{ sent: number; answered: number; p50: number }> {
   const times: number[] = [];
@@ -270,6 +263,13 @@ async function runaways(url: string, dbId: string, rate: number, ms: number): Pr
   return { sent: n, answered: times.length, p50: Math.round(times[Math.floor(times.length / 2)] ?? 0) }; // p50 of the answered ones
 }
 
+/**
+ * 16 clients on /v1/reward, alone (clean) and then beside runaway SQL (a recursive CTE that never ends,
+ * each one different, so nothing could answer it from a cache) sent open-loop at a fixed rate: one for
+ * every nine clean requests (10% of all requests at the clean rate), then 1/s. The goal: the others'
+ * p99 within 2× the clean p99. autocannon times only the requests that finished, so their throughput
+ * and the requests still unanswered at the end are reported beside it.
+ */
 async function mixedLoad(seconds: number, rewardBody: string, dbId: string, load: () => string, rates: string[], fastLaneMs: number, maxInFlight: number): Promise<void> {
   const post = { method: 'POST' as const, headers: { 'content-type': 'application/json' } };
   for (const lanes of [true, false]) {

@@ -15,20 +15,20 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 
 /** Where `npm run build:native` puts the extension. */
-export const LEGACY_QUOTES_EXTENSION = fileURLToPath(new URL('../../build/Release/agro_sqlite.node', import.meta.url));
+export const AGRO_SQLITE_EXTENSION = fileURLToPath(new URL('../../build/Release/agro_sqlite.node', import.meta.url));
 const ENTRY_POINT = 'sqlite3_agrosqlite_init';
 
 let available;
 
 /** Whether the extension is built (checked once per process). */
 export function legacyQuotesAvailable() {
-  if (available === undefined) available = existsSync(LEGACY_QUOTES_EXTENSION);
+  if (available === undefined) available = existsSync(AGRO_SQLITE_EXTENSION);
   return available;
 }
 
 /** One line telling a user what is missing and what changes without it. */
 export const LEGACY_QUOTES_MISSING =
-  `agro's SQLite extension (double-quoted string literals, query limits) is not built (${LEGACY_QUOTES_EXTENSION}); ` +
+  `agro's SQLite extension (double-quoted string literals, query limits) is not built (${AGRO_SQLITE_EXTENSION}); ` +
   'run "npm run build:native". Until then "text" in SQL is an identifier only, and queries that use it as a string fail';
 
 /**
@@ -40,7 +40,7 @@ export function openDatabase(path, options = {}) {
   const db = new Database(path, options);
   if (legacyQuotesAvailable()) {
     try {
-      db.loadExtension(LEGACY_QUOTES_EXTENSION, ENTRY_POINT);
+      db.loadExtension(AGRO_SQLITE_EXTENSION, ENTRY_POINT);
     } catch (err) {
       db.close();
       throw err;
