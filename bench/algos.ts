@@ -19,9 +19,7 @@
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { readJsonl } from '../src/util/fs.ts';
 import { runFactory } from '../src/factory/pipeline.ts';
-import type { DatasetRow } from '../src/factory/types.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { SqlEnvironment, type SqlTask } from '../src/agent/sql-env.ts';
 import { sqlTaskOf } from '../src/agent/tasks.ts';
@@ -239,17 +237,13 @@ async function builtHere(args: string[], quick: boolean, pool: SqlPool, work: st
   const env = new SqlEnvironment(pool, { schemaChars: 500 });
   const synthDir = join(resolve('runs/bench-rl'), `synth-${pairs}`);
   if (!existsSync(join(synthDir, 'dataset.jsonl'))) await runFactory({ db, out: synthDir, n: pairs, seed: 0, variants: 1 }, { executor: pool });
-  const rows = readJsonl<DatasetRow>(join(synthDir, 'dataset.jsonl'));
-  const toTask = (r: DatasetRow): SqlTask => ({
-    id: String(r.question_id), dbId: r.db_id, dbPath: db, question: r.question, evidence: r.evidence, goldSql: r.SQL,
-    difficulty: r.difficulty, variantPaths: suiteVariants(join(synthDir, 'variants'), r.db_id),
-  });
-  const order = new Rng(0x5eed).shuffle(rows.map((_, i) => i));
-  const nHeld = Math.min(heldOutN, Math.floor(rows.length / 3));
-  const heldOut = order.slice(0, nHeld).map((i) => toTask(rows[i]));
-  const train = order.slice(nHeld).map((i) => toTask(rows[i]));
+  const tasks = readDataset(join(synthDir, 'dataset.jsonl')).items.map((it) => sqlTaskOf(it, db, suiteVariants(join(synthDir, 'variants'), it.dbId)));
+  const order = new Rng(0x5eed).shuffle(tasks.map((_, i) => i));
+  const nHeld = Math.min(heldOutN, Math.floor(tasks.length / 3));
+  const heldOut = order.slice(0, nHeld).map((i) => tasks[i]);
+  const train = order.slice(nHeld).map((i) => tasks[i]);
   return {
-    label: `database ${db}, ${rows.length} verified pairs (cached in ${synthDir}), per seed a cold start of ${coldStart} trajectories and ${sftSteps} SFT steps`,
+    label: `database ${db}, ${tasks.length} verified pairs (cached in ${synthDir}), per seed a cold start of ${coldStart} trajectories and ${sftSteps} SFT steps`,
     env,
     train,
     heldOut,
