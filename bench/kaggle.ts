@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { queryShape } from '../src/factory/realism.ts';
 import { Rng } from '../src/util/rng.ts';
 import { flag, num } from './_args.ts';
+import { table } from './rl.ts';
 
 const ROOT = resolve('../shared/data/kaggledbqa');
 
@@ -99,6 +100,5 @@ export async function run(args: string[]): Promise<void> {
     for (const [shape, hs] of [...byShape].sort((a, b) => b[1].length - a[1].length)) console.log(`  ${shape} (${hs.length}): "${hs[0].question}" → ${hs[0].query}`);
   }
   console.log('');
-  const w = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  for (const r of rows) console.log(r.map((x, c) => x.padEnd(w[c])).join('  '));
+  table(rows);
 }
