@@ -53,7 +53,7 @@ export const envRoutesOptionsSchema = z.strictObject({
    */
   poolSize: z.number().int().min(1).max(64).default(2),
   slowPoolSize: z.number().int().min(1).max(64).default(1),
-  fastLaneMs: z.number().int().min(1).default(process.platform === 'linux' ? 30 : 1000),
+  fastLaneMs: z.number().int().min(1).default(process.platform === 'linux' ? 10 : 1000),
   /** Bearer token required on /v1/* when set. */
   token: z.string().min(8).optional(),
 });
@@ -73,6 +73,8 @@ export interface EnvStats {
   sessionsExpired: number;
   /** Queries that ran past the fast lane's budget and went on in the slow lane (own lanes only). */
   movedToSlow?: number;
+  /** Queries past the fast budget not run further: the slow lane's backlog could not reach them in time (own lanes only). */
+  shed?: number;
   /** SQL processes started so far, respawns after kills included (own lanes only). */
   sqlProcessesStarted?: number;
 }
@@ -280,7 +282,7 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
     },
     stats(): EnvStats {
       const base = { inFlight, queued, rejected, sessions: sessions.size, sessionsExpired: sessions.expired };
-      return lanes ? { ...base, movedToSlow: lanes.movedToSlow, sqlProcessesStarted: lanes.fast.spawned + lanes.slow.spawned } : base;
+      return lanes ? { ...base, movedToSlow: lanes.movedToSlow, shed: lanes.shed, sqlProcessesStarted: lanes.fast.spawned + lanes.slow.spawned } : base;
     },
   });
 }

@@ -35,6 +35,8 @@ export class LanedExecutor implements SqlExecutor {
   readonly slow: SqlPool;
   /** Queries that went on to the slow lane (the bench reports it). */
   movedToSlow = 0;
+  /** Queries past the fast budget that were not run further because the slow lane could not take them in time. */
+  shed = 0;
 
   constructor(private readonly opts: LaneOptions) {
     this.fast = new SqlPool({ size: opts.fastSize });
@@ -53,6 +55,11 @@ export class LanedExecutor implements SqlExecutor {
     if (first.ok || first.error !== 'timeout') return first;
     const wallLeft = Math.floor(cap - first.elapsedMs);
     if (budget >= limit || wallLeft < 1) return this.timedOut(first, limit, first.elapsedMs);
+    // Shed at once what could not start before its wall cap even if it ran at full speed: under a flood
+    // of runaways the slow lane's backlog is runaways, and a query queued behind them would only hold
+    // its caller (and the caller's server slot) until the cap and then time out anyway.
+    const ahead = this.slow.worstWaitMs();
+    if (ahead >= wallLeft) return this.shedResult(budget, ahead, wallLeft, first.elapsedMs);
     this.movedToSlow++;
     const r = await this.slow.execute(dbPath, sql, { ...opts, timeoutMs: wallLeft, cpuMs: limit - budget, maxWaitMs: wallLeft });
     const elapsedMs = r.elapsedMs + first.elapsedMs;
@@ -67,12 +74,20 @@ export class LanedExecutor implements SqlExecutor {
     return { ok: false, error: 'timeout', message, elapsedMs, limit: r.limit === 'cpu' ? 'cpu' : 'wall' };
   }
 
+  private shedResult(budget: number, ahead: number, left: number, elapsedMs: number): ExecResult {
+    this.shed++;
+    const message = `query ran past its ${budget} ms fast-lane budget and the slow lane is full (up to ${Math.round(ahead)} ms of queries ahead, more than the ${left} ms its limit leaves): not run further`;
+    return { ok: false, error: 'timeout', limit: 'wait', elapsedMs, message };
+  }
+
   private async byWall(dbPath: string, sql: string, opts: ExecOptions): Promise<ExecResult> {
     const limit = opts.timeoutMs ?? EXEC_DEFAULTS.timeoutMs;
     if (limit <= this.opts.fastMs) return this.fast.execute(dbPath, sql, opts);
     const first = await this.fast.execute(dbPath, sql, { ...opts, timeoutMs: this.opts.fastMs });
     const left = Math.floor(limit - first.elapsedMs);
     if (first.ok || first.error !== 'timeout' || left < 1) return first;
+    const ahead = this.slow.worstWaitMs();
+    if (ahead >= left) return this.shedResult(this.opts.fastMs, ahead, left, first.elapsedMs);
     this.movedToSlow++;
     const r = await this.slow.execute(dbPath, sql, { ...opts, timeoutMs: left });
     return { ...r, elapsedMs: r.elapsedMs + first.elapsedMs };

@@ -224,6 +224,23 @@ export class SqlPool implements SqlExecutor {
     });
   }
 
+  /**
+   * The longest a query queued now could wait for a process if everything ahead of it used its whole
+   * limit (CPU limit where it has one, else wall): the running queries' time left plus the queued ones'
+   * limits, shared over the pool's processes. An upper bound for admission control, not a forecast.
+   */
+  worstWaitMs(): number {
+    const now = performance.now();
+    const limitOf = (j: Job): number => (j.opts.cpuMs > 0 ? j.opts.cpuMs : j.opts.timeoutMs);
+    let total = 0;
+    for (const slot of this.slots) {
+      if (slot.job) total += Math.max(0, limitOf(slot.job) - (now - slot.startedAt));
+      for (const j of slot.pending) total += limitOf(j);
+    }
+    for (const j of this.queue) total += limitOf(j);
+    return total / this.size;
+  }
+
   /** Kills every child; queued and running queries resolve with a runtime error. */
   async close(): Promise<void> {
     if (this.closed) return;

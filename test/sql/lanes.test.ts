@@ -86,3 +86,44 @@ test('a query that waits past maxWaitMs for a free SQL process fails as a timeou
     await pool.close();
   }
 });
+
+test('worstWaitMs: nothing ahead is 0; a running CPU-limited query counts what is left of its limit, a queued one all of it', async () => {
+  const pool = new SqlPool({ size: 1 });
+  try {
+    await pool.execute(DB, 'SELECT 1');
+    assert.equal(pool.worstWaitMs(), 0);
+    const running = pool.execute(DB, RUNAWAY, { timeoutMs: 5000, cpuMs: 800 });
+    const queued = pool.execute(DB, RUNAWAY, { timeoutMs: 5000, cpuMs: 800 });
+    const w = pool.worstWaitMs();
+    assert.ok(w > 800 && w <= 1600, `worst wait ${w}`);
+    await Promise.all([running, queued]);
+    assert.equal(pool.worstWaitMs(), 0);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('lanes: under a flood of runaways the slow lane takes what it can finish and sheds the rest at once, as a wait timeout', async () => {
+  const lanes = new LanedExecutor({ fastSize: 1, slowSize: 1, fastMs: 50 });
+  try {
+    await lanes.execute(DB, 'SELECT 1');
+    // 12 runaways with a 600 ms limit: the one slow process can start at most about 3000 / 550 of them
+    // before their 3 s wall caps (on Linux; the limit itself elsewhere), so most must be shed.
+    const t0 = performance.now();
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => lanes.execute(DB, RUNAWAY.replace('SELECT 1', `SELECT ${i + 1}`), { timeoutMs: 600 }).then((r) => ({ r, at: performance.now() - t0 }))));
+    assert.ok(results.every(({ r }) => !r.ok && r.error === 'timeout'), JSON.stringify(results.map(({ r }) => r)));
+    const shed = results.filter(({ r }) => !r.ok && r.limit === 'wait');
+    assert.equal(shed.length, lanes.shed);
+    assert.equal(lanes.shed + lanes.movedToSlow, 12);
+    assert.ok(lanes.shed >= 3 && lanes.movedToSlow >= 1, `shed ${lanes.shed}, moved ${lanes.movedToSlow}`);
+    for (const { r } of shed) assert.match(!r.ok ? r.message : '', /slow lane is full .*not run further/);
+    // A shed query answers after its fast-lane budget, not after waiting out its cap behind the others.
+    const slowest = Math.max(...results.filter(({ r }) => !r.ok && r.limit !== 'wait').map(({ at }) => at));
+    assert.ok(shed.some(({ at }) => at < slowest / 2), `shed at ${shed.map(({ at }) => Math.round(at))}, admitted done by ${Math.round(slowest)}`);
+    // Quick queries were never in the way.
+    const q = await lanes.execute(DB, 'SELECT COUNT(*) FROM t', { timeoutMs: 600 });
+    assert.ok(q.ok && q.rows[0][0] === 3);
+  } finally {
+    await lanes.close();
+  }
+});
