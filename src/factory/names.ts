@@ -29,6 +29,7 @@ const ABBREVIATIONS: Record<string, string> = {
   no: 'number',
   nbr: 'number',
   pct: 'percent',
+  enr: 'enrollment',
   qty: 'quantity',
   tel: 'telephone',
   yr: 'year',
@@ -48,6 +49,16 @@ export function words(name: string): string {
     .split(' ')
     .map((w) => ABBREVIATIONS[w] ?? w)
     .join(' ');
+}
+
+/**
+ * A column's words without a one-letter prefix that is its table's initial (Player.pName is "name",
+ * College.cName is "name"; Player.yCard stays "y card").
+ */
+export function columnWords(table: string, column: string): string {
+  const w = words(column).split(' ');
+  const initial = words(table).charAt(0);
+  return w.length > 1 && w[0].length === 1 && w[0] === initial ? w.slice(1).join(' ') : w.join(' ');
 }
 
 export function singular(w: string): string {
@@ -82,7 +93,7 @@ const TRAILING_GRAMMAR = new Set(['is', 'of', 'for', 'by', 'in', 'at', 'on']); /
 
 export function columnPhrase(table: string, column: string): string {
   const t = tableSingular(table);
-  let c = words(column) || 'value';
+  let c = columnWords(table, column) || 'value';
   const cws = c.split(' ');
   if (cws.length > 1 && TRAILING_GRAMMAR.has(cws[cws.length - 1])) c = cws.slice(0, -1).join(' ');
   if (c === t || c.startsWith(t + ' ')) return c;
@@ -155,8 +166,8 @@ export function buildLexicon(schema: DbSchema): Lexicon {
 const GRAMMAR_HEADS = new Set(['number', 'percentage', 'different', 'distinct', 'year', 'month', 'total', 'average', 'highest', 'lowest', 'most', 'fewest', 'top', 'everything', 'no', 'a', 'the', 'which', 'how', 'each', 'all', 'there']);
 
 /** A column's own words, for the short phrase (the same trailing-grammar rule as columnPhrase). */
-function ownWords(column: string): string {
-  const c = words(column);
+function ownWords(table: string, column: string): string {
+  const c = columnWords(table, column);
   const cws = c.split(' ');
   return cws.length > 1 && TRAILING_GRAMMAR.has(cws[cws.length - 1]) ? cws.slice(0, -1).join(' ') : c;
 }
@@ -165,7 +176,7 @@ function shortPhrases(schema: DbSchema, long: Map<string, string[]>, unspeakable
   const owners = new Map<string, string[]>();
   for (const t of schema.tables) {
     for (const c of t.columns) {
-      const w = ownWords(c.name);
+      const w = ownWords(t.name, c.name);
       owners.set(w, [...(owners.get(w) ?? []), colKey(t.name, c.name)]);
     }
   }

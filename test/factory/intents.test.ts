@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
-import { buildLexicon, spokenColumn } from '../../src/factory/names.ts';
+import { buildLexicon, columnPhrase, spokenColumn } from '../../src/factory/names.ts';
 import { makeParseEnv, parseQuestion } from '../../src/factory/align.ts';
 import { realizeIntent, parseIntent } from '../../src/factory/intents.ts';
 import { col, emptySelect, lit, type SelectAst } from '../../src/factory/ast.ts';
@@ -108,4 +108,11 @@ test('the factory on a typeless one-table database: natural questions, no exact 
   const natural = qs.filter((q) => !/ where the /.test(q)).length;
   assert.ok(natural / qs.length >= 0.6, `${natural} of ${qs.length} natural:\n${qs.join('\n')}`);
   assert.ok(qs.every((q) => !/plant (status|country|name)\b/.test(q)), qs.join('\n'));
+});
+
+test('a one-letter prefix that is the table\'s initial is not spoken; other one-letter words are; enr is enrollment', () => {
+  assert.equal(columnPhrase('Player', 'pName'), 'player name');
+  assert.equal(columnPhrase('College', 'cName'), 'college name');
+  assert.equal(columnPhrase('Player', 'yCard'), 'player y card');
+  assert.equal(columnPhrase('College', 'enr'), 'college enrollment');
 });
