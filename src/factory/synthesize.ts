@@ -130,11 +130,14 @@ function pickBase(env: SynthEnv, rng: Rng, needRelated: boolean): { base: TableP
 const nonKey = (f: Frame, alias: string | null, role?: UsableColumn['role']) =>
   f.cols.filter((c) => !c.isKey && (alias === null || c.ref.alias === alias) && (!role || c.role === role));
 
-/** Tie-breaker: the base table's primary key, so ORDER BY ... LIMIT has one answer. */
-function tieBreak(f: Frame, env: SynthEnv): ColRef[] | null {
+/**
+ * Tie-breaker: the base table's primary key, or its rowid when it declares none (profiled tables are
+ * rowid tables: views are skipped and a WITHOUT ROWID table has a key). The ambiguity check flips it to
+ * find ties at the LIMIT; once that passes it is dropped from the SQL (augment.ts humanizeRanking).
+ */
+function tieBreak(f: Frame, env: SynthEnv): ColRef[] {
   const p = env.profiles.get(f.q.from.table)!;
-  if (!p.pk.length) return null;
-  return p.pk.map((c) => col(f.q.from.alias, f.q.from.table, c));
+  return (p.pk.length ? p.pk : ['rowid']).map((c) => col(f.q.from.alias, f.q.from.table, c));
 }
 
 /** True when every join goes from a foreign key to the key it references, so base rows are not repeated. */
@@ -303,7 +306,7 @@ const TEMPLATES: Record<string, Builder> = {
         targets = rel;
       }
     }
-    if (!tb || !nums.length || !targets.length) return null;
+    if (!nums.length || !targets.length) return null;
     // A column with few repeated values ranks without ties at the top (ties make the question ambiguous).
     const spread = nums.filter((c) => c.distinct >= 0.8 * c.rows);
     const by = ctx.rng.pick(spread.length && ctx.rng.next() < 0.8 ? spread : nums);
@@ -588,7 +591,7 @@ export function astShape(q: QueryAst): string {
 /** Shapes asked at least this often (percent) get a top-up of candidates when the weighted draw leaves them short. */
 const TOPUP_MIN_SHARE = 0.4;
 /** Candidates of each often-asked shape the top-up aims at, at least (later stages drop about half). */
-const TOPUP_MIN = 4;
+const TOPUP_MIN = 6;
 /** Tries per short shape before the top-up gives it up (the schema may not allow it). */
 const TOPUP_TRIES = 40;
 

@@ -104,6 +104,9 @@ test('the factory on a typeless one-table database: natural questions, no exact 
   assert.ok(sqls.some((s) => /strftime\('%Y', (OperationalFrom|LastUpdatedAt)\)/.test(s)), sqls.join('\n'));
   assert.ok(r.rows.some((x) => /^SELECT \w+ FROM plants( WHERE .*)? GROUP BY \w+ ORDER BY (COUNT\(\*\)|SUM|AVG).* LIMIT \d+$/.test(x.SQL) && /^(Which|Find the|What are the \d+) /.test(x.question)), qs.join('\n'));
   assert.ok(qs.some((q) => /^(How many|Could you tell me how many|Count the|Number of) plants/.test(q)), qs.join('\n'));
+  // The table declares no primary key: ranked candidates break ties by the rowid for the ambiguity
+  // check (here the variants' copied dates tie, so they are rejected), and a rowid never reaches the SQL.
+  assert.ok(sqls.every((s) => !/rowid/.test(s)), sqls.join('\n'));
   // Most questions are intent sentences; none names a column with its table's name in front.
   const natural = qs.filter((q) => !/ where the /.test(q)).length;
   assert.ok(natural / qs.length >= 0.6, `${natural} of ${qs.length} natural:\n${qs.join('\n')}`);
