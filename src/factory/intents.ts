@@ -93,7 +93,16 @@ export function realizeIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, 
   const say: Say = (c) => spokenColumn(lex, c.table, c.column);
   const P = tablePlural(q.from.table);
   const conds = natConds(q, say);
-  if (conds === null || q.having.length) return null;
+  if (conds === null) return null;
+  // Which G have at least k X (that have ...)?
+  if (q.having.length) {
+    const h = q.having[0];
+    const one = q.groupBy.length === 1 && q.having.length === 1 && q.columns.length === 1 && plainCol(q.columns[0]) && q.columns[0].column === q.groupBy[0].column && q.columns[0].alias === q.groupBy[0].alias;
+    if (!one || q.orderBy.length || h.kind !== 'cmp' || !isCountStar(h.left) || h.op !== '>=' || h.right.kind !== 'lit' || typeof h.right.value !== 'number') return null;
+    const gs = pluralSay(lex, say(q.groupBy[0]));
+    const have = conds ? ` that have ${conds}` : '';
+    return style === 'imperative' || style === 'terse' ? `List the ${gs} with at least ${h.right.value} ${P}${have}.` : `Which ${gs} have at least ${h.right.value} ${P}${have}?`;
+  }
   const have = conds ? ` that have ${conds}` : '';
   const grouped = q.groupBy.length === 1;
   const ranked = q.orderBy.length > 0 && q.limit !== null;
@@ -362,6 +371,18 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
       q.where = c.conds();
     }
     q.columns = [{ kind: 'agg', fn: 'COUNT', arg: target, distinct: true }];
+    return { q, ranked: false };
+  }],
+  [/^(Which|List the) (?=.* (have|with) at least \d)/, (c) => {
+    const g = c.columnOrPlural();
+    if (!c.eat(' have at least ')) c.expect(' with at least ');
+    const k = c.int();
+    c.expect(' ');
+    const q = emptySelect(c.table());
+    q.columns = [g];
+    q.groupBy = [g];
+    q.where = haveClause(c, ' that have ');
+    q.having = [{ kind: 'cmp', left: countStar(), op: '>=', right: lit(k) }];
     return { q, ranked: false };
   }],
   [/^(Which|Find the) /, (c) => {

@@ -214,6 +214,8 @@ async function group(ctx: StageContext, env: SynthEnv, top: boolean): Promise<Qu
     const k = counts[1 + ctx.rng.int(Math.min(3, counts.length - 1))];
     const countStar: Expr = { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false };
     f.q.having = [{ kind: 'cmp', left: countStar, op: '>=', right: lit(k) }];
+    // "Which X have at least k Y" names the X alone: 347 of the 385 HAVING queries of Spider's train split.
+    if (ctx.rng.next() < 0.9) f.q.columns = [g.ref];
   }
   return f.q;
 }

@@ -72,6 +72,8 @@ test('every intent sentence parses back to the query it was realized from, in ev
     q((s) => ((s.columns = [c('Country'), countStar]), (s.groupBy = [c('Country')]))),
     q((s) => ((s.columns = [c('Name'), c('Country')]), (s.where = [{ kind: 'cmp', left: c('Status'), op: '=', right: lit('Planned') }]))),
     q((s) => ((s.columns = [c('Country')]), (s.distinct = true))),
+    q((s) => ((s.columns = [c('Country')]), (s.groupBy = [c('Country')]), (s.having = [{ kind: 'cmp', left: countStar, op: '>=', right: lit(3) }]))),
+    q((s) => ((s.columns = [c('Status')]), (s.groupBy = [c('Status')]), (s.where = [{ kind: 'cmp', left: c('Country'), op: '=', right: lit('Japan') }]), (s.having = [{ kind: 'cmp', left: countStar, op: '>=', right: lit(2) }]))),
   ];
   for (const ast of cases) {
     for (const style of QUESTION_STYLES) {
