@@ -269,7 +269,14 @@ function parseCore(p: Parser, env: ParseEnv, stopAtSet: boolean): SelectAst {
     q.limit = n;
   }
   if (!p.done() && !(stopAtSet && Object.values(SET_WORDS).some((w) => p.peek(w)))) throw new ParseError('trailing text');
-  const built = buildJoins(env.graph, base, scope.mentions.slice(1));
+  linkTables(q, env, scope.mentions.slice(1));
+  implicitRanking(q, env, group);
+  return q;
+}
+
+/** Joins q's base table to the mentioned ones and gives the outer query's columns their aliases (subqueries keep S1). */
+function linkTables(q: SelectAst, env: ParseEnv, mentions: string[]): void {
+  const built = buildJoins(env.graph, q.from.table, mentions);
   if (!built) throw new ParseError('tables are not connected');
   q.joins = built.joins;
   const fix = (node: unknown): void => {
@@ -277,17 +284,11 @@ function parseCore(p: Parser, env: ParseEnv, stopAtSet: boolean): SelectAst {
     else if (node && typeof node === 'object') {
       const o = node as Record<string, unknown>;
       if (o.kind === 'col' && o.alias === '') o.alias = built.aliasOf.get(o.table as string) ?? 'T1';
-      if (o.kind === 'scalar' || o.kind === 'in' || o.kind === 'exists') return; // subqueries keep S1
+      if (o.kind === 'scalar' || o.kind === 'in' || o.kind === 'exists') return;
       for (const v of Object.values(o)) fix(v);
     }
   };
-  fix(q.columns);
-  fix(q.where);
-  fix(q.having);
-  fix(q.orderBy);
-  fix(q.groupBy);
-  implicitRanking(q, env, group);
-  return q;
+  fix([q.columns, q.where, q.having, q.orderBy, q.groupBy]);
 }
 
 /** A query of an intent sentence (intents.ts) with its tables joined and aliased, as parseCore does. */
@@ -303,19 +304,8 @@ function linkIntent(found: IntentQuery, env: ParseEnv): SelectAst {
       for (const v of Object.values(o)) visit(v);
     }
   };
-  visit([q.columns, q.where, q.groupBy, q.orderBy]);
-  const built = buildJoins(env.graph, base, mentions);
-  if (!built) throw new ParseError('tables are not connected');
-  q.joins = built.joins;
-  const fix = (node: unknown): void => {
-    if (Array.isArray(node)) node.forEach(fix);
-    else if (node && typeof node === 'object') {
-      const o = node as Record<string, unknown>;
-      if (o.kind === 'col' && o.alias === '') o.alias = built.aliasOf.get(o.table as string) ?? 'T1';
-      for (const v of Object.values(o)) fix(v);
-    }
-  };
-  fix([q.columns, q.where, q.groupBy, q.orderBy]);
+  visit([q.columns, q.where, q.having, q.groupBy, q.orderBy]);
+  linkTables(q, env, mentions);
   if (found.ranked) implicitRanking(q, env, q.groupBy[0] ?? null);
   return q;
 }
