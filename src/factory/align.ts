@@ -12,6 +12,7 @@ import { buildLexicon, type Lexicon } from './names.ts';
 import { printQuery } from './print.ts';
 import { AGG_WORDS, CMP_WORDS, OP_WORDS, realizePair, SET_WORDS, STYLE_PREFIXES } from './realize.ts';
 import { buildJoins, type SchemaGraph } from './schema-graph.ts';
+import { IntentParseError, parseIntent, type IntentQuery } from './intents.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
 import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
 import { QUESTION_STYLES } from './types.ts';
@@ -285,22 +286,65 @@ function parseCore(p: Parser, env: ParseEnv, stopAtSet: boolean): SelectAst {
   fix(q.having);
   fix(q.orderBy);
   fix(q.groupBy);
-  // Implicit rules of the grammar: a ranked query breaks ties by the group or the primary key,
-  // and ranks only rows whose ranking column is known.
-  if (q.orderBy.length) {
-    if (group) q.orderBy.push({ expr: group, dir: 'ASC' });
-    else {
-      const t = env.schema.tables.find((x) => x.name === base)!;
-      for (const k of t.primaryKey) q.orderBy.push({ expr: col('T1', base, k), dir: 'ASC' });
-      const first = q.orderBy[0].expr;
-      if (q.limit !== null && first.kind === 'col') q.where.push({ kind: 'null', expr: first, negated: true });
-    }
-  }
+  implicitRanking(q, env, group);
   return q;
 }
 
-/** Rebuilds a query from a question of the realizer's grammar, or throws ParseError. */
+/** A query of an intent sentence (intents.ts) with its tables joined and aliased, as parseCore does. */
+function linkIntent(found: IntentQuery, env: ParseEnv): SelectAst {
+  const q = found.q;
+  const base = q.from.table;
+  const mentions: string[] = [];
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(visit);
+    else if (node && typeof node === 'object') {
+      const o = node as Record<string, unknown>;
+      if (o.kind === 'col' && o.table !== base && !mentions.includes(o.table as string)) mentions.push(o.table as string);
+      for (const v of Object.values(o)) visit(v);
+    }
+  };
+  visit([q.columns, q.where, q.groupBy, q.orderBy]);
+  const built = buildJoins(env.graph, base, mentions);
+  if (!built) throw new ParseError('tables are not connected');
+  q.joins = built.joins;
+  const fix = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(fix);
+    else if (node && typeof node === 'object') {
+      const o = node as Record<string, unknown>;
+      if (o.kind === 'col' && o.alias === '') o.alias = built.aliasOf.get(o.table as string) ?? 'T1';
+      for (const v of Object.values(o)) fix(v);
+    }
+  };
+  fix([q.columns, q.where, q.groupBy, q.orderBy]);
+  if (found.ranked) implicitRanking(q, env, q.groupBy[0] ?? null);
+  return q;
+}
+
+/**
+ * The implicit rules of a ranked query, shared by both grammars: ties are broken by the group or the
+ * primary key, and only rows whose ranking column is known are ranked.
+ */
+function implicitRanking(q: SelectAst, env: ParseEnv, group: ColRef | null): void {
+  if (!q.orderBy.length) return;
+  if (group) {
+    q.orderBy.push({ expr: group, dir: 'ASC' });
+    return;
+  }
+  const t = env.schema.tables.find((x) => x.name === q.from.table)!;
+  for (const k of t.primaryKey) q.orderBy.push({ expr: col('T1', q.from.table, k), dir: 'ASC' });
+  const first = q.orderBy[0].expr;
+  if (q.limit !== null && first.kind === 'col') q.where.push({ kind: 'null', expr: first, negated: true });
+}
+
+/** Rebuilds a query from a question of the realizer's grammars (intents first), or throws ParseError. */
 export function parseQuestion(question: string, env: ParseEnv): QueryAst {
+  let found: IntentQuery | null = null;
+  try {
+    found = parseIntent(question, env.lex);
+  } catch (e) {
+    if (!(e instanceof IntentParseError)) throw e;
+  }
+  if (found) return linkIntent(found, env);
   const lits: string[] = [];
   // A literal is a quoted span starting after a space (so the apostrophe of "I'd" is not one).
   let s = question.trim().replace(/(^|\s)'([^']*)'(?=$|[\s,.?])/g, (_m, pre: string, v: string) => `${pre}\u27e6${lits.push(v) - 1}\u27e7`);
@@ -353,8 +397,12 @@ export function alignStage(env: ParseEnv): Stage<SynthPair, SynthPair> {
         if (r !== 'ok') {
           const first = r;
           const style = QUESTION_STYLES[(QUESTION_STYLES.indexOf(p.style) + 1) % QUESTION_STYLES.length];
-          realizePair(p, style, 1);
-          r = await roundTrip(ctx, env, p);
+          try {
+            realizePair(p, style, 1, env.lex, false);
+            r = await roundTrip(ctx, env, p);
+          } catch {
+            r = first; // no question of the general grammar says it
+          }
           if (r === 'ok') p.provenance.repairedFrom = `${p.id}:${first}`;
         }
         ctx.progress.tick();

@@ -29,6 +29,7 @@ const ABBREVIATIONS: Record<string, string> = {
   no: 'number',
   nbr: 'number',
   pct: 'percent',
+  enr: 'enrollment',
   qty: 'quantity',
   tel: 'telephone',
   yr: 'year',
@@ -48,6 +49,16 @@ export function words(name: string): string {
     .split(' ')
     .map((w) => ABBREVIATIONS[w] ?? w)
     .join(' ');
+}
+
+/**
+ * A column's words without a one-letter prefix that is its table's initial (Player.pName is "name",
+ * College.cName is "name"; Player.yCard stays "y card").
+ */
+export function columnWords(table: string, column: string): string {
+  const w = words(column).split(' ');
+  const initial = words(table).charAt(0);
+  return w.length > 1 && w[0].length === 1 && w[0] === initial ? w.slice(1).join(' ') : w.join(' ');
 }
 
 export function singular(w: string): string {
@@ -78,11 +89,11 @@ export function tablePlural(table: string): string {
  * "customer_orders.order_status" -> "customer order status").
  */
 /** Grammar words that end some column names ("genre_is", "name_of"): spoken, they run into the question's own words ("is is"). */
-const TRAILING_GRAMMAR = new Set(['is', 'of', 'for', 'by', 'in', 'to', 'at', 'on']);
+const TRAILING_GRAMMAR = new Set(['is', 'of', 'for', 'by', 'in', 'at', 'on']); // not 'to': OperationalTo is "operational to"
 
 export function columnPhrase(table: string, column: string): string {
   const t = tableSingular(table);
-  let c = words(column) || 'value';
+  let c = columnWords(table, column) || 'value';
   const cws = c.split(' ');
   if (cws.length > 1 && TRAILING_GRAMMAR.has(cws[cws.length - 1])) c = cws.slice(0, -1).join(' ');
   if (c === t || c.startsWith(t + ' ')) return c;
@@ -97,8 +108,13 @@ export function columnPhrase(table: string, column: string): string {
 }
 
 export interface Lexicon {
-  /** phrase -> [table, column] for phrases that name exactly one column. */
+  /** phrase -> [table, column] for phrases that name exactly one column (long and short phrases). */
   columns: Map<string, [string, string]>;
+  /**
+   * "table\u0000column" -> the column's own words ("status", not "nuclear power plant status") where they
+   * name one column in the whole schema and say nothing else: how people name a column.
+   */
+  short: Map<string, string>;
   /** table plural / singular -> table, for phrases naming exactly one table. */
   tables: Map<string, string>;
   /** "table\u0000column" keys whose phrase is ambiguous or unusable (excluded from synthesis). */
@@ -131,9 +147,52 @@ export function buildLexicon(schema: DbSchema): Lexicon {
   }
   const tables = new Map<string, string>();
   const tcount = new Map<string, number>();
+  const short = shortPhrases(schema, seen, unspeakable);
+  for (const [k, p] of short) {
+    const [t, c] = k.split('\u0000');
+    columns.set(p, [t, c]);
+  }
   for (const t of schema.tables) for (const w of [tablePlural(t.name), tableSingular(t.name)]) tcount.set(w, (tcount.get(w) ?? 0) + 1);
   for (const t of schema.tables) {
     for (const w of [tablePlural(t.name), tableSingular(t.name)]) if (tcount.get(w) === 1) tables.set(w, t.name);
   }
-  return { columns, tables, unspeakable };
+  return { columns, short, tables, unspeakable };
+}
+
+/**
+ * Words that open the question grammar's own phrases ("the number of", "the different", "the year of",
+ * "the total", "no", "a"): a column spoken as one of them would read as grammar.
+ */
+const GRAMMAR_HEADS = new Set(['number', 'percentage', 'different', 'distinct', 'year', 'month', 'total', 'average', 'highest', 'lowest', 'most', 'fewest', 'top', 'everything', 'no', 'a', 'the', 'which', 'how', 'each', 'all', 'there']);
+
+/** A column's own words, for the short phrase (the same trailing-grammar rule as columnPhrase). */
+function ownWords(table: string, column: string): string {
+  const c = columnWords(table, column);
+  const cws = c.split(' ');
+  return cws.length > 1 && TRAILING_GRAMMAR.has(cws[cws.length - 1]) ? cws.slice(0, -1).join(' ') : c;
+}
+
+function shortPhrases(schema: DbSchema, long: Map<string, string[]>, unspeakable: Set<string>): Map<string, string> {
+  const owners = new Map<string, string[]>();
+  for (const t of schema.tables) {
+    for (const c of t.columns) {
+      const w = ownWords(t.name, c.name);
+      owners.set(w, [...(owners.get(w) ?? []), colKey(t.name, c.name)]);
+    }
+  }
+  const tableWords = new Set(schema.tables.flatMap((t) => [tablePlural(t.name), tableSingular(t.name)]));
+  const out = new Map<string, string>();
+  for (const [w, keys] of owners) {
+    if (keys.length !== 1 || !w || unspeakable.has(keys[0])) continue;
+    const longOf = [...long.entries()].find(([, ks]) => ks.includes(keys[0]))?.[0];
+    if (longOf === w) continue; // already its own long phrase
+    if (long.has(w) || tableWords.has(w) || GRAMMAR_HEADS.has(w.split(' ')[0])) continue;
+    out.set(keys[0], w);
+  }
+  return out;
+}
+
+/** How the realizer names a column: its short phrase where the schema allows one, else the long one. */
+export function spokenColumn(lex: Lexicon, table: string, column: string): string {
+  return lex.short.get(colKey(table, column)) ?? columnPhrase(table, column);
 }

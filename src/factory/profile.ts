@@ -29,10 +29,12 @@ export interface Skipped {
   why: string;
 }
 
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$/;
+/** An ISO date or date-time, with a time zone or not ('2015-05-24T04:50:53+03:00'). */
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
 function roleOf(c: Column): ColumnRole | null {
-  const samples = c.stats.samples.filter((v) => v !== null);
+  // An empty string is a missing value as CSV imports store it ('' in a date column).
+  const samples = c.stats.samples.filter((v) => v !== null && v !== '');
   // A column declared without a type has BLOB affinity but usually holds text or numbers (CSV imports):
   // only a declared BLOB type or stored bytes make it unusable.
   if (/blob/i.test(c.type) || samples.some((v) => v instanceof Uint8Array)) return null;

@@ -14,7 +14,8 @@
  * query (the base table's primary key, or the group), and the NOT NULL guard on a ranked column.
  */
 import type { Cond, Expr, QueryAst, SelectAst } from './ast.ts';
-import { columnPhrase, tablePlural, tableSingular } from './names.ts';
+import { buildLexicon, columnPhrase, spokenColumn, tablePlural, tableSingular, type Lexicon } from './names.ts';
+import { realizeIntent } from './intents.ts';
 import { printLiteral } from './print.ts';
 import { sqlName } from '../sql/lexer.ts';
 import type { QuestionStyle, Stage, SynthPair } from './types.ts';
@@ -38,10 +39,13 @@ function litText(v: string | number | null, asNumber = false): string {
   return asNumber ? v : `'${v}'`;
 }
 
-function expr(e: Expr, base: string): string {
+/** How a column is named: by the schema's lexicon when the realizer has one. */
+type Say = (table: string, column: string) => string;
+
+function expr(e: Expr, base: string, say: Say): string {
   switch (e.kind) {
     case 'col':
-      return `the ${columnPhrase(e.table, e.column)}`;
+      return `the ${say(e.table, e.column)}`;
     case 'lit':
       return litText(e.value);
     case 'star':
@@ -49,66 +53,67 @@ function expr(e: Expr, base: string): string {
     case 'agg':
       if (e.fn === 'COUNT') {
         if (e.arg.kind === 'star') return `the number of ${tablePlural(base)}`;
-        if (e.arg.kind === 'col') return `the number of ${e.distinct ? 'distinct ' : ''}${columnPhrase(e.arg.table, e.arg.column)} values`;
+        if (e.arg.kind === 'col') return `the number of ${e.distinct ? 'distinct ' : ''}${say(e.arg.table, e.arg.column)} values`;
         throw new Error('unrealizable COUNT');
       }
       if (e.arg.kind !== 'col') throw new Error('unrealizable aggregate');
-      return `the ${AGG_WORDS[e.fn]} ${columnPhrase(e.arg.table, e.arg.column)}`;
+      return `the ${AGG_WORDS[e.fn]} ${say(e.arg.table, e.arg.column)}`;
     case 'arith':
-      return `${expr(e.left, base)} ${OP_WORDS[e.op]} ${expr(e.right, base)}`;
+      return `${expr(e.left, base, say)} ${OP_WORDS[e.op]} ${expr(e.right, base, say)}`;
     case 'datepart':
-      return `the ${e.part} of ${expr(e.arg, base)}`;
+      return `the ${e.part} of ${expr(e.arg, base, say)}`;
     case 'pct':
-      return `the percentage of ${tablePlural(base)} for which ${cond(e.cond, base)}`;
+      return `the percentage of ${tablePlural(base)} for which ${cond(e.cond, base, say)}`;
     case 'scalar': {
       const inner = e.query.columns[0];
-      return expr(inner, e.query.from.table);
+      return expr(inner, e.query.from.table, say);
     }
   }
 }
 
-function cond(c: Cond, base: string): string {
+function cond(c: Cond, base: string, say: Say): string {
   switch (c.kind) {
     case 'cmp': {
       const asNumber = c.left.kind === 'datepart';
-      const right = c.right.kind === 'lit' ? litText(c.right.value, asNumber) : expr(c.right, base);
-      return `${expr(c.left, base)} ${CMP_WORDS[c.op]} ${right}`;
+      const right = c.right.kind === 'lit' ? litText(c.right.value, asNumber) : expr(c.right, base, say);
+      return `${expr(c.left, base, say)} ${CMP_WORDS[c.op]} ${right}`;
     }
     case 'like':
-      return `${expr(c.expr, base)} contains '${c.pattern.replace(/^%|%$/g, '')}'`;
+      return `${expr(c.expr, base, say)} contains '${c.pattern.replace(/^%|%$/g, '')}'`;
     case 'null':
-      return `${expr(c.expr, base)} is ${c.negated ? 'known' : 'missing'}`;
+      return `${expr(c.expr, base, say)} is ${c.negated ? 'known' : 'missing'}`;
     case 'in': {
       const sub = c.query;
       const target = sub.columns[0];
       if (target.kind !== 'col') throw new Error('unrealizable IN');
-      const head = `${expr(c.expr, base)} ${c.negated ? 'is not one of' : 'is one of'} the ${columnPhrase(target.table, target.column)} values`;
-      return sub.where.length ? `${head} for which ${cond(sub.where[0], sub.from.table)}` : head;
+      const head = `${expr(c.expr, base, say)} ${c.negated ? 'is not one of' : 'is one of'} the ${say(target.table, target.column)} values`;
+      return sub.where.length ? `${head} for which ${cond(sub.where[0], sub.from.table, say)}` : head;
     }
     case 'exists': {
       const sub = c.query;
-      return `there is ${c.negated ? 'no' : 'at least one'} ${tableSingular(sub.from.table)} for which ${cond(sub.where[1], sub.from.table)}`;
+      return `there is ${c.negated ? 'no' : 'at least one'} ${tableSingular(sub.from.table)} for which ${cond(sub.where[1], sub.from.table, say)}`;
     }
   }
 }
 
-function core(q: SelectAst): string {
+function core(q: SelectAst, say: Say): string {
   const base = q.from.table;
   const targets = q.groupBy.length ? q.columns.slice(1) : q.columns;
-  const parts = targets.map((e) => (q.distinct && e.kind === 'col' ? `the different ${columnPhrase(e.table, e.column)}` : expr(e, base)));
+  if (!targets.length) throw new Error('unrealizable: nothing selected besides the group');
+  const parts = targets.map((e) => (q.distinct && e.kind === 'col' ? `the different ${say(e.table, e.column)}` : expr(e, base, say)));
   let s = parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0];
-  if (q.groupBy.length) s += ` for each ${columnPhrase(q.groupBy[0].table, q.groupBy[0].column)}`;
+  if (q.groupBy.length) s += ` for each ${say(q.groupBy[0].table, q.groupBy[0].column)}`;
   const where = q.where.filter((c) => !(c.kind === 'null' && c.negated && q.limit !== null));
-  if (where.length) s += ` where ${where.map((c) => cond(c, base)).join(' and ')}`;
-  if (q.having.length) s += `, keeping only groups where ${cond(q.having[0], base)}`;
-  if (q.orderBy.length) s += `, sorted by ${expr(q.orderBy[0].expr, base)} ${q.orderBy[0].dir === 'DESC' ? 'from highest to lowest' : 'from lowest to highest'}`;
+  if (where.length) s += ` where ${where.map((c) => cond(c, base, say)).join(' and ')}`;
+  if (q.having.length) s += `, keeping only groups where ${cond(q.having[0], base, say)}`;
+  if (q.orderBy.length) s += `, sorted by ${expr(q.orderBy[0].expr, base, say)} ${q.orderBy[0].dir === 'DESC' ? 'from highest to lowest' : 'from lowest to highest'}`;
   if (q.limit !== null) s += q.limit === 1 ? ', showing only the top one' : `, showing only the top ${q.limit}`;
   return s;
 }
 
-export function realizeCore(q: QueryAst): string {
-  if (q.kind === 'select') return core(q);
-  return `${core(q.left)}${SET_WORDS[q.op]}${core(q.right)}`;
+export function realizeCore(q: QueryAst, say: Say = columnPhrase): string {
+  if (q.kind === 'select') return core(q, say);
+  return `${core(q.left, say)}${SET_WORDS[q.op]}${core(q.right, say)}`;
 }
 
 function singleValue(q: QueryAst): boolean {
@@ -127,8 +132,17 @@ export const STYLE_PREFIXES: Record<QuestionStyle, string[]> = {
   terse: [''],
 };
 
-export function realizeQuestion(q: QueryAst, style: QuestionStyle, variant = 0): string {
-  const c = realizeCore(q);
+/**
+ * The question for q in a style. With the schema's lexicon, columns are named as people name them
+ * (their own words where unambiguous) and a query of a common intent is asked as people ask it
+ * (intents.ts); `intents: false` keeps to the general grammar below (align.ts's second try).
+ */
+export function realizeQuestion(q: QueryAst, style: QuestionStyle, variant = 0, lex?: Lexicon, intents = true): string {
+  if (lex && intents && q.kind === 'select') {
+    const natural = realizeIntent(q, lex, style, variant);
+    if (natural) return natural;
+  }
+  const c = realizeCore(q, lex ? (t, col) => spokenColumn(lex, t, col) : columnPhrase);
   switch (style) {
     case 'formal':
       return `${singleValue(q) ? 'What is' : 'What are'} ${c}?`;
@@ -142,7 +156,8 @@ export function realizeQuestion(q: QueryAst, style: QuestionStyle, variant = 0):
 }
 
 /** Evidence: what each literal refers to and the formulas behind computed values. */
-export function realizeEvidence(q: QueryAst): string {
+export function realizeEvidence(q: QueryAst, lex?: Lexicon): string {
+  const say: Say = lex ? (t, c) => spokenColumn(lex, t, c) : columnPhrase;
   const notes: string[] = [];
   const seen = new Set<string>();
   const add = (s: string) => {
@@ -159,7 +174,7 @@ export function realizeEvidence(q: QueryAst): string {
       }
       if (c.left.kind === 'datepart') {
         const a = c.left.arg;
-        add(`the ${c.left.part} of ${columnPhrase(a.table, a.column)} refers to strftime('${c.left.part === 'year' ? '%Y' : '%m'}', ${colSql(a.table, a.column)})`);
+        add(`the ${c.left.part} of ${say(a.table, a.column)} refers to strftime('${c.left.part === 'year' ? '%Y' : '%m'}', ${colSql(a.table, a.column)})`);
       }
       if (c.right.kind === 'scalar') visitExpr(c.right);
     }
@@ -168,13 +183,13 @@ export function realizeEvidence(q: QueryAst): string {
   };
   const visitExpr = (e: Expr) => {
     if (e.kind === 'arith' && e.left.kind === 'col' && e.right.kind === 'col') {
-      add(`${columnPhrase(e.left.table, e.left.column)} ${OP_WORDS[e.op]} ${columnPhrase(e.right.table, e.right.column)} = ${colSql(e.left.table, e.left.column)} ${e.op} ${colSql(e.right.table, e.right.column)}`);
+      add(`${say(e.left.table, e.left.column)} ${OP_WORDS[e.op]} ${say(e.right.table, e.right.column)} = ${colSql(e.left.table, e.left.column)} ${e.op} ${colSql(e.right.table, e.right.column)}`);
     }
     if (e.kind === 'pct') {
       add('percentage = COUNT(rows meeting the condition) * 100 / COUNT(all rows)');
       visitCond(e.cond);
     }
-    if (e.kind === 'agg' && e.arg.kind === 'col' && e.fn !== 'COUNT') add(`${AGG_WORDS[e.fn]} ${columnPhrase(e.arg.table, e.arg.column)} refers to ${e.fn}(${colSql(e.arg.table, e.arg.column)})`);
+    if (e.kind === 'agg' && e.arg.kind === 'col' && e.fn !== 'COUNT') add(`${AGG_WORDS[e.fn]} ${say(e.arg.table, e.arg.column)} refers to ${e.fn}(${colSql(e.arg.table, e.arg.column)})`);
     if (e.kind === 'scalar') visitSelect(e.query);
   };
   const visitSelect = (s: SelectAst) => {
@@ -190,10 +205,18 @@ export function realizeEvidence(q: QueryAst): string {
   return notes.join('; ');
 }
 
-export function realizePair(p: SynthPair, style: QuestionStyle, variant: number): void {
+export function realizePair(p: SynthPair, style: QuestionStyle, variant: number, lex?: Lexicon, intents = true): void {
   p.style = style;
-  p.question = realizeQuestion(p.ast, style, variant);
-  p.evidence = realizeEvidence(p.ast);
+  p.question = realizeQuestion(p.ast, style, variant, lex, intents);
+  p.evidence = realizeEvidence(p.ast, lex);
+}
+
+const lexicons = new WeakMap<object, Lexicon>();
+/** One lexicon per schema for the stage (building it walks every column). */
+function lexiconOf(schema: Parameters<typeof buildLexicon>[0]): Lexicon {
+  let l = lexicons.get(schema);
+  if (!l) lexicons.set(schema, (l = buildLexicon(schema)));
+  return l;
 }
 
 export const realizeStage: Stage<SynthPair, SynthPair> = {
@@ -203,7 +226,7 @@ export const realizeStage: Stage<SynthPair, SynthPair> = {
     const out: SynthPair[] = [];
     for (const p of items) {
       try {
-        realizePair(p, ctx.rng.pick(QUESTION_STYLES), ctx.rng.int(6));
+        realizePair(p, ctx.rng.pick(QUESTION_STYLES), ctx.rng.int(6), lexiconOf(ctx.schema));
       } catch {
         ctx.reject(p, 'unrealizable');
         continue;

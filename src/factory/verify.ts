@@ -73,7 +73,9 @@ export async function verifyPair(ctx: StageContext, p: SynthPair): Promise<strin
   if (r.rows.length === 0) return 'empty_result';
   if (r.rows.every((row) => row.every((v) => v === null))) return 'all_null';
   if (isEmptyAggregate(p.ast, r.rows)) return 'empty_aggregate';
-  if (isTrivialValue(r.rows)) return 'trivial_result';
+  // A computed 0, 1 or 100 (a count, a share) says little; a row's own value does ("which store has the most rentals": 1).
+  const computed = p.ast.kind === 'select' && p.ast.columns.length === 1 && p.ast.columns[0].kind !== 'col';
+  if (computed && isTrivialValue(r.rows)) return 'trivial_result';
   const ordered = isOrdered(p.ast);
   // No second run to test determinism: SQLite runs the same query on the same file the same way.
   // What could differ (rows tied at a LIMIT) is tested by the ambiguity stage, which flips the
