@@ -65,7 +65,9 @@ export const quickstartConfigSchema = z.strictObject({
    * 130–150 kept questions are soon always right). The active pool trains on ~540 distinct questions in 400 steps
    * (filtered: 146) at the same CPU time. rlRecheck 2: +3.6 (seed 0); 8: +5.6/+7.2/+3.8 (the same mean, twice the
    * spread). What did not help the filtered pool (seed 0): 1,000 steps +2.5, rollout temperature 1.5 +2.8,
-   * passSamples 8 (211 kept) +3.6, 4,800 pairs (496 kept) +2.6.
+   * passSamples 8 (211 kept) +3.6, 4,800 pairs (496 kept) +2.6. With the factory's intent questions (#15) the
+   * same runs start lower and spread wider: active +8.9/+2.2/+3.3 (19.4 → 28.3, 22.7 → 24.9, 24.1 → 27.4; mean
+   * +4.8), filtered +6.9/+4.2/+3.0 (mean +4.7).
    */
   rlPool: z.enum(['active', 'filtered', 'all']).default('active'),
   rlRecheck: z.number().int().min(1).default(4),
@@ -101,7 +103,7 @@ export const quickstartConfigSchema = z.strictObject({
    * 200 at 3e-4 +1.9, 200 at 1e-3 −8.3 (collapse), group of 8 at 5e-4 −0.6, no pass-rate filter (4,800
    * pairs, 2,880 RL questions) −4.2. Harder RL fits the RL questions and forgets the rest. After 6,000 SFT
    * steps, 400 steps at 3e-4 on the filtered pool: +3.6 on seeds 0 and 1 (34.2 → 37.8, 30.6 → 34.2); on the
-   * active pool (rlPool) +5.5 over seeds 0–2.
+   * active pool (rlPool) +5.5 over seeds 0–2 (+4.8 with the intent questions of #15).
    */
   rlSteps: z.number().int().min(1).default(400),
   groupSize: z.number().int().min(2).default(4),
