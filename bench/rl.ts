@@ -1,4 +1,4 @@
-// `npm run bench -- rl [--quick] [--seeds 3] [--steps N] [--algos grpo,dr_grpo,dapo,egrpo_sql] [--no-filter] [--dbs music_store,spider:concert_singer,kaggle:GeoNuclearData] ...` (defaults: the quickstart's)
+// `npm run bench -- rl [--quick] [--seeds 3] [--steps N] [--algos grpo,dr_grpo,dapo,egrpo_sql] [--pool active|filtered|all] [--no-filter] [--dbs music_store,spider:concert_singer,kaggle:GeoNuclearData] ...` (defaults: the quickstart's)
 // Does RL beat its SFT starting point on questions it has not seen? Per database: one data factory run,
 // split by SQL skeleton into disjoint SFT, RL and held-out sets (no held-out skeleton is ever trained on).
 // Per seed: one cold start (diversity-selected trajectories, new tokenizer, tiny model, SFT) on the SFT set;
@@ -135,7 +135,8 @@ export async function run(args: string[]): Promise<void> {
   const verifyShare = num(args, '--verify-share', q.verifyShare);
   const schemaChars = num(args, '--schema-chars', q.schemaChars);
   const vocab = num(args, '--vocab', q.vocabSize);
-  const filterRl = !args.includes('--no-filter') && q.filterRl;
+  const rlPool = args.includes('--no-filter') ? 'all' : flag(args, '--pool', q.rlPool);
+  if (!['active', 'filtered', 'all'].includes(rlPool)) throw new Error(`--pool: active, filtered or all, got ${rlPool}`);
   const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320 };
 
   const backend = await initBackend();
@@ -202,8 +203,10 @@ export async function run(args: string[]): Promise<void> {
         const rates = await samplePassRates(env, split.rl, ck.model, ck.tokenizer, { ...evalOpts, samples: passK, seed: seed + 1 });
         ck.model.dispose();
         const informative = split.rl.filter((_, i) => rates.correct[i] > 0 && rates.correct[i] < passK);
-        const rlTasks: SqlTask[] = filterRl && informative.length >= prompts ? informative : split.rl;
-        console.log(`  RL questions by correct samples 0..${passK}: ${Array.from({ length: passK + 1 }, (_, c) => rates.correct.filter((x) => x === c).length).join(' / ')}; training on ${rlTasks.length}`);
+        const rlTasks: SqlTask[] = rlPool === 'filtered' && informative.length >= prompts ? informative : split.rl;
+        // The quickstart's active pool: every RL question, starting from these counts (src/rl/hooks.ts).
+        const passRates = rlPool === 'active' ? new Map(split.rl.map((t, i) => [t.id, { correct: rates.correct[i], samples: passK }])) : undefined;
+        console.log(`  RL questions by correct samples 0..${passK}: ${Array.from({ length: passK + 1 }, (_, c) => rates.correct.filter((x) => x === c).length).join(' / ')}; training on ${rlTasks.length}${passRates ? ` (active pool, ${informative.length} in between first)` : ''}`);
 
         let rlSec = 0;
         for (const algo of algos) {
@@ -211,10 +214,10 @@ export async function run(args: string[]): Promise<void> {
           const t1 = performance.now();
           const zero: number[] = [];
           const config: TrainConfigInput = {
-            algo, algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true } }, steps, promptsPerStep: prompts, groupSize: group, lr: rlLr,
+            algo, algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true }, ...(passRates ? { sampler: { name: 'active', recheck: q.rlRecheck } } : {}) }, steps, promptsPerStep: prompts, groupSize: group, lr: rlLr,
             maxTurnTokens: evalOpts.maxTurnTokens, maxResponseTokens: evalOpts.maxResponseTokens, checkpointEvery: 0, seed,
           };
-          await runGrpo({ outDir: join(work, `${dbName}-${algo}-${seed}`), env, tasks: rlTasks, model: ck.model, tokenizer: ck.tokenizer, config, onStep: (r: StepRecord) => { zero.push(r.zero_signal); samplePeak(); } });
+          await runGrpo({ outDir: join(work, `${dbName}-${algo}-${seed}`), env, tasks: rlTasks, model: ck.model, tokenizer: ck.tokenizer, config, passRates, onStep: (r: StepRecord) => { zero.push(r.zero_signal); samplePeak(); } });
           const sec = secs(t1);
           rlSec = Math.max(rlSec, sec);
           time(algo, sec);

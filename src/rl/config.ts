@@ -101,10 +101,16 @@ export const algoConfigSchema = z.strictObject({
       horizon: z.number().positive().default(10000),
     })
     .prefault({}),
-  /** Which prompts a step trains on: the run's shuffled order, or MMR1's variance-aware sampling after one pass. */
+  /**
+   * Which prompts a step trains on: the run's shuffled order; MMR1's variance-aware sampling after one pass; or
+   * 'active', the run's order minus the prompts whose latest group was unanimous (all right or all wrong, so no
+   * signal), each of which is rolled out again only on every `recheck`-th visit.
+   */
   sampler: z
     .strictObject({
-      name: z.enum(['order', 'mmr1']).default('order'),
+      name: z.enum(['order', 'mmr1', 'active']).default('order'),
+      /** active: a prompt whose latest group was unanimous sits out recheck − 1 visits, then is rolled out again. */
+      recheck: z.number().int().min(1).default(4),
       /** VPS = alpha·p(1−p) + beta·diversity; `mix` of each step's prompts drawn ∝ VPS, the rest uniformly. */
       alpha: z.number().min(0).default(1),
       beta: z.number().min(0).default(1),

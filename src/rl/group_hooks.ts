@@ -192,6 +192,25 @@ export function groupSimilarityRewards(outputs: readonly string[], setIds: reado
 
 // ---------------------------------------------------------------- samplers
 
+/** What the active-pool sampler remembers of a prompt: its latest group's correct answers out of its size, and visits skipped since. */
+export interface PoolRecord {
+  correct: number;
+  samples: number;
+  skipped: number;
+}
+
+/**
+ * The active-pool sampler's decision on a visit of a prompt: roll it out when it was never seen or its latest group
+ * had a learning signal (0 < correct < samples); a prompt whose latest group was unanimous is skipped, except on
+ * every `recheck`-th visit, since the policy may since have learned it (or unlearned it). Returns the record after the visit.
+ */
+export function activePoolVisit(rec: PoolRecord | undefined, recheck: number): { train: boolean; rec: PoolRecord | undefined } {
+  if (!Number.isInteger(recheck) || recheck < 1) throw invalid(`recheck must be an integer >= 1, got ${recheck}`);
+  if (!rec || (rec.correct > 0 && rec.correct < rec.samples)) return { train: true, rec };
+  if (rec.skipped + 1 >= recheck) return { train: true, rec: { ...rec, skipped: 0 } };
+  return { train: false, rec: { ...rec, skipped: rec.skipped + 1 } };
+}
+
 /**
  * MMR1's variance-aware sampling ("MMR1: Enhancing Multimodal Reasoning with Variance-Aware Sampling", 2025):
  * Variance Promotion Score VPS = α·OVS + β·TDS, OVS = p(1 − p) the outcome variance of the prompt's pass rate p,

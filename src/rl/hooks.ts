@@ -19,7 +19,7 @@ import { CHAT_TOKENS } from '../model/chat.ts';
 import { sequenceLogProbs } from '../model/generate.ts';
 import type { AlgoConfig } from './config.ts';
 import { mean, type AdvantageResult } from './advantages.ts';
-import { dppoPrune, igpoTurnAdvantages, mgrpoAdvantages, saltStepAdvantages, varianceAwareSample, variancePromotionScores, withAnchors } from './group_hooks.ts';
+import { activePoolVisit, dppoPrune, igpoTurnAdvantages, type PoolRecord, mgrpoAdvantages, saltStepAdvantages, varianceAwareSample, variancePromotionScores, withAnchors } from './group_hooks.ts';
 import { klController, klTokenRewards } from './kl_reward.ts';
 import { collect, score, type AdvantageExtras, type Scored, type StepContext } from './phases.ts';
 import { policyTokenTurns, replay, turnStarts, type Trajectory } from './rollout.ts';
@@ -53,13 +53,14 @@ export interface TrainerHook<T extends TaskBase> {
 }
 
 /** Every hook a config turns on, in the order their seams run. Refuses an environment that lacks what a hook needs. */
-export function activeHooks<T extends TaskBase>(c: StepContext<T>, tasks: readonly T[]): TrainerHook<T>[] {
+export function activeHooks<T extends TaskBase>(c: StepContext<T>, tasks: readonly T[], opts: { passRates?: ReadonlyMap<string, PassRecord> } = {}): TrainerHook<T>[] {
   const a = c.algo;
   const need = (what: 'demonstration' | 'withHint', who: string): void => {
     if (typeof c.env[what] !== 'function') throw new AgroError('invalid_input', `train: ${who} needs an environment with ${what}() (the "${c.env.name}" environment has none)`);
   };
   const hooks: TrainerHook<T>[] = [];
   if (a.sampler.name === 'mmr1') hooks.push(mmr1Sampler(tasks, a.sampler, c.cfg.seed));
+  if (a.sampler.name === 'active') hooks.push(activePoolSampler(a.sampler.recheck, opts.passRates));
   if (a.scaffold.enabled) {
     need('withHint', 'Scaf-GRPO (scaffold)');
     hooks.push(scaffoldHook(a.scaffold.exemptSteps));
@@ -141,6 +142,63 @@ function mmr1Sampler<T extends TaskBase>(tasks: readonly T[], o: AlgoConfig['sam
       const p = mmr1State.parse(s);
       for (const [id, pass, diversity] of p.stats) stats.set(id, { pass, diversity });
       rng = Rng.fromState(p.rng);
+    },
+  };
+}
+
+// ---------------------------------------------------------------- sample: active pool
+
+/** A prompt's sampled pass count before training (e.g. a pass-rate filter's): correct answers out of samples. */
+export interface PassRecord {
+  correct: number;
+  samples: number;
+}
+
+const activeState = z.array(z.tuple([z.string(), z.number().int().min(0), z.number().int().min(1), z.number().int().min(0)]));
+
+/**
+ * The active pool: the run's order, skipping each prompt whose latest group (or prior pass count) was unanimous
+ * except on every `recheck`-th visit (group_hooks.ts activePoolVisit). A pass-rate filter done once before RL goes
+ * stale as the policy learns: questions it now always gets right still cost a rollout each visit and teach nothing.
+ * Here they leave the pool as soon as a group shows it, and questions once never solved get re-probed.
+ */
+function activePoolSampler<T extends TaskBase>(recheck: number, prior?: ReadonlyMap<string, PassRecord>): TrainerHook<T> {
+  const pool = new Map<string, PoolRecord>();
+  for (const [id, p] of prior ?? []) pool.set(id, { ...p, skipped: 0 });
+  let skipped = 0;
+  let visited = 0;
+  return {
+    name: 'active',
+    sample(n, next) {
+      const out: T[] = [];
+      // Each visit of a unanimous prompt brings it closer to its recheck, so this ends within recheck passes.
+      while (out.length < n) {
+        const [t] = next(1);
+        const v = activePoolVisit(pool.get(t.id), recheck);
+        if (v.rec) pool.set(t.id, v.rec);
+        visited++;
+        if (v.train) out.push(t);
+        else skipped++;
+      }
+      return out;
+    },
+    async scored(_c, batch) {
+      batch.groups.forEach((g, gi) => {
+        if (g.length) pool.set(batch.tasks[gi].id, { correct: g.filter((s) => s.ctx.correct).length, samples: g.length, skipped: 0 });
+      });
+      return batch;
+    },
+    metrics() {
+      let signal = 0;
+      for (const r of pool.values()) if (r.correct > 0 && r.correct < r.samples) signal++;
+      const m = { active_signal: signal, active_known: pool.size, active_skipped: skipped, active_visited: visited };
+      skipped = visited = 0;
+      return m;
+    },
+    state: () => [...pool].map(([id, r]) => [id, r.correct, r.samples, r.skipped]),
+    restore(s) {
+      pool.clear();
+      for (const [id, correct, samples, sk] of activeState.parse(s)) pool.set(id, { correct, samples, skipped: sk });
     },
   };
 }

@@ -24,7 +24,7 @@ import { lossConfig } from './config.ts';
 import { prepareRewards } from './rewards.ts';
 import { advantages, collect, logProbs, record, responseAdvantages, score, select, signalRewards, update, zeroSignalGroups, type AdvantageExtras, type StepContext, type StepRecord } from './phases.ts';
 import type { AdvantageResult } from './advantages.ts';
-import { activeHooks, type Batch, type TrainerHook } from './hooks.ts';
+import { activeHooks, type Batch, type PassRecord, type TrainerHook } from './hooks.ts';
 import { evaluatePolicy, type PolicyEval } from './evaluate.ts';
 import { resolveTrainConfig, type TrainConfig, type TrainConfigInput } from './train-config.ts';
 
@@ -62,6 +62,8 @@ export interface TrainRunOptions<T extends TaskBase & { difficulty?: string }> {
   config?: TrainConfigInput;
   resumeFrom?: { trainerState: object; optimizerState?: Map<string, { shape: number[]; data: Float32Array }> };
   onStep?: (r: StepRecord) => void;
+  /** Pass counts sampled before training, by task id (the active-pool sampler starts from them). */
+  passRates?: ReadonlyMap<string, PassRecord>;
   /** Stop after this step as if interrupted (a checkpoint is written first). */
   stopAfter?: number;
   /** Rollout sampler (e.g. llama.cpp); synced to `model` at the start and after each update. Default: TF.js on `model`. */
@@ -155,7 +157,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   const opt = new AdamW(params, { beta1: cfg.beta1, beta2: cfg.beta2, eps: cfg.eps, weightDecay: cfg.weightDecay });
   let state: GrpoTrainerState = { step: 0, epoch: 0, pos: 0, epochRngState: new Rng(cfg.seed).state, badSteps: 0, hooks: {} };
   if (opts.resumeFrom) state = restoreTrainerState(stateSchema, opts.resumeFrom, opt, 'a GRPO');
-  const hooks = activeHooks(c, opts.tasks);
+  const hooks = activeHooks(c, opts.tasks, { passRates: opts.passRates });
   for (const h of hooks) if (h.restore && state.hooks[h.name] !== undefined) h.restore(state.hooks[h.name]);
 
   ensureDir(opts.outDir);

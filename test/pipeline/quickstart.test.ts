@@ -46,6 +46,11 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
 
   const rlLog = lines(join(out, 'grpo', 'metrics.jsonl'));
   assert.equal(rlLog.length, 3);
+  // The default pool: every RL question trains through the active-pool sampler, which starts from the filter's counts.
+  const trainCfg = JSON.parse(readFileSync(join(out, 'grpo', 'train_config.json'), 'utf8')) as { algo: { sampler: { name: string } }; tasks: number };
+  assert.equal(trainCfg.algo.sampler.name, 'active');
+  assert.equal(trainCfg.tasks, split.rl);
+  for (const m of rlLog) assert.equal((m.hooks as unknown as Record<string, number>).active_known, split.rl);
   for (const m of rlLog) {
     for (const k of ['reward', 'loss', 'entropy', 'response_tokens', 'tool_calls', 'time_rollout_s', 'zero_signal']) assert.ok(Number.isFinite(m[k]), `${k} = ${m[k]}`);
     assert.ok(m.reward >= 0 && m.reward <= 1.1);

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  activePoolVisit,
   difficultyAction,
   dppoPrune,
   groupSimilarityRewards,
@@ -75,6 +76,26 @@ test('MMR1 VAS: VPS = α·p(1−p) + β·diversity; weighted draws prefer high-v
   for (let seed = 0; seed < 5; seed++) assert.equal(varianceAwareSample([0, 0, 1], 2, new Rng(seed), 1)[0], 2);
   const s = varianceAwareSample([1, 1, 1, 1], 4, new Rng(3), 0.5);
   assert.deepEqual([...s].sort(), [0, 1, 2, 3]);
+});
+
+test('active pool: unseen and mixed prompts train; a unanimous one trains only on every recheck-th visit', () => {
+  assert.deepEqual(activePoolVisit(undefined, 3), { train: true, rec: undefined });
+  const mixed = { correct: 2, samples: 4, skipped: 0 };
+  assert.deepEqual(activePoolVisit(mixed, 3), { train: true, rec: mixed });
+  // All wrong (0/4) and all right (4/4) alike: skipped twice, rolled out on the third visit, the count reset.
+  for (const correct of [0, 4]) {
+    let rec: { correct: number; samples: number; skipped: number } | undefined = { correct, samples: 4, skipped: 0 };
+    const trained: boolean[] = [];
+    for (let v = 0; v < 6; v++) {
+      const r = activePoolVisit(rec, 3);
+      trained.push(r.train);
+      rec = r.rec;
+    }
+    assert.deepEqual(trained, [false, false, true, false, false, true]);
+  }
+  // recheck 1: no prompt is ever skipped (the plain order).
+  assert.equal(activePoolVisit({ correct: 0, samples: 4, skipped: 0 }, 1).train, true);
+  assert.throws(() => activePoolVisit(undefined, 0), /recheck must be an integer >= 1/);
 });
 
 test('DPPO pruning is unbiased: E[weight · kept] = 1 for every completion', () => {

@@ -22,6 +22,7 @@ import { runSft } from '../../src/train/sft.ts';
 import { runGrpo } from '../../src/rl/trainer.ts';
 import type { StepRecord } from '../../src/rl/phases.ts';
 import type { TrainConfigInput } from '../../src/rl/train-config.ts';
+import type { PassRecord } from '../../src/rl/hooks.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'agro-hooks-'));
 const pool = new SqlPool({ size: 1 });
@@ -177,13 +178,13 @@ class ToyEnv implements Environment<Toy> {
 const TOY_TK = Tokenizer.train(['abc def ghi hint', 'jkl mno'], { vocabSize: 300, specialTokens: AGENT_SPECIAL_TOKENS });
 const toyRewards = { rewards: [{ name: 'exact_match', weight: 1 }] };
 
-async function toyRun(name: string, tasksOf: Toy[], config: TrainConfigInput, stopAfter?: number, resume?: string): Promise<StepRecord[]> {
+async function toyRun(name: string, tasksOf: Toy[], config: TrainConfigInput, stopAfter?: number, resume?: string, passRates?: Map<string, PassRecord>): Promise<StepRecord[]> {
   const out = join(dir, name);
   const ck = resume ? loadCheckpoint(resume) : undefined;
   const model = ck?.model ?? new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: TOY_TK.vocabSize }), { seed: 2 });
   try {
     await runGrpo({
-      outDir: out, env: new ToyEnv(), tasks: tasksOf, model, tokenizer: TOY_TK, stopAfter,
+      outDir: out, env: new ToyEnv(), tasks: tasksOf, model, tokenizer: TOY_TK, stopAfter, passRates,
       ...(ck ? { resumeFrom: { trainerState: ck.trainerState as object, optimizerState: ck.optimizerState } } : {}),
       config: { groupSize: 6, promptsPerStep: 2, maxTurnTokens: 6, maxResponseTokens: 6, lr: 1e-3, checkpointEvery: 1, seed: 1, ...config },
     });
@@ -211,6 +212,31 @@ test('MMR1: after one pass over the prompts, steps draw only prompts with outcom
   assert.equal(first.length, 3);
   const resumed = await toyRun('mmr1-resume', toy, { algo: 'mmr1', algoOverrides: { ...toyRewards, ...noKl, sampler: { mix: 1, beta: 0 } }, steps }, undefined, join(dir, 'mmr1-resume', 'checkpoints', 'step-3'));
   assert.deepEqual(resumed.map((r) => r.task_ids), mmr1.map((r) => r.task_ids));
+});
+
+test('active pool: prompts a prior pass count or a group shows unanimous sit out until their recheck visit', async () => {
+  const toy = [{ id: 'zero-a' }, { id: 'mixed-a' }, { id: 'zero-b' }, { id: 'mixed-b' }];
+  const cfg = (recheck: number) => ({ algo: 'grpo', algoOverrides: { ...toyRewards, ...noKl, sampler: { name: 'active', recheck } }, steps: 6 });
+  // No prior: the first pass (steps 1–2) rolls out every prompt; the zero-* groups come out all wrong, so they
+  // sit out the next two passes (steps 3–4, two mixed prompts each) and are rolled out again on the third.
+  const run = await toyRun('active', toy, cfg(3));
+  assert.deepEqual(run.slice(0, 2).flatMap((r) => r.task_ids).sort(), ['mixed-a', 'mixed-b', 'zero-a', 'zero-b']);
+  for (const r of run.slice(2, 4)) assert.deepEqual([...r.task_ids].sort(), ['mixed-a', 'mixed-b'], `step ${r.step}`);
+  assert.ok(run[2].hooks!.active_skipped + run[3].hooks!.active_skipped >= 2);
+  assert.ok(run.slice(4).some((r) => r.task_ids.some((id) => id.startsWith('zero'))), 'rechecked on the third visit');
+  // A prior pass count (the quickstart's filter) counts as the latest group: zero-* sit out from the start.
+  const prior = new Map([['zero-a', { correct: 0, samples: 4 }], ['zero-b', { correct: 0, samples: 4 }]]);
+  const primed = await toyRun('active-prior', toy, cfg(3), undefined, undefined, prior);
+  for (const r of primed.slice(0, 2)) assert.deepEqual([...r.task_ids].sort(), ['mixed-a', 'mixed-b'], `step ${r.step}`);
+  assert.ok(primed.slice(2, 4).some((r) => r.task_ids.some((id) => id.startsWith('zero'))), 'rechecked on the third visit');
+  // recheck 1 is the run's own order.
+  const plain = await toyRun('active-plain', toy, cfg(1));
+  assert.ok(plain.every((r) => r.hooks!.active_skipped === 0));
+  assert.ok(plain.slice(2, 4).some((r) => r.task_ids.some((id) => id.startsWith('zero'))));
+  // A resumed run restores the pool: the same prompts as the straight run.
+  await toyRun('active-resume', toy, cfg(3), 3);
+  const resumed = await toyRun('active-resume', toy, cfg(3), undefined, join(dir, 'active-resume', 'checkpoints', 'step-3'));
+  assert.deepEqual(resumed.map((r) => r.task_ids), run.map((r) => r.task_ids));
 });
 
 test('Scaf-GRPO: an unsolved group gets a hinted rollout that solves it in place of a failure', async () => {
