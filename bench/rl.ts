@@ -1,4 +1,4 @@
-// `npm run bench -- rl [--quick] [--seeds 3] [--steps N] [--algos grpo,dr_grpo,dapo,egrpo_sql] [--pool active|filtered|all] [--no-filter] [--dbs music_store,spider:concert_singer,kaggle:GeoNuclearData] ...` (defaults: the quickstart's)
+// `npm run bench -- rl [--quick] [--seeds 3] [--steps N] [--algos grpo,dr_grpo,dapo,egrpo_sql] [--pool active|filtered|all] [--no-filter] [--dbs music_store,spider:chinook_1,kaggle:GeoNuclearData] ...` (defaults: the quickstart's)
 // Does RL beat its SFT starting point on questions it has not seen? Per database: one data factory run,
 // split by SQL skeleton into disjoint SFT, RL and held-out sets (no held-out skeleton is ever trained on).
 // Per seed: one cold start (diversity-selected trajectories, new tokenizer, tiny model, SFT) on the SFT set;
