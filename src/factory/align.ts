@@ -12,7 +12,7 @@ import { buildLexicon, type Lexicon } from './names.ts';
 import { printQuery } from './print.ts';
 import { AGG_WORDS, CMP_WORDS, OP_WORDS, realizePair, SET_WORDS, STYLE_PREFIXES } from './realize.ts';
 import { buildJoins, type SchemaGraph } from './schema-graph.ts';
-import { IntentParseError, parseIntent, type IntentQuery } from './intents.ts';
+import { IntentParseError, maskLiterals, parseIntent, type IntentQuery } from './intents.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
 import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
 import { QUESTION_STYLES } from './types.ts';
@@ -335,10 +335,9 @@ export function parseQuestion(question: string, env: ParseEnv): QueryAst {
     if (!(e instanceof IntentParseError)) throw e;
   }
   if (found) return linkIntent(found, env);
-  const lits: string[] = [];
-  // A literal is a quoted span starting after a space (so the apostrophe of "I'd" is not one).
-  let s = question.trim().replace(/(^|\s)'([^']*)'(?=$|[\s,.?])/g, (_m, pre: string, v: string) => `${pre}\u27e6${lits.push(v) - 1}\u27e7`);
-  s = s.replace(/[?.]$/, '');
+  const masked = maskLiterals(question);
+  const lits = masked.lits;
+  let s = masked.text.replace(/[?.]$/, '');
   const prefixes = Object.values(STYLE_PREFIXES)
     .flat()
     .filter((x) => x)

@@ -180,6 +180,10 @@ interface IntentEnv {
   tablePlurals: string[];
   /** Plural phrases of columns ("reactor models") -> [table, column]. */
   plurals: Map<string, [string, string]>;
+  /** The keys of plurals, longest first. */
+  pluralPhrases: string[];
+  /** [singular phrase, table] of every table whose singular names it alone, longest first. */
+  tableSingulars: Array<[string, string]>;
 }
 
 const cache = new WeakMap<Lexicon, IntentEnv>();
@@ -196,8 +200,10 @@ function intentEnv(lex: Lexicon): IntentEnv {
       plurals.set(pl, tc);
     }
     for (const c of clash) plurals.delete(c);
-    const tablePlurals = [...lex.tables.keys()].filter((k) => tablePlural(lex.tables.get(k)!) === k).sort((a, b) => b.length - a.length);
-    e = { lex, phrases, tablePlurals, plurals };
+    const longestFirst = (a: string, b: string): number => b.length - a.length;
+    const tablePlurals = [...lex.tables.keys()].filter((k) => tablePlural(lex.tables.get(k)!) === k).sort(longestFirst);
+    const tableSingulars = [...lex.tables.entries()].filter(([k, t]) => tableSingular(t) === k).sort((a, b) => longestFirst(a[0], b[0]));
+    e = { lex, phrases, tablePlurals, plurals, pluralPhrases: [...plurals.keys()].sort(longestFirst), tableSingulars };
     cache.set(lex, e);
   }
   return e;
@@ -234,7 +240,7 @@ class Cursor {
     return { kind: 'col', alias: '', table: t, column: c };
   }
   pluralColumn(): ColRef {
-    const p = this.longest([...this.env.plurals.keys()].sort((a, b) => b.length - a.length));
+    const p = this.longest(this.env.pluralPhrases);
     if (!p) throw new IntentParseError('unknown column plural');
     this.i += p.length;
     const [t, c] = this.env.plurals.get(p)!;
@@ -440,9 +446,7 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
 ];
 
 function singularTable(c: Cursor): string {
-  for (const [phrase, t] of [...c.env.lex.tables.entries()].sort((a, b) => b[0].length - a[0].length)) {
-    if (tableSingular(t) === phrase && c.eat(phrase)) return t;
-  }
+  for (const [phrase, t] of c.env.tableSingulars) if (c.eat(phrase)) return t;
   throw new IntentParseError('unknown table (singular)');
 }
 
@@ -497,15 +501,23 @@ function list(c: Cursor): IntentQuery {
 }
 
 /**
+ * A question with its quoted values replaced by ⟦n⟧ placeholders (and the values, in order), so that
+ * no value is read as words. A value is a quoted span starting after a space, so the apostrophe of
+ * "I'd" is not one. Both grammars' parsers read questions this way.
+ */
+export function maskLiterals(question: string): { text: string; lits: string[] } {
+  const lits: string[] = [];
+  const text = question.trim().replace(/(^|\s)'([^']*)'(?=$|[\s,.?])/g, (_m, pre: string, v: string) => `${pre}\u27e6${lits.push(v) - 1}\u27e7`);
+  return { text, lits };
+}
+
+/**
  * The query an intent sentence says, or null when the sentence is no intent's (the general grammar
  * then reads it). Throws IntentParseError for a sentence that opens like an intent but breaks off.
  */
 export function parseIntent(question: string, lex: Lexicon): IntentQuery | null {
-  const lits: string[] = [];
-  const s = question
-    .trim()
-    .replace(/(^|\s)'([^']*)'(?=$|[\s,.?])/g, (_m, pre: string, v: string) => `${pre}\u27e6${lits.push(v) - 1}\u27e7`)
-    .replace(/[?.]$/, '');
+  const { text, lits } = maskLiterals(question);
+  const s = text.replace(/[?.]$/, '');
   const env = intentEnv(lex);
   let lastError: IntentParseError | null = null;
   for (const [opener, parse] of PARSERS) {
