@@ -357,8 +357,8 @@ export function parseQuestion(question: string, env: ParseEnv): QueryAst {
   return left;
 }
 
-export function makeParseEnv(schema: DbSchema, graph: SchemaGraph): ParseEnv {
-  return { schema, graph, lex: buildLexicon(schema) };
+export function makeParseEnv(schema: DbSchema, graph: SchemaGraph, lex: Lexicon = buildLexicon(schema)): ParseEnv {
+  return { schema, graph, lex };
 }
 
 /** 'ok', or why the question does not lead back to the pair's results. */

@@ -93,9 +93,7 @@ const TRAILING_GRAMMAR = new Set(['is', 'of', 'for', 'by', 'in', 'at', 'on']); /
 
 export function columnPhrase(table: string, column: string): string {
   const t = tableSingular(table);
-  let c = columnWords(table, column) || 'value';
-  const cws = c.split(' ');
-  if (cws.length > 1 && TRAILING_GRAMMAR.has(cws[cws.length - 1])) c = cws.slice(0, -1).join(' ');
+  const c = ownWords(table, column) || 'value';
   if (c === t || c.startsWith(t + ' ')) return c;
   const tw = t.split(' ');
   const cw = c.split(' ');
@@ -165,7 +163,7 @@ export function buildLexicon(schema: DbSchema): Lexicon {
  */
 const GRAMMAR_HEADS = new Set(['number', 'percentage', 'different', 'distinct', 'year', 'month', 'total', 'average', 'highest', 'lowest', 'most', 'fewest', 'top', 'everything', 'no', 'a', 'the', 'which', 'how', 'each', 'all', 'there']);
 
-/** A column's own words, for the short phrase (the same trailing-grammar rule as columnPhrase). */
+/** A column's own words, without a trailing grammar word: the short phrase, and columnPhrase's column part. */
 function ownWords(table: string, column: string): string {
   const c = columnWords(table, column);
   const cws = c.split(' ');
@@ -184,8 +182,8 @@ function shortPhrases(schema: DbSchema, long: Map<string, string[]>, unspeakable
   const out = new Map<string, string>();
   for (const [w, keys] of owners) {
     if (keys.length !== 1 || !w || unspeakable.has(keys[0])) continue;
-    const longOf = [...long.entries()].find(([, ks]) => ks.includes(keys[0]))?.[0];
-    if (longOf === w) continue; // already its own long phrase
+    const [t, c] = keys[0].split('\u0000');
+    if (columnPhrase(t, c) === w) continue; // already its own long phrase
     if (long.has(w) || tableWords.has(w) || GRAMMAR_HEADS.has(w.split(' ')[0])) continue;
     out.set(keys[0], w);
   }

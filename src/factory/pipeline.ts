@@ -290,8 +290,8 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     progress.tick(variants.length);
     progress.stop();
     items = await asStage(ambiguityStage(), items, variants);
-    items = await asStage(realizeStage, items, variants);
-    items = await asStage(alignStage(makeParseEnv(schema, graph)), items, variants);
+    items = await asStage(realizeStage(lex), items, variants);
+    items = await asStage(alignStage(makeParseEnv(schema, graph, lex)), items, variants);
     const llm: Record<string, LlmStageStats> = {};
     if (cfg.llmUrl && cfg.llmModel) {
       // The round trip has checked the built-in question; the LLM rewrites it, and the LLM judge audits the rewrite.

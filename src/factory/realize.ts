@@ -14,7 +14,7 @@
  * query (the base table's primary key, or the group), and the NOT NULL guard on a ranked column.
  */
 import type { Cond, Expr, QueryAst, SelectAst } from './ast.ts';
-import { buildLexicon, columnPhrase, spokenColumn, tablePlural, tableSingular, type Lexicon } from './names.ts';
+import { columnPhrase, spokenColumn, tablePlural, tableSingular, type Lexicon } from './names.ts';
 import { realizeIntent } from './intents.ts';
 import { printLiteral } from './print.ts';
 import { sqlName } from '../sql/lexer.ts';
@@ -211,22 +211,15 @@ export function realizePair(p: SynthPair, style: QuestionStyle, variant: number,
   p.evidence = realizeEvidence(p.ast, lex);
 }
 
-const lexicons = new WeakMap<object, Lexicon>();
-/** One lexicon per schema for the stage (building it walks every column). */
-function lexiconOf(schema: Parameters<typeof buildLexicon>[0]): Lexicon {
-  let l = lexicons.get(schema);
-  if (!l) lexicons.set(schema, (l = buildLexicon(schema)));
-  return l;
-}
-
-export const realizeStage: Stage<SynthPair, SynthPair> = {
+/** The realize stage, naming columns by the schema's lexicon (the one the pipeline built for profiling). */
+export const realizeStage = (lex: Lexicon): Stage<SynthPair, SynthPair> => ({
   name: 'realize',
   async run(items, ctx) {
     ctx.progress.start('realize', items.length);
     const out: SynthPair[] = [];
     for (const p of items) {
       try {
-        realizePair(p, ctx.rng.pick(QUESTION_STYLES), ctx.rng.int(6), lexiconOf(ctx.schema));
+        realizePair(p, ctx.rng.pick(QUESTION_STYLES), ctx.rng.int(6), lex);
       } catch {
         ctx.reject(p, 'unrealizable');
         continue;
@@ -238,4 +231,4 @@ export const realizeStage: Stage<SynthPair, SynthPair> = {
     ctx.progress.stop();
     return out;
   },
-};
+});
