@@ -98,3 +98,9 @@ export function emptySelect(table: string, alias = 'T1'): SelectAst {
     limit: null,
   };
 }
+
+/** The NOT NULL guard of a ranked query: `c` keeps NULLs out of the first ORDER BY column of a LIMIT query. */
+export function isRankGuard(q: SelectAst, c: Cond): boolean {
+  const first = q.orderBy[0]?.expr;
+  return q.limit !== null && first?.kind === 'col' && c.kind === 'null' && c.negated && c.expr.alias === first.alias && c.expr.column === first.column;
+}

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { testSuiteMatch } from '../sql/testsuite.ts';
 import type { DbSchema, SqlValue } from '../sql/types.ts';
 import { Rng } from '../util/rng.ts';
-import { col, type Cond, type Expr, type QueryAst, type SelectAst } from './ast.ts';
+import { col, isRankGuard, type Expr, type QueryAst, type SelectAst } from './ast.ts';
 import { printQuery } from './print.ts';
 import { sqlName } from '../sql/lexer.ts';
 import type { SchemaGraph } from './schema-graph.ts';
@@ -228,9 +228,7 @@ export function ambiguityStage(): Stage<SynthPair, SynthPair> {
 export async function humanizeRanking(ctx: StageContext, p: SynthPair): Promise<void> {
   const q = p.ast;
   if (q.kind !== 'select' || q.limit === null || !q.orderBy.length) return;
-  const first = q.orderBy[0].expr;
-  const isGuard = (c: Cond): boolean => c.kind === 'null' && c.negated && first.kind === 'col' && c.expr.alias === first.alias && c.expr.column === first.column;
-  const bare: SelectAst = { ...q, orderBy: [q.orderBy[0]], where: q.where.filter((c) => !isGuard(c)) };
+  const bare: SelectAst = { ...q, orderBy: [q.orderBy[0]], where: q.where.filter((c) => !isRankGuard(q, c)) };
   const tieFree: SelectAst = { ...q, orderBy: [q.orderBy[0]] };
   for (const alt of [bare, tieFree]) {
     if (alt.orderBy.length === q.orderBy.length && alt.where.length === q.where.length) continue;

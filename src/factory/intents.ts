@@ -11,7 +11,7 @@
  * as people quote what they type from the data.
  */
 import pluralize from 'pluralize';
-import { emptySelect, lit, type AggFn, type ColRef, type Cond, type Expr, type SelectAst } from './ast.ts';
+import { emptySelect, isRankGuard, lit, type AggFn, type ColRef, type Cond, type Expr, type SelectAst } from './ast.ts';
 import { spokenColumn, tablePlural, tableSingular, type Lexicon } from './names.ts';
 import type { QuestionStyle } from './types.ts';
 
@@ -71,16 +71,21 @@ function natCond(c: Cond, say: Say): string | null {
 
 /** The filters of q said naturally, the implicit NOT NULL guard of a ranked column left out; null if one cannot be. */
 function natConds(q: SelectAst, say: Say): string | null {
-  const guard = q.limit !== null && q.orderBy[0]?.expr.kind === 'col' ? q.orderBy[0].expr : null;
   const parts: string[] = [];
   for (const c of q.where) {
-    if (guard && c.kind === 'null' && c.negated && c.expr.column === guard.column && c.expr.alias === guard.alias) continue;
+    if (isRankGuard(q, c)) continue;
     const s = natCond(c, say);
     if (s === null) return null;
     parts.push(s);
   }
   return parts.join(' and ');
 }
+
+/** "Which G ...": one group, and it is all the query selects. */
+const selectsGroupOnly = (q: SelectAst): boolean => {
+  const [c] = q.columns;
+  return q.groupBy.length === 1 && q.columns.length === 1 && c.kind === 'col' && c.column === q.groupBy[0].column && c.alias === q.groupBy[0].alias;
+};
 
 const isCountStar = (e: Expr | undefined): boolean => e?.kind === 'agg' && e.fn === 'COUNT' && e.arg.kind === 'star';
 const plainCol = (e: Expr | undefined): e is ColRef => e?.kind === 'col';
@@ -97,7 +102,7 @@ export function realizeIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, 
   // Which G have at least k X (that have ...)?
   if (q.having.length) {
     const h = q.having[0];
-    const one = q.groupBy.length === 1 && q.having.length === 1 && q.columns.length === 1 && plainCol(q.columns[0]) && q.columns[0].column === q.groupBy[0].column && q.columns[0].alias === q.groupBy[0].alias;
+    const one = q.having.length === 1 && selectsGroupOnly(q);
     if (!one || q.orderBy.length || h.kind !== 'cmp' || !isCountStar(h.left) || h.op !== '>=' || h.right.kind !== 'lit' || typeof h.right.value !== 'number') return null;
     const gs = pluralSay(lex, say(q.groupBy[0]));
     const have = conds ? ` that have ${conds}` : '';
@@ -129,7 +134,7 @@ export function realizeIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, 
     }
   }
   // Which G has the most X (that have ...)? / What are the k G with the most X?
-  if (grouped && ranked && q.columns.length === 1 && plainCol(q.columns[0]) && q.columns[0].column === q.groupBy[0].column && q.columns[0].alias === q.groupBy[0].alias) {
+  if (ranked && selectsGroupOnly(q)) {
     const g = say(q.groupBy[0]);
     const o = q.orderBy[0];
     const desc = o.dir === 'DESC';
