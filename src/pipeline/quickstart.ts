@@ -24,6 +24,7 @@ import { runGrpo } from '../rl/trainer.ts';
 import { resolveAlgo } from '../rl/config.ts';
 import { evaluatePolicy, samplePassRates, type PolicyEval } from '../rl/evaluate.ts';
 import type { StepRecord } from '../rl/phases.ts';
+import type { PassRecord } from '../rl/group_hooks.ts';
 import { initBackend, type BackendName } from '../model/backend.ts';
 import { Tokenizer } from '../model/tokenizer.ts';
 import { LlamaModel } from '../model/llama.ts';
@@ -275,7 +276,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     if (!report.rl) {
       const ck = loadCheckpoint(report.sft.checkpoint);
       let rlTasks = rlCandidates.length ? rlCandidates : train;
-      let passRates: Map<string, { correct: number; samples: number }> | undefined;
+      let passRates: Map<string, PassRecord> | undefined;
       if (cfg.rlPool !== 'all' && rlCandidates.length) {
         const rates = await samplePassRates(env, rlCandidates, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples, seed: cfg.seed + 1 });
         const byCorrect = Array.from({ length: cfg.passSamples + 1 }, (_, c) => rates.correct.filter((x) => x === c).length);

@@ -192,10 +192,14 @@ export function groupSimilarityRewards(outputs: readonly string[], setIds: reado
 
 // ---------------------------------------------------------------- samplers
 
-/** What the active-pool sampler remembers of a prompt: its latest group's correct answers out of its size, and visits skipped since. */
-export interface PoolRecord {
+/** A prompt's pass count: correct answers out of samples (a group's, or a pass-rate filter's before training). */
+export interface PassRecord {
   correct: number;
   samples: number;
+}
+
+/** What the active-pool sampler remembers of a prompt: its latest pass count, and visits skipped since. */
+export interface PoolRecord extends PassRecord {
   skipped: number;
 }
 

@@ -19,7 +19,7 @@ import { CHAT_TOKENS } from '../model/chat.ts';
 import { sequenceLogProbs } from '../model/generate.ts';
 import type { AlgoConfig } from './config.ts';
 import { mean, type AdvantageResult } from './advantages.ts';
-import { activePoolVisit, dppoPrune, igpoTurnAdvantages, type PoolRecord, mgrpoAdvantages, saltStepAdvantages, varianceAwareSample, variancePromotionScores, withAnchors } from './group_hooks.ts';
+import { activePoolVisit, dppoPrune, igpoTurnAdvantages, type PassRecord, type PoolRecord, mgrpoAdvantages, saltStepAdvantages, varianceAwareSample, variancePromotionScores, withAnchors } from './group_hooks.ts';
 import { klController, klTokenRewards } from './kl_reward.ts';
 import { collect, score, type AdvantageExtras, type Scored, type StepContext } from './phases.ts';
 import { policyTokenTurns, replay, turnStarts, type Trajectory } from './rollout.ts';
@@ -147,12 +147,6 @@ function mmr1Sampler<T extends TaskBase>(tasks: readonly T[], o: AlgoConfig['sam
 }
 
 // ---------------------------------------------------------------- sample: active pool
-
-/** A prompt's sampled pass count before training (e.g. a pass-rate filter's): correct answers out of samples. */
-export interface PassRecord {
-  correct: number;
-  samples: number;
-}
 
 const activeState = z.array(z.tuple([z.string(), z.number().int().min(0), z.number().int().min(1), z.number().int().min(0)]));
 

@@ -24,7 +24,8 @@ import { lossConfig } from './config.ts';
 import { prepareRewards } from './rewards.ts';
 import { advantages, collect, logProbs, record, responseAdvantages, score, select, signalRewards, update, zeroSignalGroups, type AdvantageExtras, type StepContext, type StepRecord } from './phases.ts';
 import type { AdvantageResult } from './advantages.ts';
-import { activeHooks, type Batch, type PassRecord, type TrainerHook } from './hooks.ts';
+import { activeHooks, type Batch, type TrainerHook } from './hooks.ts';
+import type { PassRecord } from './group_hooks.ts';
 import { evaluatePolicy, type PolicyEval } from './evaluate.ts';
 import { resolveTrainConfig, type TrainConfig, type TrainConfigInput } from './train-config.ts';
 

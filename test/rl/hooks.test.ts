@@ -22,7 +22,7 @@ import { runSft } from '../../src/train/sft.ts';
 import { runGrpo } from '../../src/rl/trainer.ts';
 import type { StepRecord } from '../../src/rl/phases.ts';
 import type { TrainConfigInput } from '../../src/rl/train-config.ts';
-import type { PassRecord } from '../../src/rl/hooks.ts';
+import type { PassRecord } from '../../src/rl/group_hooks.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'agro-hooks-'));
 const pool = new SqlPool({ size: 1 });
