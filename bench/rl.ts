@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
-import { SqlEnvironment, type SqlTask } from '../src/agent/sql-env.ts';
+import { SqlEnvironment } from '../src/agent/sql-env.ts';
 import { synthesizeTrajectories } from '../src/agent/trajectories.ts';
 import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
 import type { Environment, TaskBase } from '../src/agent/types.ts';
@@ -32,7 +32,7 @@ import { loadCheckpoint } from '../src/model/checkpoint.ts';
 import { suiteVariants } from '../src/data/databases.ts';
 import { readDataset } from '../src/data/read-dataset.ts';
 import { splitBySkeleton } from '../src/data/splits.ts';
-import { quickstartConfigSchema } from '../src/pipeline/quickstart.ts';
+import { quickstartConfigSchema, rlPoolPlan } from '../src/pipeline/quickstart.ts';
 import { flag, num } from './_args.ts';
 
 // ---------- helpers shared with bench/search.ts ----------
@@ -135,8 +135,9 @@ export async function run(args: string[]): Promise<void> {
   const verifyShare = num(args, '--verify-share', q.verifyShare);
   const schemaChars = num(args, '--schema-chars', q.schemaChars);
   const vocab = num(args, '--vocab', q.vocabSize);
-  const rlPool = args.includes('--no-filter') ? 'all' : flag(args, '--pool', q.rlPool);
-  if (!['active', 'filtered', 'all'].includes(rlPool)) throw new Error(`--pool: active, filtered or all, got ${rlPool}`);
+  const poolArg = quickstartConfigSchema.shape.rlPool.safeParse(args.includes('--no-filter') ? 'all' : flag(args, '--pool', q.rlPool));
+  if (!poolArg.success) throw new Error(`--pool: active, filtered or all, got ${flag(args, '--pool', '')}`);
+  const rlPool = poolArg.data;
   const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320 };
 
   const backend = await initBackend();
@@ -202,19 +203,18 @@ export async function run(args: string[]): Promise<void> {
         let ck = loadCheckpoint(sft.checkpoint);
         const rates = await samplePassRates(env, split.rl, ck.model, ck.tokenizer, { ...evalOpts, samples: passK, seed: seed + 1 });
         ck.model.dispose();
-        const informative = split.rl.filter((_, i) => rates.correct[i] > 0 && rates.correct[i] < passK);
-        const rlTasks: SqlTask[] = rlPool === 'filtered' && informative.length >= prompts ? informative : split.rl;
-        // The quickstart's active pool: every RL question, starting from these counts (src/rl/hooks.ts).
-        const passRates = rlPool === 'active' ? new Map(split.rl.map((t, i) => [t.id, { correct: rates.correct[i], samples: passK }])) : undefined;
-        console.log(`  RL questions by correct samples 0..${passK}: ${Array.from({ length: passK + 1 }, (_, c) => rates.correct.filter((x) => x === c).length).join(' / ')}; training on ${rlTasks.length}${passRates ? ` (active pool, ${informative.length} in between first)` : ''}`);
+        console.log(`  RL questions by correct samples 0..${passK}: ${Array.from({ length: passK + 1 }, (_, c) => rates.correct.filter((x) => x === c).length).join(' / ')}`);
 
         let rlSec = 0;
         for (const algo of algos) {
+          // The quickstart's choice of RL questions (and of the active pool's starting counts), per algorithm.
+          const { tasks: rlTasks, kept, passRates } = rlPoolPlan(rlPool, split.rl, rates.correct, { passSamples: passK, promptsPerStep: prompts }, algo);
+          console.log(`  ${algo}: training on ${rlTasks.length}${passRates ? ` (active pool, ${kept.length} in between first)` : ''}`);
           ck = loadCheckpoint(sft.checkpoint);
           const t1 = performance.now();
           const zero: number[] = [];
           const config: TrainConfigInput = {
-            algo, algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true }, ...(passRates ? { sampler: { name: 'active', recheck: q.rlRecheck } } : {}) }, steps, promptsPerStep: prompts, groupSize: group, lr: rlLr,
+            algo, algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true }, ...(passRates ? { sampler: { name: 'active' as const, recheck: q.rlRecheck } } : {}) }, steps, promptsPerStep: prompts, groupSize: group, lr: rlLr,
             maxTurnTokens: evalOpts.maxTurnTokens, maxResponseTokens: evalOpts.maxResponseTokens, checkpointEvery: 0, seed,
           };
           await runGrpo({ outDir: join(work, `${dbName}-${algo}-${seed}`), env, tasks: rlTasks, model: ck.model, tokenizer: ck.tokenizer, config, passRates, onStep: (r: StepRecord) => { zero.push(r.zero_signal); samplePeak(); } });

@@ -173,6 +173,28 @@ export function resolveQuickstartConfig(input: QuickstartConfigInput): Quickstar
   return cfg;
 }
 
+/**
+ * Which RL questions train, given each one's correct answers out of passSamples from the SFT policy (rlPool):
+ * 'active' trains on every candidate through the active-pool sampler, which starts from these counts
+ * (passRates); an algorithm with a sampler of its own (mmr1) keeps it and gets the filtered questions instead.
+ * 'filtered' keeps those answered right sometimes (0 < correct < passSamples); too few of them (under one
+ * step's prompts) falls back to every candidate, dynamic sampling still skipping dead groups. 'all': every one.
+ */
+export function rlPoolPlan<T extends { id: string }>(
+  pool: QuickstartConfig['rlPool'],
+  candidates: T[],
+  correct: readonly number[],
+  cfg: Pick<QuickstartConfig, 'passSamples' | 'promptsPerStep'>,
+  algo: string,
+): { tasks: T[]; kept: T[]; passRates?: Map<string, PassRecord> } {
+  const kept = candidates.filter((_, i) => correct[i] > 0 && correct[i] < cfg.passSamples);
+  if (pool === 'all') return { tasks: candidates, kept };
+  if (pool === 'active' && resolveAlgo(algo).sampler.name === 'order') {
+    return { tasks: candidates, kept, passRates: new Map(candidates.map((t, i) => [t.id, { correct: correct[i], samples: cfg.passSamples }])) };
+  }
+  return { tasks: kept.length >= cfg.promptsPerStep ? kept : candidates, kept };
+}
+
 export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
   const cfg = resolveQuickstartConfig(input);
   const log = hooks.log ?? (() => {});
@@ -280,12 +302,10 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       if (cfg.rlPool !== 'all' && rlCandidates.length) {
         const rates = await samplePassRates(env, rlCandidates, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples, seed: cfg.seed + 1 });
         const byCorrect = Array.from({ length: cfg.passSamples + 1 }, (_, c) => rates.correct.filter((x) => x === c).length);
-        const kept = rlCandidates.filter((_, i) => rates.correct[i] > 0 && rates.correct[i] < cfg.passSamples);
+        const { tasks, kept, passRates: prior } = rlPoolPlan(cfg.rlPool, rlCandidates, rates.correct, cfg, cfg.algo);
         report.rlFilter = { candidates: rlCandidates.length, kept: kept.length, byCorrect };
-        // The active pool is a prompt sampler: an algorithm with a sampler of its own (mmr1) keeps it, on the filtered questions.
-        if (cfg.rlPool === 'active' && resolveAlgo(cfg.algo).sampler.name === 'order') passRates = new Map(rlCandidates.map((t, i) => [t.id, { correct: rates.correct[i], samples: cfg.passSamples }]));
-        // Too few informative questions: fall back to every RL question (dynamic sampling still skips dead groups).
-        else if (kept.length >= cfg.promptsPerStep) rlTasks = kept;
+        rlTasks = tasks;
+        passRates = prior;
         const training = passRates
           ? `all ${rlTasks.length}: the ${kept.length} in between first, the others again every ${cfg.rlRecheck}th visit and each one while its groups disagree`
           : `the ${rlTasks.length} ${rlTasks === kept ? 'in between' : 'candidates'}`;
@@ -306,7 +326,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           algo: cfg.algo,
           // Dynamic sampling re-checks every group as training goes: a question the policy now always (or
           // never) gets right is dropped and replaced, so each step trains on groups with a signal.
-          algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true }, ...(passRates ? { sampler: { name: 'active', recheck: cfg.rlRecheck } } : {}) },
+          algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true }, ...(passRates ? { sampler: { name: 'active' as const, recheck: cfg.rlRecheck } } : {}) },
           steps: cfg.rlSteps,
           promptsPerStep: cfg.promptsPerStep,
           groupSize: cfg.groupSize,

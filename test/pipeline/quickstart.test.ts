@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { QuickstartReport } from '../../src/pipeline/quickstart.ts';
+import { rlPoolPlan, type QuickstartReport } from '../../src/pipeline/quickstart.ts';
 import { skeletonKey } from '../../src/data/splits.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
@@ -86,4 +86,23 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   const episode = JSON.parse(asked.stdout) as { turns: unknown[]; endReason: string };
   assert.ok(episode.turns.length >= 1 && episode.endReason.length > 0);
   assert.match(again.stdout, /run it on a file: agro predict --policy /);
+});
+
+test('rlPoolPlan: which RL questions train under each pool, from the SFT policy\'s correct answers out of 4', () => {
+  const qs = ['a', 'b', 'c', 'd', 'e'].map((id) => ({ id }));
+  const correct = [0, 2, 4, 1, 0];
+  const cfg = { passSamples: 4, promptsPerStep: 2 };
+  const ids = (ts: Array<{ id: string }>) => ts.map((t) => t.id).join('');
+  const active = rlPoolPlan('active', qs, correct, cfg, 'grpo');
+  assert.equal(ids(active.tasks), 'abcde');
+  assert.equal(ids(active.kept), 'bd');
+  assert.deepEqual([...active.passRates!].map(([id, r]) => `${id}${r.correct}/${r.samples}`), ['a0/4', 'b2/4', 'c4/4', 'd1/4', 'e0/4']);
+  // An algorithm with a sampler of its own keeps it, on the filtered questions.
+  const mmr1 = rlPoolPlan('active', qs, correct, cfg, 'mmr1');
+  assert.equal(mmr1.passRates, undefined);
+  assert.equal(ids(mmr1.tasks), 'bd');
+  assert.equal(ids(rlPoolPlan('filtered', qs, correct, cfg, 'grpo').tasks), 'bd');
+  // Fewer in-between questions than one step's prompts: every candidate.
+  assert.equal(ids(rlPoolPlan('filtered', qs, correct, { passSamples: 4, promptsPerStep: 3 }, 'grpo').tasks), 'abcde');
+  assert.equal(ids(rlPoolPlan('all', qs, correct, cfg, 'grpo').tasks), 'abcde');
 });
