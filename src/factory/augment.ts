@@ -39,7 +39,7 @@ export interface AugmentOptions {
 const READ_LIMIT = 5000;
 
 function perturb(v: SqlValue, rng: Rng, intLike: boolean): SqlValue {
-  if (typeof v !== 'number' || rng.next() < 0.4) return v;
+  if (typeof v !== 'number' || rng.next() < 0.15) return v;
   const x = v * (1 + 0.25 * rng.normal()) + (rng.next() < 0.2 ? rng.normal() * 3 : 0);
   return intLike ? Math.round(x) : Math.round(x * 100) / 100;
 }

@@ -282,13 +282,14 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     };
     const asStage = (s: Stage<SynthPair, SynthPair>, items: SynthPair[], variants: string[]) => checkpoint(s.name, items.length, variants, (ctx) => s.run(items, ctx));
 
-    const want = Math.ceil(cfg.n * cfg.oversample);
-    let items = profiles.size ? await checkpoint('synthesize', want, [], (ctx) => synthesize(ctx, { graph, profiles }, want, cfg.templateWeights, cfg.shapes ?? HUMAN_SHAPES)) : [];
-    items = await asStage(verifyStage, items, []);
+    // The variants come first: synthesis probes them too, so a ranked query has no tie at its cut on any database.
     progress.start('variants', cfg.variants);
     const variants = cfg.variants > 0 && profiles.size ? buildVariants(dbPath, schema, graph, { count: cfg.variants, seed: cfg.seed, dir: variantDir, maxRowsPerTable: cfg.variantRows }) : [];
     progress.tick(variants.length);
     progress.stop();
+    const want = Math.ceil(cfg.n * cfg.oversample);
+    let items = profiles.size ? await checkpoint('synthesize', want, variants, (ctx) => synthesize(ctx, { graph, profiles }, want, cfg.templateWeights, cfg.shapes ?? HUMAN_SHAPES)) : [];
+    items = await asStage(verifyStage, items, []);
     items = await asStage(ambiguityStage(), items, variants);
     items = await asStage(realizeStage(lex), items, variants);
     items = await asStage(alignStage(makeParseEnv(schema, graph, lex)), items, variants);

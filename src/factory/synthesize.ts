@@ -11,7 +11,9 @@ import { col, emptySelect, lit, type AggFn, type ColRef, type Cond, type Expr, t
 import { printQuery, printSelect } from './print.ts';
 import type { TableProfile, UsableColumn } from './profile.ts';
 import { buildJoins, joinPaths, type SchemaGraph } from './schema-graph.ts';
-import type { Difficulty, StageContext, SynthPair } from './types.ts';
+import { STAGE_CONCURRENCY, type Difficulty, type StageContext, type SynthPair } from './types.ts';
+import { mapConcurrent } from '../util/concurrency.ts';
+import { verifyPair } from './verify.ts';
 
 export interface SynthEnv {
   graph: SchemaGraph;
@@ -31,6 +33,8 @@ interface Frame {
   q: SelectAst;
   cols: Bound[];
   row: Map<string, SqlValue>;
+  /** The sampled rows the row was picked from, in the order of cols. */
+  sample: SqlValue[][];
   related: string | null;
 }
 
@@ -62,7 +66,7 @@ async function frame(ctx: StageContext, env: SynthEnv, base: TableProfile, relat
   const picked = ctx.rng.pick(rows);
   const row = new Map<string, SqlValue>();
   cols.forEach((c, i) => row.set(key(c.ref), picked[i]));
-  return { q, cols, row, related: related?.table.name ?? null };
+  return { q, cols, row, sample: rows, related: related?.table.name ?? null };
 }
 
 /** A value usable as a literal; stray spaces ('US ') are kept as stored, or the filter would not match. */
@@ -82,8 +86,20 @@ export function roundThreshold(v: number): number {
 /** Words of a value a person would search for with LIKE ("contains 'Smith'"). */
 const likeWords = (v: string) => v.split(/\s+/).filter((w) => w.length >= 4 && /^[\p{L}\p{N}]+$/u.test(w));
 
-/** A filter on `c` that the sampled row satisfies (mostly), or null. */
-function filterFor(c: Bound, v: SqlValue, rng: Rng): Cond | null {
+/**
+ * The word of `v` a LIKE would search for: one that other sampled values of the column share
+ * ("titles containing 'Love'" lists several), else any of its words, or null.
+ */
+export function likeWord(v: string, others: readonly SqlValue[], rng: Rng): string | null {
+  const ws = likeWords(v);
+  if (!ws.length) return null;
+  const hits = (w: string) => others.filter((o) => typeof o === 'string' && o.toLowerCase().includes(w.toLowerCase())).length;
+  const shared = ws.filter((w) => hits(w) >= 2);
+  return rng.pick(shared.length ? shared : ws);
+}
+
+/** A filter on `c` that the sampled row satisfies (mostly), or null; `others` are the column's sampled values. */
+function filterFor(c: Bound, v: SqlValue, rng: Rng, others: readonly SqlValue[] = []): Cond | null {
   if (v === null) return c.nullable && rng.next() < 0.3 ? { kind: 'null', expr: c.ref, negated: false } : null;
   if (c.role === 'numeric' && typeof v === 'number') {
     const op = rng.pick(['=', '>=', '<=', '>', '<', '>=', '<='] as const);
@@ -98,8 +114,8 @@ function filterFor(c: Bound, v: SqlValue, rng: Rng): Cond | null {
   }
   // Names and titles are searched by a word; categories now and then ("genres containing 'Rock'").
   if ((c.role === 'text' && rng.next() < 0.5) || (c.role === 'category' && rng.next() < 0.12)) {
-    const ws = likeWords(v);
-    if (ws.length) return { kind: 'like', expr: c.ref, pattern: `%${rng.pick(ws)}%` };
+    const w = likeWord(v, others, rng);
+    if (w) return { kind: 'like', expr: c.ref, pattern: `%${w}%` };
   }
   return { kind: 'cmp', left: c.ref, op: rng.next() < 0.1 ? '<>' : '=', right: lit(v) };
 }
@@ -111,7 +127,8 @@ function filters(f: Frame, rng: Rng, n: number, exclude: Set<string> = new Set()
   const out: Cond[] = [];
   for (const c of pool) {
     if (out.length >= n) break;
-    const cond = filterFor(c, f.row.get(key(c.ref)) ?? null, rng);
+    const j = f.cols.indexOf(c);
+    const cond = filterFor(c, f.row.get(key(c.ref)) ?? null, rng, f.sample.map((r) => r[j]));
     if (cond) out.push(cond);
   }
   return out;
@@ -199,11 +216,14 @@ async function group(ctx: StageContext, env: SynthEnv, top: boolean): Promise<Qu
     // train split select only the group (the aggregate is in ORDER BY).
     const sayable = agg.kind === 'agg' && !agg.distinct && (agg.fn === 'COUNT' ? agg.arg.kind === 'star' : agg.fn === 'SUM' || agg.fn === 'AVG');
     if (sayable && ctx.rng.next() < 0.89) f.q.columns = [g.ref];
+    const dir = ctx.rng.next() < 0.85 ? 'DESC' : 'ASC';
+    const limit = await untiedLimit(ctx, f.q, agg, dir, ctx.rng.next() < 0.75 ? 1 : 2 + ctx.rng.int(4)); // people mostly ask for the top one
+    if (limit === null) return null;
     f.q.orderBy = [
-      { expr: agg, dir: ctx.rng.next() < 0.85 ? 'DESC' : 'ASC' },
+      { expr: agg, dir },
       { expr: g.ref, dir: 'ASC' },
     ];
-    f.q.limit = ctx.rng.next() < 0.75 ? 1 : 2 + ctx.rng.int(4); // people mostly ask for the top one
+    f.q.limit = limit;
     return f.q;
   }
   if (ctx.rng.next() < 0.45) {
@@ -218,6 +238,30 @@ async function group(ctx: StageContext, env: SynthEnv, top: boolean): Promise<Qu
     if (ctx.rng.next() < 0.9) f.q.columns = [g.ref];
   }
   return f.q;
+}
+
+/** Ranked values the LIMIT probe reads: enough to find an untied cut for the limits people ask (1 to 5). */
+const RANK_PROBE = 6;
+
+/**
+ * A LIMIT with no tie at or above its cut on the original database and its variants, or null: the first k + 1 ranked
+ * values all differ, and there is a row past the cut (a LIMIT over a result that already fits is no
+ * ranking). `want` first, then the smallest untied k. Ties at the cut would make the question
+ * ambiguous (the tie-breaker is not spoken) and the ambiguity check would reject the pair, so the
+ * ranked shapes people ask most ("which X has the most Y", "the longest track") were mostly lost there.
+ */
+async function untiedLimit(ctx: StageContext, q: SelectAst, rank: Expr, dir: 'ASC' | 'DESC', want: number): Promise<number | null> {
+  const probe: SelectAst = { ...q, distinct: false, columns: [rank], having: q.having, orderBy: [{ expr: rank, dir }], limit: RANK_PROBE };
+  const sql = printSelect(probe);
+  if (ctx.tooCostly?.(sql)) return null;
+  const runs = await Promise.all([ctx.dbPath, ...ctx.variants].map((db) => ctx.executor.execute(db, sql, { timeoutMs: Math.min(ctx.timeoutMs, 1500), maxRows: RANK_PROBE })));
+  if (runs.some((r) => !r.ok)) return null;
+  const ranked = runs.map((r) => (r.ok ? r.rows.map((row) => row[0]) : []));
+  // No two equal values among the first k + 1: a tie inside the k would reorder the answer too.
+  const untied = (k: number) => ranked.every((v) => v.length > k && v.slice(0, k + 1).every((x, i) => i === 0 || x !== v[i - 1]));
+  if (untied(want)) return want;
+  for (let k = 1; k < RANK_PROBE; k++) if (untied(k)) return k;
+  return null;
 }
 
 type Builder = (ctx: StageContext, env: SynthEnv) => Promise<QueryAst | null>;
@@ -308,18 +352,32 @@ const TEMPLATES: Record<string, Builder> = {
         targets = rel;
       }
     }
-    if (!nums.length || !targets.length) return null;
-    // A column with few repeated values ranks without ties at the top (ties make the question ambiguous).
-    const spread = nums.filter((c) => c.distinct >= 0.8 * c.rows);
-    const by = ctx.rng.pick(spread.length && ctx.rng.next() < 0.8 ? spread : nums);
+    if (!nums.length) return null;
+    // People also ask for the row's id ("the id of the longest file"), and for a number or date of
+    // a table that has no names ("the earliest payment date", "the amount of the latest payment").
+    const pkCol = f.cols.find((c) => c.ref.alias === 'T1' && env.profiles.get(f.q.from.table)!.pk.length === 1 && c.column === env.profiles.get(f.q.from.table)!.pk[0]);
+    if (pkCol && (!targets.length || ctx.rng.next() < 0.15)) targets = [pkCol];
+    // A column with few repeated values ranks without ties at the top (ties make the question ambiguous):
+    // those first, then the others, until one ranks without a tie at the cut on every database.
+    const spread = ctx.rng.shuffle(nums.filter((c) => c.distinct >= 0.8 * c.rows));
+    const order = [...spread, ...ctx.rng.shuffle(nums.filter((c) => !spread.includes(c)))].slice(0, 3);
+    if (!targets.length) targets = nonKey(f, 'T1').filter((c) => c.role === 'numeric' || c.role === 'date');
+    if (!targets.length) return null;
     const t = ctx.rng.pick(targets);
-    f.q.columns = [t.ref];
-    f.q.where = ctx.rng.next() < 0.4 ? filters(f, ctx.rng, 1, new Set([key(by.ref), key(t.ref)])) : [];
-    f.q.orderBy = [{ expr: by.ref, dir: ctx.rng.next() < 0.6 ? 'DESC' : 'ASC' }, ...tb.map((c) => ({ expr: c as Expr, dir: 'ASC' as const }))];
-    f.q.limit = ctx.rng.next() < 0.6 ? 1 : 2 + ctx.rng.int(4); // people mostly ask for the top one
-    // NULLs sort first in SQLite: keep them out of "highest/lowest" questions.
-    f.q.where.push({ kind: 'null', expr: by.ref, negated: true });
-    return f.q;
+    const dir = ctx.rng.next() < 0.6 ? 'DESC' : 'ASC';
+    const want = ctx.rng.next() < 0.6 ? 1 : 2 + ctx.rng.int(4); // people mostly ask for the top one
+    const filtered = ctx.rng.next() < 0.4;
+    for (const by of order) {
+      const q: SelectAst = { ...f.q, columns: [t.ref], where: filtered ? filters(f, ctx.rng, 1, new Set([key(by.ref), key(t.ref)])) : [] };
+      // Asked of the ranked column itself when it is the only thing to ask ("the earliest payment date").
+      if (key(t.ref) === key(by.ref) && targets.length > 1) continue;
+      // NULLs sort first in SQLite: keep them out of "highest/lowest" questions.
+      q.where.push({ kind: 'null', expr: by.ref, negated: true });
+      const limit = await untiedLimit(ctx, q, by.ref, dir, want);
+      if (limit === null) continue;
+      return { ...q, orderBy: [{ expr: by.ref, dir }, ...tb.map((c) => ({ expr: c as Expr, dir: 'ASC' as const }))], limit };
+    }
+    return null;
   },
   async arithmetic(ctx, env) {
     const pick = pickBase(env, ctx.rng, false);
@@ -595,7 +653,7 @@ const TOPUP_MIN_SHARE = 0.4;
 /** Candidates of each often-asked shape the top-up aims at, at least (later stages drop about half). */
 const TOPUP_MIN = 6;
 /** Tries per short shape before the top-up gives it up (the schema may not allow it). */
-const TOPUP_TRIES = 40;
+const TOPUP_TRIES = 80;
 
 function drawTemplate(rng: Rng, names: string[], w: Record<string, number>): string {
   const total = names.reduce((a, t) => a + w[t], 0);
@@ -623,7 +681,7 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
   const seen = new Set<string>();
   const shapeCount = new Map<string, number>();
   const makers = new Map<string, Set<string>>();
-  const attempt = async (template: string, accept: (shape: string) => boolean): Promise<boolean> => {
+  const attempt = async (template: string, accept: (shape: string) => boolean, verify?: (p: SynthPair) => Promise<string | null>): Promise<boolean> => {
     const raw = await TEMPLATES[template](ctx, env);
     const ast = raw && normalizeJoins(raw, env.graph);
     if (!ast) {
@@ -646,8 +704,7 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
     makers.get(shape)!.add(template);
     if (!accept(shape)) return false;
     seen.add(sql);
-    shapeCount.set(shape, (shapeCount.get(shape) ?? 0) + 1);
-    out.push({
+    const pair: SynthPair = {
       id: `${ctx.dbId}-${out.length}`,
       dbId: ctx.dbId,
       sql,
@@ -657,7 +714,14 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
       style: 'formal',
       difficulty: difficultyOf(ast).difficulty,
       provenance: { stages: ['synthesize'], checks: [], template },
-    });
+    };
+    const failed = verify ? await verify(pair) : null;
+    if (failed) {
+      ctx.reject(pair, failed);
+      return false;
+    }
+    shapeCount.set(shape, (shapeCount.get(shape) ?? 0) + 1);
+    out.push(pair);
     ctx.progress.tick();
     return true;
   };
@@ -668,20 +732,33 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
   if (tooCostly) ctx = { ...ctx, tooCostly: (sql) => (tooCostly(sql) ? (costly++, true) : false) };
   for (let i = 0; i < Math.min(n * 6 + costly, n * 12) && out.length < n; i++) await attempt(drawTemplate(ctx.rng, names, w), () => true);
   if (shapes) {
+    // The top-up counts candidates that pass verification: a shape's candidates may all fail it
+    // (a join whose filter removes nothing, a LIKE that matches every row), and a shape with none
+    // left never reaches the final selection. Verifying here costs nothing more: the verify stage
+    // asks the same queries again of the caching executor.
+    const verified = await mapConcurrent(out, STAGE_CONCURRENCY, (p) => verifyPair(ctx, p));
+    shapeCount.clear();
+    out.forEach((p, i) => {
+      if (verified[i] === null) shapeCount.set(astShape(p.ast), (shapeCount.get(astShape(p.ast)) ?? 0) + 1);
+    });
     const wanted = Object.entries(shapes)
       .filter(([, share]) => share >= TOPUP_MIN_SHARE)
       .sort((a, b) => b[1] - a[1])
       .map(([shape, share]) => ({ shape, target: TOPUP_MIN + Math.ceil((n * share) / 200), tries: 0 }));
-    for (let round = 0; round < n * 4; round++) {
+    for (let round = 0; round < n * 8; round++) {
       const short = wanted.filter((x) => (shapeCount.get(x.shape) ?? 0) < x.target && x.tries < TOPUP_TRIES);
       if (!short.length) break;
       const x = short[round % short.length];
       x.tries++;
       const from = [...(makers.get(x.shape) ?? [])].filter((t) => w[t] > 0);
-      await attempt(from.length ? ctx.rng.pick(from) : drawTemplate(ctx.rng, names, w), (shape) => {
-        const y = wanted.find((z) => z.shape === shape);
-        return y !== undefined && (shapeCount.get(shape) ?? 0) < y.target;
-      });
+      await attempt(
+        from.length ? ctx.rng.pick(from) : drawTemplate(ctx.rng, names, w),
+        (shape) => {
+          const y = wanted.find((z) => z.shape === shape);
+          return y !== undefined && (shapeCount.get(shape) ?? 0) < y.target;
+        },
+        (p) => verifyPair(ctx, p),
+      );
     }
   }
   ctx.progress.stop();

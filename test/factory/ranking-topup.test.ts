@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { introspectSchema } from '../../src/sql/introspect.ts';
+import { SqlPool } from '../../src/sql/pool.ts';
+import { Rng } from '../../src/util/rng.ts';
+import { buildVariants } from '../../src/factory/augment.ts';
+import { buildLexicon } from '../../src/factory/names.ts';
+import { profileSchema } from '../../src/factory/profile.ts';
+import { queryShape } from '../../src/factory/realism.ts';
+import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
+import { likeWord, synthesize } from '../../src/factory/synthesize.ts';
+import { silentProgress, type StageContext } from '../../src/factory/types.ts';
+import { verifyPair } from '../../src/factory/verify.ts';
+import { makeShopDb, tmpDir } from './fixtures.ts';
+
+test('a LIKE searches for a word the column\'s other values share, else any word of the value', () => {
+  const rng = new Rng(1);
+  for (let i = 0; i < 20; i++) assert.equal(likeWord('Lodge Glenmore', ['Lodge Glenmore', 'Glenmore Park', 'Odeon'], rng), 'Glenmore');
+  const seen = new Set(Array.from({ length: 40 }, () => likeWord('Lodge Glenmore', ['Lodge Glenmore', 'Odeon'], rng)));
+  assert.deepEqual([...seen].sort(), ['Glenmore', 'Lodge']);
+  assert.equal(likeWord('a b', ['a b'], rng), null, 'no word of 4 letters or more');
+});
+
+/** A table whose rankable columns tie at the top (plays, a small-domain rating) and one that does not (length). */
+function makeTiedDb(dir: string): string {
+  const path = join(dir, 'songs.sqlite');
+  const db = new Database(path);
+  db.exec('CREATE TABLE song (song_id INTEGER PRIMARY KEY, title TEXT NOT NULL, genre TEXT, plays INTEGER, rating INTEGER, length REAL)');
+  const rng = new Rng(3);
+  const ins = db.prepare('INSERT INTO song VALUES (?, ?, ?, ?, ?, ?)');
+  for (let i = 1; i <= 60; i++) ins.run(i, `Song ${i}`, rng.pick(['rock', 'jazz', 'folk', 'pop']), i <= 5 ? 900 : rng.int(500), 1 + rng.int(5), 120 + i * 1.7 + rng.next());
+  db.close();
+  return path;
+}
+
+test('ranked queries are synthesized with no tie at or above their LIMIT on the original and on every variant', async () => {
+  const dir = tmpDir();
+  const path = makeTiedDb(dir);
+  const schema = introspectSchema(path);
+  const graph = buildSchemaGraph(schema);
+  const { profiles } = profileSchema(schema, graph, buildLexicon(schema));
+  const variants = buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
+  const pool = new SqlPool({ size: 2 });
+  try {
+    const ctx: StageContext = { dbId: 'songs', dbPath: path, schema, executor: pool, rng: new Rng(5), progress: silentProgress, variants, reject() {}, timeoutMs: 3000 };
+    const out = await synthesize(ctx, { graph, profiles }, 60, { topK: 10, groupTop: 10 });
+    const ranked = out.filter((p) => p.ast.kind === 'select' && p.ast.limit !== null && p.ast.orderBy.length);
+    assert.ok(ranked.length >= 5, `ranked candidates: ${ranked.length}`);
+    for (const p of ranked) {
+      if (p.ast.kind !== 'select') continue;
+      const k = p.ast.limit!;
+      // The first sort key's values at ranks 1..k+1, from the query itself with the key as its only column.
+      for (const db of [path, ...variants]) {
+        const probe = p.sql.replace(/^SELECT (DISTINCT )?.*? FROM /, `SELECT ${/ORDER BY (.*?) (ASC|DESC)/.exec(p.sql)![1]} FROM `).replace(/LIMIT \d+$/, `LIMIT ${k + 1}`);
+        const r = await pool.execute(db, probe);
+        assert.ok(r.ok, probe);
+        const v = r.rows.map((row) => row[0]);
+        assert.equal(v.length, k + 1, `a row past the cut: ${p.sql} on ${db}`);
+        assert.equal(new Set(v).size, k + 1, `no tie at or above the cut: ${p.sql} on ${db}: ${JSON.stringify(v)}`);
+      }
+    }
+  } finally {
+    await pool.close();
+  }
+});
+
+test('the shape top-up counts candidates that pass verification, and records why the others failed', async () => {
+  const dir = tmpDir();
+  const path = makeShopDb(dir);
+  const schema = introspectSchema(path);
+  const graph = buildSchemaGraph(schema);
+  const { profiles } = profileSchema(schema, graph, buildLexicon(schema));
+  const pool = new SqlPool({ size: 2 });
+  try {
+    const rejected: string[] = [];
+    const ctx: StageContext = { dbId: 'shop', dbPath: path, schema, executor: pool, rng: new Rng(2), progress: silentProgress, variants: [], reject: (_p, why) => rejected.push(why), timeoutMs: 3000 };
+    // A mix that asks for plain joins only: many join candidates fail verification (a filter that removes nothing, too many rows).
+    const out = await synthesize(ctx, { graph, profiles }, 40, {}, { join: 100 });
+    const joins = out.filter((p) => queryShape(p.sql) === 'join');
+    const failed: string[] = [];
+    for (const p of joins) {
+      const why = await verifyPair(ctx, p);
+      if (why) failed.push(why);
+    }
+    // The weighted draw is not verified here (the verify stage does that); the top-up's additions are,
+    // so its failures are counted under the verification's own reasons.
+    const verifyReasons = rejected.filter((r) => !['no_structure', 'duplicate_sql', 'too_costly'].includes(r));
+    assert.ok(verifyReasons.length > 0, `synthesis rejections: ${[...new Set(rejected)].join(', ')}`);
+    assert.ok(joins.length - failed.length >= 10, `verified joins: ${joins.length - failed.length} of ${joins.length}`);
+  } finally {
+    await pool.close();
+  }
+});
