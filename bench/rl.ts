@@ -1,4 +1,4 @@
-// `npm run bench -- rl [--quick] [--seeds 3] [--steps N] [--algos grpo,dr_grpo,dapo,egrpo_sql] [--pool active|filtered|all] [--no-filter] [--dbs music_store,spider:chinook_1,kaggle:GeoNuclearData] ...` (defaults: the quickstart's)
+// `npm run bench -- rl [--quick] [--seeds 3] [--steps N] [--lr X] [--min-lr-ratio R] [--algos grpo,dr_grpo,dapo,egrpo_sql] [--pool active|filtered|all] [--no-filter] [--dbs music_store,spider:chinook_1,kaggle:GeoNuclearData] ...` (defaults: the quickstart's)
 // Does RL beat its SFT starting point on questions it has not seen? Per database: one data factory run,
 // split by SQL skeleton into disjoint SFT, RL and held-out sets (no held-out skeleton is ever trained on).
 // Per seed: one cold start (diversity-selected trajectories, new tokenizer, tiny model, SFT) on the SFT set;
@@ -132,6 +132,7 @@ export async function run(args: string[]): Promise<void> {
   const prompts = num(args, '--prompts', q.promptsPerStep);
   const group = num(args, '--group', q.groupSize);
   const rlLr = num(args, '--lr', q.rlLr);
+  const minLrRatio = num(args, '--min-lr-ratio', q.rlMinLrRatio);
   const verifyShare = num(args, '--verify-share', q.verifyShare);
   const schemaChars = num(args, '--schema-chars', q.schemaChars);
   const vocab = num(args, '--vocab', q.vocabSize);
@@ -146,9 +147,9 @@ export async function run(args: string[]): Promise<void> {
   const env = new SqlEnvironment(pool, { schemaChars });
   const times: Record<string, number[]> = {};
   const time = (k: string, s: number): void => void (times[k] ??= []).push(s);
-  const rows: string[][] = [['database', 'policy', 'held-out EX mean', 'min..max', 'Δ vs SFT', 'pass@1', `pass@${passK}`, 'human EX', 'zero-signal', 'fixed/broke', 'runs']];
+  const rows: string[][] = [['database', 'policy', 'held-out EX mean', 'min..max', 'Δ vs SFT', 'Δ per seed', 'pass@1', `pass@${passK}`, 'human EX', 'zero-signal', 'fixed/broke', 'runs']];
   try {
-    console.log(`${dbs.join(', ')}; ${seeds} seed(s); tiny model on ${backend}; SFT ${sftSteps} steps; RL ${steps} steps × ${prompts} prompts × ${group} rollouts, lr ${rlLr}, dynamic sampling, no KL`);
+    console.log(`${dbs.join(', ')}; ${seeds} seed(s); tiny model on ${backend}; SFT ${sftSteps} steps; RL ${steps} steps × ${prompts} prompts × ${group} rollouts, lr ${rlLr}${minLrRatio < 1 ? ` (cosine to ×${minLrRatio})` : ''}, dynamic sampling, no KL`);
     for (const dbName of dbs) {
       const { path: db, human } = databaseOf(dbName);
       let t0 = performance.now();
@@ -214,7 +215,7 @@ export async function run(args: string[]): Promise<void> {
           const t1 = performance.now();
           const zero: number[] = [];
           const config: TrainConfigInput = {
-            algo, algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true }, ...(passRates ? { sampler: { name: 'active' as const, recheck: q.rlRecheck } } : {}) }, steps, promptsPerStep: prompts, groupSize: group, lr: rlLr,
+            algo, algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true }, ...(passRates ? { sampler: { name: 'active' as const, recheck: q.rlRecheck } } : {}) }, steps, promptsPerStep: prompts, groupSize: group, lr: rlLr, minLrRatio,
             maxTurnTokens: evalOpts.maxTurnTokens, maxResponseTokens: evalOpts.maxResponseTokens, checkpointEvery: 0, seed,
           };
           await runGrpo({ outDir: join(work, `${dbName}-${algo}-${seed}`), env, tasks: rlTasks, model: ck.model, tokenizer: ck.tokenizer, config, passRates, onStep: (r: StepRecord) => { zero.push(r.zero_signal); samplePeak(); } });
@@ -239,7 +240,7 @@ export async function run(args: string[]): Promise<void> {
       const sftMean = mean(results.sft.acc);
       for (const nm of names) {
         const r = results[nm];
-        rows.push([dbName, nm, pct(mean(r.acc)), spread(r.acc), nm === 'sft' ? '-' : `${mean(r.acc) >= sftMean ? '+' : ''}${pct(mean(r.acc) - sftMean)}`, pct(mean(r.pass1)), pct(mean(r.passK)), r.human.length ? pct(mean(r.human)) : '-', r.zero.length ? pct(mean(r.zero)) : '-', nm.startsWith('sft') ? '-' : `${r.fixed}/${r.broke}`, String(r.acc.length)]);
+        rows.push([dbName, nm, pct(mean(r.acc)), spread(r.acc), nm === 'sft' ? '-' : `${mean(r.acc) >= sftMean ? '+' : ''}${pct(mean(r.acc) - sftMean)}`, nm === 'sft' ? '-' : r.acc.map((a, i) => `${a >= results.sft.acc[i] ? '+' : ''}${pct(a - results.sft.acc[i])}`).join(' / '), pct(mean(r.pass1)), pct(mean(r.passK)), r.human.length ? pct(mean(r.human)) : '-', r.zero.length ? pct(mean(r.zero)) : '-', nm.startsWith('sft') ? '-' : `${r.fixed}/${r.broke}`, String(r.acc.length)]);
       }
     }
     console.log(`\nheld-out execution accuracy (%), ${seeds} seed(s); sft+ = SFT-only at the RL run's wall time; fixed/broke = answers whose tool call fixed a wrong first query / broke a right one (summed over seeds)`);

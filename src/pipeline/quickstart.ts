@@ -110,6 +110,13 @@ export const quickstartConfigSchema = z.strictObject({
   groupSize: z.number().int().min(2).default(4),
   promptsPerStep: z.number().int().min(1).default(4),
   rlLr: z.number().positive().default(3e-4),
+  /**
+   * The RL learning rate decays by a cosine to rlLr × this at the last step (1 = constant). Measured on
+   * music_store (2,400 pairs, active pool, 400 steps, same SFT checkpoints), held-out EX points from RL on
+   * seeds 0–2: constant +8.9 / +2.2 / +3.3 (mean +4.8), cosine to 0.1 +11.1 / +5.5 / +3.9 (mean +6.8): the
+   * late steps, on few informative groups, no longer undo what the early ones learned.
+   */
+  rlMinLrRatio: z.number().min(0).max(1).default(0.1),
   /** Schema characters in the agent's prompt: the prompt dominates the compute of every step. */
   schemaChars: z.number().int().min(200).default(200),
   seed: z.number().int().min(0).default(0),
@@ -331,6 +338,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           promptsPerStep: cfg.promptsPerStep,
           groupSize: cfg.groupSize,
           lr: cfg.rlLr,
+          minLrRatio: cfg.rlMinLrRatio,
           maxTurnTokens: evalOpts.maxTurnTokens,
           maxResponseTokens: evalOpts.maxResponseTokens,
           checkpointEvery: 0,
