@@ -51,6 +51,11 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   assert.equal(trainCfg.algo.sampler.name, 'active');
   assert.equal(trainCfg.tasks, split.rl);
   for (const m of rlLog) assert.equal((m.hooks as unknown as Record<string, number>).active_known, split.rl);
+  // The RL learning rate decays by a cosine from rlLr to rlLr × rlMinLrRatio at the last step.
+  const { rlLr, rlMinLrRatio } = report.config;
+  assert.ok(rlMinLrRatio < 1);
+  assert.ok(Math.abs(rlLog[0].lr - (rlLr * rlMinLrRatio + (rlLr - rlLr * rlMinLrRatio) * 0.5 * (1 + Math.cos(Math.PI / 3)))) < 1e-12, `step 1 lr ${rlLog[0].lr}`);
+  assert.ok(Math.abs(rlLog[2].lr - rlLr * rlMinLrRatio) < 1e-12, `last lr ${rlLog[2].lr}`);
   for (const m of rlLog) {
     for (const k of ['reward', 'loss', 'entropy', 'response_tokens', 'tool_calls', 'time_rollout_s', 'zero_signal']) assert.ok(Number.isFinite(m[k]), `${k} = ${m[k]}`);
     assert.ok(m.reward >= 0 && m.reward <= 1.1);
