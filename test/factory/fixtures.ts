@@ -4,6 +4,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng } from '../../src/util/rng.ts';
+import { introspectSchema } from '../../src/sql/introspect.ts';
+import type { DbSchema } from '../../src/sql/types.ts';
+import { buildLexicon } from '../../src/factory/names.ts';
+import { profileSchema, type TableProfile } from '../../src/factory/profile.ts';
+import { buildSchemaGraph, type SchemaGraph } from '../../src/factory/schema-graph.ts';
 
 export function tmpDir(prefix = 'agro-factory-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -68,4 +73,11 @@ export function makeOddDb(dir: string): string {
   db.exec('COMMIT');
   db.close();
   return path;
+}
+
+/** What synthesis needs of a database file: its schema, schema graph and column profiles. */
+export function synthInputs(path: string): { schema: DbSchema; graph: SchemaGraph; profiles: Map<string, TableProfile> } {
+  const schema = introspectSchema(path);
+  const graph = buildSchemaGraph(schema);
+  return { schema, graph, profiles: profileSchema(schema, graph, buildLexicon(schema)).profiles };
 }

@@ -2,18 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { introspectSchema } from '../../src/sql/introspect.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { buildVariants } from '../../src/factory/augment.ts';
-import { buildLexicon } from '../../src/factory/names.ts';
-import { profileSchema } from '../../src/factory/profile.ts';
 import { queryShape } from '../../src/factory/realism.ts';
-import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
 import { likeWord, synthesize } from '../../src/factory/synthesize.ts';
 import { silentProgress, type StageContext } from '../../src/factory/types.ts';
 import { verifyPair } from '../../src/factory/verify.ts';
-import { makeShopDb, tmpDir } from './fixtures.ts';
+import { makeShopDb, synthInputs, tmpDir } from './fixtures.ts';
 
 test('a LIKE searches for a word the column\'s other values share, else any word of the value', () => {
   const rng = new Rng(1);
@@ -38,9 +34,7 @@ function makeTiedDb(dir: string): string {
 test('ranked queries are synthesized with no tie at or above their LIMIT on the original and on every variant', async () => {
   const dir = tmpDir();
   const path = makeTiedDb(dir);
-  const schema = introspectSchema(path);
-  const graph = buildSchemaGraph(schema);
-  const { profiles } = profileSchema(schema, graph, buildLexicon(schema));
+  const { schema, graph, profiles } = synthInputs(path);
   const variants = buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
   const pool = new SqlPool({ size: 2 });
   try {
@@ -69,9 +63,7 @@ test('ranked queries are synthesized with no tie at or above their LIMIT on the 
 test('the shape top-up counts candidates that pass verification, and records why the others failed', async () => {
   const dir = tmpDir();
   const path = makeShopDb(dir);
-  const schema = introspectSchema(path);
-  const graph = buildSchemaGraph(schema);
-  const { profiles } = profileSchema(schema, graph, buildLexicon(schema));
+  const { schema, graph, profiles } = synthInputs(path);
   const pool = new SqlPool({ size: 2 });
   try {
     const rejected: string[] = [];

@@ -1,18 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
-import { introspectSchema } from '../../src/sql/introspect.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { col, emptySelect, lit, type SelectAst } from '../../src/factory/ast.ts';
 import { printQuery } from '../../src/factory/print.ts';
 import { sqlName } from '../../src/sql/lexer.ts';
-import { buildLexicon, columnPhrase, words } from '../../src/factory/names.ts';
-import { profileSchema } from '../../src/factory/profile.ts';
-import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
+import { columnPhrase, words } from '../../src/factory/names.ts';
 import { difficultyOf, synthesize } from '../../src/factory/synthesize.ts';
 import { silentProgress, type StageContext } from '../../src/factory/types.ts';
-import { makeShopDb, tmpDir } from './fixtures.ts';
+import { makeShopDb, synthInputs, tmpDir } from './fixtures.ts';
 
 test('printer quotes odd identifiers and the SQL runs', () => {
   assert.equal(sqlName('price'), 'price');
@@ -61,9 +58,7 @@ test('difficulty rule from structure', () => {
 test('synthesis is deterministic for a seed, uses literals from the data, and covers joins, grouping and nesting', async () => {
   const dir = tmpDir();
   const path = makeShopDb(dir);
-  const schema = introspectSchema(path);
-  const graph = buildSchemaGraph(schema);
-  const { profiles } = profileSchema(schema, graph, buildLexicon(schema));
+  const { schema, graph, profiles } = synthInputs(path);
   const pool = new SqlPool({ size: 2 });
   const run = async (seed: number) => {
     const ctx: StageContext = { dbId: 'shop', dbPath: path, schema, executor: pool, rng: new Rng(seed), progress: silentProgress, variants: [], reject() {}, timeoutMs: 3000 };
