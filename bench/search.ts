@@ -1,4 +1,4 @@
-// `npm run bench -- search [--quick] [--seeds 3] [--steps N] [--db school] ...`
+// `npm run bench -- search [--quick] [--seeds 3] [--first-seed 0] [--steps N] [--db school] ...`
 // GRPO versus E-GRPO for the search agent, from the same SFT start with the same compute. Data: entity
 // documents and multi-hop questions synthesized from a bundled database (agro synth-search), the
 // synthesizer's held-out split for evaluation. Per seed: scripted cold-start trajectories through the
@@ -39,6 +39,7 @@ export async function run(args: string[]): Promise<void> {
   const dbName = flag(args, '--db', 'school');
   const db = resolve(dbName.includes('/') ? dbName : `data/databases/${dbName}/${dbName}.sqlite`);
   const seeds = num(args, '--seeds', quick ? 1 : 3);
+  const firstSeed = num(args, '--first-seed', 0);
   const algos = flag(args, '--algos', 'grpo,egrpo').split(',').filter(Boolean);
   for (const a of algos) if (!ALGOS[a]) throw new Error(`bench search: unknown algo ${a} (have ${Object.keys(ALGOS).join(', ')})`);
   const nQuestions = num(args, '--questions', 400);
@@ -96,7 +97,7 @@ export async function run(args: string[]): Promise<void> {
       console.log(`  ${nm.padEnd(6)} exact match ${pct(s.accuracy)}%, tool calls/episode ${s.toolCalls.toFixed(2)}, tool use ${pct(s.toolUse)}%, answered ${pct(s.answered)}%, entity rate ${entity.toFixed(2)}`);
     };
 
-    for (let seed = 0; seed < seeds; seed++) {
+    for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
       console.log(`seed ${seed}:`);
       t0 = performance.now();
       const pick = new Rng(seed).shuffle([...trainQs]).slice(0, Math.min(coldStart, trainQs.length));
@@ -142,7 +143,7 @@ export async function run(args: string[]): Promise<void> {
       }),
     ]);
     console.log('\nper seed (exact match %):');
-    table([['algo', ...Array.from({ length: seeds }, (_, s) => `seed ${s}`)], ...names.map((nm) => [nm, ...res[nm].acc.map(pct)])]);
+    table([['algo', ...Array.from({ length: seeds }, (_, s) => `seed ${firstSeed + s}`)], ...names.map((nm) => [nm, ...res[nm].acc.map(pct)])]);
     console.log('\nwall time per stage (s, mean over runs):');
     table([['stage', 'mean s', 'runs'], ...Object.entries(times).map(([k, v]) => [k, mean(v).toFixed(1), String(v.length)])]);
     console.log(`peak RSS ${(samplePeak() / 2 ** 20).toFixed(0)} MiB`);
