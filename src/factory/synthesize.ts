@@ -254,14 +254,21 @@ async function untiedLimit(ctx: StageContext, q: SelectAst, rank: Expr, dir: 'AS
   const probe: SelectAst = { ...q, distinct: false, columns: [rank], having: q.having, orderBy: [{ expr: rank, dir }], limit: RANK_PROBE };
   const sql = printSelect(probe);
   if (ctx.tooCostly?.(sql)) return null;
-  const runs = await Promise.all([ctx.dbPath, ...ctx.variants].map((db) => ctx.executor.execute(db, sql, { timeoutMs: Math.min(ctx.timeoutMs, 1500), maxRows: RANK_PROBE })));
-  if (runs.some((r) => !r.ok)) return null;
-  const ranked = runs.map((r) => (r.ok ? r.rows.map((row) => row[0]) : []));
+  const probeOn = (db: string) => ctx.executor.execute(db, sql, { timeoutMs: Math.min(ctx.timeoutMs, 1500), maxRows: RANK_PROBE });
+  const ranked: SqlValue[][] = [];
   // No two equal values among the first k + 1: a tie inside the k would reorder the answer too.
   const untied = (k: number) => ranked.every((v) => v.length > k && v.slice(0, k + 1).every((x, i) => i === 0 || x !== v[i - 1]));
-  if (untied(want)) return want;
-  for (let k = 1; k < RANK_PROBE; k++) if (untied(k)) return k;
-  return null;
+  const cuts = () => [want, ...Array.from({ length: RANK_PROBE - 1 }, (_, i) => i + 1)].filter(untied);
+  // The original first: most candidates that tie, tie there, and the variants need not be asked.
+  for (const runs of [[ctx.dbPath], ctx.variants]) {
+    const rs = await Promise.all(runs.map(probeOn));
+    for (const r of rs) {
+      if (!r.ok) return null;
+      ranked.push(r.rows.map((row) => row[0]));
+    }
+    if (!cuts().length) return null;
+  }
+  return cuts()[0];
 }
 
 type Builder = (ctx: StageContext, env: SynthEnv) => Promise<QueryAst | null>;
@@ -650,7 +657,7 @@ export function astShape(q: QueryAst): string {
 
 /** Shapes asked at least this often (percent) get a top-up of candidates when the weighted draw leaves them short. */
 const TOPUP_MIN_SHARE = 0.4;
-/** Candidates of each often-asked shape the top-up aims at, at least (later stages drop about half). */
+/** Verified candidates of each often-asked shape the top-up aims at, at least (the diversity stage keeps about half). */
 const TOPUP_MIN = 6;
 /** Tries per short shape before the top-up gives it up (the schema may not allow it). */
 const TOPUP_TRIES = 80;
@@ -667,9 +674,9 @@ function drawTemplate(rng: Rng, names: string[], w: Record<string, number>): str
 
 /**
  * Synthesizes up to `n` distinct candidates by template weight; then, when a shape mix is given,
- * tops up every shape people ask often (share >= TOPUP_MIN_SHARE) to TOPUP_MIN candidates plus half
- * its share of n, drawing from the templates that made that shape, because verification and the
- * ambiguity check drop some of every shape. Attempts are bounded so a poor schema ends early.
+ * tops up every shape people ask often (share >= TOPUP_MIN_SHARE) to TOPUP_MIN verified candidates plus
+ * half its share of n, drawing from the templates that made that shape (the diversity stage keeps
+ * about half of the candidates, and the shape mix decides among them). Attempts are bounded so a poor schema ends early.
  */
 export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, weights: Record<string, number> = {}, shapes?: Readonly<Record<string, number>>): Promise<SynthPair[]> {
   const unknown = Object.keys(weights).filter((t) => !TEMPLATES[t]);
