@@ -144,6 +144,12 @@ function pickBase(env: SynthEnv, rng: Rng, needRelated: boolean): { base: TableP
   return { base, related: env.profiles.get(rng.pick(rel).table)! };
 }
 
+/** The base table's single-column primary key among the frame's columns, or undefined. */
+function keyColumn(f: Frame, env: SynthEnv): Bound | undefined {
+  const pk = env.profiles.get(f.q.from.table)!.pk;
+  return pk.length === 1 ? f.cols.find((c) => c.ref.alias === 'T1' && c.column === pk[0]) : undefined;
+}
+
 const nonKey = (f: Frame, alias: string | null, role?: UsableColumn['role']) =>
   f.cols.filter((c) => !c.isKey && (alias === null || c.ref.alias === alias) && (!role || c.role === role));
 
@@ -258,17 +264,17 @@ async function untiedLimit(ctx: StageContext, q: SelectAst, rank: Expr, dir: 'AS
   const ranked: SqlValue[][] = [];
   // No two equal values among the first k + 1: a tie inside the k would reorder the answer too.
   const untied = (k: number) => ranked.every((v) => v.length > k && v.slice(0, k + 1).every((x, i) => i === 0 || x !== v[i - 1]));
-  const cuts = () => [want, ...Array.from({ length: RANK_PROBE - 1 }, (_, i) => i + 1)].filter(untied);
+  let cuts = [want, ...Array.from({ length: RANK_PROBE - 1 }, (_, i) => i + 1)];
   // The original first: most candidates that tie, tie there, and the variants need not be asked.
   for (const runs of [[ctx.dbPath], ctx.variants]) {
-    const rs = await Promise.all(runs.map(probeOn));
-    for (const r of rs) {
+    for (const r of await Promise.all(runs.map(probeOn))) {
       if (!r.ok) return null;
       ranked.push(r.rows.map((row) => row[0]));
     }
-    if (!cuts().length) return null;
+    cuts = cuts.filter(untied);
+    if (!cuts.length) return null;
   }
-  return cuts()[0];
+  return cuts[0];
 }
 
 type Builder = (ctx: StageContext, env: SynthEnv) => Promise<QueryAst | null>;
@@ -284,7 +290,7 @@ const TEMPLATES: Record<string, Builder> = {
     let targets = ctx.rng.shuffle(nonKey(f, 'T1').filter((c) => c.role !== 'date')).slice(0, 1 + ctx.rng.int(2));
     if (!targets.length) return null;
     // People list ids too ("the id and name of each document").
-    const pk = f.cols.find((c) => c.ref.alias === 'T1' && env.profiles.get(f.q.from.table)!.pk.length === 1 && c.column === env.profiles.get(f.q.from.table)!.pk[0]);
+    const pk = keyColumn(f, env);
     if (pk && ctx.rng.next() < 0.15) targets = [pk, targets[0]];
     // Across a join, a column of the joined table is what the join adds ("each document's project details").
     if (f.related && ctx.rng.next() < 0.5) {
@@ -362,7 +368,7 @@ const TEMPLATES: Record<string, Builder> = {
     if (!nums.length) return null;
     // People also ask for the row's id ("the id of the longest file"), and for a number or date of
     // a table that has no names ("the earliest payment date", "the amount of the latest payment").
-    const pkCol = f.cols.find((c) => c.ref.alias === 'T1' && env.profiles.get(f.q.from.table)!.pk.length === 1 && c.column === env.profiles.get(f.q.from.table)!.pk[0]);
+    const pkCol = keyColumn(f, env);
     if (pkCol && (!targets.length || ctx.rng.next() < 0.15)) targets = [pkCol];
     // A column with few repeated values ranks without ties at the top (ties make the question ambiguous):
     // those first, then the others, until one ranks without a tie at the cut on every database.
@@ -746,7 +752,9 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
     const verified = await mapConcurrent(out, STAGE_CONCURRENCY, (p) => verifyPair(ctx, p));
     shapeCount.clear();
     out.forEach((p, i) => {
-      if (verified[i] === null) shapeCount.set(astShape(p.ast), (shapeCount.get(astShape(p.ast)) ?? 0) + 1);
+      if (verified[i] !== null) return;
+      const shape = astShape(p.ast);
+      shapeCount.set(shape, (shapeCount.get(shape) ?? 0) + 1);
     });
     const wanted = Object.entries(shapes)
       .filter(([, share]) => share >= TOPUP_MIN_SHARE)
