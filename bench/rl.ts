@@ -32,7 +32,7 @@ import { loadCheckpoint } from '../src/model/checkpoint.ts';
 import { suiteVariants } from '../src/data/databases.ts';
 import { readDataset } from '../src/data/read-dataset.ts';
 import { splitBySkeleton } from '../src/data/splits.ts';
-import { quickstartConfigSchema, rlPoolPlan } from '../src/pipeline/quickstart.ts';
+import { quickstartConfigSchema, rlAlgoOverrides, rlPoolPlan } from '../src/pipeline/quickstart.ts';
 import { flag, num } from './_args.ts';
 
 // ---------- helpers shared with bench/search.ts ----------
@@ -215,7 +215,7 @@ export async function run(args: string[]): Promise<void> {
           const t1 = performance.now();
           const zero: number[] = [];
           const config: TrainConfigInput = {
-            algo, algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true }, ...(passRates ? { sampler: { name: 'active' as const, recheck: q.rlRecheck } } : {}) }, steps, promptsPerStep: prompts, groupSize: group, lr: rlLr, minLrRatio,
+            algo, algoOverrides: rlAlgoOverrides(passRates, q.rlRecheck), steps, promptsPerStep: prompts, groupSize: group, lr: rlLr, minLrRatio,
             maxTurnTokens: evalOpts.maxTurnTokens, maxResponseTokens: evalOpts.maxResponseTokens, checkpointEvery: 0, seed,
           };
           await runGrpo({ outDir: join(work, `${dbName}-${algo}-${seed}`), env, tasks: rlTasks, model: ck.model, tokenizer: ck.tokenizer, config, passRates, onStep: (r: StepRecord) => { zero.push(r.zero_signal); samplePeak(); } });

@@ -202,6 +202,15 @@ export function rlPoolPlan<T extends { id: string }>(
   return { tasks: kept.length >= cfg.promptsPerStep ? kept : candidates, kept };
 }
 
+/**
+ * The quickstart's RL recipe on top of the algorithm's preset: no KL term (as in DAPO and Dr.GRPO; it would
+ * cost a reference forward pass per step on a CPU), dynamic sampling, and the active-pool sampler when the
+ * pool plan gave it starting pass counts.
+ */
+export function rlAlgoOverrides(passRates: ReadonlyMap<string, PassRecord> | undefined, recheck: number): Record<string, unknown> {
+  return { kl: { coef: 0 }, dynamicSampling: { enabled: true }, ...(passRates ? { sampler: { name: 'active', recheck } } : {}) };
+}
+
 export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
   const cfg = resolveQuickstartConfig(input);
   const log = hooks.log ?? (() => {});
@@ -328,12 +337,11 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
         tasks: rlTasks,
         model: ck.model,
         tokenizer: ck.tokenizer,
-        // As in DAPO and Dr.GRPO, no KL term: it would cost a reference forward pass per step on a CPU.
         config: {
           algo: cfg.algo,
           // Dynamic sampling re-checks every group as training goes: a question the policy now always (or
           // never) gets right is dropped and replaced, so each step trains on groups with a signal.
-          algoOverrides: { kl: { coef: 0 }, dynamicSampling: { enabled: true }, ...(passRates ? { sampler: { name: 'active' as const, recheck: cfg.rlRecheck } } : {}) },
+          algoOverrides: rlAlgoOverrides(passRates, cfg.rlRecheck),
           steps: cfg.rlSteps,
           promptsPerStep: cfg.promptsPerStep,
           groupSize: cfg.groupSize,
