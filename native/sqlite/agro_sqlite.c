@@ -53,6 +53,11 @@ static clockid_t cpu_clock;
 
 /* How often the watchdog reads the CPU clock while a CPU budget is armed. */
 #define POLL_NS 2000000L
+/* When the watchdog next wakes by itself (monotonic seconds; 0 = only when signalled). Arming signals it
+ * only when the new query needs it earlier: a wake-up per query (a thread switch on each arm and disarm)
+ * cost more than a small query itself. Disarming never signals: the watchdog finds nothing armed when it
+ * wakes and goes back to waiting. */
+static double wakes_at = 0;
 
 static double seconds(clockid_t c) {
   struct timespec t;
@@ -65,6 +70,7 @@ static void *watchdog(void *unused) {
   pthread_mutex_lock(&lock);
   for (;;) {
     if (!armed_db) {
+      wakes_at = 0;
       pthread_cond_wait(&wake, &lock);
       continue;
     }
@@ -86,6 +92,7 @@ static void *watchdog(void *unused) {
     double until = wall_deadline > 0 ? wall_deadline : now + 3600;
     if (cpu_deadline > 0 && until > now + POLL_NS * 1e-9) until = now + POLL_NS * 1e-9;
     /* pthread_cond_timedwait takes CLOCK_REALTIME: convert the monotonic target to a realtime one. */
+    wakes_at = until;
     double real = seconds(CLOCK_REALTIME) + (until - now);
     struct timespec ts;
     ts.tv_sec = (time_t)real;
@@ -136,7 +143,13 @@ static void agro_limit(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)cpu_ms;
 #endif
   armed_db = wall_deadline > 0 || cpu_deadline > 0 ? sqlite3_context_db_handle(ctx) : 0;
-  pthread_cond_signal(&wake);
+  if (armed_db) {
+    /* The latest the watchdog may next look: the wall deadline, or one CPU poll from now. */
+    double need = wall_deadline > 0 ? wall_deadline : 0;
+    double poll = cpu_deadline > 0 ? seconds(CLOCK_MONOTONIC) + POLL_NS * 1e-9 : 0;
+    if (poll > 0 && (need == 0 || poll < need)) need = poll;
+    if (wakes_at == 0 || need < wakes_at) pthread_cond_signal(&wake);
+  }
   pthread_mutex_unlock(&lock);
 #ifdef __linux__
   sqlite3_result_int(ctx, 2); /* both limits enforced */
