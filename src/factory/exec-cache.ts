@@ -20,7 +20,8 @@ export class CachingExecutor implements SqlExecutor {
   ) {}
 
   execute(dbPath: string, sql: string, opts: ExecOptions = {}): Promise<ExecResult> {
-    const k = JSON.stringify([dbPath, sql, opts.timeoutMs ?? null, opts.maxRows ?? null, opts.maxBytes ?? null, opts.safeIntegers ?? false]);
+    // The SQL goes last: a path has no NUL and the limits are numbers, so no two keys can be confused.
+    const k = `${dbPath}\u0000${opts.timeoutMs}\u0000${opts.maxRows}\u0000${opts.maxBytes}\u0000${opts.safeIntegers ?? false}\u0000${sql}`;
     const hit = this.cache.get(k);
     if (hit) {
       this.hits++;

@@ -4,7 +4,7 @@
  * estimated by MinHash with LSH banding, confirmed exactly). The first occurrence wins.
  */
 import { normalizeSql, sqlSkeleton } from '../../sql/features.ts';
-import { fnv1a } from './hash.ts';
+import { fnv1a } from '../../util/hash.ts';
 import { words } from './text-embed.ts';
 
 export interface DedupItem {

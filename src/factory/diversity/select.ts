@@ -66,13 +66,23 @@ export function kCenterGreedy(vectors: readonly ArrayLike<number>[], k: number, 
   const minDist = new Float64Array(n).fill(Infinity);
   const chosen: number[] = [];
   const picked = new Uint8Array(n);
+  // One flat array: the n·k distances are the whole cost, and a loop over one typed array stays monomorphic.
+  const dim = vectors[0].length;
+  const flat = new Float64Array(n * dim);
+  vectors.forEach((v, i) => flat.set(v, i * dim));
   const pick = (i: number): void => {
     chosen.push(i);
     picked[i] = 1;
     if (quota) taken.set(opts.groups![i], (taken.get(opts.groups![i]) ?? 0) + 1);
+    const a = i * dim;
     for (let j = 0; j < n; j++) {
       if (picked[j]) continue;
-      const d = sqDist(vectors[i], vectors[j]);
+      const b = j * dim;
+      let d = 0;
+      for (let t = 0; t < dim; t++) {
+        const x = flat[a + t] - flat[b + t];
+        d += x * x;
+      }
       if (d < minDist[j]) minDist[j] = d;
     }
   };

@@ -3,7 +3,7 @@
  * trick with a sign hash, so collisions cancel in expectation), L2-normalized. IDF is fitted on
  * the corpus being embedded, so rare words (entities, column names) weigh more than "the".
  */
-import { fnv1a } from './hash.ts';
+import { fnv1a } from '../../util/hash.ts';
 
 export interface TextEmbedOptions {
   /** Buckets; more means fewer collisions. */

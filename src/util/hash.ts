@@ -1,4 +1,4 @@
-/** Small deterministic string hashes (no crypto needed: these only spread tokens over buckets). */
+/** Small deterministic string hashes (no crypto needed: these spread tokens over buckets and seed random streams). */
 
 /** 32-bit FNV-1a over UTF-16 code units, with a seed mixed into the offset basis. */
 export function fnv1a(text: string, seed = 0): number {
