@@ -1,12 +1,15 @@
 /**
  * Stage 2: structure-aware SQL synthesis. Query structures are sampled by template and built as
  * an AST; filter literals come from a real row of the (joined) tables so that filters match data.
- * Deterministic for a seed: every random choice goes through ctx.rng, and rows are sampled by
- * OFFSET rather than ORDER BY random().
+ * Deterministic for a seed: every random choice goes through an Rng, and rows are sampled by
+ * OFFSET rather than ORDER BY random(). Candidates are drafted several at a time (each with its own
+ * random stream, seeded in launch order) and admitted in launch order, so the output does not depend
+ * on which query came back first.
  */
 import { AgroError } from '../errors.ts';
 import type { SqlValue } from '../sql/types.ts';
-import type { Rng } from '../util/rng.ts';
+import { Rng } from '../util/rng.ts';
+import { fnv1a } from '../util/hash.ts';
 import { col, emptySelect, lit, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst } from './ast.ts';
 import { printQuery, printSelect } from './print.ts';
 import type { TableProfile, UsableColumn } from './profile.ts';
@@ -18,8 +21,13 @@ import { verifyPair } from './verify.ts';
 export interface SynthEnv {
   graph: SchemaGraph;
   profiles: Map<string, TableProfile>;
-  /** Sampled rows per table (and joined table), fetched once: literals come from these, not a query per candidate. */
-  rowCache?: Map<string, SqlValue[][]>;
+  /**
+   * Sampled rows per table (and joined table), fetched once: literals come from these, not a query per
+   * candidate. Kept as promises, and each window's offset comes from `rowSeed` and the key rather than
+   * from whichever draft asked first, so concurrent drafts see the same rows in any order.
+   */
+  rowCache?: Map<string, Promise<SqlValue[][]>>;
+  rowSeed?: number;
 }
 
 /** Rows sampled per frame (a window at a random offset in the first 5000 rows), so big tables are never scanned. */
@@ -52,16 +60,19 @@ async function frame(ctx: StageContext, env: SynthEnv, base: TableProfile, relat
     for (const c of p.columns) cols.push({ ...c, ref: col(alias, t, c.column) });
   }
   const cacheKey = `${base.table.name}\u0000${related?.table.name ?? ''}`;
-  const cache = (env.rowCache ??= new Map<string, SqlValue[][]>());
-  let rows: SqlValue[][] | undefined = cache.get(cacheKey);
-  if (!rows) {
+  const cache = (env.rowCache ??= new Map<string, Promise<SqlValue[][]>>());
+  let pending = cache.get(cacheKey);
+  if (!pending) {
     const probe: SelectAst = { ...q, columns: cols.map((c) => c.ref) };
-    const offset = ctx.rng.int(Math.max(1, Math.min(base.table.rowCount, 5000) - SAMPLE_ROWS));
-    let r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT ${SAMPLE_ROWS} OFFSET ${offset}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
-    if (r.ok && r.rows.length === 0) r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT ${SAMPLE_ROWS}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
-    rows = r.ok ? r.rows : [];
-    cache.set(cacheKey, rows);
+    const offset = new Rng(fnv1a(cacheKey, env.rowSeed ?? 0)).int(Math.max(1, Math.min(base.table.rowCount, 5000) - SAMPLE_ROWS));
+    pending = (async () => {
+      let r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT ${SAMPLE_ROWS} OFFSET ${offset}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
+      if (r.ok && r.rows.length === 0) r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT ${SAMPLE_ROWS}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
+      return r.ok ? r.rows : [];
+    })();
+    cache.set(cacheKey, pending);
   }
+  const rows = await pending;
   if (!rows.length) return null;
   const picked = ctx.rng.pick(rows);
   const row = new Map<string, SqlValue>();
@@ -678,11 +689,26 @@ function drawTemplate(rng: Rng, names: string[], w: Record<string, number>): str
   return names[names.length - 1];
 }
 
+/** Candidates drafted at once: their queries overlap in the SQL pool instead of waiting in turn. */
+const DRAFT_WINDOW = 8;
+
+/** A candidate as a template built it, before it is admitted. */
+interface Draft {
+  template: string;
+  ast: QueryAst | null;
+  /** The top-up's verification of `pair`, started while drafting when the candidate could be admitted. */
+  early?: { pair: SynthPair; failed: Promise<string | null> };
+}
+
 /**
  * Synthesizes up to `n` distinct candidates by template weight; then, when a shape mix is given,
  * tops up every shape people ask often (share >= TOPUP_MIN_SHARE) to TOPUP_MIN verified candidates plus
  * half its share of n, drawing from the templates that made that shape (the diversity stage keeps
  * about half of the candidates, and the shape mix decides among them). Attempts are bounded so a poor schema ends early.
+ *
+ * Drafts run DRAFT_WINDOW at a time, each on its own random stream seeded from ctx.rng in launch
+ * order, and are admitted in launch order: the same seed gives the same candidates however the
+ * queries interleave.
  */
 export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, weights: Record<string, number> = {}, shapes?: Readonly<Record<string, number>>): Promise<SynthPair[]> {
   const unknown = Object.keys(weights).filter((t) => !TEMPLATES[t]);
@@ -690,60 +716,78 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
   const w = { ...WEIGHTS, ...weights };
   const names = TEMPLATE_NAMES.filter((t) => w[t] > 0);
   if (!names.length) throw new AgroError('usage', 'every synthesis template has weight 0');
+  env = { ...env, rowCache: new Map(), rowSeed: ctx.rng.int(2 ** 32) };
+  const planCostly = ctx.tooCostly;
   const out: SynthPair[] = [];
   const seen = new Set<string>();
   const shapeCount = new Map<string, number>();
   const makers = new Map<string, Set<string>>();
-  const attempt = async (template: string, accept: (shape: string) => boolean, verify?: (p: SynthPair) => Promise<string | null>): Promise<boolean> => {
-    const raw = await TEMPLATES[template](ctx, env);
+  const draft = async (template: string, seed: number, verifyIf?: (sql: string, shape: string) => boolean): Promise<Draft> => {
+    const raw = await TEMPLATES[template]({ ...ctx, rng: new Rng(seed) }, env);
     const ast = raw && normalizeJoins(raw, env.graph);
+    if (!ast || !verifyIf) return { template, ast };
+    const sql = printQuery(ast);
+    // Not for one the plan calls too costly: admission refuses it before anything runs.
+    if (!verifyIf(sql, astShape(ast)) || planCostly?.(sql)) return { template, ast };
+    const pair = pairOf(ast, sql, template);
+    return { template, ast, early: { pair, failed: verifyPair(ctx, pair) } };
+  };
+  const pairOf = (ast: QueryAst, sql: string, template: string): SynthPair => ({
+    id: '',
+    dbId: ctx.dbId,
+    sql,
+    ast,
+    question: '',
+    evidence: '',
+    style: 'formal',
+    difficulty: difficultyOf(ast).difficulty,
+    provenance: { stages: ['synthesize'], checks: [], template },
+  });
+  /** Admits a draft (in launch order): distinct, affordable, of an accepted shape, and verified when asked. */
+  const admit = async ({ template, ast, early }: Draft, accept: (shape: string) => boolean, verify: boolean): Promise<void> => {
     if (!ast) {
       ctx.reject({ template }, 'no_structure');
-      return false;
+      return;
     }
     const sql = printQuery(ast);
     if (seen.has(sql)) {
       ctx.reject({ sql }, 'duplicate_sql');
-      return false;
+      return;
     }
     if (ctx.tooCostly?.(sql)) {
       // Judged from the plan alone: it would read too much of a big table to verify in time.
       seen.add(sql);
       ctx.reject({ sql }, 'too_costly');
-      return false;
+      return;
     }
     const shape = astShape(ast);
     if (!makers.has(shape)) makers.set(shape, new Set());
     makers.get(shape)!.add(template);
-    if (!accept(shape)) return false;
+    if (!accept(shape)) return;
     seen.add(sql);
-    const pair: SynthPair = {
-      id: `${ctx.dbId}-${out.length}`,
-      dbId: ctx.dbId,
-      sql,
-      ast,
-      question: '',
-      evidence: '',
-      style: 'formal',
-      difficulty: difficultyOf(ast).difficulty,
-      provenance: { stages: ['synthesize'], checks: [], template },
-    };
-    const failed = verify ? await verify(pair) : null;
+    const pair = early?.pair ?? pairOf(ast, sql, template);
+    pair.id = `${ctx.dbId}-${out.length}`;
+    const failed = verify ? await (early?.failed ?? verifyPair(ctx, pair)) : null;
     if (failed) {
       ctx.reject(pair, failed);
-      return false;
+      return;
     }
     shapeCount.set(shape, (shapeCount.get(shape) ?? 0) + 1);
     out.push(pair);
     ctx.progress.tick();
-    return true;
   };
   ctx.progress.start('synthesize', n);
   // Attempts judged too costly from the plan cost no execution, so they do not use up the budget (up to twice it).
   let costly = 0;
-  const tooCostly = ctx.tooCostly;
-  if (tooCostly) ctx = { ...ctx, tooCostly: (sql) => (tooCostly(sql) ? (costly++, true) : false) };
-  for (let i = 0; i < Math.min(n * 6 + costly, n * 12) && out.length < n; i++) await attempt(drawTemplate(ctx.rng, names, w), () => true);
+  if (planCostly) ctx = { ...ctx, tooCostly: (sql) => (planCostly(sql) ? (costly++, true) : false) };
+  for (let i = 0; i < Math.min(n * 6 + costly, n * 12) && out.length < n; ) {
+    const k = Math.min(DRAFT_WINDOW, Math.min(n * 6 + costly, n * 12) - i);
+    const launched = Array.from({ length: k }, () => draft(drawTemplate(ctx.rng, names, w), ctx.rng.int(2 ** 32)));
+    for (const d of launched) {
+      i++;
+      if (out.length < n) await admit(await d, () => true, false);
+    }
+  }
   if (shapes) {
     // The top-up counts candidates that pass verification: a shape's candidates may all fail it
     // (a join whose filter removes nothing, a LIKE that matches every row), and a shape with none
@@ -760,20 +804,25 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
       .filter(([, share]) => share >= TOPUP_MIN_SHARE)
       .sort((a, b) => b[1] - a[1])
       .map(([shape, share]) => ({ shape, target: TOPUP_MIN + Math.ceil((n * share) / 200), tries: 0 }));
-    for (let round = 0; round < n * 8; round++) {
-      const short = wanted.filter((x) => (shapeCount.get(x.shape) ?? 0) < x.target && x.tries < TOPUP_TRIES);
-      if (!short.length) break;
-      const x = short[round % short.length];
-      x.tries++;
-      const from = [...(makers.get(x.shape) ?? [])].filter((t) => w[t] > 0);
-      await attempt(
-        from.length ? ctx.rng.pick(from) : drawTemplate(ctx.rng, names, w),
-        (shape) => {
-          const y = wanted.find((z) => z.shape === shape);
-          return y !== undefined && (shapeCount.get(shape) ?? 0) < y.target;
-        },
-        (p) => verifyPair(ctx, p),
-      );
+    const short = (shape: string) => {
+      const y = wanted.find((z) => z.shape === shape);
+      return y !== undefined && (shapeCount.get(shape) ?? 0) < y.target;
+    };
+    for (let round = 0; round < n * 8; ) {
+      const open = wanted.filter((x) => (shapeCount.get(x.shape) ?? 0) < x.target && x.tries < TOPUP_TRIES);
+      if (!open.length) break;
+      // A window's shapes are chosen from the counts at its start; admission rechecks them one by one.
+      const launched: Promise<Draft>[] = [];
+      for (let j = 0; j < DRAFT_WINDOW && round < n * 8; j++, round++) {
+        const x = open[round % open.length];
+        if (x.tries >= TOPUP_TRIES) continue;
+        x.tries++;
+        const from = [...(makers.get(x.shape) ?? [])].filter((t) => w[t] > 0);
+        const template = from.length ? ctx.rng.pick(from) : drawTemplate(ctx.rng, names, w);
+        // Verification starts while drafting, only for drafts the admission could still take.
+        launched.push(draft(template, ctx.rng.int(2 ** 32), (sql, shape) => !seen.has(sql) && short(shape)));
+      }
+      for (const d of launched) await admit(await d, short, true);
     }
   }
   ctx.progress.stop();

@@ -9,6 +9,7 @@ import { queryShape } from '../../src/factory/realism.ts';
 import { likeWord, synthesize } from '../../src/factory/synthesize.ts';
 import { silentProgress, type StageContext } from '../../src/factory/types.ts';
 import { verifyPair } from '../../src/factory/verify.ts';
+import type { SqlExecutor } from '../../src/sql/types.ts';
 import { makeShopDb, synthInputs, tmpDir } from './fixtures.ts';
 
 test('a LIKE searches for a word the column\'s other values share, else any word of the value', () => {
@@ -81,6 +82,39 @@ test('the shape top-up counts candidates that pass verification, and records why
     const verifyReasons = rejected.filter((r) => !['no_structure', 'duplicate_sql', 'too_costly'].includes(r));
     assert.ok(verifyReasons.length > 0, `synthesis rejections: ${[...new Set(rejected)].join(', ')}`);
     assert.ok(joins.length - failed.length >= 10, `verified joins: ${joins.length - failed.length} of ${joins.length}`);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('synthesis drafts concurrently but its output does not depend on which query answers first', async () => {
+  const dir = tmpDir();
+  const path = makeShopDb(dir);
+  const { schema, graph, profiles } = synthInputs(path);
+  const variants = buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
+  const pool = new SqlPool({ size: 2 });
+  try {
+    // Each run delays every answer by its own random 0-3 ms, so drafts and verifications finish in a different order.
+    const run = async (jitterSeed: number) => {
+      const jitter = new Rng(jitterSeed);
+      const executor: SqlExecutor = {
+        execute: async (db, sql, opts) => {
+          const r = await pool.execute(db, sql, opts);
+          await new Promise((res) => setTimeout(res, jitter.int(4)));
+          return r;
+        },
+        close: async () => {},
+      };
+      const rejected: string[] = [];
+      const ctx: StageContext = { dbId: 'shop', dbPath: path, schema, executor, rng: new Rng(7), progress: silentProgress, variants, reject: (_p, why) => rejected.push(why), timeoutMs: 3000 };
+      const out = await synthesize(ctx, { graph, profiles }, 50, {}, { join: 40, top: 30, 'group+agg': 30 });
+      return { pairs: out.map((p) => [p.id, p.sql, p.provenance.template, p.result ?? null]), rejected };
+    };
+    const a = await run(1);
+    const b = await run(2);
+    assert.ok(a.pairs.length >= 50, `candidates: ${a.pairs.length}`);
+    assert.deepEqual(b.pairs, a.pairs);
+    assert.deepEqual(b.rejected, a.rejected);
   } finally {
     await pool.close();
   }
