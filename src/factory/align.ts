@@ -284,30 +284,37 @@ function linkTables(q: SelectAst, env: ParseEnv, mentions: string[]): void {
     else if (node && typeof node === 'object') {
       const o = node as Record<string, unknown>;
       if (o.kind === 'col' && o.alias === '') o.alias = built.aliasOf.get(o.table as string) ?? 'T1';
-      if (o.kind === 'scalar' || o.kind === 'in' || o.kind === 'exists') return;
+      if (o.kind === 'scalar' || o.kind === 'exists') return;
+      if (o.kind === 'in') return fix(o.expr);
       for (const v of Object.values(o)) fix(v);
     }
   };
   fix([q.columns, q.where, q.having, q.orderBy, q.groupBy]);
 }
 
-/** A query of an intent sentence (intents.ts) with its tables joined and aliased, as parseCore does. */
-function linkIntent(found: IntentQuery, env: ParseEnv): SelectAst {
-  const q = found.q;
-  const base = q.from.table;
-  const mentions: string[] = [];
-  const visit = (node: unknown): void => {
-    if (Array.isArray(node)) node.forEach(visit);
-    else if (node && typeof node === 'object') {
-      const o = node as Record<string, unknown>;
-      if (o.kind === 'col' && o.table !== base && !mentions.includes(o.table as string)) mentions.push(o.table as string);
-      for (const v of Object.values(o)) visit(v);
-    }
+/** A query of an intent sentence (intents.ts) with its tables joined and aliased, as parseCore does (each side of a set operation alone). */
+function linkIntent(found: IntentQuery, env: ParseEnv): QueryAst {
+  const link = (q: SelectAst): SelectAst => {
+    const base = q.from.table;
+    const mentions: string[] = [];
+    const visit = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(visit);
+      else if (node && typeof node === 'object') {
+        const o = node as Record<string, unknown>;
+        if (o.kind === 'col' && o.table !== base && !mentions.includes(o.table as string)) mentions.push(o.table as string);
+        // A subquery's tables are its own (the key an IN compares is the outer query's).
+        if (o.kind === 'scalar' || o.kind === 'exists') return;
+        if (o.kind === 'in') return visit(o.expr);
+        for (const v of Object.values(o)) visit(v);
+      }
+    };
+    visit([q.columns, q.where, q.having, q.groupBy, q.orderBy]);
+    linkTables(q, env, mentions);
+    if (found.ranked) implicitRanking(q, env, q.groupBy[0] ?? null);
+    return q;
   };
-  visit([q.columns, q.where, q.having, q.groupBy, q.orderBy]);
-  linkTables(q, env, mentions);
-  if (found.ranked) implicitRanking(q, env, q.groupBy[0] ?? null);
-  return q;
+  const q = found.q;
+  return q.kind === 'setop' ? { ...q, left: link(q.left), right: link(q.right) } : link(q);
 }
 
 /**
@@ -330,7 +337,7 @@ function implicitRanking(q: SelectAst, env: ParseEnv, group: ColRef | null): voi
 export function parseQuestion(question: string, env: ParseEnv): QueryAst {
   let found: IntentQuery | null = null;
   try {
-    found = parseIntent(question, env.lex);
+    found = parseIntent(question, env.lex, env.graph.edges);
   } catch (e) {
     if (!(e instanceof IntentParseError)) throw e;
   }

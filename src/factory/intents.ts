@@ -11,8 +11,9 @@
  * as people quote what they type from the data.
  */
 import pluralize from 'pluralize';
-import { emptySelect, isRankGuard, lit, type AggFn, type ColRef, type Cond, type Expr, type SelectAst } from './ast.ts';
-import { spokenColumn, tablePlural, tableSingular, type Lexicon } from './names.ts';
+import { col, emptySelect, isRankGuard, lit, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst, type SetOpAst } from './ast.ts';
+import { columnWords, spokenColumn, tablePlural, tableSingular, type Lexicon } from './names.ts';
+import type { ForeignKey } from '../sql/types.ts';
 import type { QuestionStyle } from './types.ts';
 
 /** The comparison words of a filter said after its column; '=' on text is just the value. */
@@ -64,21 +65,102 @@ function natCond(c: Cond, say: Say): string | null {
     const w = YEAR_OPS.find(([op]) => op === c.op)?.[1];
     return w && /^\d{4}$/.test(c.right.value) ? `${say(c.left.arg)} ${w} ${c.right.value}` : null;
   }
+  // "bytes above average", "the highest bytes": the column against its own aggregate over the whole table.
+  if (c.kind === 'cmp' && c.left.kind === 'col' && c.right.kind === 'scalar') {
+    const agg = ownAggregate(c.left, c.right.query);
+    if (agg === 'AVG' && (c.op === '>' || c.op === '<')) return `${say(c.left)} ${c.op === '>' ? 'above' : 'below'} average`;
+    if ((agg === 'MAX' || agg === 'MIN') && c.op === '=') return `the ${agg === 'MAX' ? 'highest' : 'lowest'} ${say(c.left)}`;
+    return null;
+  }
+  // A key among the keys of parent rows that match a filter is that filter across the join ("tracks
+  // that have media type name 'AAC audio file'"): the same rows, since each child row has one parent.
+  if (c.kind === 'in' && !c.negated && c.query.where.length === 1 && !c.query.joins.length && c.query.columns[0]?.kind === 'col') {
+    const inner = c.query.where[0];
+    return inner.kind === 'in' ? null : natCond(inner, say);
+  }
   if (c.kind === 'like' && /^%[^%]+%$/.test(c.pattern)) return `${say(c.expr)} containing '${c.pattern.slice(1, -1)}'`;
   if (c.kind === 'null' && !c.negated) return `no ${say(c.expr)}`;
   return null;
 }
 
-/** The filters of q said naturally, the implicit NOT NULL guard of a ranked column left out; null if one cannot be. */
-function natConds(q: SelectAst, say: Say): string | null {
-  const parts: string[] = [];
+/** The aggregate a scalar subquery takes of column `c` over all of c's table, or null when it is anything else. */
+function ownAggregate(c: ColRef, sub: SelectAst): AggFn | null {
+  const [e] = sub.columns;
+  const plain = sub.columns.length === 1 && !sub.where.length && !sub.joins.length && !sub.groupBy.length && sub.from.table === c.table;
+  return plain && e.kind === 'agg' && !e.distinct && e.arg.kind === 'col' && e.arg.column === c.column && e.arg.table === c.table ? e.fn : null;
+}
+
+/**
+ * The role a foreign key gives its parent, in words ("support rep" for customers.support_rep_id ->
+ * employees), or null when the key only says which parent it is (tracks.album_id -> albums,
+ * Tryout.pID -> Player.pID): then "albums that have no tracks" says it all.
+ */
+export function roleWords(fk: ForeignKey): string | null {
+  const w = columnWords(fk.fromTable, fk.fromColumns[0]).split(' ');
+  if (w.length > 1 && w[w.length - 1] === 'id') w.pop();
+  const role = w.join(' ');
+  const parent = tableSingular(fk.toTable);
+  if (fk.fromColumns[0] === fk.toColumns[0] || role.length <= 2 || role === parent || parent.endsWith(` ${role}`) || role === 'id') return null;
+  return role;
+}
+
+/** The semi- or anti-join `key [NOT] IN (SELECT fk FROM child)` of the outer table, with nothing else in it. */
+function relationOf(c: Cond, base: string): { child: string; fkColumn: string; negated: boolean } | null {
+  if (c.kind !== 'in' || c.expr.table !== base) return null;
+  const sub = c.query;
+  const [t] = sub.columns;
+  if (sub.columns.length !== 1 || t.kind !== 'col' || sub.where.length || sub.joins.length || sub.groupBy.length || sub.distinct) return null;
+  return { child: sub.from.table, fkColumn: t.column, negated: c.negated };
+}
+
+/** "have no tracks", "have at least one tryout", "are not the support rep of any customer", "have at least one invoice with total at most 6.5". */
+function relationPhrase(c: Cond, base: string, say: Say): string | null {
+  if (c.kind === 'exists') return existsPhrase(c, base, say);
+  const r = relationOf(c, base);
+  if (!r || c.kind !== 'in') return null;
+  const role = roleWords({ fromTable: r.child, fromColumns: [r.fkColumn], toTable: base, toColumns: [c.expr.column], inferred: false });
+  const one = tableSingular(r.child);
+  if (role === null) return r.negated ? `have no ${tablePlural(r.child)}` : `have at least one ${one}`;
+  return r.negated ? `are not the ${role} of any ${one}` : `are the ${role} of at least one ${one}`;
+}
+
+/**
+ * A correlated EXISTS over a child table with one filter, `EXISTS (SELECT * FROM child WHERE child.fk =
+ * outer.key AND cond)`: "have at least one invoice with total at most 6.5" ("have no invoices with ..."),
+ * when the key says only which parent it is (else the general grammar says it).
+ */
+function existsPhrase(c: Cond & { kind: 'exists' }, base: string, say: Say): string | null {
+  const [link, cond] = c.query.where;
+  if (c.query.where.length !== 2 || c.query.joins.length || link.kind !== 'cmp' || link.left.kind !== 'col' || link.right.kind !== 'col' || link.right.table !== base) return null;
+  const child = c.query.from.table;
+  if (roleWords({ fromTable: child, fromColumns: [link.left.column], toTable: base, toColumns: [link.right.column], inferred: false }) !== null) return null;
+  const s = natCond(cond, say);
+  if (s === null) return null;
+  return c.negated ? `have no ${tablePlural(child)} with ${s}` : `have at least one ${tableSingular(child)} with ${s}`;
+}
+
+/**
+ * What the rows of q's table must satisfy, said after "that": "have status 'Operational' and capacity
+ * at least 1000", "have no tracks", "are not the support rep of any customer" (attributes first, then
+ * links to other tables); '' when q has no filter, null when one cannot be said. `attrs` alone is
+ * what follows "with" in a terse question.
+ */
+function natClause(q: SelectAst, say: Say): { text: string; attrs: string; links: number } | null {
+  const attrs: string[] = [];
+  const rels: string[] = [];
   for (const c of q.where) {
     if (isRankGuard(q, c)) continue;
+    const r = relationPhrase(c, q.from.table, say);
+    if (r) {
+      rels.push(r);
+      continue;
+    }
     const s = natCond(c, say);
     if (s === null) return null;
-    parts.push(s);
+    attrs.push(s);
   }
-  return parts.join(' and ');
+  const a = attrs.join(' and ');
+  return { text: [...(a ? [`have ${a}`] : []), ...rels].join(' and '), attrs: a, links: rels.length };
 }
 
 /** "Which G ...": one group, and it is all the query selects. */
@@ -94,44 +176,60 @@ const AGG_NAT: Partial<Record<AggFn, [string, string]>> = { SUM: ['highest total
 const AGG_OF: Partial<Record<AggFn, string>> = { SUM: 'total', AVG: 'average', MAX: 'highest', MIN: 'lowest' };
 
 /** A question for q by one of the intents, or null when none fits. `variant` picks among an intent's phrasings. */
-export function realizeIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, variant: number): string | null {
+export function realizeIntent(q: QueryAst, lex: Lexicon, style: QuestionStyle, variant: number): string | null {
+  return q.kind === 'setop' ? realizeSetIntent(q, lex, style) : realizeSelectIntent(q, lex, style, variant);
+}
+
+function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, variant: number): string | null {
   const say: Say = (c) => spokenColumn(lex, c.table, c.column);
   const P = tablePlural(q.from.table);
-  const conds = natConds(q, say);
-  if (conds === null) return null;
+  const clause = natClause(q, say);
+  if (clause === null) return null;
+  const conds = clause.text;
+  const that = conds ? ` that ${conds}` : '';
   // Which G have at least k X (that have ...)?
   if (q.having.length) {
     const h = q.having[0];
     const one = q.having.length === 1 && selectsGroupOnly(q);
     if (!one || q.orderBy.length || h.kind !== 'cmp' || !isCountStar(h.left) || h.op !== '>=' || h.right.kind !== 'lit' || typeof h.right.value !== 'number') return null;
     const gs = pluralSay(lex, say(q.groupBy[0]));
-    const have = conds ? ` that have ${conds}` : '';
-    return style === 'imperative' || style === 'terse' ? `List the ${gs} with at least ${h.right.value} ${P}${have}.` : `Which ${gs} have at least ${h.right.value} ${P}${have}?`;
+    return style === 'imperative' || style === 'terse' ? `List the ${gs} with at least ${h.right.value} ${P}${that}.` : `Which ${gs} have at least ${h.right.value} ${P}${that}?`;
   }
-  const have = conds ? ` that have ${conds}` : '';
   const grouped = q.groupBy.length === 1;
   const ranked = q.orderBy.length > 0 && q.limit !== null;
   const v = variant % 2;
 
   // How many X (have ...)?
   if (!grouped && !ranked && !q.distinct && q.columns.length === 1 && isCountStar(q.columns[0]) && q.orderBy.length === 0) {
-    if (style === 'imperative') return `Count the ${P}${have}.`;
-    if (style === 'terse') return `Number of ${P}${conds ? ` with ${conds}` : ''}.`;
+    if (style === 'imperative') return `Count the ${P}${that}.`;
+    if (style === 'terse') return `Number of ${P}${clause.links ? that : conds ? ` with ${clause.attrs}` : ''}.`;
     const head = style === 'colloquial' ? 'Could you tell me how many' : 'How many';
-    return conds ? `${head} ${P} have ${conds}?` : `${head} ${P} ${style === 'colloquial' ? 'there are' : 'are there'}?`;
+    return conds ? `${head} ${P} ${conds}?` : `${head} ${P} ${style === 'colloquial' ? 'there are' : 'are there'}?`;
+  }
+  // What percentage of X have ...?
+  if (!grouped && !ranked && !q.where.length && q.columns.length === 1 && q.columns[0].kind === 'pct') {
+    const c = natCond(q.columns[0].cond, say);
+    if (c === null) return null;
+    return style === 'imperative' ? `Find the percentage of ${P} that have ${c}.` : `What percentage of ${P} have ${c}?`;
   }
   // How many different C are there (among X that have ...)?
   if (!grouped && !ranked && !q.distinct && q.columns.length === 1 && q.orderBy.length === 0) {
     const e = q.columns[0];
     if (e.kind === 'agg' && e.fn === 'COUNT' && e.distinct && plainCol(e.arg)) {
       if (!conds && (e.arg.table !== q.from.table || q.joins.length)) return null;
-      return `How many different ${lastPlural(say(e.arg))} are there${conds ? ` among ${P} that have ${conds}` : ''}?`;
+      return `How many different ${lastPlural(say(e.arg))} are there${conds ? ` among ${P}${that}` : ''}?`;
     }
     // What is the average C of X (that have ...)?
     if (e.kind === 'agg' && e.fn !== 'COUNT' && plainCol(e.arg)) {
       const head = style === 'imperative' ? 'Find the' : 'What is the';
-      return `${head} ${AGG_OF[e.fn]} ${say(e.arg)} of ${conds ? P : `all ${P}`}${have}${style === 'imperative' ? '.' : '?'}`;
+      return `${head} ${AGG_OF[e.fn]} ${say(e.arg)} of ${conds ? P : `all ${P}`}${that}${style === 'imperative' ? '.' : '?'}`;
     }
+  }
+  // Which G has the most X, and how many X does it have?
+  if (ranked && grouped && q.columns.length === 2 && isCountStar(q.columns[1]) && isCountStar(q.orderBy[0].expr) && q.orderBy[0].dir === 'DESC' && selectsGroupOnly({ ...q, columns: q.columns.slice(0, 1) })) {
+    const g = say(q.groupBy[0]);
+    if (q.limit === 1) return `Which ${g} has the most ${P}${that}, and how many ${P} does it have?`;
+    return `What are the ${q.limit} ${lastPlural(g)} with the most ${P}${that}, and how many ${P} does each have?`;
   }
   // Which G has the most X (that have ...)? / What are the k G with the most X?
   if (ranked && selectsGroupOnly(q)) {
@@ -139,9 +237,9 @@ export function realizeIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, 
     const o = q.orderBy[0];
     const desc = o.dir === 'DESC';
     let measure: string;
-    if (isCountStar(o.expr)) measure = `the ${desc ? 'most' : 'fewest'} ${P}${have}`;
+    if (isCountStar(o.expr)) measure = `the ${desc ? 'most' : 'fewest'} ${P}${that}`;
     else if (o.expr.kind === 'agg' && AGG_NAT[o.expr.fn] && plainCol(o.expr.arg) && !o.expr.distinct) {
-      measure = `the ${AGG_NAT[o.expr.fn]![desc ? 0 : 1]} ${say(o.expr.arg)}${conds ? `, counting only ${P} that have ${conds}` : ''}`;
+      measure = `the ${AGG_NAT[o.expr.fn]![desc ? 0 : 1]} ${say(o.expr.arg)}${conds ? `, counting only ${P}${that}` : ''}`;
     } else return null;
     if (q.limit === 1) return v === 0 || style === 'formal' ? `Which ${g} has ${measure}?` : `Find the ${g} with ${measure}.`;
     return `What are the ${q.limit} ${lastPlural(g)} with ${measure}?`;
@@ -151,14 +249,19 @@ export function realizeIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, 
     const a = say(q.columns[0]);
     const c = say(q.orderBy[0].expr);
     const hi = q.orderBy[0].dir === 'DESC' ? 'highest' : 'lowest';
-    const among = conds ? `, among those that have ${conds}` : '';
+    const among = conds ? `, among those${that}` : '';
     if (q.limit === 1) return `What is the ${a} of the ${tableSingular(q.from.table)} with the ${hi} ${c}${among}?`;
     return `What are the ${pluralSay(lex, a)} of the ${q.limit} ${P} with the ${hi} ${c}${among}?`;
   }
-  // How many X are there for each G? / What is the average C of X for each G?
-  if (grouped && !ranked && q.columns.length === 2 && plainCol(q.columns[0]) && !conds) {
+  // How many X are there for each G? / What is the average C of X for each G? / For each G, how many X have ...?
+  if (grouped && !ranked && q.columns.length === 2 && plainCol(q.columns[0])) {
     const g = say(q.groupBy[0]);
     const e = q.columns[1];
+    if (conds) {
+      if (isCountStar(e)) return `For each ${g}, how many ${P} ${conds}?`;
+      if (e.kind === 'agg' && e.fn !== 'COUNT' && plainCol(e.arg)) return `For each ${g}, what is the ${AGG_OF[e.fn]} ${say(e.arg)} of ${P}${that}?`;
+      return null;
+    }
     if (isCountStar(e)) return v === 0 ? `How many ${P} are there for each ${g}?` : `Show the number of ${P} for each ${g}.`;
     if (e.kind === 'agg' && e.fn !== 'COUNT' && plainCol(e.arg)) return `What is the ${AGG_OF[e.fn]} ${say(e.arg)} of ${P} for each ${g}?`;
     return null;
@@ -167,11 +270,35 @@ export function realizeIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, 
   if (!grouped && !ranked && q.orderBy.length === 0 && q.columns.length >= 1 && q.columns.length <= 2 && q.columns.every(plainCol)) {
     const cols = q.columns.map((c) => pluralSay(lex, say(c as ColRef)));
     const what = `${q.distinct ? 'different ' : ''}${cols.join(' and ')}`;
-    const of = conds ? `${P} that have ${conds}` : `all ${P}`;
+    const of = conds ? `${P}${that}` : `all ${P}`;
     if (style === 'imperative' || style === 'terse') return `${v === 0 ? 'List' : 'Show'} the ${what} of ${of}.`;
     return `What are the ${what} of ${of}?`;
   }
   return null;
+}
+
+/**
+ * A set operation over two filters of the same rows, one filter a side, as people ask it:
+ * UNION "What are the different A of X that have c1 or c2?", INTERSECT "Which A are shared by X that
+ * have c1 and X that have c2?", EXCEPT "What are the A of X that have c1, excluding those of X that have c2?".
+ */
+function realizeSetIntent(q: SetOpAst, lex: Lexicon, style: QuestionStyle): string | null {
+  const say: Say = (c) => spokenColumn(lex, c.table, c.column);
+  const sides = [q.left, q.right];
+  const [a, b] = sides;
+  const plainSide = (s: SelectAst) =>
+    s.columns.length === 1 && plainCol(s.columns[0]) && !s.distinct && !s.groupBy.length && !s.having.length && !s.orderBy.length && s.limit === null && s.where.length === 1;
+  if (!sides.every(plainSide) || a.from.table !== b.from.table) return null;
+  const ca = a.columns[0] as ColRef;
+  const cb = b.columns[0] as ColRef;
+  if (ca.table !== cb.table || ca.column !== cb.column) return null;
+  const [c1, c2] = sides.map((s) => natCond(s.where[0], say));
+  if (c1 === null || c2 === null) return null;
+  const A = pluralSay(lex, say(ca));
+  const P = tablePlural(a.from.table);
+  if (q.op === 'UNION') return style === 'imperative' ? `List the different ${A} of ${P} that have ${c1} or ${c2}.` : `What are the different ${A} of ${P} that have ${c1} or ${c2}?`;
+  if (q.op === 'INTERSECT') return `Which ${A} are shared by ${P} that have ${c1} and ${P} that have ${c2}?`;
+  return `What are the ${A} of ${P} that have ${c1}, excluding those of ${P} that have ${c2}?`;
 }
 
 /** Thrown when a sentence looks like an intent but does not parse. */
@@ -221,6 +348,8 @@ class Cursor {
     readonly s: string,
     readonly lits: string[],
     readonly env: IntentEnv,
+    /** The schema's foreign keys, for "have no tracks" and "are not the support rep of any customer". */
+    readonly links: readonly ForeignKey[],
   ) {}
   eat(t: string): boolean {
     if (!this.s.startsWith(t, this.i)) return false;
@@ -267,6 +396,13 @@ class Cursor {
     this.i += p.length;
     return this.env.lex.tables.get(p)!;
   }
+  singularTable(): string {
+    for (const [phrase, t] of this.env.tableSingulars) if (this.s.startsWith(phrase, this.i) && this.boundary(this.i + phrase.length)) {
+      this.i += phrase.length;
+      return t;
+    }
+    throw new IntentParseError('unknown table (singular)');
+  }
   value(): string | number {
     const m = /^\u27e6(\d+)\u27e7/.exec(this.s.slice(this.i));
     if (m) {
@@ -284,15 +420,24 @@ class Cursor {
     this.i += n[0].length;
     return Number(n[0]);
   }
-  /** cond (" and " cond)* */
+  /** cond (" and " cond)*, stopping before an " and " that opens a link ("and have no tracks"). */
   conds(): Cond[] {
     const out = [this.cond()];
-    while (this.eat(' and ')) out.push(this.cond());
+    while (!this.s.startsWith(' and have ', this.i) && !this.s.startsWith(' and are ', this.i) && this.eat(' and ')) out.push(this.cond());
     return out;
   }
   cond(): Cond {
     if (this.eat('no ')) return { kind: 'null', expr: this.column(), negated: false };
+    for (const [fn, w] of [['MAX', 'the highest '], ['MIN', 'the lowest ']] as const) {
+      if (this.eat(w)) {
+        const c = this.column();
+        return { kind: 'cmp', left: c, op: '=', right: ownAggregateOf(c, fn) };
+      }
+    }
     const c = this.column();
+    for (const [op, w] of [['>', ' above average'], ['<', ' below average']] as const) {
+      if (this.eat(w)) return { kind: 'cmp', left: c, op, right: ownAggregateOf(c, 'AVG') };
+    }
     if (this.eat(' containing ')) {
       const v = this.value();
       if (typeof v !== 'string') throw new IntentParseError('containing a number');
@@ -317,14 +462,82 @@ class Cursor {
     if (typeof v !== 'string') throw new IntentParseError('a bare number after a column');
     return { kind: 'cmp', left: c, op: '=', right: lit(v) };
   }
+  /**
+   * What rows of `base` must satisfy, as natClause says it: "have <conds>", then links to other tables
+   * ("have no tracks", "have at least one tryout", "are [not] the <role> of [any|at least one] <child>"), joined by " and ".
+   */
+  clause(base: string): Cond[] {
+    const out: Cond[] = [];
+    do {
+      const link = this.link(base);
+      if (link) out.push(link);
+      else {
+        if (out.length) throw new IntentParseError('attributes after a link');
+        this.expect('have ');
+        out.push(...this.conds());
+      }
+    } while (this.eat(' and '));
+    return out;
+  }
+  private link(base: string): Cond | null {
+    const save = this.i;
+    let negated: boolean;
+    let child: string;
+    let role: string | null = null;
+    if (this.eat('have no ') || this.eat('have at least one ')) {
+      negated = this.s.startsWith('have no ', save);
+      try {
+        child = negated ? this.table() : this.singularTable();
+      } catch {
+        this.i = save; // "have no composer": a missing value, not a link
+        return null;
+      }
+    } else if (this.eat('are not the ') || this.eat('are the ')) {
+      negated = this.s.startsWith('are not the ', save);
+      const end = this.s.indexOf(negated ? ' of any ' : ' of at least one ', this.i);
+      if (end < 0) throw new IntentParseError('a role without its table');
+      role = this.s.slice(this.i, end);
+      this.i = end + (negated ? ' of any ' : ' of at least one ').length;
+      child = this.singularTable();
+    } else return null;
+    const edges = this.links.filter((e) => e.fromTable === child && e.toTable === base && e.fromColumns.length === 1 && roleWords(e) === role);
+    if (edges.length !== 1) throw new IntentParseError(`${edges.length} links from ${child} to ${base}`);
+    const e = edges[0];
+    const sub = emptySelect(child, 'S1');
+    if (role === null && this.eat(' with ')) {
+      // EXISTS: the child rows linked to the outer row that also meet a filter.
+      const inner = this.cond();
+      const rename = (x: unknown): void => {
+        if (Array.isArray(x)) x.forEach(rename);
+        else if (x && typeof x === 'object') {
+          const o = x as Record<string, unknown>;
+          if (o.kind === 'col') o.alias = 'S1';
+          Object.values(o).forEach(rename);
+        }
+      };
+      rename(inner);
+      sub.columns = [{ kind: 'star' }];
+      sub.where = [{ kind: 'cmp', left: col('S1', child, e.fromColumns[0]), op: '=', right: col('T1', base, e.toColumns[0]) }, inner];
+      return { kind: 'exists', query: sub, negated };
+    }
+    sub.columns = [col('S1', child, e.fromColumns[0])];
+    return { kind: 'in', expr: { kind: 'col', alias: '', table: base, column: e.toColumns[0] }, query: sub, negated };
+  }
   done(): boolean {
     return this.i >= this.s.length;
   }
 }
 
+/** (SELECT fn(c) FROM c's table), the aggregate "above average" and "the highest" compare with. */
+function ownAggregateOf(c: ColRef, fn: AggFn): Expr {
+  const sub = emptySelect(c.table, 'S1');
+  sub.columns = [{ kind: 'agg', fn, arg: col('S1', c.table, c.column), distinct: false }];
+  return { kind: 'scalar', query: sub };
+}
+
 /** What the intent parser rebuilds: the query without joins and aliases (the caller links the tables). */
 export interface IntentQuery {
-  q: SelectAst;
+  q: QueryAst;
   /** The ranked query's implicit rules apply (tie-breaker, NOT NULL guard), as in the general grammar. */
   ranked: boolean;
 }
@@ -333,17 +546,31 @@ type IntentParser = (c: Cursor) => IntentQuery;
 
 const countStar = (): Expr => ({ kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false });
 
-function haveClause(c: Cursor, lead: string): Cond[] {
-  return c.eat(lead) ? c.conds() : [];
+/** " that <clause>" when it comes next, else no filter. */
+function thatClause(c: Cursor, base: string): Cond[] {
+  return c.eat(' that ') ? c.clause(base) : [];
+}
+
+/** The two sides of a set operation: the same column of the same table, one filter each. */
+function setSides(c: Cursor, target: ColRef, table: string, first: Cond, second: Cond): [SelectAst, SelectAst] {
+  return [first, second].map((w) => {
+    const q = emptySelect(table);
+    q.columns = [{ ...target }];
+    q.where = [w];
+    return q;
+  }) as [SelectAst, SelectAst];
 }
 
 /** Sentence openers -> the parser of the intent they begin. Tried in order; the first that parses wins. */
 const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
   [/^(How many|Could you tell me how many) (?!different )/, (c) => {
-    const q = emptySelect(c.table());
+    const t = c.table();
+    const q = emptySelect(t);
     q.columns = [countStar()];
-    if (c.eat(' have ')) q.where = c.conds();
-    else if (!c.eat(' are there') && !c.eat(' there are')) throw new IntentParseError('count without a clause');
+    if (!c.eat(' are there') && !c.eat(' there are')) {
+      c.expect(' ');
+      q.where = c.clause(t);
+    }
     if (c.eat(' for each ')) {
       if (q.where.length) throw new IntentParseError('grouped count with filters');
       const g = c.column();
@@ -353,15 +580,51 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     return { q, ranked: false };
   }],
   [/^Count the /, (c) => {
-    const q = emptySelect(c.table());
+    const t = c.table();
+    const q = emptySelect(t);
     q.columns = [countStar()];
-    q.where = haveClause(c, ' that have ');
+    q.where = thatClause(c, t);
     return { q, ranked: false };
   }],
   [/^Number of /, (c) => {
-    const q = emptySelect(c.table());
+    const t = c.table();
+    const q = emptySelect(t);
     q.columns = [countStar()];
-    q.where = haveClause(c, ' with ');
+    q.where = c.eat(' with ') ? c.conds() : thatClause(c, t);
+    return { q, ranked: false };
+  }],
+  [/^(What percentage of|Find the percentage of) /, (c) => {
+    const t = c.table();
+    if (!c.eat(' have ')) c.expect(' that have ');
+    const q = emptySelect(t);
+    q.columns = [{ kind: 'pct', cond: c.cond() }];
+    return { q, ranked: false };
+  }],
+  [/^For each /, (c) => {
+    const g = c.column();
+    let agg: Expr;
+    let t: string;
+    let where: Cond[];
+    if (c.eat(', how many ')) {
+      t = c.table();
+      c.expect(' ');
+      where = c.clause(t);
+      agg = countStar();
+    } else {
+      c.expect(', what is the ');
+      const fn = (Object.entries(AGG_OF) as Array<[AggFn, string]>).find(([, w]) => c.eat(`${w} `))?.[0];
+      if (!fn) throw new IntentParseError('unknown aggregate');
+      const arg = c.column();
+      c.expect(' of ');
+      t = c.table();
+      c.expect(' that ');
+      where = c.clause(t);
+      agg = { kind: 'agg', fn, arg, distinct: false };
+    }
+    const q = emptySelect(t);
+    q.columns = [g, agg];
+    q.groupBy = [g];
+    q.where = where;
     return { q, ranked: false };
   }],
   [/^Show the number of /, (c) => {
@@ -378,8 +641,8 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     const q = emptySelect(target.table);
     if (c.eat(' among ')) {
       q.from.table = c.table();
-      c.expect(' that have ');
-      q.where = c.conds();
+      c.expect(' that ');
+      q.where = c.clause(q.from.table);
     }
     q.columns = [{ kind: 'agg', fn: 'COUNT', arg: target, distinct: true }];
     return { q, ranked: false };
@@ -389,12 +652,25 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     if (!c.eat(' have at least ')) c.expect(' with at least ');
     const k = c.int();
     c.expect(' ');
-    const q = emptySelect(c.table());
+    const t = c.table();
+    const q = emptySelect(t);
     q.columns = [g];
     q.groupBy = [g];
-    q.where = haveClause(c, ' that have ');
+    q.where = thatClause(c, t);
     q.having = [{ kind: 'cmp', left: countStar(), op: '>=', right: lit(k) }];
     return { q, ranked: false };
+  }],
+  [/^Which (?=.* are shared by )/, (c) => {
+    const target = c.pluralColumn();
+    c.expect(' are shared by ');
+    const t = c.table();
+    c.expect(' that have ');
+    const first = c.cond();
+    c.expect(' and ');
+    if (c.table() !== t) throw new IntentParseError('two tables');
+    c.expect(' that have ');
+    const [left, right] = setSides(c, target, t, first, c.cond());
+    return { q: { kind: 'setop', op: 'INTERSECT', left, right }, ranked: false };
   }],
   [/^(Which|Find the) /, (c) => {
     const g = c.column();
@@ -414,17 +690,40 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
       const arg = c.column();
       c.expect(' of ');
       const all = c.eat('all ');
-      const q = emptySelect(c.table());
+      const t = c.table();
+      const q = emptySelect(t);
       q.columns = [{ kind: 'agg', fn, arg, distinct: false }];
       if (c.eat(' for each ')) {
         if (all) throw new IntentParseError('"all" with a group');
         const g = c.column();
         q.columns.unshift(g);
         q.groupBy = [g];
-      } else q.where = all ? [] : haveClause(c, ' that have ');
+      } else q.where = all ? [] : thatClause(c, t);
       return { q, ranked: false };
     }
     throw new IntentParseError('unknown aggregate');
+  }],
+  [/^(What are the|List the) different (?=.* or )/, (c) => {
+    const target = c.pluralColumn();
+    c.expect(' of ');
+    const t = c.table();
+    c.expect(' that have ');
+    const first = c.cond();
+    c.expect(' or ');
+    const [left, right] = setSides(c, target, t, first, c.cond());
+    return { q: { kind: 'setop', op: 'UNION', left, right }, ranked: false };
+  }],
+  [/^What are the (?=.*, excluding those of )/, (c) => {
+    const target = c.pluralColumn();
+    c.expect(' of ');
+    const t = c.table();
+    c.expect(' that have ');
+    const first = c.cond();
+    c.expect(', excluding those of ');
+    if (c.table() !== t) throw new IntentParseError('two tables');
+    c.expect(' that have ');
+    const [left, right] = setSides(c, target, t, first, c.cond());
+    return { q: { kind: 'setop', op: 'EXCEPT', left, right }, ranked: false };
   }],
   [/^(What is|What are) the (?!\d)/, (c) => {
     const first = c.columnOrPlural();
@@ -435,7 +734,7 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
       k = c.int();
       c.expect(' ');
       table = c.table();
-    } else table = singularTable(c);
+    } else table = c.singularTable();
     c.expect(' with the ');
     const dir = c.eat('highest ') ? 'DESC' : c.eat('lowest ') ? 'ASC' : null;
     if (!dir) throw new IntentParseError('expected highest or lowest');
@@ -444,16 +743,11 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     q.columns = [first];
     q.orderBy = [{ expr: by, dir }];
     q.limit = k;
-    if (c.eat(', among those that have ')) q.where = c.conds();
+    if (c.eat(', among those that ')) q.where = c.clause(table);
     return { q, ranked: true };
   }],
   [/^(What are the|List the|Show the) /, (c) => list(c)],
 ];
-
-function singularTable(c: Cursor): string {
-  for (const [phrase, t] of c.env.tableSingulars) if (c.eat(phrase)) return t;
-  throw new IntentParseError('unknown table (singular)');
-}
 
 function groupTop(c: Cursor, g: ColRef, k: number): IntentQuery {
   c.expect('the ');
@@ -465,7 +759,7 @@ function groupTop(c: Cursor, g: ColRef, k: number): IntentQuery {
     dir = c.s.slice(0, c.i).endsWith('most ') ? 'DESC' : 'ASC';
     table = c.table();
     by = countStar();
-    where = haveClause(c, ' that have ');
+    where = thatClause(c, table);
   } else {
     const m = /^(highest|lowest) (total|average) /.exec(c.s.slice(c.i));
     if (!m) throw new IntentParseError('expected most, fewest, highest or lowest');
@@ -476,8 +770,8 @@ function groupTop(c: Cursor, g: ColRef, k: number): IntentQuery {
     table = arg.table;
     if (c.eat(', counting only ')) {
       table = c.table();
-      c.expect(' that have ');
-      where = c.conds();
+      c.expect(' that ');
+      where = c.clause(table);
     }
   }
   const q = emptySelect(table);
@@ -486,6 +780,11 @@ function groupTop(c: Cursor, g: ColRef, k: number): IntentQuery {
   q.orderBy = [{ expr: by, dir }];
   q.limit = k;
   q.where = where;
+  if (c.eat(', and how many ')) {
+    if (!isCountStar(by) || dir !== 'DESC' || c.table() !== table) throw new IntentParseError('"and how many" of another count');
+    if (!c.eat(k === 1 ? ' does it have' : ' does each have')) throw new IntentParseError('expected "does it have"');
+    q.columns.push(countStar());
+  }
   return { q, ranked: true };
 }
 
@@ -495,12 +794,13 @@ function list(c: Cursor): IntentQuery {
   if (c.eat(' and ')) cols.push(c.columnOrPlural());
   c.expect(' of ');
   const all = c.eat('all ');
-  const q = emptySelect(c.table());
+  const t = c.table();
+  const q = emptySelect(t);
   q.distinct = distinct;
   q.columns = cols;
   if (!all) {
-    c.expect(' that have ');
-    q.where = c.conds();
+    c.expect(' that ');
+    q.where = c.clause(t);
   }
   return { q, ranked: false };
 }
@@ -519,8 +819,9 @@ export function maskLiterals(question: string): { text: string; lits: string[] }
 /**
  * The query an intent sentence says, or null when the sentence is no intent's (the general grammar
  * then reads it). Throws IntentParseError for a sentence that opens like an intent but breaks off.
+ * `links` are the schema's foreign keys (the schema graph's edges), which "have no tracks" follows.
  */
-export function parseIntent(question: string, lex: Lexicon): IntentQuery | null {
+export function parseIntent(question: string, lex: Lexicon, links: readonly ForeignKey[] = []): IntentQuery | null {
   const { text, lits } = maskLiterals(question);
   const s = text.replace(/[?.]$/, '');
   const env = intentEnv(lex);
@@ -528,7 +829,7 @@ export function parseIntent(question: string, lex: Lexicon): IntentQuery | null 
   for (const [opener, parse] of PARSERS) {
     const m = opener.exec(s);
     if (!m) continue;
-    const c = new Cursor(s, lits, env);
+    const c = new Cursor(s, lits, env, links);
     c.i = m[0].length;
     try {
       const r = parse(c);

@@ -138,7 +138,7 @@ export const STYLE_PREFIXES: Record<QuestionStyle, string[]> = {
  * (intents.ts); `intents: false` keeps to the general grammar below (align.ts's second try).
  */
 export function realizeQuestion(q: QueryAst, style: QuestionStyle, variant = 0, lex?: Lexicon, intents = true): string {
-  if (lex && intents && q.kind === 'select') {
+  if (lex && intents) {
     const natural = realizeIntent(q, lex, style, variant);
     if (natural) return natural;
   }

@@ -9,7 +9,7 @@ import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
 import { buildLexicon, columnPhrase, spokenColumn } from '../../src/factory/names.ts';
 import { makeParseEnv, parseQuestion } from '../../src/factory/align.ts';
 import { realizeIntent, parseIntent } from '../../src/factory/intents.ts';
-import { col, emptySelect, lit, type SelectAst } from '../../src/factory/ast.ts';
+import { col, emptySelect, lit, type QueryAst, type SelectAst } from '../../src/factory/ast.ts';
 import { printQuery } from '../../src/factory/print.ts';
 import { runFactory } from '../../src/factory/pipeline.ts';
 import { QUESTION_STYLES } from '../../src/factory/types.ts';
@@ -120,4 +120,67 @@ test('a one-letter prefix that is the table\'s initial is not spoken; other one-
   assert.equal(columnPhrase('College', 'cName'), 'college name');
   assert.equal(columnPhrase('Player', 'yCard'), 'player y card');
   assert.equal(columnPhrase('College', 'enr'), 'college enrollment');
+});
+
+test('links, averages, shares, per-group filters and set operations are asked as people ask them, and parse back to the same answers', () => {
+  const path = join('data', 'databases', 'music_store', 'music_store.sqlite');
+  const schema = introspectSchema(path);
+  const env = makeParseEnv(schema, buildSchemaGraph(schema));
+  const db = new Database(path, { readonly: true });
+  const rows = (sql: string) => JSON.stringify((db.prepare(sql).raw().all() as unknown[][]).map((r) => JSON.stringify(r)).sort());
+  const countStar = { kind: 'agg' as const, fn: 'COUNT' as const, arg: { kind: 'star' as const }, distinct: false };
+  const sub = (table: string, column: string, where: SelectAst['where'] = []): SelectAst => ({ ...emptySelect(table, 'S1'), columns: [col('S1', table, column)], where });
+  const agg = (fn: 'AVG' | 'MAX' | 'MIN', table: string, column: string) => ({ kind: 'scalar' as const, query: { ...emptySelect(table, 'S1'), columns: [{ kind: 'agg' as const, fn, arg: col('S1', table, column), distinct: false }] } });
+  const sel = (table: string, f: (s: SelectAst) => void): SelectAst => {
+    const s = emptySelect(table);
+    f(s);
+    return s;
+  };
+  const cases: Array<[QueryAst, RegExp]> = [
+    // anti- and semi-joins: a key that says only its parent, and one that names a role
+    [sel('tracks', (s) => ((s.columns = [col('T1', 'tracks', 'name')]), (s.where = [{ kind: 'in', expr: col('T1', 'tracks', 'track_id'), query: sub('invoice_lines', 'track_id'), negated: true }]))), / of tracks that have no invoice lines\W/],
+    [sel('tracks', (s) => ((s.columns = [countStar]), (s.where = [{ kind: 'in', expr: col('T1', 'tracks', 'track_id'), query: sub('invoice_lines', 'track_id'), negated: false }]))), /tracks (that )?have at least one invoice line\W/],
+    [sel('employees', (s) => ((s.columns = [col('T1', 'employees', 'email')]), (s.where = [{ kind: 'in', expr: col('T1', 'employees', 'employee_id'), query: sub('customers', 'support_rep_id'), negated: true }]))), /employees that are not the support rep of any customer\W/],
+    [sel('employees', (s) => ((s.columns = [countStar]), (s.where = [{ kind: 'cmp', left: col('T1', 'employees', 'country'), op: '=', right: lit('Canada') }, { kind: 'in', expr: col('T1', 'employees', 'employee_id'), query: sub('customers', 'support_rep_id'), negated: false }]))), /employees (that )?have employee country 'Canada' and are the support rep of at least one customer\W/],
+    // a key among the keys of filtered parents: the filter across the join
+    [sel('tracks', (s) => ((s.distinct = true), (s.columns = [col('T1', 'tracks', 'composer')]), (s.where = [{ kind: 'in', expr: col('T1', 'tracks', 'media_type_id'), query: sub('media_types', 'media_type_id', [{ kind: 'cmp', left: col('S1', 'media_types', 'name'), op: '=', right: lit('AAC audio file') }]), negated: false }]))), /different composers of tracks that have media type name 'AAC audio file'\W/],
+    // correlated EXISTS with a filter on the child
+    [sel('customers', (s) => ((s.columns = [col('T1', 'customers', 'state')]), (s.where = [{ kind: 'exists', negated: false, query: { ...emptySelect('invoices', 'S1'), columns: [{ kind: 'star' }], where: [{ kind: 'cmp', left: col('S1', 'invoices', 'customer_id'), op: '=', right: col('T1', 'customers', 'customer_id') }, { kind: 'cmp', left: col('S1', 'invoices', 'total'), op: '<=', right: lit(6.54) }] } }]))), /customers that have at least one invoice with invoice total at most 6\.54\W/],
+    [sel('albums', (s) => ((s.columns = [col('T1', 'albums', 'title')]), (s.where = [{ kind: 'exists', negated: true, query: { ...emptySelect('tracks', 'S1'), columns: [{ kind: 'star' }], where: [{ kind: 'cmp', left: col('S1', 'tracks', 'album_id'), op: '=', right: col('T1', 'albums', 'album_id') }, { kind: 'like', expr: col('S1', 'tracks', 'name'), pattern: '%Love%' }] } }]))), /albums that have no tracks with track name containing 'Love'\W/],
+    // a column against its own average or extreme
+    [sel('tracks', (s) => ((s.columns = [col('T1', 'tracks', 'name')]), (s.where = [{ kind: 'cmp', left: col('T1', 'tracks', 'bytes'), op: '<', right: agg('AVG', 'tracks', 'bytes') }, { kind: 'null', expr: col('T1', 'tracks', 'composer'), negated: false }]))), /tracks that have bytes below average and no composer\W/],
+    [sel('invoices', (s) => ((s.columns = [col('T1', 'invoices', 'billing_city')]), (s.where = [{ kind: 'cmp', left: col('T1', 'invoices', 'total'), op: '=', right: agg('MIN', 'invoices', 'total') }]))), /invoices that have the lowest invoice total\W/],
+    // shares and per-group counts with a filter
+    [sel('employees', (s) => (s.columns = [{ kind: 'pct', cond: { kind: 'cmp', left: { kind: 'datepart', part: 'year', arg: col('T1', 'employees', 'hire_date') }, op: '=', right: lit('2015') } }])), /percentage of employees (that )?have hire date in 2015\W/],
+    [sel('invoices', (s) => ((s.columns = [col('T1', 'invoices', 'billing_country'), countStar]), (s.groupBy = [col('T1', 'invoices', 'billing_country')]), (s.where = [{ kind: 'cmp', left: col('T1', 'invoices', 'total'), op: '>=', right: lit(10) }]))), /^For each billing country, how many invoices have invoice total at least 10\?$/],
+    [sel('tracks', (s) => ((s.columns = [col('T1', 'tracks', 'genre_id'), { kind: 'agg', fn: 'AVG', arg: col('T1', 'tracks', 'bytes'), distinct: false }]), (s.groupBy = [col('T1', 'tracks', 'genre_id')]), (s.where = [{ kind: 'cmp', left: col('T1', 'tracks', 'bytes'), op: '>', right: lit(1000) }]))), /^For each track genre id, what is the average bytes of tracks that have bytes above 1000\?$/],
+    // the top group and its count
+    [sel('tracks', (s) => ((s.columns = [col('T1', 'tracks', 'genre_id'), countStar]), (s.groupBy = [col('T1', 'tracks', 'genre_id')]), (s.orderBy = [{ expr: countStar, dir: 'DESC' }, { expr: col('T1', 'tracks', 'genre_id'), dir: 'ASC' }]), (s.limit = 1))), /^Which track genre id has the most tracks, and how many tracks does it have\?$/],
+    // set operations over two filters of the same rows
+    [{ kind: 'setop', op: 'UNION', left: sel('artists', (s) => ((s.columns = [col('T1', 'artists', 'name')]), (s.where = [{ kind: 'cmp', left: col('T1', 'artists', 'country'), op: '=', right: lit('Portugal') }]))), right: sel('artists', (s) => ((s.columns = [col('T1', 'artists', 'name')]), (s.where = [{ kind: 'cmp', left: col('T1', 'artists', 'country'), op: '=', right: lit('Canada') }]))) }, /different artist names of artists that have artist country 'Portugal' or artist country 'Canada'\W/],
+    [{ kind: 'setop', op: 'INTERSECT', left: sel('albums', (s) => ((s.columns = [col('T1', 'albums', 'release_year')]), (s.where = [{ kind: 'like', expr: col('T1', 'albums', 'title'), pattern: '%Love%' }]))), right: sel('albums', (s) => ((s.columns = [col('T1', 'albums', 'release_year')]), (s.where = [{ kind: 'like', expr: col('T1', 'albums', 'title'), pattern: '%Night%' }]))) }, /^Which release years are shared by albums that have album title containing 'Love' and albums that have album title containing 'Night'\?$/],
+    [{ kind: 'setop', op: 'EXCEPT', left: sel('albums', (s) => ((s.columns = [col('T1', 'albums', 'title')]), (s.where = [{ kind: 'cmp', left: col('T1', 'albums', 'release_year'), op: '>=', right: lit(2000) }]))), right: sel('albums', (s) => ((s.columns = [col('T1', 'albums', 'title')]), (s.where = [{ kind: 'cmp', left: col('T1', 'albums', 'release_year'), op: '>=', right: lit(2010) }]))) }, /^What are the album titles of albums that have release year at least 2000, excluding those of albums that have release year at least 2010\?$/],
+  ];
+  try {
+    for (const [ast, shape] of cases) {
+      const want = rows(printQuery(ast));
+      for (const style of QUESTION_STYLES) {
+        for (const variant of [0, 1]) {
+          const question = realizeIntent(ast, env.lex, style, variant);
+          assert.ok(question, `no intent for ${printQuery(ast)}`);
+          assert.match(question, shape);
+          assert.doesNotMatch(question, / where the | is (not )?one of the | values\b/, question);
+          // The parser rebuilds the query from the words alone (the filtered IN as the join it means).
+          assert.equal(rows(printQuery(parseQuestion(question, env))), want, `${question}\n${printQuery(ast)}\n${printQuery(parseQuestion(question, env))}`);
+        }
+      }
+    }
+    // The words decide: "no invoice lines" is not "at least one", "below" is not "above".
+    const anti = realizeIntent(cases[0][0], env.lex, 'formal', 0)!;
+    assert.notEqual(rows(printQuery(parseQuestion(anti.replace('have no invoice lines', 'have at least one invoice line'), env))), rows(printQuery(cases[0][0])));
+    // A role the schema does not have is no link.
+    assert.throws(() => parseIntent('How many employees are not the manager of any customer?', env.lex, env.graph.edges), /0 links/);
+  } finally {
+    db.close();
+  }
 });
