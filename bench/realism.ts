@@ -7,7 +7,9 @@
 // (joins, GROUP BY, HAVING, ORDER BY+LIMIT, nesting, set ops, NOT IN, LIKE, DISTINCT, aggregates)
 // the synthesized SQL also has, (b) the share of the tables and columns the human gold uses that
 // the synthesized SQL also uses, (c) pairs asked vs written and pairs/s, (d) the share of
-// questions that leak an identifier (snake_case, CamelCase, a doubled word, a truncated singular).
+// questions that leak an identifier (snake_case, CamelCase, a doubled word, a truncated singular), and
+// (e) the share of questions in the general grammar's template sentences ("... where the X is Y"), not
+// the intent sentences people use (provenance.grammar).
 // --root ../shared/data/kaggledbqa measures the same on KaggleDBQA (questions.json, {db_id, query}).
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,6 +39,7 @@ interface DbResult {
   written: number;
   secs: number;
   leakShare: number;
+  templateShare: number;
   shortfall: string;
 }
 
@@ -65,7 +68,7 @@ export async function run(args: string[]): Promise<void> {
   const detail = args.includes('--detail');
   const leakExamples: string[] = [];
   console.log(`sample: ${sample.length} databases of ${ROOT}, --n ${n}, --variants ${variants}, --seed ${seed}`);
-  console.log('db                               gold  shape%  items%  asked  written  pairs/s  leak%  shortfall');
+  console.log('db                               gold  shape%  items%  asked  written  pairs/s  leak%  tmpl%  shortfall');
   try {
     for (const db of sample) {
       const path = join(ROOT, 'database', db, `${db}.sqlite`);
@@ -108,12 +111,13 @@ export async function run(args: string[]): Promise<void> {
         written: r.rows.length,
         secs,
         leakShare: r.rows.length ? leaks.length / r.rows.length : 0,
+        templateShare: r.rows.length ? r.rows.filter((x) => x.provenance.grammar === 'general').length / r.rows.length : 0,
         shortfall: (r.manifest as { shortfall?: string }).shortfall ?? '',
       };
       results.push(res);
       const pct = (x: number) => (100 * x).toFixed(0).padStart(5) + '%';
       console.log(
-        `${db.padEnd(32)} ${String(res.gold).padStart(5)} ${pct(res.shapeShare)}  ${pct(res.itemShare)}  ${String(n).padStart(5)}  ${String(res.written).padStart(7)}  ${(res.written / secs).toFixed(1).padStart(7)}  ${pct(res.leakShare)}  ${res.shortfall}`,
+        `${db.padEnd(32)} ${String(res.gold).padStart(5)} ${pct(res.shapeShare)}  ${pct(res.itemShare)}  ${String(n).padStart(5)}  ${String(res.written).padStart(7)}  ${(res.written / secs).toFixed(1).padStart(7)}  ${pct(res.leakShare)} ${pct(res.templateShare)}  ${res.shortfall}`,
       );
       if (detail) {
         console.log(`    missed shapes: ${[...missedHere].sort((a, b) => b[1] - a[1]).map(([k, c]) => `${k} ${c}`).join(', ') || 'none'}`);
@@ -132,7 +136,7 @@ export async function run(args: string[]): Promise<void> {
   const met = results.filter((r) => r.written >= r.asked || r.shortfall).length;
   console.log(
     `\naverage over ${measured.length} dbs with pairs (of ${results.length}): (a) shapes ${(100 * avg((r) => r.shapeShare)).toFixed(1)}% (goal >= 90)  (b) tables/columns ${(100 * avg((r) => r.itemShare)).toFixed(1)}% (goal >= 95)` +
-      `  (c) --n met or explained ${met}/${results.length}, filled ${results.filter((r) => r.written >= r.asked).length}/${results.length}, ${avg((r) => r.written / r.secs).toFixed(1)} pairs/s (whole run, n small: fixed costs dominate)  (d) leaked identifiers ${(100 * avg((r) => r.leakShare)).toFixed(1)}% (goal 0)`,
+      `  (c) --n met or explained ${met}/${results.length}, filled ${results.filter((r) => r.written >= r.asked).length}/${results.length}, ${avg((r) => r.written / r.secs).toFixed(1)} pairs/s (whole run, n small: fixed costs dominate)  (d) leaked identifiers ${(100 * avg((r) => r.leakShare)).toFixed(1)}% (goal 0)  (e) template sentences ${(100 * avg((r) => r.templateShare)).toFixed(1)}%`,
   );
   console.log('human shapes never synthesized (queries): ' + [...missing].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([s, c]) => `${s} ${c}`).join(', '));
   const features = new Map<string, number>();

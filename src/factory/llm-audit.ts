@@ -112,7 +112,7 @@ export function llmAuditStage(opts: LlmAuditOptions): StatsStage {
         stats.called++;
         let r = await audit(next);
         if (r.status === 'misaligned' && (opts.applyFix ?? true) && r.verdict?.fix) {
-          const fixed: SynthPair = { ...next, question: r.verdict.fix, provenance: { ...next.provenance, repairedFrom: p.id } };
+          const fixed: SynthPair = { ...next, question: r.verdict.fix, provenance: { ...next.provenance, repairedFrom: p.id, grammar: 'llm' } };
           const again = await audit(fixed);
           if (again.status === 'aligned') {
             fixed.provenance.checks.push('llm-audit-fixed');

@@ -100,6 +100,7 @@ export function llmQuestionsStage(opts: LlmQuestionsOptions): StatsStage {
           breaker.success();
           stats.ok++;
           next.question = reply.question;
+          next.provenance.grammar = 'llm';
           next.evidence = reply.evidence;
           next.provenance.checks.push('llm-question');
           return next;

@@ -77,6 +77,8 @@ export interface Manifest {
   difficulty: Record<string, number>;
   templates: Record<string, number>;
   styles: Record<string, number>;
+  /** Questions by how they were worded (provenance.grammar): 'intent' as people ask, 'general' template sentences, 'llm'. */
+  grammar: Record<string, number>;
   coverage: Coverage;
   /** Calls and fallbacks of the LLM stages, when an endpoint was configured. */
   llm: Record<string, LlmStageStats>;
@@ -333,6 +335,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       difficulty: histogram(items.map((p) => p.difficulty)),
       templates: histogram(items.map((p) => p.provenance.template ?? 'unknown')),
       styles: histogram(items.map((p) => p.style)),
+      grammar: histogram(items.map((p) => p.provenance.grammar ?? 'general')),
       coverage: cov,
       llm,
       refine: refineLog,

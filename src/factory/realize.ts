@@ -138,10 +138,16 @@ export const STYLE_PREFIXES: Record<QuestionStyle, string[]> = {
  * (intents.ts); `intents: false` keeps to the general grammar below (align.ts's second try).
  */
 export function realizeQuestion(q: QueryAst, style: QuestionStyle, variant = 0, lex?: Lexicon, intents = true): string {
-  if (lex && intents) {
-    const natural = realizeIntent(q, lex, style, variant);
-    if (natural) return natural;
-  }
+  return worded(q, style, variant, lex, intents).text;
+}
+
+/** The question and which grammar said it. */
+function worded(q: QueryAst, style: QuestionStyle, variant: number, lex: Lexicon | undefined, intents: boolean): { text: string; grammar: 'intent' | 'general' } {
+  const natural = lex && intents ? realizeIntent(q, lex, style, variant) : null;
+  return natural ? { text: natural, grammar: 'intent' } : { text: generalQuestion(q, style, variant, lex), grammar: 'general' };
+}
+
+function generalQuestion(q: QueryAst, style: QuestionStyle, variant: number, lex?: Lexicon): string {
   const c = realizeCore(q, lex ? (t, col) => spokenColumn(lex, t, col) : columnPhrase);
   switch (style) {
     case 'formal':
@@ -207,7 +213,9 @@ export function realizeEvidence(q: QueryAst, lex?: Lexicon): string {
 
 export function realizePair(p: SynthPair, style: QuestionStyle, variant: number, lex?: Lexicon, intents = true): void {
   p.style = style;
-  p.question = realizeQuestion(p.ast, style, variant, lex, intents);
+  const w = worded(p.ast, style, variant, lex, intents);
+  p.question = w.text;
+  p.provenance.grammar = w.grammar;
   p.evidence = realizeEvidence(p.ast, lex);
 }
 

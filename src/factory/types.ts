@@ -23,6 +23,11 @@ export interface Provenance {
   repairedFrom?: string;
   /** Structural template that produced the SQL (e.g. 'group-agg', 'in-subquery'). */
   template?: string;
+  /**
+   * How the question was worded: 'intent', a sentence as people ask it (intents.ts); 'general', the
+   * general grammar's template sentence ("... where the X is Y"); 'llm', rewritten by an LLM.
+   */
+  grammar?: 'intent' | 'general' | 'llm';
 }
 
 /** A question/SQL pair under construction. question/evidence are '' until realization. */

@@ -184,3 +184,28 @@ test('links, averages, shares, per-group filters and set operations are asked as
     db.close();
   }
 });
+
+test('the factory records how each question was worded: on music_store nearly all are intent sentences, and the manifest counts them', async () => {
+  const dir = tmpDir();
+  const path = join('data', 'databases', 'music_store', 'music_store.sqlite');
+  const r = await runFactory({ db: path, out: join(dir, 'out'), n: 120, seed: 3, variants: 1 });
+  const schema = introspectSchema(path);
+  const env = makeParseEnv(schema, buildSchemaGraph(schema));
+  let intent = 0;
+  for (const row of r.rows) {
+    const g = row.provenance.grammar;
+    assert.ok(g === 'intent' || g === 'general', `${g}: ${row.question}`);
+    // An intent question is one the intent parser reads; a template sentence is left to the general grammar.
+    let parsed: unknown = null;
+    try {
+      parsed = parseIntent(row.question, env.lex, env.graph.edges);
+    } catch {
+      parsed = null;
+    }
+    assert.equal(parsed !== null, g === 'intent', `${g}: ${row.question}`);
+    if (g === 'intent') intent++;
+    else assert.match(row.question, / where (the|there is) |, showing only |, keeping only |, sorted by | together with |, excluding the /, row.question);
+  }
+  assert.deepEqual(r.manifest.grammar, { intent, ...(r.rows.length > intent ? { general: r.rows.length - intent } : {}) });
+  assert.ok(intent / r.rows.length >= 0.85, `${intent} of ${r.rows.length} intent sentences`);
+});

@@ -9,6 +9,9 @@ import type { SynthPair } from '../../factory/types.ts';
 import { SqlPool } from '../../sql/pool.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 
+/** How the summary names each way a question was worded (manifest.grammar). */
+const GRAMMAR_WORDS: Record<string, string> = { intent: 'as people ask', general: 'template sentences', llm: 'written by the LLM' };
+
 const optionsSchema = z.object({
   db: z.string().min(1),
   out: z.string().min(1),
@@ -67,7 +70,7 @@ async function run(raw: unknown): Promise<void> {
     if (m.shortfall) process.stderr.write(`agro: warning: ${m.shortfall}\n`);
     if (o.json) {
       process.stdout.write(
-        JSON.stringify({ dataset: r.datasetPath, manifest: r.manifestPath, rows: m.rows, shortfall: m.shortfall ?? null, difficulty: m.difficulty, stages: m.stages, skipped: m.skipped, unused: m.unused, variants: m.variants }) + '\n',
+        JSON.stringify({ dataset: r.datasetPath, manifest: r.manifestPath, rows: m.rows, shortfall: m.shortfall ?? null, difficulty: m.difficulty, grammar: m.grammar, stages: m.stages, skipped: m.skipped, unused: m.unused, variants: m.variants }) + '\n',
       );
       return;
     }
@@ -80,6 +83,7 @@ async function run(raw: unknown): Promise<void> {
       lines.push(`  ${s.stage.padEnd(11)} ${String(s.in).padStart(6)} -> ${String(s.out).padEnd(6)}${s.resumed ? ' (resumed)' : ''} ${rej}`);
     }
     lines.push(`  difficulty: ${Object.entries(m.difficulty).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    lines.push(`  questions: ${Object.entries(m.grammar).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${GRAMMAR_WORDS[k] ?? k} ${v}`).join(', ')}`);
     lines.push(`  variants: ${m.variants.length} in ${m.variants.length ? m.variants[0].replace(/\/[^/]+$/, '') : '-'} (caught ${m.caughtByVariants} pairs the original alone accepted)`);
     for (const s of m.skipped) lines.push(`  skipped ${s.what}: ${s.why}`);
     const unusedTables = m.unused.filter((u) => u.what.startsWith('table '));
