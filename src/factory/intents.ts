@@ -12,7 +12,7 @@
  */
 import pluralize from 'pluralize';
 import { col, emptySelect, isRankGuard, lit, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst, type SetOpAst } from './ast.ts';
-import { columnWords, spokenColumn, tablePlural, tableSingular, type Lexicon } from './names.ts';
+import { columnWords, spokenColumn, tablePlural, tableSingular, type Lexicon, type ValueRef } from './names.ts';
 import type { ForeignKey } from '../sql/types.ts';
 import type { QuestionStyle } from './types.ts';
 
@@ -31,10 +31,13 @@ const YEAR_OPS: ReadonlyArray<[string, string]> = [
   ['<', 'before'],
 ];
 
+/** The phrase in the plural: its last noun, or the head before "of"/"for" ("heads of state", "reasons for visit"). */
 const lastPlural = (phrase: string): string => {
-  const w = phrase.split(' ');
+  const m = /^(.*?\S)( (?:of|for) .+)$/.exec(phrase);
+  const [head, tail] = m ? [m[1], m[2]] : [phrase, ''];
+  const w = head.split(' ');
   w[w.length - 1] = pluralize.plural(w[w.length - 1]);
-  return w.join(' ');
+  return w.join(' ') + tail;
 };
 
 /**
@@ -54,7 +57,11 @@ const quote = (v: string | number): string => (typeof v === 'number' ? String(v)
 
 type Say = (c: ColRef) => string;
 
-function natCond(c: Cond, say: Say): string | null {
+/** How the top or bottom of a column is said: a date's are the latest and the earliest. */
+const extreme = (lex: Lexicon, c: ColRef, high: boolean): string => (lex.dates?.has(`${c.table}\u0000${c.column}`) ? (high ? 'latest' : 'earliest') : high ? 'highest' : 'lowest');
+const HIGH_WORDS: ReadonlyArray<[string, 'DESC' | 'ASC']> = [['highest ', 'DESC'], ['latest ', 'DESC'], ['lowest ', 'ASC'], ['earliest ', 'ASC']];
+
+function natCond(c: Cond, say: Say, lex?: Lexicon): string | null {
   if (c.kind === 'cmp' && c.left.kind === 'col' && c.right.kind === 'lit' && c.right.value !== null) {
     const v = c.right.value;
     if (c.op === '=' && typeof v === 'string') return `${say(c.left)} ${quote(v)}`;
@@ -69,14 +76,14 @@ function natCond(c: Cond, say: Say): string | null {
   if (c.kind === 'cmp' && c.left.kind === 'col' && c.right.kind === 'scalar') {
     const agg = ownAggregate(c.left, c.right.query);
     if (agg === 'AVG' && (c.op === '>' || c.op === '<')) return `${say(c.left)} ${c.op === '>' ? 'above' : 'below'} average`;
-    if ((agg === 'MAX' || agg === 'MIN') && c.op === '=') return `the ${agg === 'MAX' ? 'highest' : 'lowest'} ${say(c.left)}`;
+    if ((agg === 'MAX' || agg === 'MIN') && c.op === '=') return `the ${lex ? extreme(lex, c.left, agg === 'MAX') : agg === 'MAX' ? 'highest' : 'lowest'} ${say(c.left)}`;
     return null;
   }
   // A key among the keys of parent rows that match a filter is that filter across the join ("tracks
   // that have media type name 'AAC audio file'"): the same rows, since each child row has one parent.
   if (c.kind === 'in' && !c.negated && c.query.where.length === 1 && !c.query.joins.length && c.query.columns[0]?.kind === 'col') {
     const inner = c.query.where[0];
-    return inner.kind === 'in' ? null : natCond(inner, say);
+    return inner.kind === 'in' ? null : natCond(inner, say, lex);
   }
   if (c.kind === 'like' && /^%[^%]+%$/.test(c.pattern)) return `${say(c.expr)} containing '${c.pattern.slice(1, -1)}'`;
   if (c.kind === 'null' && !c.negated) return `no ${say(c.expr)}`;
@@ -114,8 +121,8 @@ function relationOf(c: Cond, base: string): { child: string; fkColumn: string; n
 }
 
 /** "have no tracks", "have at least one tryout", "are not the support rep of any customer", "have at least one invoice with total at most 6.5". */
-function relationPhrase(c: Cond, base: string, say: Say): string | null {
-  if (c.kind === 'exists') return existsPhrase(c, base, say);
+function relationPhrase(c: Cond, base: string, say: Say, lex?: Lexicon): string | null {
+  if (c.kind === 'exists') return existsPhrase(c, base, say, lex);
   const r = relationOf(c, base);
   if (!r || c.kind !== 'in') return null;
   const role = roleWords({ fromTable: r.child, fromColumns: [r.fkColumn], toTable: base, toColumns: [c.expr.column], inferred: false });
@@ -129,12 +136,12 @@ function relationPhrase(c: Cond, base: string, say: Say): string | null {
  * outer.key AND cond)`: "have at least one invoice with total at most 6.5" ("have no invoices with ..."),
  * when the key says only which parent it is (else the general grammar says it).
  */
-function existsPhrase(c: Cond & { kind: 'exists' }, base: string, say: Say): string | null {
+function existsPhrase(c: Cond & { kind: 'exists' }, base: string, say: Say, lex?: Lexicon): string | null {
   const [link, cond] = c.query.where;
   if (c.query.where.length !== 2 || c.query.joins.length || link.kind !== 'cmp' || link.left.kind !== 'col' || link.right.kind !== 'col' || link.right.table !== base) return null;
   const child = c.query.from.table;
   if (roleWords({ fromTable: child, fromColumns: [link.left.column], toTable: base, toColumns: [link.right.column], inferred: false }) !== null) return null;
-  const s = natCond(cond, say);
+  const s = natCond(cond, say, lex);
   if (s === null) return null;
   return c.negated ? `have no ${tablePlural(child)} with ${s}` : `have at least one ${tableSingular(child)} with ${s}`;
 }
@@ -145,17 +152,17 @@ function existsPhrase(c: Cond & { kind: 'exists' }, base: string, say: Say): str
  * links to other tables); '' when q has no filter, null when one cannot be said. `attrs` alone is
  * what follows "with" in a terse question.
  */
-function natClause(q: SelectAst, say: Say): { text: string; attrs: string; links: number } | null {
+function natClause(q: SelectAst, say: Say, lex?: Lexicon): { text: string; attrs: string; links: number } | null {
   const attrs: string[] = [];
   const rels: string[] = [];
   for (const c of q.where) {
     if (isRankGuard(q, c)) continue;
-    const r = relationPhrase(c, q.from.table, say);
+    const r = relationPhrase(c, q.from.table, say, lex);
     if (r) {
       rels.push(r);
       continue;
     }
-    const s = natCond(c, say);
+    const s = natCond(c, say, lex);
     if (s === null) return null;
     attrs.push(s);
   }
@@ -175,6 +182,38 @@ const plainCol = (e: Expr | undefined): e is ColRef => e?.kind === 'col';
 const AGG_NAT: Partial<Record<AggFn, [string, string]>> = { SUM: ['highest total', 'lowest total'], AVG: ['highest average', 'lowest average'] };
 const AGG_OF: Partial<Record<AggFn, string>> = { SUM: 'total', AVG: 'average', MAX: 'highest', MIN: 'lowest' };
 
+/** The category value c filters q's table by, when the value names its column alone (Lexicon.values). */
+function valueFilter(c: Cond, lex: Lexicon, base: string): ValueRef | null {
+  if (c.kind !== 'cmp' || c.op !== '=' || c.left.kind !== 'col' || c.left.table !== base || c.right.kind !== 'lit' || typeof c.right.value !== 'string') return null;
+  const r = lex.values?.get(c.right.value.toLowerCase());
+  return r && r.table === c.left.table && r.column === c.left.column && r.value === c.right.value ? r : null;
+}
+
+/**
+ * q's table named with the category values it is filtered by, as people name things: "Operational
+ * nuclear power plants in France" (a place after "in", another category before the noun), and q
+ * without those filters, whose clause says the rest. Two variants in three say it so, half of those
+ * without quotes ("PHWR plants"); the others keep every filter in the clause ("plants that have ...").
+ */
+function tableRef(q: SelectAst, lex: Lexicon, variant: number): { phrase: string; rest: SelectAst } {
+  const P = tablePlural(q.from.table);
+  if (!lex.values || variant % 3 === 2) return { phrase: P, rest: q };
+  let adj: Cond | null = null;
+  let place: Cond | null = null;
+  for (const c of q.where) {
+    const v = valueFilter(c, lex, q.from.table);
+    if (v && v.location && !place) place = c;
+    else if (v && !v.location && !adj) adj = c;
+  }
+  if (!adj && !place) return { phrase: P, rest: q };
+  const value = (c: Cond) => {
+    const v = (c as { right: { value: string } }).right.value;
+    return variant >= 3 ? v : `'${v}'`;
+  };
+  const phrase = `${adj ? `${value(adj)} ` : ''}${P}${place ? ` in ${value(place)}` : ''}`;
+  return { phrase, rest: { ...q, where: q.where.filter((c) => c !== adj && c !== place) } };
+}
+
 /** A question for q by one of the intents, or null when none fits. `variant` picks among an intent's phrasings. */
 export function realizeIntent(q: QueryAst, lex: Lexicon, style: QuestionStyle, variant: number): string | null {
   return q.kind === 'setop' ? realizeSetIntent(q, lex, style) : realizeSelectIntent(q, lex, style, variant);
@@ -183,7 +222,7 @@ export function realizeIntent(q: QueryAst, lex: Lexicon, style: QuestionStyle, v
 function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, variant: number): string | null {
   const say: Say = (c) => spokenColumn(lex, c.table, c.column);
   const P = tablePlural(q.from.table);
-  const clause = natClause(q, say);
+  const clause = natClause(q, say, lex);
   if (clause === null) return null;
   const conds = clause.text;
   const that = conds ? ` that ${conds}` : '';
@@ -198,17 +237,23 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
   const grouped = q.groupBy.length === 1;
   const ranked = q.orderBy.length > 0 && q.limit !== null;
   const v = variant % 2;
+  // The table with its category values ("Operational plants in France") and the clause for the rest.
+  const ref = tableRef(q, lex, variant);
+  const refClause = natClause(ref.rest, say, lex);
+  if (refClause === null) return null;
+  const R = ref.phrase;
+  const refThat = refClause.text ? ` that ${refClause.text}` : '';
 
   // How many X (have ...)?
   if (!grouped && !ranked && !q.distinct && q.columns.length === 1 && isCountStar(q.columns[0]) && q.orderBy.length === 0) {
-    if (style === 'imperative') return `Count the ${P}${that}.`;
-    if (style === 'terse') return `Number of ${P}${clause.links ? that : conds ? ` with ${clause.attrs}` : ''}.`;
+    if (style === 'imperative') return `Count the ${R}${refThat}.`;
+    if (style === 'terse') return `Number of ${R}${refClause.links ? refThat : refClause.text ? ` with ${refClause.attrs}` : ''}.`;
     const head = style === 'colloquial' ? 'Could you tell me how many' : 'How many';
-    return conds ? `${head} ${P} ${conds}?` : `${head} ${P} ${style === 'colloquial' ? 'there are' : 'are there'}?`;
+    return refClause.text ? `${head} ${R} ${refClause.text}?` : `${head} ${R} ${style === 'colloquial' ? 'there are' : 'are there'}?`;
   }
   // What percentage of X have ...?
   if (!grouped && !ranked && !q.where.length && q.columns.length === 1 && q.columns[0].kind === 'pct') {
-    const c = natCond(q.columns[0].cond, say);
+    const c = natCond(q.columns[0].cond, say, lex);
     if (c === null) return null;
     return style === 'imperative' ? `Find the percentage of ${P} that have ${c}.` : `What percentage of ${P} have ${c}?`;
   }
@@ -222,7 +267,8 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
     // What is the average C of X (that have ...)?
     if (e.kind === 'agg' && e.fn !== 'COUNT' && plainCol(e.arg)) {
       const head = style === 'imperative' ? 'Find the' : 'What is the';
-      return `${head} ${AGG_OF[e.fn]} ${say(e.arg)} of ${conds ? P : `all ${P}`}${that}${style === 'imperative' ? '.' : '?'}`;
+      const word = e.fn === 'MAX' || e.fn === 'MIN' ? extreme(lex, e.arg, e.fn === 'MAX') : AGG_OF[e.fn];
+      return `${head} ${word} ${say(e.arg)} of ${conds ? R : `all ${P}`}${refThat}${style === 'imperative' ? '.' : '?'}`;
     }
   }
   // Which G has the most X, and how many X does it have?
@@ -237,7 +283,7 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
     const o = q.orderBy[0];
     const desc = o.dir === 'DESC';
     let measure: string;
-    if (isCountStar(o.expr)) measure = `the ${desc ? 'most' : 'fewest'} ${P}${that}`;
+    if (isCountStar(o.expr)) measure = `the ${desc ? 'most' : 'fewest'} ${R}${refThat}`;
     else if (o.expr.kind === 'agg' && AGG_NAT[o.expr.fn] && plainCol(o.expr.arg) && !o.expr.distinct) {
       measure = `the ${AGG_NAT[o.expr.fn]![desc ? 0 : 1]} ${say(o.expr.arg)}${conds ? `, counting only ${P}${that}` : ''}`;
     } else return null;
@@ -248,7 +294,7 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
   if (!grouped && ranked && !q.distinct && q.columns.length === 1 && plainCol(q.columns[0]) && plainCol(q.orderBy[0].expr)) {
     const a = say(q.columns[0]);
     const c = say(q.orderBy[0].expr);
-    const hi = q.orderBy[0].dir === 'DESC' ? 'highest' : 'lowest';
+    const hi = extreme(lex, q.orderBy[0].expr as ColRef, q.orderBy[0].dir === 'DESC');
     const among = conds ? `, among those${that}` : '';
     if (q.limit === 1) return `What is the ${a} of the ${tableSingular(q.from.table)} with the ${hi} ${c}${among}?`;
     return `What are the ${pluralSay(lex, a)} of the ${q.limit} ${P} with the ${hi} ${c}${among}?`;
@@ -258,7 +304,7 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
     const g = say(q.groupBy[0]);
     const e = q.columns[1];
     if (conds) {
-      if (isCountStar(e)) return `For each ${g}, how many ${P} ${conds}?`;
+      if (isCountStar(e)) return `For each ${g}, how many ${R} ${refClause.text || 'are there'}?`;
       if (e.kind === 'agg' && e.fn !== 'COUNT' && plainCol(e.arg)) return `For each ${g}, what is the ${AGG_OF[e.fn]} ${say(e.arg)} of ${P}${that}?`;
       return null;
     }
@@ -270,7 +316,7 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
   if (!grouped && !ranked && q.orderBy.length === 0 && q.columns.length >= 1 && q.columns.length <= 2 && q.columns.every(plainCol)) {
     const cols = q.columns.map((c) => pluralSay(lex, say(c as ColRef)));
     const what = `${q.distinct ? 'different ' : ''}${cols.join(' and ')}`;
-    const of = conds ? `${P}${that}` : `all ${P}`;
+    const of = conds ? `${R}${refThat}` : `all ${P}`;
     if (style === 'imperative' || style === 'terse') return `${v === 0 ? 'List' : 'Show'} the ${what} of ${of}.`;
     return `What are the ${what} of ${of}?`;
   }
@@ -292,7 +338,7 @@ function realizeSetIntent(q: SetOpAst, lex: Lexicon, style: QuestionStyle): stri
   const ca = a.columns[0] as ColRef;
   const cb = b.columns[0] as ColRef;
   if (ca.table !== cb.table || ca.column !== cb.column) return null;
-  const [c1, c2] = sides.map((s) => natCond(s.where[0], say));
+  const [c1, c2] = sides.map((s) => natCond(s.where[0], say, lex));
   if (c1 === null || c2 === null) return null;
   const A = pluralSay(lex, say(ca));
   const P = tablePlural(a.from.table);
@@ -316,6 +362,8 @@ interface IntentEnv {
   pluralPhrases: string[];
   /** [singular phrase, table] of every table whose singular names it alone, longest first. */
   tableSingulars: Array<[string, string]>;
+  /** The lexicon's category values (lowercase), longest first. */
+  valueKeys: string[];
 }
 
 const cache = new WeakMap<Lexicon, IntentEnv>();
@@ -335,7 +383,8 @@ function intentEnv(lex: Lexicon): IntentEnv {
     const longestFirst = (a: string, b: string): number => b.length - a.length;
     const tablePlurals = [...lex.tables.keys()].filter((k) => tablePlural(lex.tables.get(k)!) === k).sort(longestFirst);
     const tableSingulars = [...lex.tables.entries()].filter(([k, t]) => tableSingular(t) === k).sort((a, b) => longestFirst(a[0], b[0]));
-    e = { lex, phrases, tablePlurals, plurals, pluralPhrases: [...plurals.keys()].sort(longestFirst), tableSingulars };
+    const valueKeys = [...(lex.values?.keys() ?? [])].sort(longestFirst);
+    e = { lex, phrases, tablePlurals, plurals, pluralPhrases: [...plurals.keys()].sort(longestFirst), tableSingulars, valueKeys };
     cache.set(lex, e);
   }
   return e;
@@ -396,6 +445,58 @@ class Cursor {
     this.i += p.length;
     return this.env.lex.tables.get(p)!;
   }
+  /**
+   * A table with the category values people name it by (tableRef in the realizer): "Operational
+   * nuclear power plants in France" is the table and its filters Status = 'Operational' and Country = 'France'.
+   */
+  tableRef(): { table: string; where: Cond[] } {
+    const where: Cond[] = [];
+    const start = this.i;
+    const adj = this.valueAt();
+    let table: string;
+    if (adj && this.eat(' ')) {
+      try {
+        table = this.table();
+        if (adj.table !== table || adj.location) throw new IntentParseError(`'${adj.value}' is not a category of ${table}`);
+        where.push(valueCond(adj));
+      } catch (e) {
+        if (!(e instanceof IntentParseError)) throw e;
+        this.i = start; // not a value after all ("nuclear power plants" when "nuclear" were a value)
+        where.length = 0;
+        table = this.table();
+      }
+    } else {
+      this.i = start;
+      table = this.table();
+    }
+    const save = this.i;
+    if (this.eat(' in ')) {
+      const place = this.valueAt();
+      if (place && place.location && place.table === table) where.push(valueCond(place));
+      else this.i = save;
+    }
+    return { table, where };
+  }
+  /** A category value at the cursor, quoted (⟦n⟧) or as words, or null. */
+  private valueAt(): ValueRef | null {
+    const values = this.env.lex.values;
+    if (!values) return null;
+    const m = /^\u27e6(\d+)\u27e7/.exec(this.s.slice(this.i));
+    if (m) {
+      const lit = this.lits[Number(m[1])];
+      const r = values.get(lit.toLowerCase());
+      if (!r || r.value !== lit) return null;
+      this.i += m[0].length;
+      return r;
+    }
+    for (const k of this.env.valueKeys) {
+      if (this.s.slice(this.i, this.i + k.length).toLowerCase() === k && this.boundary(this.i + k.length)) {
+        this.i += k.length;
+        return values.get(k)!;
+      }
+    }
+    return null;
+  }
   singularTable(): string {
     for (const [phrase, t] of this.env.tableSingulars) if (this.s.startsWith(phrase, this.i) && this.boundary(this.i + phrase.length)) {
       this.i += phrase.length;
@@ -428,8 +529,9 @@ class Cursor {
   }
   cond(): Cond {
     if (this.eat('no ')) return { kind: 'null', expr: this.column(), negated: false };
-    for (const [fn, w] of [['MAX', 'the highest '], ['MIN', 'the lowest ']] as const) {
-      if (this.eat(w)) {
+    for (const [w, dir] of HIGH_WORDS) {
+      if (this.eat(`the ${w}`)) {
+        const fn = dir === 'DESC' ? 'MAX' : 'MIN';
         const c = this.column();
         return { kind: 'cmp', left: c, op: '=', right: ownAggregateOf(c, fn) };
       }
@@ -528,6 +630,8 @@ class Cursor {
   }
 }
 
+const valueCond = (v: ValueRef): Cond => ({ kind: 'cmp', left: { kind: 'col', alias: '', table: v.table, column: v.column }, op: '=', right: lit(v.value) });
+
 /** (SELECT fn(c) FROM c's table), the aggregate "above average" and "the highest" compare with. */
 function ownAggregateOf(c: ColRef, fn: AggFn): Expr {
   const sub = emptySelect(c.table, 'S1');
@@ -564,12 +668,13 @@ function setSides(c: Cursor, target: ColRef, table: string, first: Cond, second:
 /** Sentence openers -> the parser of the intent they begin. Tried in order; the first that parses wins. */
 const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
   [/^(How many|Could you tell me how many) (?!different )/, (c) => {
-    const t = c.table();
+    const { table: t, where } = c.tableRef();
     const q = emptySelect(t);
     q.columns = [countStar()];
+    q.where = where;
     if (!c.eat(' are there') && !c.eat(' there are')) {
       c.expect(' ');
-      q.where = c.clause(t);
+      q.where.push(...c.clause(t));
     }
     if (c.eat(' for each ')) {
       if (q.where.length) throw new IntentParseError('grouped count with filters');
@@ -580,17 +685,17 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     return { q, ranked: false };
   }],
   [/^Count the /, (c) => {
-    const t = c.table();
+    const { table: t, where } = c.tableRef();
     const q = emptySelect(t);
     q.columns = [countStar()];
-    q.where = thatClause(c, t);
+    q.where = [...where, ...thatClause(c, t)];
     return { q, ranked: false };
   }],
   [/^Number of /, (c) => {
-    const t = c.table();
+    const { table: t, where } = c.tableRef();
     const q = emptySelect(t);
     q.columns = [countStar()];
-    q.where = c.eat(' with ') ? c.conds() : thatClause(c, t);
+    q.where = [...where, ...(c.eat(' with ') ? c.conds() : thatClause(c, t))];
     return { q, ranked: false };
   }],
   [/^(What percentage of|Find the percentage of) /, (c) => {
@@ -606,9 +711,14 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     let t: string;
     let where: Cond[];
     if (c.eat(', how many ')) {
-      t = c.table();
-      c.expect(' ');
-      where = c.clause(t);
+      const ref = c.tableRef();
+      t = ref.table;
+      where = ref.where;
+      if (!c.eat(' are there')) {
+        c.expect(' ');
+        where.push(...c.clause(t));
+      }
+      if (!where.length) throw new IntentParseError('"for each" without a filter');
       agg = countStar();
     } else {
       c.expect(', what is the ');
@@ -684,21 +794,22 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     c.expect(' with ');
     return groupTop(c, g, k);
   }],
-  [/^(What is the|Find the) (?=(total|average|highest|lowest) )/, (c) => {
-    for (const [fn, w] of Object.entries(AGG_OF) as Array<[AggFn, string]>) {
+  [/^(What is the|Find the) (?=(total|average|highest|lowest|latest|earliest) )/, (c) => {
+    for (const [fn, w] of [...(Object.entries(AGG_OF) as Array<[AggFn, string]>), ['MAX', 'latest'], ['MIN', 'earliest']] as Array<[AggFn, string]>) {
       if (!c.eat(`${w} `)) continue;
       const arg = c.column();
       c.expect(' of ');
       const all = c.eat('all ');
-      const t = c.table();
+      const ref = all ? { table: c.table(), where: [] } : c.tableRef();
+      const t = ref.table;
       const q = emptySelect(t);
       q.columns = [{ kind: 'agg', fn, arg, distinct: false }];
-      if (c.eat(' for each ')) {
+      if (!ref.where.length && c.eat(' for each ')) {
         if (all) throw new IntentParseError('"all" with a group');
         const g = c.column();
         q.columns.unshift(g);
         q.groupBy = [g];
-      } else q.where = all ? [] : thatClause(c, t);
+      } else q.where = all ? [] : [...ref.where, ...thatClause(c, t)];
       return { q, ranked: false };
     }
     throw new IntentParseError('unknown aggregate');
@@ -736,7 +847,7 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
       table = c.table();
     } else table = c.singularTable();
     c.expect(' with the ');
-    const dir = c.eat('highest ') ? 'DESC' : c.eat('lowest ') ? 'ASC' : null;
+    const dir = HIGH_WORDS.find(([w]) => c.eat(w))?.[1];
     if (!dir) throw new IntentParseError('expected highest or lowest');
     const by = c.column();
     const q = emptySelect(table);
@@ -757,9 +868,10 @@ function groupTop(c: Cursor, g: ColRef, k: number): IntentQuery {
   let where: Cond[] = [];
   if (c.eat('most ') || c.eat('fewest ')) {
     dir = c.s.slice(0, c.i).endsWith('most ') ? 'DESC' : 'ASC';
-    table = c.table();
+    const ref = c.tableRef();
+    table = ref.table;
     by = countStar();
-    where = thatClause(c, table);
+    where = [...ref.where, ...thatClause(c, table)];
   } else {
     const m = /^(highest|lowest) (total|average) /.exec(c.s.slice(c.i));
     if (!m) throw new IntentParseError('expected most, fewest, highest or lowest');
@@ -794,13 +906,14 @@ function list(c: Cursor): IntentQuery {
   if (c.eat(' and ')) cols.push(c.columnOrPlural());
   c.expect(' of ');
   const all = c.eat('all ');
-  const t = c.table();
+  const ref = all ? { table: c.table(), where: [] } : c.tableRef();
+  const t = ref.table;
   const q = emptySelect(t);
   q.distinct = distinct;
   q.columns = cols;
   if (!all) {
-    c.expect(' that ');
-    q.where = c.clause(t);
+    q.where = [...ref.where, ...thatClause(c, t)];
+    if (!q.where.length) throw new IntentParseError('a list without "all" or a filter');
   }
   return { q, ranked: false };
 }

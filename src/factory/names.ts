@@ -105,6 +105,16 @@ export function columnPhrase(table: string, column: string): string {
   return `${t} ${c}`;
 }
 
+/** A category value that names its column on its own ("Operational" is a status, "France" a country). */
+export interface ValueRef {
+  table: string;
+  column: string;
+  /** As stored. */
+  value: string;
+  /** The column is a place (country, city, ...): people say "plants in France", not "France plants". */
+  location: boolean;
+}
+
 export interface Lexicon {
   /** phrase -> [table, column] for phrases that name exactly one column (long and short phrases). */
   columns: Map<string, [string, string]>;
@@ -117,6 +127,10 @@ export interface Lexicon {
   tables: Map<string, string>;
   /** "table\u0000column" keys whose phrase is ambiguous or unusable (excluded from synthesis). */
   unspeakable: Set<string>;
+  /** Lowercased category values that belong to one column and say nothing else (withValues); absent before the data is read. */
+  values?: Map<string, ValueRef>;
+  /** "table\u0000column" keys of date columns, whose extremes are "the earliest" and "the latest" (withValues). */
+  dates?: Set<string>;
 }
 
 export const colKey = (table: string, column: string) => `${table}\u0000${column}`;
@@ -193,4 +207,34 @@ function shortPhrases(schema: DbSchema, long: Map<string, string[]>, unspeakable
 /** How the realizer names a column: its short phrase where the schema allows one, else the long one. */
 export function spokenColumn(lex: Lexicon, table: string, column: string): string {
   return lex.short.get(colKey(table, column)) ?? columnPhrase(table, column);
+}
+
+/** Last words of a column that is a place. */
+const PLACE_WORDS = new Set(['country', 'city', 'state', 'region', 'location', 'county', 'town', 'nation', 'continent', 'district', 'province', 'territory']);
+
+/** Values that name nothing on their own ("Yes plants"). */
+const EMPTY_VALUES = new Set(['yes', 'no', 'y', 'n', 'true', 'false', 'none', 'null', 'other', 'others', 'unknown', 'n/a', 'na', 'tbd', 'all', 'any']);
+
+/**
+ * The lexicon with the values of its category columns (`values`: "table\u0000column" -> distinct
+ * values), so a question can say "How many Operational plants are in France?", and its date columns
+ * (colKeys), whose extremes are the earliest and the latest. A value is kept when
+ * it belongs to one column only, reads as words (letters first, no quotes or sentence punctuation),
+ * and is not also the name of a table or column or a word of the question grammar.
+ */
+export function withValues(lex: Lexicon, values: Map<string, string[]>, dates: Iterable<string> = []): Lexicon {
+  const owners = new Map<string, ValueRef[]>();
+  for (const [k, vals] of values) {
+    const [table, column] = k.split('\u0000');
+    const last = ownWords(table, column).split(' ').pop()!;
+    for (const value of new Set(vals)) {
+      const low = value.toLowerCase();
+      if (value.length < 2 || value.length > 40 || !/^\p{L}(?:[\p{L}\p{N} &/-]*[\p{L}\p{N}])?$/u.test(value) || /\s{2}/.test(value)) continue;
+      if (EMPTY_VALUES.has(low) || GRAMMAR_HEADS.has(low) || lex.columns.has(low) || lex.tables.has(low)) continue;
+      owners.set(low, [...(owners.get(low) ?? []), { table, column, value, location: PLACE_WORDS.has(last) }]);
+    }
+  }
+  const index = new Map<string, ValueRef>();
+  for (const [low, refs] of owners) if (refs.length === 1) index.set(low, refs[0]);
+  return { ...lex, values: index, dates: new Set(dates) };
 }

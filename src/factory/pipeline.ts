@@ -16,13 +16,13 @@ import { readJsonl, writeFileAtomic, writeJsonAtomic, ensureDir } from '../util/
 import { Rng } from '../util/rng.ts';
 import { alignStage, makeParseEnv } from './align.ts';
 import { ambiguityStage, buildVariants } from './augment.ts';
-import { buildLexicon, colKey } from './names.ts';
+import { buildLexicon, colKey, withValues } from './names.ts';
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
 import { diversityStage, selfCoverage, sqlFeaturesMemo, type Coverage } from './diversity/index.ts';
 import { sqlSkeleton, structureKey } from '../sql/features.ts';
-import { longTextColumns, profileSchema, type Skipped } from './profile.ts';
+import { categoryValues, longTextColumns, profileSchema, type Skipped } from './profile.ts';
 import { HUMAN_SHAPES } from './shapes.ts';
 import { realizeStage } from './realize.ts';
 import { buildSchemaGraph, inferForeignKeys, type SchemaGraph } from './schema-graph.ts';
@@ -242,8 +242,11 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       inferred = fks.length;
       graph = buildSchemaGraph(schema, fks);
     }
-    const lex = buildLexicon(schema);
-    const { profiles, skipped } = profileSchema(schema, graph, lex, await longTextColumns(schema, executor, cfg.timeoutMs));
+    const names = buildLexicon(schema);
+    const { profiles, skipped } = profileSchema(schema, graph, names, await longTextColumns(schema, executor, cfg.timeoutMs));
+    // Questions may name a category by its value ("Operational plants in France"): the lexicon learns the values.
+    const dates = [...profiles.values()].flatMap((p) => p.columns.filter((c) => c.role === 'date').map((c) => colKey(c.table, c.column)));
+    const lex = withValues(names, await categoryValues(schema, profiles, executor, cfg.timeoutMs, PROFILE_ROWS), dates);
 
     const ctxFor = (name: string, variants: string[]): StageContext => {
       const counts = (rejections[name] ??= {});

@@ -107,3 +107,20 @@ export async function longTextColumns(schema: DbSchema, exec: SqlExecutor, timeo
   }
   return out;
 }
+
+/**
+ * The distinct values of every category column (50 at most by definition), read from the first
+ * `rowLimit` rows as profiling reads them, so a big table is not scanned: "table\u0000column" -> values.
+ */
+export async function categoryValues(schema: DbSchema, profiles: Map<string, TableProfile>, exec: SqlExecutor, timeoutMs = 2000, rowLimit = 20_000): Promise<Map<string, string[]>> {
+  const cols = [...profiles.values()].flatMap((p) => p.columns.filter((c) => c.role === 'category'));
+  const out = new Map<string, string[]>();
+  await Promise.all(
+    cols.map(async (c) => {
+      const sql = `SELECT DISTINCT ${sqlName(c.column)} FROM (SELECT ${sqlName(c.column)} FROM ${sqlName(c.table)} LIMIT ${rowLimit}) LIMIT 60`;
+      const r = await exec.execute(schema.path, sql, { timeoutMs });
+      if (r.ok) out.set(colKey(c.table, c.column), r.rows.map((x) => x[0]).filter((v): v is string => typeof v === 'string'));
+    }),
+  );
+  return out;
+}

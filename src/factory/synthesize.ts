@@ -216,7 +216,8 @@ async function group(ctx: StageContext, env: SynthEnv, top: boolean): Promise<Qu
   }
   if (!groups.length) return null;
   const g = ctx.rng.pick(groups);
-  const nums = nonKey(f, 'T1', 'numeric').filter((c) => !NOT_ADDITIVE.test(c.column));
+  // The group's own column is no measure of it (MAX(price) per price is the price).
+  const nums = nonKey(f, 'T1', 'numeric').filter((c) => !NOT_ADDITIVE.test(c.column) && key(c.ref) !== key(g.ref));
   const others = nonKey(f, 'T1').filter((c) => c.role === 'category' && key(c.ref) !== key(g.ref));
   const r = ctx.rng.next();
   const agg: Expr =

@@ -6,12 +6,15 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
-import { buildLexicon, columnPhrase, spokenColumn } from '../../src/factory/names.ts';
+import { buildLexicon, columnPhrase, spokenColumn, withValues } from '../../src/factory/names.ts';
+import { categoryValues, profileSchema } from '../../src/factory/profile.ts';
+import { SqlPool } from '../../src/sql/pool.ts';
 import { makeParseEnv, parseQuestion } from '../../src/factory/align.ts';
 import { realizeIntent, parseIntent } from '../../src/factory/intents.ts';
 import { col, emptySelect, lit, type QueryAst, type SelectAst } from '../../src/factory/ast.ts';
 import { printQuery } from '../../src/factory/print.ts';
 import { runFactory } from '../../src/factory/pipeline.ts';
+import { TEMPLATE_NAMES } from '../../src/factory/synthesize.ts';
 import { QUESTION_STYLES } from '../../src/factory/types.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 
@@ -189,8 +192,13 @@ test('the factory records how each question was worded: on music_store nearly al
   const dir = tmpDir();
   const path = join('data', 'databases', 'music_store', 'music_store.sqlite');
   const r = await runFactory({ db: path, out: join(dir, 'out'), n: 120, seed: 3, variants: 1 });
+  // The lexicon as the pipeline builds it: names, then the category values read from the data.
   const schema = introspectSchema(path);
-  const env = makeParseEnv(schema, buildSchemaGraph(schema));
+  const graph = buildSchemaGraph(schema);
+  const names = buildLexicon(schema);
+  const pool = new SqlPool({ size: 1 });
+  const values = await categoryValues(schema, profileSchema(schema, graph, names).profiles, pool).finally(() => pool.close());
+  const env = makeParseEnv(schema, graph, withValues(names, values));
   let intent = 0;
   for (const row of r.rows) {
     const g = row.provenance.grammar;
@@ -208,4 +216,79 @@ test('the factory records how each question was worded: on music_store nearly al
   }
   assert.deepEqual(r.manifest.grammar, { intent, ...(r.rows.length > intent ? { general: r.rows.length - intent } : {}) });
   assert.ok(intent / r.rows.length >= 0.85, `${intent} of ${r.rows.length} intent sentences`);
+});
+
+test('a category is named by its value as people name it ("Operational plants in France"), quoted or not, and parsed back by the value alone', () => {
+  const dir = tmpDir();
+  const path = makePlantsDb(dir);
+  const schema = introspectSchema(path);
+  const names = buildLexicon(schema);
+  const lex = withValues(
+    names,
+    new Map([
+      ['plants\u0000Status', ['Operational', 'Shutdown', 'Planned', 'Yes']],
+      ['plants\u0000Country', ['France', 'Japan', 'United States', 'Belgium', 'Planned']],
+    ]),
+  );
+  // One column's values only; a value two columns share, or one that says nothing, names neither.
+  assert.deepEqual(lex.values!.get('operational'), { table: 'plants', column: 'Status', value: 'Operational', location: false });
+  assert.deepEqual(lex.values!.get('united states'), { table: 'plants', column: 'Country', value: 'United States', location: true });
+  assert.equal(lex.values!.has('planned'), false);
+  assert.equal(lex.values!.has('yes'), false);
+  const env = makeParseEnv(schema, buildSchemaGraph(schema), { ...lex, dates: new Set(['plants\u0000OperationalFrom']) });
+  const c = (name: string) => col('T1', 'plants', name);
+  // A date's extremes are the earliest and the latest.
+  const first = emptySelect('plants');
+  first.columns = [c('Name')];
+  first.orderBy = [{ expr: c('OperationalFrom'), dir: 'ASC' }];
+  first.limit = 1;
+  const firstQ = realizeIntent(first, env.lex, 'formal', 0)!;
+  assert.equal(firstQ, 'What is the name of the plant with the earliest operational from?');
+  assert.equal(printQuery({ ...(parseQuestion(firstQ, env) as SelectAst), where: [], orderBy: [] }), printQuery({ ...first, orderBy: [] }));
+  assert.equal((parseQuestion(firstQ, env) as SelectAst).orderBy[0].dir, 'ASC');
+  const count = emptySelect('plants');
+  count.columns = [{ kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false }];
+  count.where = [
+    { kind: 'cmp', left: c('Status'), op: '=', right: lit('Operational') },
+    { kind: 'cmp', left: c('Country'), op: '=', right: lit('United States') },
+    { kind: 'cmp', left: c('Capacity'), op: '>=', right: lit(1000) },
+  ];
+  const top = emptySelect('plants');
+  top.columns = [c('Country')];
+  top.groupBy = [c('Country')];
+  top.where = [{ kind: 'cmp', left: c('Status'), op: '=', right: lit('Shutdown') }];
+  top.orderBy = [{ expr: { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false }, dir: 'DESC' }];
+  top.limit = 1;
+  const list = emptySelect('plants');
+  list.columns = [c('Name')];
+  list.where = [{ kind: 'cmp', left: c('Country'), op: '=', right: lit('Japan') }];
+  const said = (ast: SelectAst, variant: number) => realizeIntent(ast, lex, 'formal', variant)!;
+  assert.equal(said(count, 0), "How many 'Operational' plants in 'United States' have capacity at least 1000?");
+  assert.equal(said(count, 4), 'How many Operational plants in United States have capacity at least 1000?');
+  assert.equal(said(count, 2), "How many plants have status 'Operational' and country 'United States' and capacity at least 1000?");
+  assert.equal(said(top, 3), 'Which country has the most Shutdown plants?');
+  assert.equal(said(list, 1), "What are the names of plants in 'Japan'?");
+  for (const ast of [count, top, list]) {
+    for (const variant of [0, 1, 2, 3, 4, 5]) {
+      const question = said(ast, variant);
+      const back = parseQuestion(question, env) as SelectAst;
+      const where = (q: SelectAst) => q.where.filter((w) => w.kind !== 'null').map((w) => printQuery({ ...emptySelect('plants'), columns: [c('Id')], where: [w] })).sort();
+      assert.deepEqual(where(back), where(ast), question);
+      assert.equal(printQuery({ ...back, where: [], orderBy: back.orderBy.slice(0, 1) }), printQuery({ ...ast, where: [] }), question);
+    }
+  }
+  // People's casing is read too; a place is not a category before the noun, nor a category after "in".
+  const lower = parseQuestion('How many operational plants in japan are there?', env) as SelectAst;
+  assert.deepEqual(lower.where.map((w) => (w.kind === 'cmp' && w.right.kind === 'lit' ? w.right.value : null)), ['Operational', 'Japan']);
+  assert.throws(() => parseIntent('How many France plants are there?', lex), /unknown table/);
+  assert.throws(() => parseIntent('How many plants in Operational are there?', lex), /trailing text|expected/);
+});
+
+test('no group is measured by its own column ("the highest unit price for each unit price")', async () => {
+  const dir = tmpDir();
+  const only = Object.fromEntries(TEMPLATE_NAMES.map((t) => [t, t === 'groupAgg' ? 1 : 0]));
+  const r = await runFactory({ db: join('data', 'databases', 'music_store', 'music_store.sqlite'), out: join(dir, 'out'), n: 150, seed: 1, variants: 0, templateWeights: only });
+  assert.ok(r.rows.length >= 50, `${r.rows.length} pairs`);
+  assert.ok(r.rows.some((x) => /^SELECT \S+, (SUM|AVG|MAX|MIN)\(/.test(x.SQL)), r.rows.map((x) => x.SQL).join('\n'));
+  for (const row of r.rows) assert.doesNotMatch(row.SQL, /^SELECT (\S+), (SUM|AVG|MAX|MIN)\(\1\) .*GROUP BY \1\b/, row.SQL);
 });
