@@ -179,7 +179,6 @@ const selectsGroupOnly = (q: SelectAst): boolean => {
 const isCountStar = (e: Expr | undefined): boolean => e?.kind === 'agg' && e.fn === 'COUNT' && e.arg.kind === 'star';
 const plainCol = (e: Expr | undefined): e is ColRef => e?.kind === 'col';
 
-const AGG_NAT: Partial<Record<AggFn, [string, string]>> = { SUM: ['highest total', 'lowest total'], AVG: ['highest average', 'lowest average'] };
 const AGG_OF: Partial<Record<AggFn, string>> = { SUM: 'total', AVG: 'average', MAX: 'highest', MIN: 'lowest' };
 
 /** The category value c filters q's table by, when the value names its column alone (Lexicon.values). */
@@ -271,24 +270,30 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
       return `${head} ${word} ${say(e.arg)} of ${conds ? R : `all ${P}`}${refThat}${style === 'imperative' ? '.' : '?'}`;
     }
   }
-  // Which G has the most X, and how many X does it have?
-  if (ranked && grouped && q.columns.length === 2 && isCountStar(q.columns[1]) && isCountStar(q.orderBy[0].expr) && q.orderBy[0].dir === 'DESC' && selectsGroupOnly({ ...q, columns: q.columns.slice(0, 1) })) {
-    const g = say(q.groupBy[0]);
-    if (q.limit === 1) return `Which ${g} has the most ${P}${that}, and how many ${P} does it have?`;
-    return `What are the ${q.limit} ${lastPlural(g)} with the most ${P}${that}, and how many ${P} does each have?`;
-  }
-  // Which G has the most X (that have ...)? / What are the k G with the most X?
-  if (ranked && selectsGroupOnly(q)) {
+  // Which G has the most X / the highest total C (that have ...)? / What are the k G with ...? Asked with
+  // its value when the query selects it too: ", and how many X does it have?", ", and what is it?".
+  if (ranked && grouped && q.columns.length <= 2 && selectsGroupOnly({ ...q, columns: q.columns.slice(0, 1) })) {
     const g = say(q.groupBy[0]);
     const o = q.orderBy[0];
     const desc = o.dir === 'DESC';
+    const shown = q.columns[1];
+    if (shown && JSON.stringify(shown) !== JSON.stringify(o.expr)) return null;
     let measure: string;
-    if (isCountStar(o.expr)) measure = `the ${desc ? 'most' : 'fewest'} ${R}${refThat}`;
-    else if (o.expr.kind === 'agg' && AGG_NAT[o.expr.fn] && plainCol(o.expr.arg) && !o.expr.distinct) {
-      measure = `the ${AGG_NAT[o.expr.fn]![desc ? 0 : 1]} ${say(o.expr.arg)}${conds ? `, counting only ${P}${that}` : ''}`;
+    let ask: string;
+    if (isCountStar(o.expr)) {
+      measure = `the ${desc ? 'most' : 'fewest'} ${R}${refThat}`;
+      ask = `, and how many ${P} does ${q.limit === 1 ? 'it' : 'each'} have`;
+    } else if (o.expr.kind === 'agg' && plainCol(o.expr.arg) && !o.expr.distinct) {
+      const fn = o.expr.fn;
+      // MAX ranked up is "the highest C"; MIN ranked down ("the highest lowest C") is left to the general grammar.
+      const word = fn === 'SUM' || fn === 'AVG' ? `${desc ? 'highest' : 'lowest'} ${AGG_OF[fn]}` : (fn === 'MAX' && desc) || (fn === 'MIN' && !desc) ? extreme(lex, o.expr.arg, desc) : null;
+      if (!word) return null;
+      measure = `the ${word} ${say(o.expr.arg)}${conds ? `, counting only ${P}${that}` : ''}`;
+      ask = q.limit === 1 ? ', and what is it' : ', and what are those figures';
     } else return null;
-    if (q.limit === 1) return v === 0 || style === 'formal' ? `Which ${g} has ${measure}?` : `Find the ${g} with ${measure}.`;
-    return `What are the ${q.limit} ${lastPlural(g)} with ${measure}?`;
+    const tail = shown ? ask : '';
+    if (q.limit === 1) return v === 0 || style === 'formal' || shown ? `Which ${g} has ${measure}${tail}?` : `Find the ${g} with ${measure}.`;
+    return `What are the ${q.limit} ${lastPlural(g)} with ${measure}${tail}?`;
   }
   // What is the A of the X with the highest C (among those that have ...)?
   if (!grouped && ranked && !q.distinct && q.columns.length === 1 && plainCol(q.columns[0]) && plainCol(q.orderBy[0].expr)) {
@@ -309,6 +314,7 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
       return null;
     }
     if (isCountStar(e)) return v === 0 ? `How many ${P} are there for each ${g}?` : `Show the number of ${P} for each ${g}.`;
+    if (e.kind === 'agg' && e.fn === 'COUNT' && e.distinct && plainCol(e.arg)) return `How many different ${lastPlural(say(e.arg))} are there for each ${g}?`;
     if (e.kind === 'agg' && e.fn !== 'COUNT' && plainCol(e.arg)) return `What is the ${AGG_OF[e.fn]} ${say(e.arg)} of ${P} for each ${g}?`;
     return null;
   }
@@ -746,9 +752,15 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     return { q, ranked: false };
   }],
   [/^How many different /, (c) => {
-    const target = c.pluralColumn();
+    const target = c.columnOrPlural();
     c.expect(' are there');
     const q = emptySelect(target.table);
+    if (c.eat(' for each ')) {
+      const g = c.column();
+      q.columns = [g, { kind: 'agg', fn: 'COUNT', arg: target, distinct: true }];
+      q.groupBy = [g];
+      return { q, ranked: false };
+    }
     if (c.eat(' among ')) {
       q.from.table = c.table();
       c.expect(' that ');
@@ -873,12 +885,12 @@ function groupTop(c: Cursor, g: ColRef, k: number): IntentQuery {
     by = countStar();
     where = [...ref.where, ...thatClause(c, table)];
   } else {
-    const m = /^(highest|lowest) (total|average) /.exec(c.s.slice(c.i));
+    const m = /^(highest|lowest|latest|earliest) (?:(total|average) )?/.exec(c.s.slice(c.i));
     if (!m) throw new IntentParseError('expected most, fewest, highest or lowest');
     c.i += m[0].length;
-    dir = m[1] === 'highest' ? 'DESC' : 'ASC';
+    dir = m[1] === 'highest' || m[1] === 'latest' ? 'DESC' : 'ASC';
     const arg = c.column();
-    by = { kind: 'agg', fn: m[2] === 'total' ? 'SUM' : 'AVG', arg, distinct: false };
+    by = { kind: 'agg', fn: m[2] === 'total' ? 'SUM' : m[2] === 'average' ? 'AVG' : dir === 'DESC' ? 'MAX' : 'MIN', arg, distinct: false };
     table = arg.table;
     if (c.eat(', counting only ')) {
       table = c.table();
@@ -893,9 +905,12 @@ function groupTop(c: Cursor, g: ColRef, k: number): IntentQuery {
   q.limit = k;
   q.where = where;
   if (c.eat(', and how many ')) {
-    if (!isCountStar(by) || dir !== 'DESC' || c.table() !== table) throw new IntentParseError('"and how many" of another count');
+    if (!isCountStar(by) || c.table() !== table) throw new IntentParseError('"and how many" of another count');
     if (!c.eat(k === 1 ? ' does it have' : ' does each have')) throw new IntentParseError('expected "does it have"');
     q.columns.push(countStar());
+  } else if (c.eat(k === 1 ? ', and what is it' : ', and what are those figures')) {
+    if (isCountStar(by)) throw new IntentParseError('a count asked as "what is it"');
+    q.columns.push(by);
   }
   return { q, ranked: true };
 }
