@@ -1,14 +1,16 @@
 /**
- * Questions as people ask them, for the shapes people ask most: "How many X have ...?", "Which G has
- * the most X?", "What is the A of the X with the highest C?", "How many different C are there?",
- * "What is the average C of X that have ...?", "List the A of all X.", "How many X are there for each G?".
- * Each intent is a sentence pattern with its exact inverse here, so a question realized by an intent is
- * parsed back to the same query (align.ts tries these before the general grammar of realize.ts). A
- * query that fits no intent is realized by the general grammar.
+ * Questions as people ask them, for the shapes people ask: "How many X have ...?", "Which G has the
+ * most X?", "What is the A of the X with the highest C?", "How many different C are there?", "What is
+ * the average C of X that have ...?", "List the A of all X.", "How many X are there for each G?", links
+ * between tables ("tracks that have no invoice lines"), shares, and set operations ("... that have c1 or
+ * c2"). Each intent is a sentence pattern with its exact inverse here, so a question realized by an
+ * intent is parsed back to the same query (align.ts tries these before the general grammar of
+ * realize.ts). A query that fits no intent is realized by the general grammar.
  *
  * Filters are said as "have <column> <value>" ("have status 'Operational'", "have capacity at least
- * 1000", "have construction start in 1975", "have name containing 'Kursk'"); values keep their quotes,
- * as people quote what they type from the data.
+ * 1000", "have construction start in 1975", "have name containing 'Kursk'"), or, for a category whose
+ * value names it alone, by the value: "Operational plants in France". Values keep their quotes in most
+ * questions, as people quote what they type from the data; some go bare, as people also type them.
  */
 import pluralize from 'pluralize';
 import { col, emptySelect, isRankGuard, lit, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst, type SetOpAst } from './ast.ts';
