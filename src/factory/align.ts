@@ -12,7 +12,7 @@ import { buildLexicon, type Lexicon } from './names.ts';
 import { printQuery } from './print.ts';
 import { AGG_WORDS, CMP_WORDS, OP_WORDS, realizePair, SET_WORDS, STYLE_PREFIXES } from './realize.ts';
 import { buildJoins, type SchemaGraph } from './schema-graph.ts';
-import { IntentParseError, maskLiterals, parseIntent, type IntentQuery } from './intents.ts';
+import { IntentParseError, maskLiterals, parseIntent, type IntentQuery } from './intent-parse.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
 import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
 import { QUESTION_STYLES } from './types.ts';

@@ -10,7 +10,8 @@ import { buildLexicon, columnPhrase, spokenColumn, withValues } from '../../src/
 import { categoryValues, profileSchema } from '../../src/factory/profile.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { makeParseEnv, parseQuestion } from '../../src/factory/align.ts';
-import { realizeIntent, parseIntent } from '../../src/factory/intents.ts';
+import { realizeIntent } from '../../src/factory/intents.ts';
+import { parseIntent } from '../../src/factory/intent-parse.ts';
 import { col, emptySelect, lit, type QueryAst, type SelectAst } from '../../src/factory/ast.ts';
 import { printQuery } from '../../src/factory/print.ts';
 import { runFactory } from '../../src/factory/pipeline.ts';
