@@ -410,12 +410,24 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     const [left, right] = setSides(c, target, t, first, c.cond());
     return { q: { kind: 'setop', op: 'INTERSECT', left, right }, ranked: false };
   }],
+  [/^What is the most common /, (c) => {
+    const g = c.column();
+    c.expect(' of ');
+    const { table, where } = c.tableRef();
+    const q = emptySelect(table);
+    q.columns = [g];
+    q.groupBy = [g];
+    q.where = [...where, ...thatClause(c, table)];
+    q.orderBy = [{ expr: countStar(), dir: 'DESC' }];
+    q.limit = 1;
+    return { q, ranked: true };
+  }],
   [/^(Which|Find the) /, (c) => {
     const g = c.column();
     if (!c.eat(' has ')) c.expect(' with ');
     return groupTop(c, g, 1);
   }],
-  [/^What are the (?=\d)/, (c) => {
+  [/^What are the (top )?(?=\d)/, (c) => {
     const k = c.int();
     c.expect(' ');
     const g = c.pluralColumn();

@@ -61,7 +61,12 @@ type Say = (c: ColRef) => string;
 
 /** How the top or bottom of a column is said: a date's are the latest and the earliest. */
 const extreme = (lex: Lexicon, c: ColRef, high: boolean): string => (lex.dates?.has(`${c.table}\u0000${c.column}`) ? (high ? 'latest' : 'earliest') : high ? 'highest' : 'lowest');
-export const HIGH_WORDS: ReadonlyArray<[string, 'DESC' | 'ASC']> = [['highest ', 'DESC'], ['latest ', 'DESC'], ['lowest ', 'ASC'], ['earliest ', 'ASC']];
+/** The top or bottom of a ranked row, as people also say it of sizes ("the largest capacity"). */
+const rankWord = (lex: Lexicon, c: ColRef, high: boolean, variant: number): string => {
+  const w = extreme(lex, c, high);
+  return variant % 2 === 1 && (w === 'highest' || w === 'lowest') ? (high ? 'largest' : 'smallest') : w;
+};
+export const HIGH_WORDS: ReadonlyArray<[string, 'DESC' | 'ASC']> = [['highest ', 'DESC'], ['latest ', 'DESC'], ['largest ', 'DESC'], ['lowest ', 'ASC'], ['earliest ', 'ASC'], ['smallest ', 'ASC']];
 
 function natCond(c: Cond, say: Say, lex?: Lexicon): string | null {
   if (c.kind === 'cmp' && c.left.kind === 'col' && c.right.kind === 'lit' && c.right.value !== null) {
@@ -183,6 +188,13 @@ const plainCol = (e: Expr | undefined): e is ColRef => e?.kind === 'col';
 
 export const AGG_OF: Partial<Record<AggFn, string>> = { SUM: 'total', AVG: 'average', MAX: 'highest', MIN: 'lowest' };
 
+/** What a question calls a table: its short name in odd variants where it has one ("plants"), else its full name. */
+function tableNoun(lex: Lexicon, table: string, variant: number, many = true): string {
+  const short = lex.shortTables?.get(table);
+  if (short && variant % 2 === 1) return many ? short[1] : short[0];
+  return many ? tablePlural(table) : tableSingular(table);
+}
+
 /** The category value c filters q's table by, when the value names its column alone (Lexicon.values). */
 function valueFilter(c: Cond, lex: Lexicon, base: string): ValueRef | null {
   if (c.kind !== 'cmp' || c.op !== '=' || c.left.kind !== 'col' || c.left.table !== base || c.right.kind !== 'lit' || typeof c.right.value !== 'string') return null;
@@ -197,7 +209,7 @@ function valueFilter(c: Cond, lex: Lexicon, base: string): ValueRef | null {
  * without quotes ("PHWR plants"); the others keep every filter in the clause ("plants that have ...").
  */
 function tableRef(q: SelectAst, lex: Lexicon, variant: number): { phrase: string; rest: SelectAst } {
-  const P = tablePlural(q.from.table);
+  const P = tableNoun(lex, q.from.table, variant);
   if (!lex.values || variant % 3 === 2) return { phrase: P, rest: q };
   let adj: Cond | null = null;
   let place: Cond | null = null;
@@ -217,12 +229,12 @@ function tableRef(q: SelectAst, lex: Lexicon, variant: number): { phrase: string
 
 /** A question for q by one of the intents, or null when none fits. `variant` picks among an intent's phrasings. */
 export function realizeIntent(q: QueryAst, lex: Lexicon, style: QuestionStyle, variant: number): string | null {
-  return q.kind === 'setop' ? realizeSetIntent(q, lex, style) : realizeSelectIntent(q, lex, style, variant);
+  return q.kind === 'setop' ? realizeSetIntent(q, lex, style, variant) : realizeSelectIntent(q, lex, style, variant);
 }
 
 function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, variant: number): string | null {
   const say: Say = (c) => spokenColumn(lex, c.table, c.column);
-  const P = tablePlural(q.from.table);
+  const P = tableNoun(lex, q.from.table, variant);
   const clause = natClause(q, say, lex);
   if (clause === null) return null;
   const conds = clause.text;
@@ -294,16 +306,18 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
       ask = q.limit === 1 ? ', and what is it' : ', and what are those figures';
     } else return null;
     const tail = shown ? ask : '';
+    // "What is the most common type of crimes?": how people ask for the group that has the most rows.
+    if (q.limit === 1 && desc && isCountStar(o.expr) && !shown && v === 1 && style !== 'imperative') return `What is the most common ${g} of ${R}${refThat}?`;
     if (q.limit === 1) return v === 0 || style === 'formal' || shown ? `Which ${g} has ${measure}${tail}?` : `Find the ${g} with ${measure}.`;
-    return `What are the ${q.limit} ${lastPlural(g)} with ${measure}${tail}?`;
+    return `What are the ${v === 1 && desc ? 'top ' : ''}${q.limit} ${lastPlural(g)} with ${measure}${tail}?`;
   }
   // What is the A of the X with the highest C (among those that have ...)?
   if (!grouped && ranked && !q.distinct && q.columns.length === 1 && plainCol(q.columns[0]) && plainCol(q.orderBy[0].expr)) {
     const a = say(q.columns[0]);
     const c = say(q.orderBy[0].expr);
-    const hi = extreme(lex, q.orderBy[0].expr as ColRef, q.orderBy[0].dir === 'DESC');
+    const hi = rankWord(lex, q.orderBy[0].expr as ColRef, q.orderBy[0].dir === 'DESC', variant);
     const among = conds ? `, among those${that}` : '';
-    if (q.limit === 1) return `What is the ${a} of the ${tableSingular(q.from.table)} with the ${hi} ${c}${among}?`;
+    if (q.limit === 1) return `What is the ${a} of the ${tableNoun(lex, q.from.table, variant, false)} with the ${hi} ${c}${among}?`;
     return `What are the ${pluralSay(lex, a)} of the ${q.limit} ${P} with the ${hi} ${c}${among}?`;
   }
   // How many X are there for each G? / What is the average C of X for each G? / For each G, how many X have ...?
@@ -336,7 +350,7 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
  * UNION "What are the different A of X that have c1 or c2?", INTERSECT "Which A are shared by X that
  * have c1 and X that have c2?", EXCEPT "What are the A of X that have c1, excluding those of X that have c2?".
  */
-function realizeSetIntent(q: SetOpAst, lex: Lexicon, style: QuestionStyle): string | null {
+function realizeSetIntent(q: SetOpAst, lex: Lexicon, style: QuestionStyle, variant: number): string | null {
   const say: Say = (c) => spokenColumn(lex, c.table, c.column);
   const sides = [q.left, q.right];
   const [a, b] = sides;
@@ -349,7 +363,7 @@ function realizeSetIntent(q: SetOpAst, lex: Lexicon, style: QuestionStyle): stri
   const [c1, c2] = sides.map((s) => natCond(s.where[0], say, lex));
   if (c1 === null || c2 === null) return null;
   const A = pluralSay(lex, say(ca));
-  const P = tablePlural(a.from.table);
+  const P = tableNoun(lex, a.from.table, variant);
   if (q.op === 'UNION') return style === 'imperative' ? `List the different ${A} of ${P} that have ${c1} or ${c2}.` : `What are the different ${A} of ${P} that have ${c1} or ${c2}?`;
   if (q.op === 'INTERSECT') return `Which ${A} are shared by ${P} that have ${c1} and ${P} that have ${c2}?`;
   return `What are the ${A} of ${P} that have ${c1}, excluding those of ${P} that have ${c2}?`;
@@ -387,8 +401,9 @@ export function intentEnv(lex: Lexicon): IntentEnv {
     }
     for (const c of clash) plurals.delete(c);
     const longestFirst = (a: string, b: string): number => b.length - a.length;
-    const tablePlurals = [...lex.tables.keys()].filter((k) => tablePlural(lex.tables.get(k)!) === k).sort(longestFirst);
-    const tableSingulars = [...lex.tables.entries()].filter(([k, t]) => tableSingular(t) === k).sort((a, b) => longestFirst(a[0], b[0]));
+    const shortOf = (t: string) => lex.shortTables?.get(t);
+    const tablePlurals = [...lex.tables.keys()].filter((k) => tablePlural(lex.tables.get(k)!) === k || shortOf(lex.tables.get(k)!)?.[1] === k).sort(longestFirst);
+    const tableSingulars = [...lex.tables.entries()].filter(([k, t]) => tableSingular(t) === k || shortOf(t)?.[0] === k).sort((a, b) => longestFirst(a[0], b[0]));
     const valueKeys = [...(lex.values?.keys() ?? [])].sort(longestFirst);
     e = { lex, phrases, tablePlurals, plurals, pluralPhrases: [...plurals.keys()].sort(longestFirst), tableSingulars, valueKeys };
     cache.set(lex, e);

@@ -123,8 +123,13 @@ export interface Lexicon {
    * name one column in the whole schema and say nothing else: how people name a column.
    */
   short: Map<string, string>;
-  /** table plural / singular -> table, for phrases naming exactly one table. */
+  /** table plural / singular -> table, for phrases naming exactly one table (short names included). */
   tables: Map<string, string>;
+  /**
+   * The head noun people call a long-named table by ("plants" for nuclear_power_plants, "crimes" for
+   * GreaterManchesterCrime): table -> [singular, plural], where it names that table alone.
+   */
+  shortTables?: Map<string, [string, string]>;
   /** "table\u0000column" keys whose phrase is ambiguous or unusable (excluded from synthesis). */
   unspeakable: Set<string>;
   /** Lowercased category values that belong to one column and say nothing else (withValues); absent before the data is read. */
@@ -168,7 +173,27 @@ export function buildLexicon(schema: DbSchema): Lexicon {
   for (const t of schema.tables) {
     for (const w of [tablePlural(t.name), tableSingular(t.name)]) if (tcount.get(w) === 1) tables.set(w, t.name);
   }
-  return { columns, short, tables, unspeakable };
+  // A name of three words or more (or any longer name in a one-table database) is shortened to its head
+  // noun, as people shorten it, when no other table, column or grammar word is that noun.
+  const shortTables = new Map<string, [string, string]>();
+  const real = schema.tables.filter((t) => t.kind === 'table');
+  const heads = new Map<string, number>();
+  for (const t of real) {
+    const h = tableSingular(t.name).split(' ').pop()!;
+    heads.set(h, (heads.get(h) ?? 0) + 1);
+  }
+  for (const t of real) {
+    const ws = tableSingular(t.name).split(' ');
+    if (ws.length < (real.length === 1 ? 2 : 3)) continue;
+    const one = ws[ws.length - 1];
+    const many = tablePlural(t.name).split(' ').pop()!;
+    if (one.length < 4 || one === many || heads.get(one) !== 1 || GRAMMAR_HEADS.has(one)) continue;
+    if ([one, many].some((w) => columns.has(w) || tcount.has(w))) continue;
+    shortTables.set(t.name, [one, many]);
+    tables.set(one, t.name);
+    tables.set(many, t.name);
+  }
+  return { columns, short, tables, unspeakable, shortTables };
 }
 
 /**

@@ -162,7 +162,7 @@ test('links, averages, shares, per-group filters and set operations are asked as
     [sel('tracks', (s) => ((s.columns = [col('T1', 'tracks', 'genre_id'), countStar]), (s.groupBy = [col('T1', 'tracks', 'genre_id')]), (s.orderBy = [{ expr: countStar, dir: 'DESC' }, { expr: col('T1', 'tracks', 'genre_id'), dir: 'ASC' }]), (s.limit = 1))), /^Which track genre id has the most tracks, and how many tracks does it have\?$/],
     // the top group with its measure, up or down, and different values per group
     [sel('invoices', (s) => ((s.columns = [col('T1', 'invoices', 'billing_country'), { kind: 'agg', fn: 'SUM', arg: col('T1', 'invoices', 'total'), distinct: false }]), (s.groupBy = [col('T1', 'invoices', 'billing_country')]), (s.orderBy = [{ expr: { kind: 'agg', fn: 'SUM', arg: col('T1', 'invoices', 'total'), distinct: false }, dir: 'DESC' }, { expr: col('T1', 'invoices', 'billing_country'), dir: 'ASC' }]), (s.limit = 1))), /^Which billing country has the highest total invoice total, and what is it\?$/],
-    [sel('tracks', (s) => ((s.columns = [col('T1', 'tracks', 'genre_id'), { kind: 'agg', fn: 'MAX', arg: col('T1', 'tracks', 'bytes'), distinct: false }]), (s.groupBy = [col('T1', 'tracks', 'genre_id')]), (s.orderBy = [{ expr: { kind: 'agg', fn: 'MAX', arg: col('T1', 'tracks', 'bytes'), distinct: false }, dir: 'DESC' }, { expr: col('T1', 'tracks', 'genre_id'), dir: 'ASC' }]), (s.limit = 2))), /^What are the 2 track genre ids with the highest bytes, and what are those figures\?$/],
+    [sel('tracks', (s) => ((s.columns = [col('T1', 'tracks', 'genre_id'), { kind: 'agg', fn: 'MAX', arg: col('T1', 'tracks', 'bytes'), distinct: false }]), (s.groupBy = [col('T1', 'tracks', 'genre_id')]), (s.orderBy = [{ expr: { kind: 'agg', fn: 'MAX', arg: col('T1', 'tracks', 'bytes'), distinct: false }, dir: 'DESC' }, { expr: col('T1', 'tracks', 'genre_id'), dir: 'ASC' }]), (s.limit = 2))), /^What are the (top )?2 track genre ids with the highest bytes, and what are those figures\?$/],
     [sel('tracks', (s) => ((s.columns = [col('T1', 'tracks', 'media_type_id'), countStar]), (s.groupBy = [col('T1', 'tracks', 'media_type_id')]), (s.orderBy = [{ expr: countStar, dir: 'ASC' }, { expr: col('T1', 'tracks', 'media_type_id'), dir: 'ASC' }]), (s.limit = 1))), /^Which track media type id has the fewest tracks, and how many tracks does it have\?$/],
     [sel('tracks', (s) => ((s.columns = [col('T1', 'tracks', 'genre_id'), { kind: 'agg', fn: 'COUNT', arg: col('T1', 'tracks', 'composer'), distinct: true }]), (s.groupBy = [col('T1', 'tracks', 'genre_id')]))), /^How many different composers are there for each track genre id\?$/],
     // set operations over two filters of the same rows
@@ -252,6 +252,12 @@ test('a category is named by its value as people name it ("Operational plants in
   assert.equal(firstQ, 'What is the name of the plant with the earliest operational from?');
   assert.equal(printQuery({ ...(parseQuestion(firstQ, env) as SelectAst), where: [], orderBy: [] }), printQuery({ ...first, orderBy: [] }));
   assert.equal((parseQuestion(firstQ, env) as SelectAst).orderBy[0].dir, 'ASC');
+  // A size's are also the largest and the smallest.
+  const big = { ...first, orderBy: [{ expr: c('Capacity'), dir: 'DESC' as const }] };
+  const bigQ = realizeIntent(big, env.lex, 'formal', 1)!;
+  assert.equal(bigQ, 'What is the name of the plant with the largest capacity?');
+  assert.equal((parseQuestion(bigQ, env) as SelectAst).orderBy[0].dir, 'DESC');
+  assert.equal(realizeIntent(big, env.lex, 'formal', 0), 'What is the name of the plant with the highest capacity?');
   const count = emptySelect('plants');
   count.columns = [{ kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false }];
   count.where = [
@@ -272,7 +278,8 @@ test('a category is named by its value as people name it ("Operational plants in
   assert.equal(said(count, 0), "How many 'Operational' plants in 'United States' have capacity at least 1000?");
   assert.equal(said(count, 4), 'How many Operational plants in United States have capacity at least 1000?');
   assert.equal(said(count, 2), "How many plants have status 'Operational' and country 'United States' and capacity at least 1000?");
-  assert.equal(said(top, 3), 'Which country has the most Shutdown plants?');
+  assert.equal(said(top, 4), 'Which country has the most Shutdown plants?');
+  assert.equal(said(top, 3), 'What is the most common country of Shutdown plants?');
   assert.equal(said(list, 1), "What are the names of plants in 'Japan'?");
   for (const ast of [count, top, list]) {
     for (const variant of [0, 1, 2, 3, 4, 5]) {
@@ -297,4 +304,28 @@ test('no group is measured by its own column ("the highest unit price for each u
   assert.ok(r.rows.length >= 50, `${r.rows.length} pairs`);
   assert.ok(r.rows.some((x) => /^SELECT \S+, (SUM|AVG|MAX|MIN)\(/.test(x.SQL)), r.rows.map((x) => x.SQL).join('\n'));
   for (const row of r.rows) assert.doesNotMatch(row.SQL, /^SELECT (\S+), (SUM|AVG|MAX|MIN)\(\1\) .*GROUP BY \1\b/, row.SQL);
+});
+
+test('a long table name is shortened to its head noun where that names it alone ("crimes", "plants"), and read back', () => {
+  const dir = tmpDir();
+  const one = join(dir, 'crime.sqlite');
+  const db = new Database(one);
+  db.exec("CREATE TABLE GreaterManchesterCrime (CrimeID TEXT, Type TEXT, Outcome TEXT); INSERT INTO GreaterManchesterCrime VALUES ('a', 'Burglary', 'Under investigation'), ('b', 'Burglary', 'Closed'), ('c', 'Robbery', 'Closed')");
+  db.close();
+  const schema = introspectSchema(one);
+  const lex = buildLexicon(schema);
+  assert.deepEqual(lex.shortTables!.get('GreaterManchesterCrime'), ['crime', 'crimes']);
+  const env = makeParseEnv(schema, buildSchemaGraph(schema), lex);
+  const q = emptySelect('GreaterManchesterCrime');
+  q.columns = [col('T1', 'GreaterManchesterCrime', 'Type')];
+  q.groupBy = [col('T1', 'GreaterManchesterCrime', 'Type')];
+  q.orderBy = [{ expr: { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false }, dir: 'DESC' }];
+  q.limit = 1;
+  assert.equal(realizeIntent(q, lex, 'formal', 0), 'Which type has the most greater manchester crimes?');
+  const short = realizeIntent(q, lex, 'formal', 1)!;
+  assert.equal(short, 'What is the most common type of crimes?');
+  assert.equal(printQuery({ ...(parseQuestion(short, env) as SelectAst), orderBy: [] }), printQuery({ ...q, orderBy: [] }));
+  // Two tables with the same head noun keep their full names; two-word names stay whole in a bigger schema.
+  const shop = buildLexicon(introspectSchema(makeShopDb(dir)));
+  assert.equal(shop.shortTables!.size, 0);
 });
