@@ -4,7 +4,7 @@
  * before the general grammar; a sentence no intent opens with is left to it (null), one that opens like
  * an intent but breaks off is an IntentParseError.
  */
-import { col, emptySelect, lit, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst } from './ast.ts';
+import { col, emptySelect, lit, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SetOpAst } from './ast.ts';
 import type { Lexicon, ValueRef } from './names.ts';
 import type { ForeignKey } from '../sql/types.ts';
 import { AGG_OF, HIGH_WORDS, intentEnv, isCountStar, NAT_OPS, roleWords, YEAR_OPS, type IntentEnv } from './intents.ts';
@@ -277,14 +277,28 @@ function thatClause(c: Cursor, base: string): Cond[] {
   return c.eat(' that ') ? c.clause(base) : [];
 }
 
-/** The two sides of a set operation: the same column of the same table, one filter each. */
-function setSides(c: Cursor, target: ColRef, table: string, first: Cond, second: Cond): [SelectAst, SelectAst] {
-  return [first, second].map((w) => {
+/**
+ * A set operation's two sides, the same column of the same table with one filter each:
+ * "<target plural><lead><table> that have <c1><sep>[<table> that have ]<c2>".
+ */
+function setOp(c: Cursor, op: SetOpAst['op'], lead: string, sep: string, tableAgain: boolean): IntentQuery {
+  const target = c.pluralColumn();
+  c.expect(lead);
+  const table = c.table();
+  c.expect(' that have ');
+  const first = c.cond();
+  c.expect(sep);
+  if (tableAgain) {
+    if (c.table() !== table) throw new IntentParseError('two tables');
+    c.expect(' that have ');
+  }
+  const [left, right] = [first, c.cond()].map((w) => {
     const q = emptySelect(table);
     q.columns = [{ ...target }];
     q.where = [w];
     return q;
-  }) as [SelectAst, SelectAst];
+  });
+  return { q: { kind: 'setop', op, left, right }, ranked: false };
 }
 
 /** Sentence openers -> the parser of the intent they begin. Tried in order; the first that parses wins. */
@@ -398,18 +412,7 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     q.having = [{ kind: 'cmp', left: countStar(), op: '>=', right: lit(k) }];
     return { q, ranked: false };
   }],
-  [/^Which (?=.* are shared by )/, (c) => {
-    const target = c.pluralColumn();
-    c.expect(' are shared by ');
-    const t = c.table();
-    c.expect(' that have ');
-    const first = c.cond();
-    c.expect(' and ');
-    if (c.table() !== t) throw new IntentParseError('two tables');
-    c.expect(' that have ');
-    const [left, right] = setSides(c, target, t, first, c.cond());
-    return { q: { kind: 'setop', op: 'INTERSECT', left, right }, ranked: false };
-  }],
+  [/^Which (?=.* are shared by )/, (c) => setOp(c, 'INTERSECT', ' are shared by ', ' and ', true)],
   [/^What is the most common /, (c) => {
     const g = c.column();
     c.expect(' of ');
@@ -454,28 +457,8 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     }
     throw new IntentParseError('unknown aggregate');
   }],
-  [/^(What are the|List the) different (?=.* or )/, (c) => {
-    const target = c.pluralColumn();
-    c.expect(' of ');
-    const t = c.table();
-    c.expect(' that have ');
-    const first = c.cond();
-    c.expect(' or ');
-    const [left, right] = setSides(c, target, t, first, c.cond());
-    return { q: { kind: 'setop', op: 'UNION', left, right }, ranked: false };
-  }],
-  [/^What are the (?=.*, excluding those of )/, (c) => {
-    const target = c.pluralColumn();
-    c.expect(' of ');
-    const t = c.table();
-    c.expect(' that have ');
-    const first = c.cond();
-    c.expect(', excluding those of ');
-    if (c.table() !== t) throw new IntentParseError('two tables');
-    c.expect(' that have ');
-    const [left, right] = setSides(c, target, t, first, c.cond());
-    return { q: { kind: 'setop', op: 'EXCEPT', left, right }, ranked: false };
-  }],
+  [/^(What are the|List the) different (?=.* or )/, (c) => setOp(c, 'UNION', ' of ', ' or ', false)],
+  [/^What are the (?=.*, excluding those of )/, (c) => setOp(c, 'EXCEPT', ' of ', ', excluding those of ', true)],
   [/^(What is|What are) the (?!\d)/, (c) => {
     const first = c.columnOrPlural();
     c.expect(' of the ');
