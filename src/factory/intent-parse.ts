@@ -282,7 +282,7 @@ function thatClause(c: Cursor, base: string): Cond[] {
  * "<target plural><lead><table> that have <c1><sep>[<table> that have ]<c2>".
  */
 function setOp(c: Cursor, op: SetOpAst['op'], lead: string, sep: string, tableAgain: boolean): IntentQuery {
-  const target = c.pluralColumn();
+  const target = c.columnOrPlural();
   c.expect(lead);
   const table = c.table();
   c.expect(' that have ');
@@ -410,6 +410,11 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     q.groupBy = [g];
     q.where = thatClause(c, t);
     q.having = [{ kind: 'cmp', left: countStar(), op: '>=', right: lit(k) }];
+    if (c.eat(', and how many ')) {
+      if (c.table() !== t) throw new IntentParseError('"and how many" of another table');
+      c.expect(' does each have');
+      q.columns.push(countStar());
+    }
     return { q, ranked: false };
   }],
   [/^Which (?=.* are shared by )/, (c) => setOp(c, 'INTERSECT', ' are shared by ', ' and ', true)],

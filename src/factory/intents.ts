@@ -242,10 +242,13 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
   // Which G have at least k X (that have ...)?
   if (q.having.length) {
     const h = q.having[0];
-    const one = q.having.length === 1 && selectsGroupOnly(q);
+    // The group alone, or with its count: "..., and how many X does each have?".
+    const counted = q.columns.length === 2 && isCountStar(q.columns[1]);
+    const one = q.having.length === 1 && selectsGroupOnly({ ...q, columns: q.columns.slice(0, 1) }) && (q.columns.length === 1 || counted);
     if (!one || q.orderBy.length || h.kind !== 'cmp' || !isCountStar(h.left) || h.op !== '>=' || h.right.kind !== 'lit' || typeof h.right.value !== 'number') return null;
     const gs = pluralSay(lex, say(q.groupBy[0]));
-    return style === 'imperative' || style === 'terse' ? `List the ${gs} with at least ${h.right.value} ${P}${that}.` : `Which ${gs} have at least ${h.right.value} ${P}${that}?`;
+    const tail = counted ? `, and how many ${P} does each have` : '';
+    return style === 'imperative' || style === 'terse' ? `List the ${gs} with at least ${h.right.value} ${P}${that}${tail}.` : `Which ${gs} have at least ${h.right.value} ${P}${that}${tail}?`;
   }
   const grouped = q.groupBy.length === 1;
   const ranked = q.orderBy.length > 0 && q.limit !== null;
