@@ -248,7 +248,8 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
     if (!one || q.orderBy.length || h.kind !== 'cmp' || !isCountStar(h.left) || h.op !== '>=' || h.right.kind !== 'lit' || typeof h.right.value !== 'number') return null;
     const gs = pluralSay(lex, say(q.groupBy[0]));
     const tail = counted ? `, and how many ${P} does each have` : '';
-    return style === 'imperative' || style === 'terse' ? `List the ${gs} with at least ${h.right.value} ${P}${that}${tail}.` : `Which ${gs} have at least ${h.right.value} ${P}${that}${tail}?`;
+    // Asking for the count too is a question in every style ("List the X with ..., and how many ...?" is not English).
+    return (style === 'imperative' || style === 'terse') && !counted ? `List the ${gs} with at least ${h.right.value} ${P}${that}.` : `Which ${gs} have at least ${h.right.value} ${P}${that}${tail}?`;
   }
   const grouped = q.groupBy.length === 1;
   const ranked = q.orderBy.length > 0 && q.limit !== null;
