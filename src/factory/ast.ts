@@ -104,3 +104,8 @@ export function isRankGuard(q: SelectAst, c: Cond): boolean {
   const first = q.orderBy[0]?.expr;
   return q.limit !== null && first?.kind === 'col' && c.kind === 'null' && c.negated && c.expr.alias === first.alias && c.expr.column === first.column;
 }
+
+/** A copy of condition c with every column of alias `from` moved to alias `to` (into a subquery's S1, say). */
+export function renameAlias(c: Cond, from: string, to: string): Cond {
+  return JSON.parse(JSON.stringify(c).replaceAll(`"alias":"${from}"`, `"alias":"${to}"`)) as Cond;
+}

@@ -4,7 +4,7 @@
  * before the general grammar; a sentence no intent opens with is left to it (null), one that opens like
  * an intent but breaks off is an IntentParseError.
  */
-import { col, emptySelect, lit, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SetOpAst } from './ast.ts';
+import { col, emptySelect, lit, renameAlias, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SetOpAst } from './ast.ts';
 import type { Lexicon, ValueRef } from './names.ts';
 import type { ForeignKey } from '../sql/types.ts';
 import { AGG_OF, HIGH_WORDS, intentEnv, isCountStar, NAT_OPS, roleWords, YEAR_OPS, type IntentEnv } from './intents.ts';
@@ -230,16 +230,7 @@ class Cursor {
     const sub = emptySelect(child, 'S1');
     if (role === null && this.eat(' with ')) {
       // EXISTS: the child rows linked to the outer row that also meet a filter.
-      const inner = this.cond();
-      const rename = (x: unknown): void => {
-        if (Array.isArray(x)) x.forEach(rename);
-        else if (x && typeof x === 'object') {
-          const o = x as Record<string, unknown>;
-          if (o.kind === 'col') o.alias = 'S1';
-          Object.values(o).forEach(rename);
-        }
-      };
-      rename(inner);
+      const inner = renameAlias(this.cond(), '', 'S1');
       sub.columns = [{ kind: 'star' }];
       sub.where = [{ kind: 'cmp', left: col('S1', child, e.fromColumns[0]), op: '=', right: col('T1', base, e.toColumns[0]) }, inner];
       return { kind: 'exists', query: sub, negated };

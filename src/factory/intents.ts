@@ -68,7 +68,7 @@ const rankWord = (lex: Lexicon, c: ColRef, high: boolean, variant: number): stri
 };
 export const HIGH_WORDS: ReadonlyArray<[string, 'DESC' | 'ASC']> = [['highest ', 'DESC'], ['latest ', 'DESC'], ['largest ', 'DESC'], ['lowest ', 'ASC'], ['earliest ', 'ASC'], ['smallest ', 'ASC']];
 
-function natCond(c: Cond, say: Say, lex?: Lexicon): string | null {
+function natCond(c: Cond, say: Say, lex: Lexicon): string | null {
   if (c.kind === 'cmp' && c.left.kind === 'col' && c.right.kind === 'lit' && c.right.value !== null) {
     const v = c.right.value;
     if (c.op === '=' && typeof v === 'string') return `${say(c.left)} ${quote(v)}`;
@@ -83,7 +83,7 @@ function natCond(c: Cond, say: Say, lex?: Lexicon): string | null {
   if (c.kind === 'cmp' && c.left.kind === 'col' && c.right.kind === 'scalar') {
     const agg = ownAggregate(c.left, c.right.query);
     if (agg === 'AVG' && (c.op === '>' || c.op === '<')) return `${say(c.left)} ${c.op === '>' ? 'above' : 'below'} average`;
-    if ((agg === 'MAX' || agg === 'MIN') && c.op === '=') return `the ${lex ? extreme(lex, c.left, agg === 'MAX') : agg === 'MAX' ? 'highest' : 'lowest'} ${say(c.left)}`;
+    if ((agg === 'MAX' || agg === 'MIN') && c.op === '=') return `the ${extreme(lex, c.left, agg === 'MAX')} ${say(c.left)}`;
     return null;
   }
   // A key among the keys of parent rows that match a filter is that filter across the join ("tracks
@@ -128,7 +128,7 @@ function relationOf(c: Cond, base: string): { child: string; fkColumn: string; n
 }
 
 /** "have no tracks", "have at least one tryout", "are not the support rep of any customer", "have at least one invoice with total at most 6.5". */
-function relationPhrase(c: Cond, base: string, say: Say, lex?: Lexicon): string | null {
+function relationPhrase(c: Cond, base: string, say: Say, lex: Lexicon): string | null {
   if (c.kind === 'exists') return existsPhrase(c, base, say, lex);
   const r = relationOf(c, base);
   if (!r || c.kind !== 'in') return null;
@@ -143,7 +143,7 @@ function relationPhrase(c: Cond, base: string, say: Say, lex?: Lexicon): string 
  * outer.key AND cond)`: "have at least one invoice with total at most 6.5" ("have no invoices with ..."),
  * when the key says only which parent it is (else the general grammar says it).
  */
-function existsPhrase(c: Cond & { kind: 'exists' }, base: string, say: Say, lex?: Lexicon): string | null {
+function existsPhrase(c: Cond & { kind: 'exists' }, base: string, say: Say, lex: Lexicon): string | null {
   const [link, cond] = c.query.where;
   if (c.query.where.length !== 2 || c.query.joins.length || link.kind !== 'cmp' || link.left.kind !== 'col' || link.right.kind !== 'col' || link.right.table !== base) return null;
   const child = c.query.from.table;
@@ -159,7 +159,7 @@ function existsPhrase(c: Cond & { kind: 'exists' }, base: string, say: Say, lex?
  * links to other tables); '' when q has no filter, null when one cannot be said. `attrs` alone is
  * what follows "with" in a terse question.
  */
-function natClause(q: SelectAst, say: Say, lex?: Lexicon): { text: string; attrs: string; links: number } | null {
+function natClause(q: SelectAst, say: Say, lex: Lexicon): { text: string; attrs: string; links: number } | null {
   const attrs: string[] = [];
   const rels: string[] = [];
   for (const c of q.where) {

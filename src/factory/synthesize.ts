@@ -10,7 +10,7 @@ import { AgroError } from '../errors.ts';
 import type { SqlValue } from '../sql/types.ts';
 import { Rng } from '../util/rng.ts';
 import { fnv1a } from '../util/hash.ts';
-import { col, emptySelect, lit, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst } from './ast.ts';
+import { col, emptySelect, lit, renameAlias, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst } from './ast.ts';
 import { printQuery, printSelect } from './print.ts';
 import type { TableProfile, UsableColumn } from './profile.ts';
 import { buildJoins, joinPaths, type SchemaGraph } from './schema-graph.ts';
@@ -549,10 +549,6 @@ const WEIGHTS: Record<string, number> = {
   exists: 1,
   setOperation: 5,
 };
-
-function renameAlias(c: Cond, from: string, to: string): Cond {
-  return JSON.parse(JSON.stringify(c).replaceAll(`"alias":"${from}"`, `"alias":"${to}"`)) as Cond;
-}
 
 /**
  * Difficulty from structure, with a score that counts what a solver must get right:
