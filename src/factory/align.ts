@@ -279,36 +279,33 @@ function linkTables(q: SelectAst, env: ParseEnv, mentions: string[]): void {
   const built = buildJoins(env.graph, q.from.table, mentions);
   if (!built) throw new ParseError('tables are not connected');
   q.joins = built.joins;
-  const fix = (node: unknown): void => {
-    if (Array.isArray(node)) node.forEach(fix);
+  outerCols(q, (c) => {
+    if (c.alias === '') c.alias = built.aliasOf.get(c.table) ?? 'T1';
+  });
+}
+
+/** Calls f on each column of q's own clauses: not inside a subquery, except the key an IN compares (the subquery's tables are its own). */
+function outerCols(q: SelectAst, f: (c: ColRef) => void): void {
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(walk);
     else if (node && typeof node === 'object') {
       const o = node as Record<string, unknown>;
-      if (o.kind === 'col' && o.alias === '') o.alias = built.aliasOf.get(o.table as string) ?? 'T1';
+      if (o.kind === 'col') f(o as unknown as ColRef);
       if (o.kind === 'scalar' || o.kind === 'exists') return;
-      if (o.kind === 'in') return fix(o.expr);
-      for (const v of Object.values(o)) fix(v);
+      if (o.kind === 'in') return walk(o.expr);
+      for (const v of Object.values(o)) walk(v);
     }
   };
-  fix([q.columns, q.where, q.having, q.orderBy, q.groupBy]);
+  walk([q.columns, q.where, q.having, q.orderBy, q.groupBy]);
 }
 
 /** A query of an intent sentence (intents.ts) with its tables joined and aliased, as parseCore does (each side of a set operation alone). */
 function linkIntent(found: IntentQuery, env: ParseEnv): QueryAst {
   const link = (q: SelectAst): SelectAst => {
-    const base = q.from.table;
     const mentions: string[] = [];
-    const visit = (node: unknown): void => {
-      if (Array.isArray(node)) node.forEach(visit);
-      else if (node && typeof node === 'object') {
-        const o = node as Record<string, unknown>;
-        if (o.kind === 'col' && o.table !== base && !mentions.includes(o.table as string)) mentions.push(o.table as string);
-        // A subquery's tables are its own (the key an IN compares is the outer query's).
-        if (o.kind === 'scalar' || o.kind === 'exists') return;
-        if (o.kind === 'in') return visit(o.expr);
-        for (const v of Object.values(o)) visit(v);
-      }
-    };
-    visit([q.columns, q.where, q.having, q.groupBy, q.orderBy]);
+    outerCols(q, (c) => {
+      if (c.table !== q.from.table && !mentions.includes(c.table)) mentions.push(c.table);
+    });
     linkTables(q, env, mentions);
     if (found.ranked) implicitRanking(q, env, q.groupBy[0] ?? null);
     return q;

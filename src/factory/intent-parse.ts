@@ -103,12 +103,11 @@ class Cursor {
   private valueAt(): ValueRef | null {
     const values = this.env.lex.values;
     if (!values) return null;
-    const m = /^\u27e6(\d+)\u27e7/.exec(this.s.slice(this.i));
-    if (m) {
-      const lit = this.lits[Number(m[1])];
-      const r = values.get(lit.toLowerCase());
-      if (!r || r.value !== lit) return null;
-      this.i += m[0].length;
+    const q = this.placeholder();
+    if (q) {
+      const r = values.get(q.lit.toLowerCase());
+      if (!r || r.value !== q.lit) return null;
+      this.i += q.length;
       return r;
     }
     for (const k of this.env.valueKeys) {
@@ -126,11 +125,16 @@ class Cursor {
     }
     throw new IntentParseError('unknown table (singular)');
   }
-  value(): string | number {
+  /** The quoted value (a ⟦n⟧ placeholder) at the cursor and its length in the sentence, without moving; null if none. */
+  private placeholder(): { lit: string; length: number } | null {
     const m = /^\u27e6(\d+)\u27e7/.exec(this.s.slice(this.i));
-    if (m) {
-      this.i += m[0].length;
-      return this.lits[Number(m[1])];
+    return m ? { lit: this.lits[Number(m[1])], length: m[0].length } : null;
+  }
+  value(): string | number {
+    const q = this.placeholder();
+    if (q) {
+      this.i += q.length;
+      return q.lit;
     }
     const n = /^-?\d+(\.\d+)?(?![\p{L}\d])/u.exec(this.s.slice(this.i));
     if (!n) throw new IntentParseError('expected a value');

@@ -177,10 +177,10 @@ function natClause(q: SelectAst, say: Say, lex: Lexicon): { text: string; attrs:
   return { text: [...(a ? [`have ${a}`] : []), ...rels].join(' and '), attrs: a, links: rels.length };
 }
 
-/** "Which G ...": one group, and it is all the query selects. */
-const selectsGroupOnly = (q: SelectAst): boolean => {
+/** One group, selected first: "Which G ...", perhaps with its count or measure after it. */
+const groupFirst = (q: SelectAst): boolean => {
   const [c] = q.columns;
-  return q.groupBy.length === 1 && q.columns.length === 1 && c.kind === 'col' && c.column === q.groupBy[0].column && c.alias === q.groupBy[0].alias;
+  return q.groupBy.length === 1 && c?.kind === 'col' && c.column === q.groupBy[0].column && c.alias === q.groupBy[0].alias;
 };
 
 export const isCountStar = (e: Expr | undefined): boolean => e?.kind === 'agg' && e.fn === 'COUNT' && e.arg.kind === 'star';
@@ -244,7 +244,7 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
     const h = q.having[0];
     // The group alone, or with its count: "..., and how many X does each have?".
     const counted = q.columns.length === 2 && isCountStar(q.columns[1]);
-    const one = q.having.length === 1 && selectsGroupOnly({ ...q, columns: q.columns.slice(0, 1) }) && (q.columns.length === 1 || counted);
+    const one = q.having.length === 1 && groupFirst(q) && (q.columns.length === 1 || counted);
     if (!one || q.orderBy.length || h.kind !== 'cmp' || !isCountStar(h.left) || h.op !== '>=' || h.right.kind !== 'lit' || typeof h.right.value !== 'number') return null;
     const gs = pluralSay(lex, say(q.groupBy[0]));
     const tail = counted ? `, and how many ${P} does each have` : '';
@@ -256,7 +256,7 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
   const v = variant % 2;
   // The table with its category values ("Operational plants in France") and the clause for the rest.
   const ref = tableRef(q, lex, variant);
-  const refClause = natClause(ref.rest, say, lex);
+  const refClause = ref.rest === q ? clause : natClause(ref.rest, say, lex);
   if (refClause === null) return null;
   const R = ref.phrase;
   const refThat = refClause.text ? ` that ${refClause.text}` : '';
@@ -290,7 +290,7 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
   }
   // Which G has the most X / the highest total C (that have ...)? / What are the k G with ...? Asked with
   // its value when the query selects it too: ", and how many X does it have?", ", and what is it?".
-  if (ranked && grouped && q.columns.length <= 2 && selectsGroupOnly({ ...q, columns: q.columns.slice(0, 1) })) {
+  if (ranked && grouped && q.columns.length <= 2 && groupFirst(q)) {
     const g = say(q.groupBy[0]);
     const o = q.orderBy[0];
     const desc = o.dir === 'DESC';

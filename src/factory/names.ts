@@ -132,9 +132,9 @@ export interface Lexicon {
   shortTables?: Map<string, [string, string]>;
   /** "table\u0000column" keys whose phrase is ambiguous or unusable (excluded from synthesis). */
   unspeakable: Set<string>;
-  /** Lowercased category values that belong to one column and say nothing else (withValues); absent before the data is read. */
+  /** Lowercased category values that belong to one column and say nothing else (withData); absent before the data is read. */
   values?: Map<string, ValueRef>;
-  /** "table\u0000column" keys of date columns, whose extremes are "the earliest" and "the latest" (withValues). */
+  /** "table\u0000column" keys of date columns, whose extremes are "the earliest" and "the latest" (withData). */
   dates?: Set<string>;
 }
 
@@ -241,13 +241,13 @@ const PLACE_WORDS = new Set(['country', 'city', 'state', 'region', 'location', '
 const EMPTY_VALUES = new Set(['yes', 'no', 'y', 'n', 'true', 'false', 'none', 'null', 'other', 'others', 'unknown', 'n/a', 'na', 'tbd', 'all', 'any']);
 
 /**
- * The lexicon with the values of its category columns (`values`: "table\u0000column" -> distinct
+ * The lexicon with what the data says of the schema: the values of its category columns (`values`: "table\u0000column" -> distinct
  * values), so a question can say "How many Operational plants are in France?", and its date columns
  * (colKeys), whose extremes are the earliest and the latest. A value is kept when
  * it belongs to one column only, reads as words (letters first, no quotes or sentence punctuation),
  * and is not also the name of a table or column or a word of the question grammar.
  */
-export function withValues(lex: Lexicon, values: Map<string, string[]>, dates: Iterable<string> = []): Lexicon {
+export function withData(lex: Lexicon, values: Map<string, string[]>, dates: Iterable<string> = []): Lexicon {
   const owners = new Map<string, ValueRef[]>();
   for (const [k, vals] of values) {
     const [table, column] = k.split('\u0000');

@@ -16,7 +16,7 @@ import { readJsonl, writeFileAtomic, writeJsonAtomic, ensureDir } from '../util/
 import { Rng } from '../util/rng.ts';
 import { alignStage, makeParseEnv } from './align.ts';
 import { ambiguityStage, buildVariants } from './augment.ts';
-import { buildLexicon, colKey, withValues } from './names.ts';
+import { buildLexicon, colKey, withData } from './names.ts';
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
@@ -246,7 +246,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     const { profiles, skipped } = profileSchema(schema, graph, names, await longTextColumns(schema, executor, cfg.timeoutMs));
     // Questions may name a category by its value ("Operational plants in France"): the lexicon learns the values.
     const dates = [...profiles.values()].flatMap((p) => p.columns.filter((c) => c.role === 'date').map((c) => colKey(c.table, c.column)));
-    const lex = withValues(names, await categoryValues(schema, profiles, executor, cfg.timeoutMs, PROFILE_ROWS), dates);
+    const lex = withData(names, await categoryValues(schema, profiles, executor, cfg.timeoutMs, PROFILE_ROWS), dates);
 
     const ctxFor = (name: string, variants: string[]): StageContext => {
       const counts = (rejections[name] ??= {});

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
-import { buildLexicon, columnPhrase, spokenColumn, withValues } from '../../src/factory/names.ts';
+import { buildLexicon, columnPhrase, spokenColumn, withData } from '../../src/factory/names.ts';
 import { categoryValues, profileSchema } from '../../src/factory/profile.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { makeParseEnv, parseQuestion } from '../../src/factory/align.ts';
@@ -206,7 +206,7 @@ test('the factory records how each question was worded: on music_store nearly al
   const names = buildLexicon(schema);
   const pool = new SqlPool({ size: 1 });
   const values = await categoryValues(schema, profileSchema(schema, graph, names).profiles, pool).finally(() => pool.close());
-  const env = makeParseEnv(schema, graph, withValues(names, values));
+  const env = makeParseEnv(schema, graph, withData(names, values));
   let intent = 0;
   for (const row of r.rows) {
     const g = row.provenance.grammar;
@@ -231,7 +231,7 @@ test('a category is named by its value as people name it ("Operational plants in
   const path = makePlantsDb(dir);
   const schema = introspectSchema(path);
   const names = buildLexicon(schema);
-  const lex = withValues(
+  const lex = withData(
     names,
     new Map([
       ['plants\u0000Status', ['Operational', 'Shutdown', 'Planned', 'Yes']],
