@@ -4,8 +4,8 @@
 import { serveEnv } from '../src/server/env.ts';
 import { catalogFromDbRoot } from '../src/data/catalog.ts';
 
-const { dbRoot, ...opts } = JSON.parse(process.argv[2] ?? '{}') as { dbRoot: string } & Record<string, unknown>;
-const srv = await serveEnv({ catalog: catalogFromDbRoot(dbRoot), ...opts });
+const { dbRoot, variants, ...opts } = JSON.parse(process.argv[2] ?? '{}') as { dbRoot: string; variants?: string } & Record<string, unknown>;
+const srv = await serveEnv({ catalog: catalogFromDbRoot(dbRoot, variants), ...opts });
 process.stdout.write(JSON.stringify({ url: srv.url, pid: process.pid }) + '\n');
 process.on('SIGTERM', () => {
   void srv.close().then(() => {

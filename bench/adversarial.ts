@@ -1,4 +1,4 @@
-// `npm run bench -- adversarial [--honest N] [--kill-questions N] [--kill-every MS] [--skip-resume]`
+// `npm run bench -- adversarial [--only cli] [--honest N] [--kill-questions N] [--kill-every MS] [--skip-resume]`
 // Issue #21's heavy cases through the real CLI, each with its pass rule:
 //   blobs       eval of one attacking prediction each (10/30/60/120 MB randomblob, 8 x 500 MB zeroblob, a
 //               10 MB query): exit 0, the attack scored as a failure, peak memory of the whole process
@@ -9,46 +9,24 @@
 //               1840, the issue's run): 0 scored wrong
 //   resume      kill -9 of synth and of sft mid-run, then the same command again: finishes, and its
 //               output equals an uninterrupted run's byte for byte
+//   cli         issue #35's command-line cases (bench/_adversarial_cli.ts): endless and non-regular inputs,
+//               missing folders, unreadable databases, unusable output paths, control characters, the
+//               result byte cap, resume with stale temp folders and changed settings; `--only cli` runs it alone
 // Prints cases tried / passed and the peak memory of each; exits 1 when a case fails.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { num } from './_args.ts';
+import { flag, num } from './_args.ts';
+import { cliSection, type CliRun } from './_adversarial_cli.ts';
+import { treeRss } from './_tree-rss.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'bin', 'agro.js');
 const DB_ROOT = join(ROOT, 'data', 'databases');
 const MUSIC = join(DB_ROOT, 'music_store', 'music_store.sqlite');
 const GiB = 2 ** 30;
-
-/** Resident memory of `pid` and all its descendants, in bytes (Linux /proc). */
-function treeRss(pid: number): number {
-  const parent = new Map<number, number>();
-  const rss = new Map<number, number>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      parent.set(Number(name), Number(fields[1]));
-      rss.set(Number(name), Number(fields[21]) * 4096);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  let total = 0;
-  for (const [p, bytes] of rss) {
-    for (let q: number | undefined = p; q !== undefined && q > 1; q = parent.get(q)) {
-      if (q === pid) {
-        total += bytes;
-        break;
-      }
-    }
-  }
-  return total;
-}
 
 /** The SQL executor children under `pid`. */
 function poolChildren(pid: number): number[] {
@@ -76,12 +54,12 @@ interface Run {
 }
 
 /** Runs the CLI, sampling the process tree's memory every 50 ms; `during` may act on the running process. */
-function runCli(args: string[], during?: (child: ChildProcess) => void): Promise<Run> {
+function runCli(args: string[], during?: (child: ChildProcess) => void, keepStdout = false): Promise<Run> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', keepStdout ? 'pipe' : 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (c: string) => (stderr += c));
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (c: string) => (stderr += c));
   let peakBytes = 0;
   const sampler = setInterval(() => {
     if (child.pid) peakBytes = Math.max(peakBytes, treeRss(child.pid));
@@ -93,6 +71,18 @@ function runCli(args: string[], during?: (child: ChildProcess) => void): Promise
       resolve({ status, signal, stderr, peakBytes, seconds: (performance.now() - t0) / 1000 });
     });
   });
+}
+
+/** Runs the CLI with stdout kept, killed (SIGKILL) after `timeoutMs`: a command that hangs fails its case. */
+async function runCliOut(args: string[], timeoutMs: number): Promise<CliRun> {
+  let stdout = '';
+  const r = await runCli(args, (child) => {
+    child.stdout?.setEncoding('utf8');
+    child.stdout?.on('data', (c: string) => (stdout += c));
+    const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', () => clearTimeout(t));
+  }, true);
+  return { ...r, stdout };
 }
 
 interface Case {
@@ -230,7 +220,10 @@ export async function run(args: string[]): Promise<void> {
   const kills = num(args, '--kill-questions', 1840);
   const dir = mkdtempSync(join(tmpdir(), 'agro-bench-adv-'));
   const dev = JSON.parse(readFileSync(join(ROOT, 'data', 'dev.json'), 'utf8')) as Question[];
+  const only = flag(args, '--only', '');
   try {
+    await cliSection({ root: ROOT, dbRoot: DB_ROOT, music: MUSIC, dev: join(ROOT, 'data', 'dev.json'), run: runCliOut, record }, dir);
+    if (only === 'cli') return;
     await blobs(dir, dev);
     await honestUnderAttack(dir, dev, n);
     await killPool(dir, dev, kills, num(args, '--kill-every', 1000));
@@ -243,7 +236,11 @@ export async function run(args: string[]): Promise<void> {
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
+    report();
   }
+}
+
+function report(): void {
   const passed = cases.filter((c) => c.ok).length;
   const peak = Math.max(...cases.map((c) => c.peakBytes ?? 0));
   console.log(`\nadversarial: ${passed}/${cases.length} cases passed; peak memory of any one command's process tree ${(peak / 2 ** 20).toFixed(0)} MiB`);

@@ -1,4 +1,5 @@
-// `npm run bench -- realism [--n 30] [--dbs 30] [--variants 2] [--seed 1] [--only db1,db2] [--examples 0] [--detail] [--root DIR]`
+// `npm run bench -- realism [--n 30] [--dbs 30] [--variants 2] [--seed 1] [--only db1,db2] [--examples 0] [--detail] [--root DIR] [--people SHARE]`
+// --people: the factory's share of questions in people's variety (default: the factory's; 0 = the plain intents).
 // With 30 pairs per database the shape share moves by about a point between seeds: run several (--seed).
 // --detail: per database, the human shapes it missed and the human-used tables/columns left unused (with the manifest's reason).
 // How close the factory comes to what people ask, on real databases it has never seen: a fixed,
@@ -9,13 +10,16 @@
 // the synthesized SQL also uses, (c) pairs asked vs written and pairs/s, (d) the share of
 // questions that leak an identifier (snake_case, CamelCase, a doubled word, a truncated singular), and
 // (e) the share of questions in the general grammar's template sentences ("... where the X is Y"), not
-// the intent sentences people use (provenance.grammar).
+// the intent sentences people use (provenance.grammar), (f) the share asked in people's variety
+// (provenance.people), (g) distinct sentence openers (first two words) per 100 questions, and (h) the
+// distance (total variation, 0..1) of all written pairs' shapes from the human mix (shapes.ts).
 // --root ../shared/data/kaggledbqa measures the same on KaggleDBQA (questions.json, {db_id, query}).
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSchema, runFactory } from '../src/factory/pipeline.ts';
 import { identifierLeaks, queryShape, schemaItems } from '../src/factory/realism.ts';
+import { HUMAN_SHAPES } from '../src/factory/shapes.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { flag, num } from './_args.ts';
 
@@ -40,6 +44,7 @@ interface DbResult {
   secs: number;
   leakShare: number;
   templateShare: number;
+  peopleShare: number;
   shortfall: string;
 }
 
@@ -49,6 +54,9 @@ export async function run(args: string[]): Promise<void> {
   const variants = num(args, '--variants', 2);
   const examples = num(args, '--examples', 0);
   const seed = num(args, '--seed', 1);
+  const people = args.includes('--people') ? num(args, '--people', 0.5) : undefined;
+  const openers = new Set<string>();
+  const allShapes: string[] = [];
   const ROOT = flag(args, '--root', '../shared/data/spider-train');
   if (/spider/i.test(ROOT) && !/train/i.test(ROOT)) throw new Error('realism: only the Spider train split may be used');
   const gold = loadGold(ROOT);
@@ -76,7 +84,7 @@ export async function run(args: string[]): Promise<void> {
       const t0 = performance.now();
       let r;
       try {
-        r = await runFactory({ db: path, out: join(tmp, db), n, seed, variants }, { executor: pool });
+        r = await runFactory({ db: path, out: join(tmp, db), n, seed, variants, ...(people === undefined ? {} : { people }) }, { executor: pool });
       } catch (e) {
         console.log(`${db.padEnd(32)} failed: ${(e as Error).message}`);
         continue;
@@ -112,9 +120,14 @@ export async function run(args: string[]): Promise<void> {
         secs,
         leakShare: r.rows.length ? leaks.length / r.rows.length : 0,
         templateShare: r.rows.length ? r.rows.filter((x) => x.provenance.grammar === 'general').length / r.rows.length : 0,
+        peopleShare: r.rows.length ? r.rows.filter((x) => x.provenance.people).length / r.rows.length : 0,
         shortfall: (r.manifest as { shortfall?: string }).shortfall ?? '',
       };
       results.push(res);
+      for (const x of r.rows) {
+        openers.add(x.question.split(' ').slice(0, 2).join(' '));
+        allShapes.push(queryShape(x.SQL));
+      }
       const pct = (x: number) => (100 * x).toFixed(0).padStart(5) + '%';
       console.log(
         `${db.padEnd(32)} ${String(res.gold).padStart(5)} ${pct(res.shapeShare)}  ${pct(res.itemShare)}  ${String(n).padStart(5)}  ${String(res.written).padStart(7)}  ${(res.written / secs).toFixed(1).padStart(7)}  ${pct(res.leakShare)} ${pct(res.templateShare)}  ${res.shortfall}`,
@@ -137,6 +150,13 @@ export async function run(args: string[]): Promise<void> {
   console.log(
     `\naverage over ${measured.length} dbs with pairs (of ${results.length}): (a) shapes ${(100 * avg((r) => r.shapeShare)).toFixed(1)}% (goal >= 90)  (b) tables/columns ${(100 * avg((r) => r.itemShare)).toFixed(1)}% (goal >= 95)` +
       `  (c) --n met or explained ${met}/${results.length}, filled ${results.filter((r) => r.written >= r.asked).length}/${results.length}, ${avg((r) => r.written / r.secs).toFixed(1)} pairs/s (whole run, n small: fixed costs dominate)  (d) leaked identifiers ${(100 * avg((r) => r.leakShare)).toFixed(1)}% (goal 0)  (e) template sentences ${(100 * avg((r) => r.templateShare)).toFixed(1)}%`,
+  );
+  const total = Object.values(HUMAN_SHAPES).reduce((a, b) => a + b, 0);
+  const got = new Map<string, number>();
+  for (const sh of allShapes) got.set(sh, (got.get(sh) ?? 0) + 1 / allShapes.length);
+  const tv = [...new Set([...Object.keys(HUMAN_SHAPES), ...got.keys()])].reduce((a, k) => a + Math.abs((got.get(k) ?? 0) - (HUMAN_SHAPES[k] ?? 0) / total), 0) / 2;
+  console.log(
+    `(f) people's variety ${(100 * avg((r) => r.peopleShare)).toFixed(1)}%  (g) sentence openers ${((100 * openers.size) / Math.max(1, allShapes.length)).toFixed(1)} per 100 questions (${openers.size})  (h) shape distance to the human mix ${tv.toFixed(3)}`,
   );
   console.log('human shapes never synthesized (queries): ' + [...missing].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([s, c]) => `${s} ${c}`).join(', '));
   const features = new Map<string, number>();

@@ -1,10 +1,13 @@
-// `npm run bench -- serve [--seconds 5] [--mixed-only|--no-mixed] [--runaway-rates 1,2] [--fast-lane-ms N] [--max-in-flight N] [--grpo --checkpoint DIR [--data FILE] [--schema-chars 200] [--steps 3]]`
+// `npm run bench -- serve [--seconds 5] [--scale-out-only|--scale-out] [--mixed-only|--no-mixed] [--runaway-rates 1,2] [--fast-lane-ms N] [--max-in-flight N] [--grpo --checkpoint DIR [--data FILE] [--schema-chars 200] [--steps 3]]`
 // Load on the environment server over loopback with autocannon: /v1/reward (GRPO groups of 16 completions
 // per request) and /v1/env (whole episodes: open, tool call, answer, delete) at 1, 16 and 64 concurrent
 // clients: requests/s, p50/p99 latency, server memory, sessions lost or crossed. Then a mixed load where
 // 10% of requests are runaway SQL, with and without the fast/slow SQL lanes: the other requests' p99
 // against the clean run. With --grpo: agro's own GRPO step vs TRL GRPOTrainer's on the same checkpoint,
 // data, group size and lengths (needs a venv with trl: AGRO_E2E_VENV, as npm run e2e:trl).
+// With --scale-out (or --scale-out-only): reward throughput through the Python client (AGRO_URL with
+// several servers) with 1 and 2 server processes, then 2 with one killed half-way: completions/s before and
+// after, results that differ from the expected totals, batches lost.
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -128,10 +131,43 @@ export async function run(args: string[]): Promise<void> {
     return { id, table, count };
   });
 
+  if (args.includes('--scale-out') || args.includes('--scale-out-only')) await scaleOut(seconds * 2, num(args, '--threads', 8));
+  if (args.includes('--scale-out-only')) return;
   if (!args.includes('--mixed-only')) await loadPoints(seconds, rewardBody, expected, dbs);
   if (!args.includes('--no-mixed')) await mixedLoad(seconds, rewardBody, dbs[0].id, load, flag(args, '--runaway-rates', '1').split(',').filter(Boolean), num(args, '--fast-lane-ms', 0), num(args, '--max-in-flight', 0));
   console.log(`load average after: ${load()}`);
   if (args.includes('--grpo')) await grpoSideBySide(num(args, '--steps', 3), flag(args, '--checkpoint', ''), resolve(flag(args, '--data', join(ROOT, 'data/dev.json'))), num(args, '--schema-chars', 200));
+}
+
+/** Reward batches of 64 through integrations/python/agro_client.py: 1 server, 2 servers, 2 with one killed half-way. */
+async function scaleOut(seconds: number, threads: number): Promise<void> {
+  const load = (cfg: object, urls: string[]): Promise<Record<string, unknown>> =>
+    new Promise((res, rej) => {
+      const c = spawn('python3', [join(ROOT, 'bench/_scaleout_load.py'), JSON.stringify(cfg)], { env: { ...process.env, AGRO_URL: urls.join(',') }, stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      c.on('close', (code) => (code === 0 ? res(JSON.parse(out.trim().split('\n').at(-1)!) as Record<string, unknown>) : rej(new Error(`scale-out load exited ${code}`))));
+    });
+  const rows: Record<string, unknown>[] = [];
+  for (const n of [1, 2]) {
+    const srvs = await Promise.all(Array.from({ length: n }, () => startServer({})));
+    try {
+      await load({ seconds: 1, threads, batch: 64 }, srvs.map((x) => x.url)); // warm-up
+      rows.push({ run: `${n} server${n > 1 ? 's' : ''}`, ...(await load({ seconds, threads, batch: 64 }, srvs.map((x) => x.url))) });
+    } finally {
+      for (const x of srvs) await stopServer(x);
+    }
+  }
+  const srvs = await Promise.all([startServer({}), startServer({})]);
+  try {
+    await load({ seconds: 1, threads, batch: 64 }, srvs.map((x) => x.url));
+    rows.push({ run: '2, one killed half-way', ...(await load({ seconds, threads, batch: 64, kill_pid: srvs[1].child.pid, kill_at: seconds / 2 }, srvs.map((x) => x.url))) });
+  } finally {
+    await stopServer(srvs[0]);
+  }
+  const one = Number(rows[0].completions_per_s);
+  console.log(`\nscale-out: /v1/reward through the Python client, ${threads} threads × batches of 64 (execution + format), ${seconds} s per run, load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+  console.table(rows.map((r) => ({ ...r, answered: JSON.stringify(Object.values(r.answered as Record<string, number>)), vsOne: (Number(r.completions_per_s) / one).toFixed(2) })));
 }
 
 interface Db {

@@ -8,7 +8,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqlPool } from 'agro/sql';
 
-function buildDb(path: string): void {
+export function buildDb(path: string): void {
   const db = new Database(path);
   db.exec(`
     CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT, price REAL, category TEXT);
@@ -27,7 +27,7 @@ function buildDb(path: string): void {
 }
 
 /** Point lookups (microseconds each: IPC dominates) and scans/aggregates/joins (milliseconds). */
-function queryMix(nLight: number, nMixed: number): { light: string[]; mixed: string[] } {
+export function queryMix(nLight: number, nMixed: number): { light: string[]; mixed: string[] } {
   const light: string[] = [];
   const mixed: string[] = [];
   for (let i = 0; i < Math.max(nLight, nMixed); i++) {

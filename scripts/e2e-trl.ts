@@ -13,6 +13,10 @@
  *   --db-root DIR       their databases (default data/databases)
  *   --schema-chars N    the prompt's schema budget: the one the checkpoint was trained with (default 200, the quickstart's)
  *   --steps N [AGRO_E2E_STEPS, 3]  --group G [AGRO_E2E_GROUP, 8]  --prompts P (per step, 1)  --len L [AGRO_E2E_LEN, 96]
+ *   --multiturn         agro's multi-turn episodes through the server's sessions (agro_trl.agro_rollout_func): also checks,
+ *                       episode by episode, that every token the environment wrote (<|tool|>, the observation,
+ *                       <|end|><|assistant|>) is masked out of the loss and every other completion token is not
+ *   --turn-tokens N (64, with --multiturn: --len is then the episode's budget)
  *   --temperature T (1.0)  --venv DIR [AGRO_E2E_VENV] (a venv with trl; default runs/e2e-trl/venv, created from the local index)
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -24,6 +28,9 @@ import { serveEnv } from '../src/server/env.ts';
 import { catalogFromDbRoot } from '../src/data/catalog.ts';
 import { parseAction, SQL_AGENT_ACTIONS } from '../src/agent/protocol.ts';
 import { listCheckpoints } from '../src/train/run-state.ts';
+import { Tokenizer } from '../src/model/tokenizer.ts';
+import { CHAT_TOKENS } from '../src/model/chat.ts';
+import { PROMPT_FIELDS, readPromptContract } from '../src/agent/prompt-contract.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN = join(ROOT, 'runs/e2e-trl');
@@ -49,6 +56,8 @@ const { values: argv } = (() => {
         len: { type: 'string' },
         temperature: { type: 'string' },
         venv: { type: 'string' },
+        multiturn: { type: 'boolean' },
+        'turn-tokens': { type: 'string' },
       },
     });
   } catch (e) {
@@ -67,6 +76,8 @@ const PROMPTS = num(argv.prompts, null, 1);
 const LEN = num(argv.len, 'AGRO_E2E_LEN', 96);
 const TEMPERATURE = num(argv.temperature, null, 1);
 const SCHEMA_CHARS = num(argv['schema-chars'], null, 200);
+const MULTI = argv.multiturn === true;
+const TURN_TOKENS = num(argv['turn-tokens'], null, 64);
 const INIT = argv.init ?? process.env.AGRO_E2E_CHECKPOINT;
 const DATA = resolve(argv.data ?? join(ROOT, 'data/dev.json'));
 const DB_ROOT = resolve(argv['db-root'] ?? join(ROOT, 'data/databases'));
@@ -145,7 +156,9 @@ interface LoggedReward {
   step: number | null;
   db_id: string;
   gold_sql: string;
-  completion: string;
+  completion?: string;
+  turns?: string[];
+  tool_calls?: number;
   total: number;
   pred_sql: string;
   correct: boolean;
@@ -166,11 +179,14 @@ async function main(): Promise<void> {
   const py = pythonWithTrl();
   const ck = checkpoint();
   const dataDir = join(RUN, 'data');
-  // The prompt must be the one the checkpoint was trained on: same system prompt, same schema budget.
-  agro('export', '--format', 'trl', '--data', DATA, '--db-root', DB_ROOT, '--out', dataDir, '--val', '0', '--schema-chars', String(SCHEMA_CHARS));
+  // The prompt must be the one the checkpoint was trained on: its prompt contract when it has one
+  // (a --schema-chars given on top wins, with agro's warning), else the budget given or the quickstart's.
+  const hasContract = existsSync(join(ck, 'prompt_contract.json'));
+  const promptArgs = [...(hasContract ? ['--prompt-from', ck] : []), ...(!hasContract || argv['schema-chars'] !== undefined ? ['--schema-chars', String(SCHEMA_CHARS)] : [])];
+  agro('export', '--format', 'trl', '--data', DATA, '--db-root', DB_ROOT, '--out', dataDir, '--val', '0', ...promptArgs);
   // The verl export as pyarrow (what verl's RLHFDataset uses underneath) reads it: nested types intact.
   const verlDir = join(RUN, 'verl');
-  agro('export', '--format', 'verl', '--data', DATA, '--db-root', DB_ROOT, '--out', verlDir, '--val', '0.1', '--schema-chars', String(SCHEMA_CHARS));
+  agro('export', '--format', 'verl', '--data', DATA, '--db-root', DB_ROOT, '--out', verlDir, '--val', '0.1', ...promptArgs);
   const check = run(py, ['-c', PYARROW_CHECK, join(verlDir, 'train.parquet')]);
   if (check.status !== 0) fail(`pyarrow could not read the verl export as verl expects: ${check.stderr.trim().split('\n').at(-1)}`);
   console.log(`e2e:trl: verl parquet read by pyarrow: ${check.stdout.trim()}`);
@@ -178,11 +194,16 @@ async function main(): Promise<void> {
   const logPath = join(out, 'rewards.jsonl');
   mkdirSync(out, { recursive: true });
   writeFileSync(logPath, '');
-  const srv = await serveEnv({ catalog: catalogFromDbRoot(DB_ROOT) });
+  // Multi-turn episodes run in the server's sessions: turns and observations as the checkpoint's contract says.
+  const contract = readPromptContract(ck);
+  const srv = await serveEnv({ catalog: catalogFromDbRoot(DB_ROOT), ...(contract ? { env: Object.fromEntries(PROMPT_FIELDS.map((f) => [f, contract[f]])) } : {}) });
   console.log(`e2e:trl: environment server at ${srv.url}; GRPOTrainer ${STEPS} steps, ${PROMPTS} prompt(s) × group ${GROUP}, ${LEN} completion tokens, T ${TEMPERATURE}, on ${ck}`);
   let trl;
   try {
-    const cfg = { checkpoint: ck, train: join(dataDir, 'train.jsonl'), out, steps: STEPS, group: GROUP, prompts_per_step: PROMPTS, max_completion: LEN, temperature: TEMPERATURE, rewards: REWARDS, seed: 0 };
+    const rolloutLog = join(out, 'rollouts.jsonl');
+    writeFileSync(rolloutLog, '');
+    const multi = MULTI ? { multiturn: true, max_turn_tokens: TURN_TOKENS, max_response_tokens: LEN, rollout_log: rolloutLog } : {};
+    const cfg = { checkpoint: ck, train: join(dataDir, 'train.jsonl'), out, steps: STEPS, group: GROUP, prompts_per_step: PROMPTS, max_completion: LEN, temperature: TEMPERATURE, rewards: REWARDS, seed: 0, ...multi };
     trl = await runAsync(py, [join(ROOT, 'scripts/e2e_trl.py'), JSON.stringify(cfg)], { AGRO_URL: srv.url, TOKENIZERS_PARALLELISM: 'false' });
   } finally {
     await srv.close();
@@ -202,7 +223,8 @@ async function main(): Promise<void> {
   //    server's total (TRL holds rewards as float32).
   if (result.completions.length !== B) fail(`TRL logged ${result.completions.length} completions, expected ${B}`);
   result.completions.forEach((t, i) => {
-    if (t.completion !== logged[i].completion) fail(`completion ${i}: TRL logged ${JSON.stringify(t.completion.slice(0, 80))}, the server scored ${JSON.stringify(logged[i].completion.slice(0, 80))}`);
+    // Multi-turn: TRL's text is the whole completion, observations included; the server scored its turns.
+    if (!MULTI && t.completion !== logged[i].completion) fail(`completion ${i}: TRL logged ${JSON.stringify(t.completion.slice(0, 80))}, the server scored ${JSON.stringify((logged[i].completion ?? "").slice(0, 80))}`);
     if (Math.abs(t.reward - logged[i].total) > 1e-6) fail(`completion ${i}: TRL's reward ${t.reward}, agro's server returned ${logged[i].total}`);
   });
   // 3. What TRL logged per step is the mean of what agro returned for that step's completions.
@@ -216,7 +238,7 @@ async function main(): Promise<void> {
   // 4. Question by question, the execution part is what `agro eval` says of the completion's answer, which
   //    agro's own protocol parser finds (and the server reports as the SQL it executed).
   const answers = logged.map((l) => {
-    const a = parseAction(l.completion, SQL_AGENT_ACTIONS);
+    const a = parseAction(l.turns ? l.turns[l.turns.length - 1] : (l.completion ?? ''), SQL_AGENT_ACTIONS);
     return a.kind === 'answer' ? a.content : null;
   });
   logged.forEach((l, i) => {
@@ -240,6 +262,8 @@ async function main(): Promise<void> {
     });
   }
   const evalMatches = [...outcomes.values()].filter((o) => o === 'match').length;
+
+  const episodes = MULTI ? checkEpisodes(ck, join(out, 'rollouts.jsonl'), logged) : null;
 
   // Per GRPO group (TRL repeats each prompt `group` times in a row): the signal GRPO learns from.
   const groups = Array.from({ length: B / GROUP }, (_, g) => {
@@ -286,6 +310,7 @@ async function main(): Promise<void> {
     meanRewardPerStep: means,
     stepSeconds: result.step_seconds,
     versions: result.versions,
+    ...(episodes ? { episodes } : {}),
     load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
   };
   writeFileSync(join(RUN, 'result.json'), JSON.stringify(summary, null, 2) + '\n');
@@ -297,6 +322,61 @@ async function main(): Promise<void> {
     `PASS e2e:trl: ${logged.length} rewards TRL trained on equal agro's server, completion by completion; ${answered.length} completions answered, ` +
       `${evalMatches} matched gold per agro eval and got execution 1, the other answers 0; ${varying} of ${groups.length} groups have differing rewards`,
   );
+}
+
+interface LoggedEpisode {
+  step: number | null;
+  db_id: string;
+  prompt_ids: number[];
+  completion_ids: number[];
+  env_mask: number[];
+  turns: string[];
+  observations: string[];
+  tool_calls: number;
+  end_reason: string;
+}
+
+/**
+ * Multi-turn: each episode's layout, token by token, with agro's tokenizer: the completion is policy runs
+ * (mask 1) and environment replies (mask 0), and each reply is exactly <|tool|> + the observation the server
+ * sent + <|end|><|assistant|>, so no observation token carries loss and every policy token does.
+ */
+function checkEpisodes(ck: string, path: string, logged: LoggedReward[]): { episodes: number; toolCalls: number; withToolCall: number; observationTokens: number; policyTokens: number; endReasons: Record<string, number> } {
+  const tk = Tokenizer.load(join(ck, 'tokenizer.json'));
+  const [tool, end, asst] = [CHAT_TOKENS.tool, CHAT_TOKENS.end, CHAT_TOKENS.assistant].map((t) => tk.tokenId(t));
+  const eps = readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as LoggedEpisode);
+  if (eps.length !== logged.length) fail(`${eps.length} episodes logged by the rollout_func, ${logged.length} rewards`);
+  let observationTokens = 0;
+  let policyTokens = 0;
+  const endReasons: Record<string, number> = {};
+  eps.forEach((e, i) => {
+    if (e.completion_ids.length !== e.env_mask.length) fail(`episode ${i}: ${e.completion_ids.length} ids, ${e.env_mask.length} mask entries`);
+    if (JSON.stringify(e.turns) !== JSON.stringify(logged[i].turns ?? [logged[i].completion])) fail(`episode ${i}: the server scored other turns than the episode played`);
+    if (logged[i].tool_calls !== e.tool_calls) fail(`episode ${i}: ${e.tool_calls} tool calls played, ${logged[i].tool_calls} scored`);
+    let k = 0;
+    let t = 0;
+    while (t < e.completion_ids.length) {
+      if (e.env_mask[t] === 1) {
+        policyTokens++;
+        t++;
+        continue;
+      }
+      const want = [tool, ...tk.encode(e.observations[k] ?? ''), end, asst];
+      const got = e.completion_ids.slice(t, t + want.length);
+      if (k >= e.observations.length || JSON.stringify(got) !== JSON.stringify(want)) fail(`episode ${i}: the masked span at token ${t} is not <|tool|> + observation ${k} + <|end|><|assistant|>`);
+      if (e.env_mask.slice(t, t + want.length).some((m) => m !== 0)) fail(`episode ${i}: an observation token carries loss`);
+      observationTokens += want.length;
+      t += want.length;
+      k++;
+    }
+    // An episode cut by the token budget right after a tool call ends without that reply (agro drops a trailing reply too).
+    const dropped = e.end_reason === 'token_budget' && k === e.observations.length - 1 ? 1 : 0;
+    if (k + dropped !== e.observations.length || e.observations.length !== e.tool_calls) fail(`episode ${i}: ${k} masked replies for ${e.observations.length} observations and ${e.tool_calls} tool calls`);
+    endReasons[e.end_reason] = (endReasons[e.end_reason] ?? 0) + 1;
+  });
+  const toolCalls = eps.reduce((a, e) => a + e.tool_calls, 0);
+  console.log(`e2e:trl: ${eps.length} episodes laid out as agro train lays them: ${policyTokens} policy tokens trained, ${observationTokens} environment tokens masked; ${toolCalls} tool calls`);
+  return { episodes: eps.length, toolCalls, withToolCall: eps.filter((e) => e.tool_calls > 0).length, observationTokens, policyTokens, endReasons };
 }
 
 await main();

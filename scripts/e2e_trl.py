@@ -3,6 +3,12 @@ environment server (integrations/python/agro_trl.py). Run by scripts/e2e-trl.ts 
 
     python scripts/e2e_trl.py '{"checkpoint": ..., "train": ..., "out": ..., "steps": 3, ...}'
 
+With "multiturn": true the completions are agro's multi-turn episodes (agro_trl.agro_rollout_func: the
+policy's <sql> runs in the server's sessions, observations are masked out of the loss), each turn at most
+"max_turn_tokens", the episode at most "max_response_tokens"; "rollout_log" keeps one JSON line per episode.
+"lr_end" decays the learning rate by a cosine to it (as agro train's minLrRatio); "save_model" writes the
+trained policy there as an agro checkpoint (Hugging Face layout, agro's own tokenizer files).
+
 Writes <out>/trl_result.json: TRL's log history, each step's wall time, the rows kept and dropped, and
 TRL's own record of every completion and its reward (GRPOConfig(log_completions=True) writes one parquet
 per step under <out>/trl/completions/; they are gathered here).
@@ -11,6 +17,7 @@ built-in model's, src/model/chat.ts) is given to the tokenizer here as Jinja.
 """
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -23,7 +30,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "integrations" / "python"))
-from agro_trl import agro_reward_func  # noqa: E402
+from agro_trl import agro_reward_func, agro_rollout_func  # noqa: E402
 
 # src/model/chat.ts: <|bos|> then <|role|>content<|end|> per message; generation opens <|assistant|>.
 CHAT_TEMPLATE = (
@@ -56,12 +63,16 @@ end_id, eos_id = tok.convert_tokens_to_ids("<|end|>"), tok.convert_tokens_to_ids
 model.generation_config.eos_token_id = [end_id, eos_id]
 model.generation_config.pad_token_id = tok.pad_token_id
 
+MULTI = bool(cfg.get("multiturn"))
 L = int(cfg["max_completion"])
+TURN = int(cfg.get("max_turn_tokens", L))
+RESPONSE = int(cfg.get("max_response_tokens", L))
 limit = model.config.max_position_embeddings
 ds = load_dataset("json", data_files={"train": cfg["train"]})["train"]
 n_all = len(ds)
-# A prompt plus its completion must fit the model's positions; longer rows are dropped and counted.
-ds = ds.filter(lambda r: len(tok.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=True)) + L <= limit)
+# A prompt plus its completion (multi-turn: its first turn) must fit the model's positions; longer rows are dropped and counted.
+first = TURN if MULTI else L
+ds = ds.filter(lambda r: len(tok.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=True)) + first <= limit)
 print(f"e2e_trl: {len(ds)} of {n_all} rows fit {limit} positions with {L} completion tokens", flush=True)
 if len(ds) == 0:
     sys.exit("e2e_trl: no row fits the model's context; export with a smaller --schema-chars")
@@ -84,9 +95,10 @@ args = GRPOConfig(
     output_dir=str(out / "trl"),
     per_device_train_batch_size=G * P,
     num_generations=G,
-    max_completion_length=L,
+    max_completion_length=RESPONSE if MULTI else L,
     max_steps=int(cfg["steps"]),
     learning_rate=float(cfg.get("lr", 1e-5)),
+    **({"lr_scheduler_type": "cosine_with_min_lr", "lr_scheduler_kwargs": {"min_lr": float(cfg["lr_end"])}} if cfg.get("lr_end") is not None else {}),
     beta=float(cfg.get("beta", 0.0)),
     temperature=float(cfg.get("temperature", 1.0)),
     logging_steps=1,
@@ -100,9 +112,15 @@ args = GRPOConfig(
     log_completions=True,
     num_completions_to_print=int(cfg.get("print_completions", 2)),
 )
+# TRL writes one completions parquet per step and they are all gathered below: none may be left from an earlier run.
+shutil.rmtree(out / "trl" / "completions", ignore_errors=True)
 times = StepTimes()
 reward = agro_reward_func(rewards=cfg.get("rewards"), log_path=str(out / "rewards.jsonl"), name="agro")
-trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[reward], args=args, train_dataset=ds, callbacks=[times])
+extra = {}
+if MULTI:
+    extra["rollout_func"] = agro_rollout_func(ds, max_turn_tokens=TURN, max_response_tokens=RESPONSE, log_path=cfg.get("rollout_log"))
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[reward], args=args, train_dataset=ds, callbacks=[times], **extra)
 t0 = time.perf_counter()
 trainer.train()
 seconds = time.perf_counter() - t0
@@ -131,4 +149,12 @@ result = {
     "threads": torch.get_num_threads(),
 }
 (out / "trl_result.json").write_text(json.dumps(result, indent=2))
+if cfg.get("save_model"):
+    # agro's own tokenizer files (the protocol tags special, as agro trains them) and the prompt contract it was
+    # trained on, the trained weights beside them.
+    dest = Path(cfg["save_model"])
+    trainer.model.save_pretrained(str(dest), safe_serialization=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json", "prompt_contract.json"):
+        if (ck / name).exists():
+            (dest / name).write_bytes((ck / name).read_bytes())
 print(json.dumps({k: result[k] for k in ("rows", "seconds", "step_seconds")}), flush=True)

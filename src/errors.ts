@@ -41,6 +41,21 @@ export function exitCodeFor(kind: ErrorKind): number {
   return EXIT_CODES[kind];
 }
 
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+// eslint-disable-next-line no-control-regex -- as above
+const CONTROL_OR_NEWLINE_KEPT = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g;
+const NAMED: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
+/**
+ * Control characters (C0, DEL, C1) written as visible escapes (`\x1b`, `\t`...): a line agro prints from
+ * user data (a db_id, a path, a cell, a model's output) then cannot set the terminal's title, clear it,
+ * move the cursor or hide text. `keepNewlines` keeps `\n` for multi-line text (a table, a schema).
+ */
+export function escapeControls(text: string, opts: { keepNewlines?: boolean } = {}): string {
+  return text.replace(opts.keepNewlines ? CONTROL_OR_NEWLINE_KEPT : CONTROL, (c) => NAMED[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 /** Turn anything thrown into a one-line message for the terminal. */
 export function oneLine(err: unknown): string {
   const msg = err instanceof Error ? err.message : String(err);

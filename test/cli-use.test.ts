@@ -58,7 +58,7 @@ test('agro serve answers, then shuts down gracefully on SIGTERM', { timeout: 180
   });
   const models = (await (await fetch(`${url}/models`)).json()) as { data: { id: string }[] };
   assert.deepEqual(models.data.map((m) => m.id), ['ck']);
-  const reply = await fetch(`${url}/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }) });
+  const reply = await fetch(`${url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }) });
   assert.equal(reply.status, 200);
   const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
   child.kill('SIGTERM');

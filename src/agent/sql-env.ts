@@ -10,8 +10,12 @@ import { HINT_TIERS, scafSqlHint } from './hints.ts';
 import type { ChatMessage, Environment, Episode, EpisodeContext, RewardContext, RewardDeps, StepResult, TaskBase, Transcript } from './types.ts';
 import { introspectSchema } from '../sql/introspect.ts';
 import { renderSchema } from '../sql/render.ts';
+import { groundedSchema } from '../sql/grounded.ts';
+import { findDocs } from '../sql/docs.ts';
+import { buildValueIndex, type ValueIndex } from '../sql/value-index.ts';
+import type { DbDocs } from '../sql/docs-types.ts';
 import { hasOrderBy, resultsMatch } from '../sql/compare.ts';
-import type { CompareMode, ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
+import type { CompareMode, DbSchema, ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
 
 export interface SqlTask extends TaskBase {
   dbId: string;
@@ -24,23 +28,36 @@ export interface SqlTask extends TaskBase {
   difficulty?: string;
 }
 
+export const SQL_AGENT_SYSTEM_PROMPT =
+  'You answer questions about a SQLite database. Each turn: <think>reasoning</think> then either ' +
+  '<sql>one read-only query</sql> to look at the data, or <answer>the final SQL query</answer>.';
+
 export const sqlEnvConfigSchema = z.strictObject({
+  /** The instructions before the schema: the protocol the policy was trained to follow. */
+  systemPrompt: z.string().min(1).default(SQL_AGENT_SYSTEM_PROMPT),
   /** Policy turns per episode, the answer turn included. */
   maxTurns: z.number().int().min(1).default(4),
   execTimeoutMs: z.number().int().positive().default(3000),
   /** Rows and characters of a result shown to the agent. */
   observationRows: z.number().int().min(1).default(5),
   observationChars: z.number().int().min(40).default(400),
+  /**
+   * How the schema is shown: grounded = the tables and columns the question needs first, with their
+   * documentation and the stored values the question names (src/sql/grounded.ts); ddl = the same DDL for every
+   * question (checkpoints trained before grounding).
+   */
+  schemaFormat: z.enum(['grounded', 'ddl']).default('grounded'),
   /** Character budget of the schema in the system prompt. */
   schemaChars: z.number().int().min(200).default(1800),
   schemaSamples: z.number().int().min(0).default(2),
+  /** Stored values matching the question's words shown under the schema (grounded; 0 = none). */
+  valueHints: z.number().int().min(0).max(50).default(5),
+  /** Show the database's documentation (found beside it, or given) with its columns (grounded). */
+  docs: z.boolean().default(true),
   compareMode: z.enum(['bird', 'spider']).default('bird'),
 });
 export type SqlEnvConfig = z.infer<typeof sqlEnvConfigSchema>;
 
-export const SQL_AGENT_SYSTEM_PROMPT =
-  'You answer questions about a SQLite database. Each turn: <think>reasoning</think> then either ' +
-  '<sql>one read-only query</sql> to look at the data, or <answer>the final SQL query</answer>.';
 
 function cell(v: SqlValue): string {
   if (v === null) return 'NULL';
@@ -61,24 +78,80 @@ export function formatResultTable(r: ExecResult, maxRows: number, maxChars: numb
   return text + tail;
 }
 
+export interface SqlEnvDeps {
+  /** A database's documentation; default: the one found beside the file (src/sql/docs.ts findDocs). */
+  docsFor?: (dbPath: string) => DbDocs | undefined;
+}
+
+/** Grounded prompts differ per question: they are kept for this many questions (RL starts an episode many times). */
+const OPENING_CACHE = 20_000;
+
 export class SqlEnvironment implements Environment<SqlTask> {
   readonly name = 'sql';
   readonly config: SqlEnvConfig;
   private readonly schemaText = new Map<string, string>();
+  private readonly schemas = new Map<string, DbSchema>();
   private readonly goldCache = new Map<string, Promise<ExecResult>>();
+  private readonly docs = new Map<string, DbDocs | undefined>();
+  private readonly indexes = new Map<string, ValueIndex>();
+  private readonly grounded = new Map<string, string>();
+  private readonly docsFor: (dbPath: string) => DbDocs | undefined;
 
   constructor(
     private readonly executor: SqlExecutor,
     config: Partial<SqlEnvConfig> = {},
+    deps: SqlEnvDeps = {},
   ) {
     this.config = sqlEnvConfigSchema.parse(config);
+    this.docsFor = deps.docsFor ?? ((p) => findDocs(p)?.docs);
   }
 
-  /** The rendered schema of a database, introspected once per path. */
+  /** The documentation of a database, read once per path (undefined when it has none or docs are off). */
+  docsOf(dbPath: string): DbDocs | undefined {
+    if (!this.config.docs) return undefined;
+    if (!this.docs.has(dbPath)) this.docs.set(dbPath, this.docsFor(dbPath));
+    return this.docs.get(dbPath);
+  }
+
+  /** The value index of a database, built once per path (bounded memory: src/sql/value-index.ts). */
+  private indexOf(dbPath: string): ValueIndex {
+    let index = this.indexes.get(dbPath);
+    if (!index) this.indexes.set(dbPath, (index = buildValueIndex(dbPath)));
+    return index;
+  }
+
+  /** The schema as the prompt shows it for this question. */
+  promptSchema(dbPath: string, question: string): string {
+    if (this.config.schemaFormat === 'ddl') return this.schemaFor(dbPath);
+    const key = `${dbPath}\u0000${question}`;
+    let text = this.grounded.get(key);
+    if (text === undefined) {
+      text = groundedSchema(this.schemaOf(dbPath), question, {
+        docs: this.docsOf(dbPath),
+        ...(this.config.valueHints > 0 ? { index: this.indexOf(dbPath) } : {}),
+        maxChars: this.config.schemaChars,
+        samples: this.config.schemaSamples,
+        maxValues: this.config.valueHints,
+      });
+      if (this.grounded.size >= OPENING_CACHE) this.grounded.clear();
+      this.grounded.set(key, text);
+    }
+    return text;
+  }
+
+  /** A database's schema, introspected once per path. */
+  schemaOf(dbPath: string): DbSchema {
+    let schema = this.schemas.get(dbPath);
+    if (!schema) this.schemas.set(dbPath, (schema = introspectSchema(dbPath)));
+    return schema;
+  }
+
+  /** The schema of a database as the prompt shows it before any question (grounded: ranked for no question). */
   schemaFor(dbPath: string): string {
+    if (this.config.schemaFormat === 'grounded') return this.promptSchema(dbPath, '');
     let text = this.schemaText.get(dbPath);
     if (text === undefined) {
-      text = renderSchema(introspectSchema(dbPath), { maxChars: this.config.schemaChars, samples: this.config.schemaSamples });
+      text = renderSchema(this.schemaOf(dbPath), { maxChars: this.config.schemaChars, samples: this.config.schemaSamples });
       this.schemaText.set(dbPath, text);
     }
     return text;
@@ -87,7 +160,7 @@ export class SqlEnvironment implements Environment<SqlTask> {
   openingFor(task: SqlTask): ChatMessage[] {
     const evidence = task.evidence?.trim() ? `\nEvidence: ${task.evidence.trim()}` : '';
     return [
-      { role: 'system', content: `${SQL_AGENT_SYSTEM_PROMPT}\n${this.schemaFor(task.dbPath)}` },
+      { role: 'system', content: `${this.config.systemPrompt}\n${this.promptSchema(task.dbPath, task.question)}` },
       { role: 'user', content: `${task.question.trim()}${evidence}` },
     ];
   }

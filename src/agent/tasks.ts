@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { AgroError } from '../errors.ts';
 import { readDataset } from '../data/read-dataset.ts';
 import { resolveDatabases, suiteVariants } from '../data/databases.ts';
-import { catalogFromDbRoot, catalogFromFactoryOutput, isFactoryOutput, type DatabaseCatalog } from '../data/catalog.ts';
+import { catalogFromDbRoot, catalogFromFactoryOutput, factoryOutputOf, type DatabaseCatalog } from '../data/catalog.ts';
 import type { EvalItem } from '../data/types.ts';
 import type { SqlTask } from './sql-env.ts';
 
@@ -43,12 +43,26 @@ export interface TaskSource {
   catalog: DatabaseCatalog;
 }
 
-/** Where `--data` rows and their databases come from: a factory output folder names its own database; a file needs --db-root. */
-export function resolveTaskSource(data: string, opts: { dbRoot?: string; variants?: string }): TaskSource {
-  if (isFactoryOutput(data)) {
-    const catalog = opts.dbRoot ? catalogFromDbRoot(opts.dbRoot, opts.variants ?? join(data, 'variants')) : catalogFromFactoryOutput(data);
-    return { dataPath: join(data, 'dataset.jsonl'), catalog };
+/**
+ * Where `--data` rows and their databases come from: a factory output (its folder, or its dataset.jsonl
+ * with manifest.json beside it) names its own database and variants; any other file needs --db-root, or
+ * the command's `defaultDbRoot`.
+ */
+export function resolveTaskSource(data: string, opts: { dbRoot?: string; variants?: string; defaultDbRoot?: string }): TaskSource {
+  const factory = factoryOutputOf(data);
+  if (factory !== undefined) {
+    const catalog = opts.dbRoot ? catalogFromDbRoot(opts.dbRoot, opts.variants ?? join(factory, 'variants')) : catalogFromFactoryOutput(factory);
+    return { dataPath: factory === data ? join(factory, 'dataset.jsonl') : data, catalog };
   }
-  if (!opts.dbRoot) throw new AgroError('usage', `--db-root is required for ${data} (only a factory output folder names its own database)`);
-  return { dataPath: data, catalog: catalogFromDbRoot(opts.dbRoot, opts.variants) };
+  const dbRoot = opts.dbRoot ?? opts.defaultDbRoot;
+  if (!dbRoot) throw new AgroError('usage', `--db-root is required for ${data} (only a factory output, its folder or its dataset.jsonl beside manifest.json, names its own database)`);
+  return { dataPath: data, catalog: catalogFromDbRoot(dbRoot, opts.variants) };
+}
+
+/**
+ * A task and one more per paraphrase of its question (ids `<id>~k`), the same query and databases: what SFT
+ * reads when the factory wrote several phrasings of each query (quickstart and pretrain).
+ */
+export function withPhrasings(task: SqlTask, paraphrases: readonly string[] = []): SqlTask[] {
+  return [task, ...paraphrases.map((question, k) => ({ ...task, id: `${task.id}~${k + 1}`, question }))];
 }

@@ -9,6 +9,7 @@ import type { SqlEnvironment, SqlTask } from './sql-env.ts';
 import type { ChatMessage } from './types.ts';
 import { Rng } from '../util/rng.ts';
 import { tablesRead } from '../sql/lexer.ts';
+import { valueLookup } from './lookups.ts';
 
 export interface AgentTrajectory {
   id: string;
@@ -18,8 +19,8 @@ export interface AgentTrajectory {
   /** The agent's reasoning text, for diversity-aware selection. */
   reasoning: string;
   difficulty?: string;
-  /** 'direct' or 'verify' (one tool call before the answer). */
-  kind: 'direct' | 'verify';
+  /** 'direct', 'verify' (the query run once before the answer) or 'lookup' (a value looked up before the answer). */
+  kind: 'direct' | 'verify' | 'lookup';
 }
 
 function planNote(sql: string): string {
@@ -47,6 +48,25 @@ export async function synthesizeTrajectories(
     const plan = planNote(sql);
     const opening = env.openingFor(task);
     const answer = (think: string): ChatMessage => ({ role: 'assistant', content: formatAction({ kind: 'answer', content: sql, think }) });
+    // A value asked for in other words than stored: look it up, read the stored form, answer with it.
+    const lookup = valueLookup(task.question, sql, env.schemaOf(task.dbPath));
+    if (lookup) {
+      const ep = await env.start(task);
+      const call = formatAction({ kind: 'sql', content: lookup.sql, think: `Look up how ${lookup.column} stores "${lookup.probe}".` });
+      const r = await ep.step(call);
+      if (!r.done && r.observation.includes(lookup.stored.slice(0, 37))) {
+        const think = `${lookup.column} stores it as '${lookup.stored}'. ${plan}`;
+        out.push({
+          id: task.id,
+          messages: [...opening, { role: 'assistant', content: call }, { role: 'tool', content: r.observation }, answer(think)],
+          sqls: [lookup.sql, sql],
+          reasoning: `${lookup.column} lookup. ${think}`,
+          difficulty: task.difficulty,
+          kind: 'lookup',
+        });
+        continue;
+      }
+    }
     if (rng.next() < opts.verifyShare) {
       const ep = await env.start(task);
       // The first words of the think decide between answering and checking, so a greedy policy can still choose to check.

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { AgroError, exitCodeFor, oneLine } from '../errors.ts';
+import { AgroError, escapeControls, exitCodeFor, oneLine } from '../errors.ts';
 import { loadCommands, type RegisterCommand } from './commands/index.ts';
 
 /** Where a bug report goes; printed with every internal error so users know it is not their fault. */
@@ -31,12 +31,28 @@ function silenceParseErrors(cmd: Command, failed: { name?: string }): void {
   for (const sub of cmd.commands) silenceParseErrors(sub, failed);
 }
 
+/**
+ * An "unknown option" that is no flag at all (`-- comment ...`, `-5 rows`) is an argument that starts
+ * with "-": it goes after `--`, which the hint shows with the command's own argument name.
+ */
+function dashArgumentHint(err: CommanderError, command: string | undefined, argName: string | undefined): string {
+  if (err.code !== 'commander.unknownOption' || !command || !argName) return '';
+  const option = /unknown option '(.*)'/s.exec(err.message)?.[1] ?? '';
+  if (/^--?[A-Za-z][\w-]*(=.*)?$/s.test(option)) return '';
+  return `; an argument that starts with "-" goes after --: agro ${command} [options] -- "<${argName}>"`;
+}
+
 /** Turns a commander parse error into the project's one-line usage error. */
-export function usageError(err: CommanderError, command: string | undefined): AgroError {
+export function usageError(err: CommanderError, command: string | undefined, argName?: string): AgroError {
   const text = err.message.replace(/^error:\s*/, '');
   const where = command ? `${command}: ` : '';
   const help = command ? `agro ${command} --help` : 'agro --help';
-  return new AgroError('usage', `${where}${text} (see ${help})`);
+  return new AgroError('usage', `${where}${text} (see ${help}${dashArgumentHint(err, command, argName)})`);
+}
+
+/** Every error line goes out here: one line, `agro: ` first, control characters from user input escaped. */
+function printError(message: string): void {
+  process.stderr.write(`agro: ${escapeControls(message)}\n`);
 }
 
 /** Runs the CLI and returns the process exit code; never throws for user errors. */
@@ -52,15 +68,16 @@ export async function main(argv: string[]): Promise<number> {
       if (NOT_ERRORS.has(err.code)) return err.exitCode;
       // `agro` alone prints the help (to stderr): a usage error, but the help is the useful answer.
       if (err.code === 'commander.help') return err.exitCode === 0 ? 0 : exitCodeFor('usage');
-      const e = usageError(err, failed.name);
-      process.stderr.write(`agro: ${e.message}\n`);
+      const argName = program.commands.find((c) => c.name() === failed.name)?.registeredArguments[0]?.name();
+      const e = usageError(err, failed.name, argName);
+      printError(e.message);
       return e.exitCode;
     }
     if (err instanceof AgroError && err.kind !== 'internal') {
-      process.stderr.write(`agro: ${err.message}\n`);
+      printError(err.message);
       return err.exitCode;
     }
-    process.stderr.write(`agro: internal error: ${oneLine(err)} (${REPORT_HINT})\n`);
+    printError(`internal error: ${oneLine(err)} (${REPORT_HINT})`);
     if (process.env.AGRO_DEBUG) console.error(err);
     return exitCodeFor('internal');
   }

@@ -17,6 +17,8 @@ export const LIMITS = {
   vocab: 1 << 18,
   rows: 100_000_000,
   chars: 100_000_000,
+  /** A query result held in memory: 1 GiB. */
+  resultBytes: 2 ** 30,
   threads: 256,
 } as const;
 
@@ -68,3 +70,6 @@ export function parseCliOptions<S extends z.ZodType>(schema: S, raw: unknown, co
   }
   return r.data;
 }
+
+/** A repeatable option's parser: every occurrence appended (commander's default keeps the last). */
+export const repeatable = (value: string, previous: string[]): string[] => [...previous, value];

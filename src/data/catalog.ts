@@ -4,11 +4,14 @@
  * (`agro synth --out DIR`: manifest.json names the database, DIR/variants/<db_id>/ holds the variants).
  * Clients of the environment server name databases by db_id only, never by path.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { readText } from './read-json.ts';
+import { basename, dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { resolveDatabase, suiteVariants } from './databases.ts';
+import { assertReadableDatabase } from '../sql/introspect.ts';
+import { isPostgresUrl } from '../sql/postgres.ts';
 
 export interface CatalogEntry {
   dbId: string;
@@ -32,7 +35,10 @@ export function catalogFromDbRoot(dbRoot: string, variantsDir?: string): Databas
     resolve(dbId) {
       let e = cache.get(dbId);
       if (!e) {
-        e = { dbId, path: resolveDatabase(dbRoot, dbId), variants: variantsDir ? suiteVariants(variantsDir, dbId) : [] };
+        const path = resolveDatabase(dbRoot, dbId);
+        // A PostgreSQL database is checked by its first query (that needs the server).
+        if (!isPostgresUrl(path)) assertReadableDatabase(path);
+        e = { dbId, path, variants: variantsDir ? suiteVariants(variantsDir, dbId) : [] };
         cache.set(dbId, e);
       }
       return e;
@@ -46,13 +52,24 @@ export function isFactoryOutput(dir: string): boolean {
   return existsSync(join(dir, 'dataset.jsonl')) && existsSync(join(dir, 'manifest.json'));
 }
 
+/**
+ * The factory output that `data` names: the folder itself, or the folder of its dataset.jsonl when the
+ * factory's manifest.json sits beside it (`--data out/x/dataset.jsonl` names its database as `--data out/x` does).
+ */
+export function factoryOutputOf(data: string): string | undefined {
+  if (isFactoryOutput(data)) return data;
+  if (basename(data) === 'dataset.jsonl' && isFactoryOutput(dirname(data))) return dirname(data);
+  return undefined;
+}
+
 /** A factory output folder: its manifest's database under its db_id, its variants/ folder. */
 export function catalogFromFactoryOutput(dir: string): DatabaseCatalog {
   const manifestPath = join(dir, 'manifest.json');
   if (!existsSync(manifestPath)) throw new AgroError('not_found', `${manifestPath} not found (give the folder written by agro synth)`);
+  const text = readText(manifestPath, 'manifest');
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(manifestPath, 'utf8'));
+    raw = JSON.parse(text);
   } catch (err) {
     throw new AgroError('invalid_input', `${manifestPath}: not valid JSON: ${(err as Error).message}`);
   }
@@ -60,6 +77,7 @@ export function catalogFromFactoryOutput(dir: string): DatabaseCatalog {
   if (!m.success) throw new AgroError('invalid_input', `${manifestPath}: expected "dbId" and "db" (the database path)`);
   const path = resolve(dir, m.data.db);
   if (!existsSync(path)) throw new AgroError('not_found', `${manifestPath} names database ${path}, which does not exist`);
+  assertReadableDatabase(path);
   const entry: CatalogEntry = { dbId: m.data.dbId, path, variants: suiteVariants(join(dir, 'variants'), m.data.dbId) };
   return {
     describe: `factory output ${dir}`,

@@ -1,6 +1,8 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { AgroError } from '../errors.ts';
+import { isPostgresUrl } from '../sql/postgres.ts';
+import { assertReadableDatabase } from '../sql/introspect.ts';
 
 function isDir(p: string): boolean {
   try {
@@ -10,26 +12,59 @@ function isDir(p: string): boolean {
   }
 }
 
-/** BIRD's and Spider's layout: `<root>/<db_id>/<db_id>.sqlite`. Fails with one line for an unknown db_id. */
+/**
+ * A PostgreSQL server as the root: each db_id is the database of that name on it (`postgres://u:p@host/`,
+ * as `agro db copy` lays them out), or the URL has `{db_id}` where the name goes. Nothing is checked
+ * here (that needs the server): a missing database fails its queries as no_database.
+ */
+function pgDatabaseUrl(root: string, dbId: string): string {
+  if (root.includes('{db_id}')) return root.replaceAll('{db_id}', encodeURIComponent(dbId));
+  let u: URL;
+  try {
+    u = new URL(root);
+  } catch {
+    throw new AgroError('invalid_input', 'database root is not a valid postgres:// URL');
+  }
+  u.pathname = `/${encodeURIComponent(dbId)}`;
+  return u.toString();
+}
+
+/** BIRD's and Spider's layout: `<root>/<db_id>/<db_id>.sqlite`, or a PostgreSQL server (above). Fails with one line for an unknown db_id. */
 export function resolveDatabase(dbRoot: string, dbId: string): string {
-  if (!isDir(dbRoot)) throw new AgroError('not_found', `database root not found: ${dbRoot}`);
   if (!/^[\w.-]+$/.test(dbId) || dbId === '.' || dbId === '..') {
     throw new AgroError('invalid_input', `db_id "${dbId}" is not a plain name`);
   }
+  if (isPostgresUrl(dbRoot)) return pgDatabaseUrl(dbRoot, dbId);
+  if (!isDir(dbRoot)) throw new AgroError('not_found', `database root not found: ${dbRoot}`);
   const path = join(dbRoot, dbId, `${dbId}.sqlite`);
   if (!existsSync(path)) throw new AgroError('not_found', `unknown db_id "${dbId}": no ${path}`);
   return resolve(path);
 }
 
-/** Every db_id the data names, resolved once up front so a bad one stops the run before any query. */
+/**
+ * Every db_id the data names, resolved once up front so a bad one stops the run before any query: a
+ * missing database is not_found, one that is not a readable SQLite file (truncated, corrupt) invalid_input.
+ */
 export function resolveDatabases(dbRoot: string, dbIds: Iterable<string>): Map<string, string> {
   const out = new Map<string, string>();
-  for (const id of dbIds) if (!out.has(id)) out.set(id, resolveDatabase(dbRoot, id));
+  for (const id of dbIds) {
+    if (out.has(id)) continue;
+    const path = resolveDatabase(dbRoot, id);
+    // A PostgreSQL database is checked by its first query (that needs the server).
+    if (!isPostgresUrl(path)) assertReadableDatabase(path);
+    out.set(id, path);
+  }
   return out;
+}
+
+/** A folder the user named (--suite, --db-root, --variants): a missing one is not_found before any work. */
+export function assertDir(flag: string, dir: string): void {
+  if (!isPostgresUrl(dir) && !isDir(dir)) throw new AgroError('not_found', `${flag}: folder not found: ${dir}`);
 }
 
 /** Test-suite variants of one database: `<suiteDir>/<db_id>/*.sqlite`, sorted; none when the folder is absent. */
 export function suiteVariants(suiteDir: string, dbId: string): string[] {
+  if (isPostgresUrl(suiteDir)) return [];
   const dir = join(suiteDir, dbId);
   if (!isDir(dir)) return [];
   return readdirSync(dir)
@@ -43,6 +78,7 @@ export function suiteVariants(suiteDir: string, dbId: string): string[] {
  * (exec_eval lists `<db_id>/` and runs both queries on each), sorted; the database itself excluded.
  */
 export function folderDatabases(dbPath: string): string[] {
+  if (isPostgresUrl(dbPath)) return [];
   const dir = dirname(dbPath);
   return readdirSync(dir)
     .filter((f) => f.endsWith('.sqlite'))

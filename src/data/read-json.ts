@@ -1,16 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { AgroError } from '../errors.ts';
+import { readInputText } from '../util/fs.ts';
 
-/** Reads a text file, turning a missing or unreadable file into a one-line not_found error. */
+/**
+ * Reads a user's text file (dataset, predictions, config): a regular file of at most MAX_INPUT_BYTES
+ * (util/fs.ts); a missing file is not_found, a directory, device or FIFO invalid_input, each one line.
+ */
 export function readText(path: string, what: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new AgroError('not_found', `${what} file not found: ${path}`);
-    if (code === 'EISDIR') throw new AgroError('invalid_input', `${what} path is a directory, not a file: ${path}`);
-    throw new AgroError('not_found', `cannot read ${what} file ${path}: ${(err as Error).message}`);
-  }
+  return readInputText(path, what);
 }
 
 /** V8's JSON messages may quote the whole input; keep the reason and turn the position into a line. */

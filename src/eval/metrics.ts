@@ -7,6 +7,7 @@ export interface Scored {
   errorKind?: PredErrorKind;
 }
 
+/** `correct` of `count` in percent; 0 when there is nothing to count (not NaN). */
 export function percent(correct: number, count: number): number {
   return count === 0 ? 0 : (100 * correct) / count;
 }

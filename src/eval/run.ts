@@ -1,4 +1,5 @@
 import { resultsMatch } from '../sql/compare.ts';
+import { redactUrl } from '../sql/postgres.ts';
 import type { CompareMode, ExecResult, Row, SqlExecutor } from '../sql/types.ts';
 import { folderDatabases, resolveDatabases, suiteVariants } from '../data/databases.ts';
 import type { Dataset, EvalItem } from '../data/types.ts';
@@ -24,15 +25,24 @@ export const EVAL_DEFAULTS = {
   birdSortedRows: false,
 };
 
+/** How `evaluate` runs; every field but `dbRoot` has its default in `EVAL_DEFAULTS`. */
 export interface EvaluateOptions {
+  /** Databases as `<dbRoot>/<db_id>/<db_id>.sqlite`; recorded in the report. */
   dbRoot: string;
+  /** The database of each db_id when they do not follow dbRoot's layout (a factory output's manifest names its own). */
+  databases?: (dbId: string) => string;
   mode?: CompareMode;
+  /** Wall-clock limit per query in milliseconds (BIRD's meta_time_out: 30000). */
   timeoutMs?: number;
   /** Test-suite mode: variant databases under `<suiteDir>/<db_id>/*.sqlite`. */
   suiteDir?: string;
+  /** Relative tolerance for numbers; 0 compares exactly, as the official scripts do. */
   floatTol?: number;
+  /** Questions in flight at once. */
   concurrency?: number;
+  /** Rows kept per result; a cut result scores as a mismatch. */
   maxRows?: number;
+  /** Bytes kept per result; a cut result scores as a mismatch. */
   maxBytes?: number;
   /** Spider: keep DISTINCT (upstream's --keep_distinct); by default it is removed from both queries. */
   keepDistinct?: boolean;
@@ -40,10 +50,11 @@ export interface EvaluateOptions {
   birdSortedRows?: boolean;
   /** Names recorded in the report (the files the data and predictions came from). */
   predLabel?: string;
+  /** Called after each question. */
   onProgress?: (done: number, total: number) => void;
 }
 
-type Settings = Required<Omit<EvaluateOptions, 'suiteDir' | 'onProgress' | 'predLabel'>> & { suiteDir?: string };
+type Settings = Required<Omit<EvaluateOptions, 'suiteDir' | 'onProgress' | 'predLabel' | 'databases'>> & { suiteDir?: string };
 type Failure = Extract<ExecResult, { ok: false }>;
 
 function predErrorKind(r: Failure): PredErrorKind {
@@ -168,7 +179,8 @@ export async function evaluate(dataset: Dataset, predictions: readonly string[],
     birdSortedRows: options.birdSortedRows ?? EVAL_DEFAULTS.birdSortedRows,
     ...(options.suiteDir !== undefined ? { suiteDir: options.suiteDir } : {}),
   };
-  const dbs = resolveDatabases(s.dbRoot, dataset.items.map((it) => it.dbId));
+  const ids = dataset.items.map((it) => it.dbId);
+  const dbs = options.databases ? new Map(ids.map((id) => [id, options.databases!(id)])) : resolveDatabases(s.dbRoot, ids);
   const variants = new Map(
     [...dbs].map(([id, path]) => [id, [...(s.mode === 'spider' ? folderDatabases(path) : []), ...(s.suiteDir ? suiteVariants(s.suiteDir, id) : [])]]),
   );
@@ -182,7 +194,8 @@ export async function evaluate(dataset: Dataset, predictions: readonly string[],
     version: 1,
     data: dataset.path,
     pred: options.predLabel ?? '(in memory)',
-    dbRoot: s.dbRoot,
+    // A server's URL may carry a password: never into a report.
+    dbRoot: redactUrl(s.dbRoot),
     mode: s.mode,
     timeoutMs: s.timeoutMs,
     ...(s.suiteDir ? { suite: s.suiteDir } : {}),

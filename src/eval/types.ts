@@ -5,11 +5,15 @@ export const UNLABELED = 'all';
 /** Why a question counted as right or wrong. Only `match` is correct. */
 export const OUTCOMES = ['match', 'mismatch', 'pred_error', 'timeout', 'gold_error'] as const;
 export type Outcome = (typeof OUTCOMES)[number];
+/** How a predicted query failed: it did not parse, it failed while running, or the sandbox refused it (a write). */
 export const PRED_ERROR_KINDS = ['syntax', 'runtime', 'refused'] as const;
 export type PredErrorKind = (typeof PRED_ERROR_KINDS)[number];
 
+/** One question's verdict, in the report's `questions`. */
 export interface QuestionResult {
+  /** Position in the data file (0-based). */
   index: number;
+  /** The data's own question_id, when it has one. */
   questionId?: number | string;
   dbId: string;
   /** A difficulty, or UNLABELED. */
@@ -23,12 +27,15 @@ export interface QuestionResult {
   failedVariant?: string;
   /** Test-suite mode: variant databases the question was checked on (beyond the original). */
   variantsChecked?: number;
+  /** The predicted and gold SQL as evaluated. */
   pred: string;
   gold: string;
+  /** Execution time of each query on the original database, in milliseconds. */
   predMs?: number;
   goldMs?: number;
 }
 
+/** Execution accuracy of one difficulty bucket. */
 export interface BucketScore {
   bucket: string;
   count: number;
@@ -37,9 +44,11 @@ export interface BucketScore {
   accuracy: number;
 }
 
+/** Execution accuracy overall and by difficulty, with outcome counts. */
 export interface EvalSummary {
   count: number;
   correct: number;
+  /** Execution accuracy in percent. */
   accuracy: number;
   /** Difficulty rows in a fixed order (simple, moderate, challenging, then `all`), then nothing else. */
   byDifficulty: BucketScore[];
@@ -47,6 +56,7 @@ export interface EvalSummary {
   predErrors: Record<PredErrorKind, number>;
 }
 
+/** What `evaluate` returns and `agro eval --out` writes. */
 export interface EvalReport {
   version: 1;
   data: string;

@@ -1,7 +1,7 @@
 /**
  * A small typed AST for the SELECT subset the factory synthesizes. Every node here can be
- * printed as SQLite SQL (print.ts), realized as a question (realize.ts) and parsed back from that
- * question (align.ts), so the subset is deliberately closed: add a node only with all three.
+ * printed as SQLite SQL (print.ts), realized as a question (language/realize.ts) and parsed back from that
+ * question (language/general-parse.ts), so the subset is deliberately closed: add a node only with all three.
  */
 
 export type Literal = string | number | null;

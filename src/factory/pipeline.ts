@@ -10,13 +10,15 @@ import { basename, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import { introspectSchema } from '../sql/introspect.ts';
-import { SqlPool } from '../sql/pool.ts';
+import { dbDocsSchema } from '../sql/docs-types.ts';
+import { createExecutor } from '../sql/executor.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import { readJsonl, writeFileAtomic, writeJsonAtomic, ensureDir } from '../util/fs.ts';
 import { Rng } from '../util/rng.ts';
-import { alignStage, makeParseEnv } from './align.ts';
+import { alignStage } from './align.ts';
+import { makeParseEnv } from './language/general-parse.ts';
 import { ambiguityStage, buildVariants } from './augment.ts';
-import { buildLexicon, colKey, withData } from './names.ts';
+import { buildLexicon, colKey, withData, type Lexicon } from './language/names.ts';
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
@@ -24,7 +26,8 @@ import { diversityStage, selfCoverage, sqlFeaturesMemo, type Coverage } from './
 import { sqlSkeleton, structureKey } from '../sql/features.ts';
 import { categoryValues, longTextColumns, profileSchema, type Skipped } from './profile.ts';
 import { HUMAN_SHAPES } from './shapes.ts';
-import { realizeStage } from './realize.ts';
+import { realizeStage } from './language/realize.ts';
+import { noiseStage } from './language/noise.ts';
 import { buildSchemaGraph, inferForeignKeys, type SchemaGraph } from './schema-graph.ts';
 import { astShape, synthesize } from './synthesize.ts';
 import { silentProgress, toDatasetRow, type DatasetRow, type ProgressSink, type Stage, type StageContext, type SynthPair } from './types.ts';
@@ -53,6 +56,14 @@ export const factoryConfigSchema = z.object({
   mix: z.object({ simple: z.number(), moderate: z.number(), challenging: z.number() }).partial().optional(),
   /** Wanted share of each query shape (realism.ts queryShape keys, e.g. 'join+group+top+agg'); default: what people ask (shapes.ts). */
   shapes: z.record(z.string(), z.number().nonnegative()).optional(),
+  /** Share of intent questions asked in people's variety: other frames, adjectives, values as typed, synonyms (language/). */
+  people: z.number().min(0).max(1).default(0.5),
+  /** Questions per query: the question and up to phrasings-1 paraphrases, each parsed back to the query. */
+  phrasings: z.number().int().min(1).max(8).default(1),
+  /** Share of questions given train-time noise after their round trip (case, punctuation, a typo; language/noise.ts). */
+  noise: z.number().min(0).max(1).default(0),
+  /** The database's documentation (src/sql/docs.ts reads it): columns worded by their documented names, coded values by their meaning. */
+  docs: dbDocsSchema.optional(),
 });
 export type FactoryConfigInput = z.input<typeof factoryConfigSchema>;
 export type FactoryConfig = z.output<typeof factoryConfigSchema>;
@@ -97,6 +108,8 @@ export interface Manifest {
 
 export interface FactoryResult {
   manifest: Manifest;
+  /** The schema's lexicon with its data (values, dates): what the questions were written and parsed with. */
+  lex: Lexicon;
   rows: DatasetRow[];
   pairs: SynthPair[];
   datasetPath: string;
@@ -226,7 +239,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   if (!existsSync(argsPath)) writeFileAtomic(argsPath, argsKey + '\n');
 
   const ownExecutor = !opts.executor;
-  const pool = opts.executor ?? new SqlPool({ size: 2 });
+  const pool = opts.executor ?? createExecutor({ size: 2 });
   // The databases do not change during a run: a query asked again is answered from memory.
   const executor = new CachingExecutor(pool);
   const progress = opts.progress ?? silentProgress;
@@ -242,11 +255,11 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       inferred = fks.length;
       graph = buildSchemaGraph(schema, fks);
     }
-    const names = buildLexicon(schema);
+    const names = buildLexicon(schema, cfg.docs);
     const { profiles, skipped } = profileSchema(schema, graph, names, await longTextColumns(schema, executor, cfg.timeoutMs));
     // Questions may name a category by its value ("Operational plants in France"): the lexicon learns the values.
     const dates = [...profiles.values()].flatMap((p) => p.columns.filter((c) => c.role === 'date').map((c) => colKey(c.table, c.column)));
-    const lex = withData(names, await categoryValues(schema, profiles, executor, cfg.timeoutMs, PROFILE_ROWS), dates);
+    const lex = withData(names, await categoryValues(schema, profiles, executor, cfg.timeoutMs, PROFILE_ROWS), dates, cfg.docs);
 
     const ctxFor = (name: string, variants: string[]): StageContext => {
       const counts = (rejections[name] ??= {});
@@ -296,7 +309,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     let items = profiles.size ? await checkpoint('synthesize', want, variants, (ctx) => synthesize(ctx, { graph, profiles }, want, cfg.templateWeights, cfg.shapes ?? HUMAN_SHAPES)) : [];
     items = await asStage(verifyStage, items, []);
     items = await asStage(ambiguityStage(), items, variants);
-    items = await asStage(realizeStage(lex), items, variants);
+    items = await asStage(realizeStage(lex, { people: cfg.people, phrasings: cfg.phrasings }), items, variants);
     items = await asStage(alignStage(makeParseEnv(schema, graph, lex)), items, variants);
     const llm: Record<string, LlmStageStats> = {};
     if (cfg.llmUrl && cfg.llmModel) {
@@ -315,6 +328,8 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       items = await asStage(refine, items, variants);
       refineLog = refine.log;
     }
+    // Noise last: every check above read the clean question.
+    if (cfg.noise > 0) items = await asStage(noiseStage(cfg.noise), items, variants);
 
     const rows = items.map((p, i) => toDatasetRow(p, i));
     const datasetPath = join(out, 'dataset.jsonl');
@@ -351,7 +366,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     };
     writeFileAtomic(datasetPath, toJsonl(rows));
     writeJsonAtomic(manifestPath, manifest);
-    return { manifest, rows, pairs: items, datasetPath, manifestPath };
+    return { manifest, lex, rows, pairs: items, datasetPath, manifestPath };
   } finally {
     cost.close();
     await executor.close();

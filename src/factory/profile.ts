@@ -2,7 +2,7 @@
 import type { Column, DbSchema, SqlExecutor, Table } from '../sql/types.ts';
 import { sqlName } from '../sql/lexer.ts';
 import type { SchemaGraph } from './schema-graph.ts';
-import { colKey, type Lexicon } from './names.ts';
+import { colKey, type Lexicon } from './language/names.ts';
 
 export type ColumnRole = 'numeric' | 'category' | 'text' | 'date';
 

@@ -8,7 +8,7 @@ import pluralize from 'pluralize';
 import { sqlFeatures } from '../sql/features.ts';
 import { tokenize } from '../sql/lexer.ts';
 import type { DbSchema } from '../sql/types.ts';
-import { words } from './names.ts';
+import { words } from './language/names.ts';
 
 /**
  * The shape of a query: which of joins, GROUP BY, HAVING, ORDER BY + LIMIT, nesting, set

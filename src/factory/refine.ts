@@ -177,7 +177,7 @@ async function loadBuiltin(schema: DbSchema, graph: unknown): Promise<BuiltinRou
       parseQuestion: (q: string, env: unknown) => unknown;
     };
     const print = (await import('./print.ts')) as unknown as { printQuery: (q: unknown) => string };
-    const realize = (await import('./realize.ts')) as unknown as { realizePair: (p: SynthPair, s: SynthPair['style'], v: number) => void };
+    const realize = (await import('./language/realize.ts')) as unknown as { realizePair: (p: SynthPair, s: SynthPair['style'], v: number) => void };
     const env = align.makeParseEnv(schema, graph);
     return {
       roundTrip: (ctx, p) => align.roundTrip(ctx, env, p),

@@ -24,10 +24,14 @@ export interface Provenance {
   /** Structural template that produced the SQL (e.g. 'group-agg', 'in-subquery'). */
   template?: string;
   /**
-   * How the question was worded: 'intent', a sentence as people ask it (intents.ts); 'general', the
+   * How the question was worded: 'intent', a sentence as people ask it (language/intents.ts); 'general', the
    * general grammar's template sentence ("... where the X is Y"); 'llm', rewritten by an LLM.
    */
   grammar?: 'intent' | 'general' | 'llm';
+  /** The intent sentence was asked in people's variety (frames, adjectives, values as typed, synonyms: language/). */
+  people?: boolean;
+  /** Train-time noise put on the question after its round trip (language/noise.ts): what was changed. */
+  noise?: string[];
 }
 
 /** A question/SQL pair under construction. question/evidence are '' until realization. */
@@ -45,6 +49,8 @@ export interface SynthPair {
   resultRows?: number;
   /** The result on the original database as a few rows of JSON (set by verify), for later stages not to run it again. */
   result?: string;
+  /** Other questions for the same query (realize), each parsed back to it on every database (align). */
+  paraphrases?: string[];
 }
 
 /** One line of dataset.jsonl. */
@@ -58,6 +64,8 @@ export interface DatasetRow {
   source: 'agro-synth';
   style: QuestionStyle;
   provenance: Provenance;
+  /** Other questions people might ask for the same SQL, each checked as the question is; absent when none were asked for. */
+  paraphrases?: string[];
 }
 
 export interface ProgressSink {
@@ -109,6 +117,7 @@ export function toDatasetRow(p: SynthPair, questionId: number): DatasetRow {
     source: 'agro-synth',
     style: p.style,
     provenance: p.provenance,
+    ...(p.paraphrases?.length ? { paraphrases: p.paraphrases } : {}),
   };
 }
 

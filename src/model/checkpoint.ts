@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { AgroError } from '../errors.ts';
 import { writeJsonAtomic, ensureDir } from '../util/fs.ts';
@@ -26,6 +26,11 @@ export interface Checkpoint {
   tokenizer: Tokenizer;
   trainerState?: object;
   optimizerState?: WeightMap;
+  /**
+   * JSON files written beside the weights, inside the same atomic swap (file name → content): what a layer
+   * above the model keeps with it, such as the agent's prompt contract. The model layer does not read them.
+   */
+  sideFiles?: Readonly<Record<string, unknown>>;
 }
 
 const FILES = { config: 'config.json', weights: 'model.safetensors', tokenizer: 'tokenizer.json', trainer: 'trainer_state.json', optimizer: 'optimizer.safetensors' };
@@ -58,6 +63,10 @@ export function saveCheckpoint(dir: string, ck: Checkpoint): void {
     if (genCfg) writeJsonAtomic(join(tmp, HF_SIDE_FILES.generationConfig), genCfg);
     if (ck.trainerState !== undefined) writeJsonAtomic(join(tmp, FILES.trainer), ck.trainerState);
     if (ck.optimizerState !== undefined) writeSafetensors(join(tmp, FILES.optimizer), ck.optimizerState);
+    for (const [name, content] of Object.entries(ck.sideFiles ?? {})) {
+      if (basename(name) !== name || Object.values(FILES).includes(name)) throw new AgroError('internal', `checkpoint side file name not allowed: ${name}`);
+      writeJsonAtomic(join(tmp, name), content);
+    }
     if (existsSync(dir)) {
       const old = join(parent, `.${basename(dir)}.old-${stamp}`);
       renameSync(dir, old);
@@ -70,6 +79,44 @@ export function saveCheckpoint(dir: string, ck: Checkpoint): void {
     rmSync(tmp, { recursive: true, force: true });
     throw err;
   }
+}
+
+/** saveCheckpoint's temp names: `.<name>.tmp-<pid>-<ms>-<n>` (being written) and `.<name>.old-<pid>-<ms>-<n>` (being replaced). */
+const TEMP_NAME = /^\.(.+)\.(tmp|old)-(\d+)-\d+-\d+$/;
+
+function isAlive(pid: number): boolean {
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * What a saveCheckpoint killed mid-write (SIGKILL, power loss) leaves in `parent`: a half-written
+ * `.step-N.tmp-…` folder is removed; an `.old-…` folder whose checkpoint is missing was cut between the
+ * two renames of the swap and is the last whole copy, so it is put back. Folders of a process still
+ * running are left alone. Returns what it did, one entry per folder.
+ */
+export function cleanStaleCheckpointTemps(parent: string): string[] {
+  if (!existsSync(parent)) return [];
+  const done: string[] = [];
+  for (const name of readdirSync(parent)) {
+    const m = TEMP_NAME.exec(name);
+    if (!m || isAlive(Number(m[3]))) continue;
+    const path = join(parent, name);
+    const target = join(parent, m[1]);
+    if (m[2] === 'old' && !existsSync(target)) {
+      renameSync(path, target);
+      done.push(`restored ${target} from ${name}`);
+    } else {
+      rmSync(path, { recursive: true, force: true });
+      done.push(`removed ${path}`);
+    }
+  }
+  return done;
 }
 
 function readJson(path: string): unknown {

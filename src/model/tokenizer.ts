@@ -12,6 +12,13 @@ import { writeJsonAtomic } from '../util/fs.ts';
  * BOS) are ignored on purpose: the chat template adds control tokens itself.
  */
 
+/**
+ * Symbols merged as one piece at most: longer words (hostile input, never text) are merged in pieces of
+ * this many, so every word below it encodes exactly as the merge definition says, and no word costs
+ * more than this many symbols' worth of merging.
+ */
+export const MAX_BPE_SYMBOLS = 8192;
+
 /** Llama-3's split regex, with the `(?i:...)` group that JS cannot express spelled out per letter. */
 export const LLAMA3_SPLIT =
   "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -406,34 +413,30 @@ export class Tokenizer {
       let ids = this.cache.get(word);
       if (!ids) {
         ids = this.bpe(word);
-        if (this.cache.size > 100_000) this.cache.clear();
-        this.cache.set(word, ids);
+        // Long words are rare and would pin megabytes of keys: only ordinary ones are kept.
+        if (word.length <= 256) {
+          if (this.cache.size > 100_000) this.cache.clear();
+          this.cache.set(word, ids);
+        }
       }
       for (const id of ids) out.push(id);
     }
   }
 
-  /** Merge the lowest-ranked adjacent pair until none is left (what HF's BPE does, ignoring dropout). */
+  /**
+   * Merge the lowest-ranked adjacent pair until none is left (what HF's BPE does, ignoring dropout). A
+   * word longer than MAX_BPE_SYMBOLS is merged in pieces of that many symbols: its cost stays bounded
+   * (a megabyte of one "word" is hostile input, not text) and every shorter word is encoded as before.
+   */
   private bpe(word: string): number[] {
     if (this.ignoreMerges) {
       const whole = this.vocab.get(word);
       if (whole !== undefined) return [whole];
     }
-    const syms = [...word];
-    while (syms.length > 1) {
-      let best = -1, bestRank = Infinity;
-      for (let i = 0; i + 1 < syms.length; i++) {
-        const r = this.mergeRanks.get(syms[i] + ' ' + syms[i + 1]);
-        if (r !== undefined && r < bestRank) { bestRank = r; best = i; }
-      }
-      if (best < 0) break;
-      const a = syms[best], b = syms[best + 1];
-      // Merge every non-overlapping occurrence of this pair left to right, like HF.
-      const next: string[] = [];
-      for (let i = 0; i < syms.length; i++) {
-        if (i + 1 < syms.length && syms[i] === a && syms[i + 1] === b) { next.push(a + b); i++; } else next.push(syms[i]);
-      }
-      syms.splice(0, syms.length, ...next);
+    const all = [...word];
+    const syms: string[] = [];
+    for (let at = 0; at < all.length; at += MAX_BPE_SYMBOLS) {
+      for (const x of this.mergeSymbols(all.slice(at, at + MAX_BPE_SYMBOLS))) syms.push(x);
     }
     const ids: number[] = [];
     for (const s of syms) {
@@ -447,6 +450,55 @@ export class Tokenizer {
       }
     }
     return ids;
+  }
+
+  /**
+   * The merges of one word in O(n log n): symbols in a linked list, candidate pairs in a heap by (rank,
+   * position). A rank's occurrences merge left to right, as the pass-per-rank definition does; a pair
+   * formed meanwhile with a lower rank than the one being merged waits until that pass ends (only an
+   * inconsistent merge list has such pairs), so the result is the definition's exactly.
+   */
+  private mergeSymbols(syms: string[]): string[] {
+    const n = syms.length;
+    if (n < 2) return syms;
+    const sym: (string | null)[] = syms.slice();
+    const next = new Int32Array(n);
+    const prev = new Int32Array(n);
+    for (let i = 0; i < n; i++) { next[i] = i + 1 < n ? i + 1 : -1; prev[i] = i - 1; }
+    const heap = new RankHeap();
+    const rankAt = (i: number): number | undefined => {
+      const j = next[i];
+      return j < 0 ? undefined : this.mergeRanks.get(`${sym[i]} ${sym[j]}`);
+    };
+    for (let i = 0; i + 1 < n; i++) { const r = rankAt(i); if (r !== undefined) heap.push(r, i); }
+    let current = -1;
+    let waiting: number[] = [];
+    for (;;) {
+      if (waiting.length && (heap.size === 0 || heap.topRank() !== current)) {
+        for (let k = 0; k < waiting.length; k += 2) heap.push(waiting[k], waiting[k + 1]);
+        waiting = [];
+      }
+      if (heap.size === 0) break;
+      const { rank, pos } = heap.pop();
+      current = rank;
+      // A stale candidate: its left symbol was merged away, or its pair is not this one any more.
+      if (sym[pos] === null || rankAt(pos) !== rank) continue;
+      const j = next[pos];
+      sym[pos] = (sym[pos] as string) + (sym[j] as string);
+      sym[j] = null;
+      next[pos] = next[j];
+      if (next[j] >= 0) prev[next[j]] = pos;
+      for (const at of [prev[pos], pos]) {
+        if (at < 0) continue;
+        const r = rankAt(at);
+        if (r === undefined) continue;
+        if (r < current) waiting.push(r, at);
+        else heap.push(r, at);
+      }
+    }
+    const out: string[] = [];
+    for (let i = 0; i >= 0; i = next[i]) out.push(sym[i] as string);
+    return out;
   }
 
   decode(ids: number[], opts: { skipSpecial?: boolean } = {}): string {
@@ -523,6 +575,43 @@ function isObj(x: unknown): boolean {
 
 function escapeRegex(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Min-heap of merge candidates by (rank, position): the lowest rank first, the leftmost among equals. */
+class RankHeap {
+  private r: number[] = [];
+  private p: number[] = [];
+  get size(): number { return this.r.length; }
+  topRank(): number { return this.r[0]; }
+  private below(i: number, j: number): boolean {
+    return this.r[i] < this.r[j] || (this.r[i] === this.r[j] && this.p[i] < this.p[j]);
+  }
+  private swap(i: number, j: number): void {
+    const r = this.r[i]; this.r[i] = this.r[j]; this.r[j] = r;
+    const p = this.p[i]; this.p[i] = this.p[j]; this.p[j] = p;
+  }
+  push(rank: number, pos: number): void {
+    this.r.push(rank); this.p.push(pos);
+    let i = this.r.length - 1;
+    while (i > 0) { const up = (i - 1) >> 1; if (!this.below(i, up)) break; this.swap(i, up); i = up; }
+  }
+  pop(): { rank: number; pos: number } {
+    const top = { rank: this.r[0], pos: this.p[0] };
+    const lr = this.r.pop() as number, lp = this.p.pop() as number;
+    if (this.r.length > 0) {
+      this.r[0] = lr; this.p[0] = lp;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1, rr = l + 1;
+        let m = i;
+        if (l < this.r.length && this.below(l, m)) m = l;
+        if (rr < this.r.length && this.below(rr, m)) m = rr;
+        if (m === i) break;
+        this.swap(i, m); i = m;
+      }
+    }
+    return top;
+  }
 }
 
 /** Max-heap of (count, pair key); ties pop the smaller key first so training is deterministic. */

@@ -18,7 +18,9 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
-import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
+import { SqlEnvironment, sqlEnvConfigSchema, type SqlEnvDeps, type SqlTask } from '../agent/sql-env.ts';
+import { promptContract, resolvePromptSettings, turnTokens } from '../agent/prompt-contract.ts';
+import { normalizeSql } from '../sql/features.ts';
 import { runEpisode, EPISODE_MODES, type EpisodeEvent, type EpisodeResult } from '../agent/episode.ts';
 import type { Policy } from '../agent/policies/types.ts';
 import { evaluate, EVAL_DEFAULTS } from '../eval/run.ts';
@@ -32,11 +34,14 @@ import type { EvalItem } from '../data/types.ts';
 import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predictions.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { sqlTaskOf } from '../agent/tasks.ts';
+import { catalogFromFactoryOutput } from '../data/catalog.ts';
 import { ensureDir } from '../util/fs.ts';
 
 export const predictConfigSchema = z.strictObject({
   data: z.string().min(1),
   dbRoot: z.string().min(1),
+  /** A factory output folder whose manifest names the data's database (used instead of dbRoot). */
+  factory: z.string().min(1).optional(),
   out: z.string().min(1),
   mode: z.enum(EPISODE_MODES).default('agent'),
   compare: z.enum(['bird', 'spider']).default('bird'),
@@ -45,12 +50,19 @@ export const predictConfigSchema = z.strictObject({
   temperature: z.number().min(0).max(2).optional(),
   topP: z.number().gt(0).max(1).default(1),
   concurrency: z.number().int().min(1).max(64).default(4),
-  maxTurns: z.number().int().min(1).max(32).default(4),
-  maxTurnTokens: z.number().int().min(1).default(256),
+  /** Prompt settings asked for; unset ones come from the policy's prompt contract, then the environment's defaults. */
+  maxTurns: z.number().int().min(1).max(32).optional(),
+  /** Unset: the policy's prompt contract (how it was trained and evaluated), else 256. */
+  maxTurnTokens: z.number().int().min(1).optional(),
   episodeTimeoutMs: z.number().int().positive().default(120_000),
   execTimeoutMs: z.number().int().positive().default(EVAL_DEFAULTS.timeoutMs),
-  schemaChars: z.number().int().min(200).default(1800),
+  schemaChars: z.number().int().min(200).optional(),
+  schemaFormat: z.enum(['grounded', 'ddl']).optional(),
+  valueHints: z.number().int().min(0).max(50).optional(),
+  docs: z.boolean().optional(),
   seed: z.number().int().min(0).default(0),
+  /** Test-suite scoring: also compare on the variant databases `<suite>/<db_id>/*.sqlite` (as `agro eval --suite`). */
+  suite: z.string().min(1).optional(),
 });
 export type PredictConfig = z.infer<typeof predictConfigSchema>;
 
@@ -70,6 +82,12 @@ export interface QuestionRecord {
   chosen: number;
   samples: SampleRecord[];
   result: QuestionResult;
+  /**
+   * What the tool did, when the chosen episode ran a query before answering: the answer is that query
+   * (unchanged), or not, and then the first query alone would have been wrong and the answer is right
+   * (fixed), the other way round (broke), or both score the same (changed).
+   */
+  tool?: 'unchanged' | 'changed' | 'fixed' | 'broke';
 }
 
 export interface PredictProgress {
@@ -86,6 +104,8 @@ export interface PredictHooks {
   onProgress?: (p: PredictProgress) => void;
   /** Every episode event, with the question it belongs to. */
   onEvent?: (index: number, sample: number, e: EpisodeEvent) => void;
+  /** One line when a prompt setting asked for contradicts the policy's prompt contract. */
+  onWarning?: (line: string) => void;
   signal?: AbortSignal;
 }
 
@@ -104,6 +124,12 @@ export interface PredictSummary {
   /** Questions per second and mean tool calls, over the questions this process ran. */
   questionsPerSecond: number;
   toolCalls: number;
+  /** Share of questions whose chosen episode ran at least one query. */
+  toolUse: number;
+  /** Over the questions whose chosen episode ran a query before answering (see QuestionRecord.tool). */
+  toolEffect: { checked: number; changed: number; fixed: number; broke: number };
+  /** New tokens per turn the episodes ran with. */
+  maxTurnTokens: number;
 }
 
 export type PredictReport = EvalReport & { predict: PredictSummary };
@@ -149,6 +175,16 @@ function loadDone(path: string, total: number): Map<number, QuestionRecord> {
   return done;
 }
 
+/** The first query an episode ran with its tool, scored beside its answer (as the quickstart's evaluation does). */
+async function toolEffectOf(e: EpisodeResult, result: QuestionResult, score: (sql: string) => Promise<QuestionResult>): Promise<QuestionRecord['tool']> {
+  const first = e.turns.find((t) => t.sql !== undefined)?.sql;
+  if (first === undefined || e.answer === undefined) return undefined;
+  if (normalizeSql(first) === normalizeSql(e.answer)) return 'unchanged';
+  const firstRight = (await score(oneLineSql(first))).outcome === 'match';
+  const right = result.outcome === 'match';
+  return !firstRight && right ? 'fixed' : firstRight && !right ? 'broke' : 'changed';
+}
+
 async function mapLimit<T>(items: readonly T[], limit: number, signal: AbortSignal | undefined, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -157,7 +193,7 @@ async function mapLimit<T>(items: readonly T[], limit: number, signal: AbortSign
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
 }
 
-export async function runPredict(input: z.input<typeof predictConfigSchema>, policy: Policy, executor: SqlExecutor, hooks: PredictHooks = {}): Promise<PredictResult> {
+export async function runPredict(input: z.input<typeof predictConfigSchema>, policy: Policy, executor: SqlExecutor, hooks: PredictHooks = {}, envDeps: SqlEnvDeps = {}): Promise<PredictResult> {
   const parsed = predictConfigSchema.safeParse(input);
   if (!parsed.success) {
     const i = parsed.error.issues[0];
@@ -168,11 +204,21 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
   if (cfg.samples > 1 && temperature === 0) throw new AgroError('usage', 'predict: --samples > 1 needs --temperature > 0 (greedy samples are all the same)');
   // All input is read and checked before the first episode: bad input costs nothing.
   const dataset = readDataset(cfg.data);
-  const dbs = resolveDatabases(cfg.dbRoot, dataset.items.map((it) => it.dbId));
+  const ids = dataset.items.map((it) => it.dbId);
+  const catalog = cfg.factory ? catalogFromFactoryOutput(cfg.factory) : undefined;
+  const databases = catalog ? (id: string): string => catalog.resolve(id).path : undefined;
+  const dbs = databases ? new Map(ids.map((id) => [id, databases(id)])) : resolveDatabases(cfg.dbRoot, ids);
   const tasks = new Map(dataset.items.map((it) => [it.index, sqlTaskOf(it, dbs.get(it.dbId) as string, [])]));
   const out = resolve(cfg.out);
   ensureDir(out);
-  const runInfo = { version: 1, settings: { ...cfg, data: resolve(cfg.data), dbRoot: resolve(cfg.dbRoot), out: undefined, temperature }, policy: policy.name };
+  const { settings: prompt, warning } = resolvePromptSettings(policy.promptContract, { maxTurns: cfg.maxTurns, schemaChars: cfg.schemaChars, schemaFormat: cfg.schemaFormat, valueHints: cfg.valueHints, docs: cfg.docs });
+  if (warning) hooks.onWarning?.(warning);
+  const { maxTurnTokens, warning: tokensWarning } = turnTokens(policy.promptContract, cfg.maxTurnTokens);
+  if (tokensWarning) hooks.onWarning?.(tokensWarning);
+  if (cfg.mode === 'direct') prompt.maxTurns = 1;
+  const envConfig = sqlEnvConfigSchema.parse({ ...prompt, execTimeoutMs: Math.min(cfg.execTimeoutMs, 10_000), compareMode: cfg.compare });
+  // The prompt as run (contract and flags resolved) is part of the settings a rerun must match.
+  const runInfo = { version: 1, settings: { ...cfg, data: resolve(cfg.data), dbRoot: resolve(cfg.dbRoot), out: undefined, temperature, maxTurnTokens, prompt: promptContract(envConfig) }, policy: policy.name };
   const runPath = join(out, FILES.run);
   if (existsSync(runPath)) {
     const prev = JSON.parse(readFileSync(runPath, 'utf8')) as typeof runInfo;
@@ -183,8 +229,8 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
   const trajPath = join(out, FILES.traj);
   const done = loadDone(trajPath, dataset.items.length);
 
-  const env = new SqlEnvironment(executor, { maxTurns: cfg.mode === 'direct' ? 1 : cfg.maxTurns, execTimeoutMs: Math.min(cfg.execTimeoutMs, 10_000), schemaChars: cfg.schemaChars, compareMode: cfg.compare });
-  const evalOpts = { dbRoot: cfg.dbRoot, mode: cfg.compare, timeoutMs: cfg.execTimeoutMs, concurrency: 1 };
+  const env = new SqlEnvironment(executor, envConfig, envDeps);
+  const evalOpts = { dbRoot: cfg.dbRoot, ...(databases ? { databases } : {}), mode: cfg.compare, timeoutMs: cfg.execTimeoutMs, concurrency: 1, ...(cfg.suite ? { suiteDir: cfg.suite } : {}) };
   const scoreOne = async (item: EvalItem, sql: string): Promise<QuestionResult> =>
     (await evaluate({ path: dataset.path, format: dataset.format, items: [item] }, [sql], executor, evalOpts)).questions[0];
 
@@ -208,7 +254,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
     const task = tasks.get(item.index) as SqlTask;
     const episodes = await Promise.all(
       Array.from({ length: cfg.samples }, (_, s) =>
-        runEpisode(env, task, policy, { mode: cfg.mode, maxTurnTokens: cfg.maxTurnTokens, temperature, topP: cfg.topP, seed: cfg.seed + s * 7777, timeoutMs: cfg.episodeTimeoutMs, signal: hooks.signal }, { onEvent: (e) => hooks.onEvent?.(item.index, s, e) }),
+        runEpisode(env, task, policy, { mode: cfg.mode, maxTurnTokens, temperature, topP: cfg.topP, seed: cfg.seed + s * 7777, timeoutMs: cfg.episodeTimeoutMs, signal: hooks.signal }, { onEvent: (e) => hooks.onEvent?.(item.index, s, e) }),
       ),
     );
     // An interrupted question is not done: the rerun runs it again.
@@ -223,7 +269,8 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
     }
     const prediction = oneLineSql(episodes[chosen].answer ?? '');
     const result = await scoreOne(item, prediction);
-    const rec: QuestionRecord = { index: item.index, ...(item.questionId !== undefined ? { question_id: item.questionId } : {}), db_id: item.dbId, question: task.question, prediction, chosen, samples, result };
+    const tool = await toolEffectOf(episodes[chosen], result, (sql) => scoreOne(item, sql));
+    const rec: QuestionRecord = { index: item.index, ...(item.questionId !== undefined ? { question_id: item.questionId } : {}), db_id: item.dbId, question: task.question, prediction, chosen, samples, result, ...(tool ? { tool } : {}) };
     appendFileSync(trajPath, JSON.stringify(rec) + '\n');
     done.set(item.index, rec);
     doneHere++;
@@ -256,6 +303,14 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
     endReasons,
     questionsPerSecond: doneHere / Math.max(1e-3, (Date.now() - t0) / 1000),
     toolCalls: doneHere ? hereTools / doneHere : 0,
+    toolUse: recs.filter((r) => r.samples[r.chosen].toolCalls > 0).length / Math.max(1, recs.length),
+    toolEffect: {
+      checked: recs.filter((r) => r.tool).length,
+      changed: recs.filter((r) => r.tool && r.tool !== 'unchanged').length,
+      fixed: recs.filter((r) => r.tool === 'fixed').length,
+      broke: recs.filter((r) => r.tool === 'broke').length,
+    },
+    maxTurnTokens,
   };
   if (cfg.samples > 1) {
     const c = recs.map((r) => r.samples.filter((s) => s.correct).length);
@@ -267,7 +322,8 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
     version: 1,
     data: dataset.path,
     pred: dataset.format === 'bird' ? files.bird : files.spider,
-    dbRoot: cfg.dbRoot,
+    // Where the databases came from: the factory output that named them, or the db-root.
+    dbRoot: cfg.factory ?? cfg.dbRoot,
     mode: cfg.compare,
     timeoutMs: cfg.execTimeoutMs,
     summary: summarize(questions, dataset.format),

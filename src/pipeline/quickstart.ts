@@ -7,35 +7,41 @@
  * Every stage writes into its own folder of the run directory and is skipped on a rerun once finished,
  * so an interrupted quickstart resumes where it stopped. report.json gathers what each stage produced.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { basename, dirname, extname, join, relative, resolve } from 'node:path';
+import { findDocs, readDocs } from '../sql/docs.ts';
+import { addNoise } from '../factory/language/noise.ts';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import { readJsonl, writeJsonAtomic, writeFileAtomic } from '../util/fs.ts';
 import { Rng } from '../util/rng.ts';
 import { runFactory, type Manifest } from '../factory/pipeline.ts';
 import type { DatasetRow } from '../factory/types.ts';
-import { SqlPool } from '../sql/pool.ts';
+import { createExecutor } from '../sql/executor.ts';
+import type { SqlExecutor } from '../sql/types.ts';
 import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
+import { promptContractFiles } from '../agent/prompt-contract.ts';
 import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { selectColdStart } from '../train/coldstart.ts';
 import { runSft } from '../train/sft.ts';
 import { runGrpo } from '../rl/trainer.ts';
 import { resolveAlgo } from '../rl/config.ts';
-import { evaluatePolicy, samplePassRates, type PolicyEval } from '../rl/evaluate.ts';
+import { samplePassRates, type PolicyEval } from '../rl/evaluate.ts';
+import { CheckpointPolicy } from '../agent/policies/checkpoint.ts';
+import { runPredict, type QuestionRecord } from './predict.ts';
 import type { StepRecord } from '../rl/phases.ts';
 import type { PassRecord } from '../rl/group_hooks.ts';
 import { initBackend, type BackendName } from '../model/backend.ts';
 import { Tokenizer } from '../model/tokenizer.ts';
 import { LlamaModel } from '../model/llama.ts';
-import { resolveModelConfig } from '../model/config.ts';
+import { presetSchema, resolveModelConfig } from '../model/config.ts';
 import { renderChat } from '../model/chat.ts';
 import { loadCheckpoint } from '../model/checkpoint.ts';
 import { sqlFeatures, structureKey } from '../sql/features.ts';
 import { suiteVariants } from '../data/databases.ts';
 import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
 import type { ProgressSink } from '../factory/types.ts';
-import { sqlTaskOf } from '../agent/tasks.ts';
+import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import { readDataset } from '../data/read-dataset.ts';
 import { splitBySkeleton } from '../data/splits.ts';
 
@@ -80,7 +86,7 @@ export const quickstartConfigSchema = z.strictObject({
    * tiny: measured here, `small` (~8x the compute per token) took 12.2 min with 600 SFT steps and
    * scored 0.8% held out, tiny with 3,000 steps 4.8 min and 15.8%.
    */
-  preset: z.enum(['tiny', 'small']).default('tiny'),
+  preset: presetSchema.default('tiny'),
   vocabSize: z.number().int().min(300).default(2048),
   /**
    * 6,000 (music_store, 2,400 pairs): held-out accuracy 34.2% (seed 0) and 30.6% (seed 1), against 27.2%
@@ -121,6 +127,15 @@ export const quickstartConfigSchema = z.strictObject({
   schemaChars: z.number().int().min(200).default(200),
   seed: z.number().int().min(0).default(0),
   backend: z.enum(['wasm', 'cpu']).optional(),
+  /**
+   * Questions per SQL query the factory writes (the question and up to phrasings-1 paraphrases, each parsed back
+   * to the query); SFT trains on every one of them, RL and the held-out set on the first only.
+   */
+  phrasings: z.number().int().min(1).max(8).default(2),
+  /** Share of SFT questions given train-time noise (case, punctuation, a typo; the factory's language/noise.ts). */
+  noise: z.number().min(0).max(1).default(0.1),
+  /** The database's documentation (BIRD CSVs, a tables.json, agro's JSON); default: found beside the database. */
+  docs: z.string().min(1).optional(),
 });
 export type QuickstartConfig = z.infer<typeof quickstartConfigSchema>;
 export type QuickstartConfigInput = z.input<typeof quickstartConfigSchema>;
@@ -147,10 +162,11 @@ export const SMALL_QUICKSTART: QuickstartConfigInput = {
 export interface QuickstartReport {
   config: QuickstartConfig;
   synth?: { rows: number; difficulty: Record<string, number>; variants: number; caughtByVariants: number; seconds: number };
-  split?: { sft: number; rl: number; heldOut: number };
+  /** Queries per split; SFT trains on sftQuestions questions (every phrasing of its queries). */
+  split?: { sft: number; sftQuestions?: number; rl: number; heldOut: number };
   /** RL questions by how many of passSamples samples the SFT policy got right, and how many were kept. */
   rlFilter?: { candidates: number; kept: number; byCorrect: number[] };
-  coldStart?: { candidates: number; selected: number; verify: number; structures: number; randomStructures: number };
+  coldStart?: { candidates: number; selected: number; verify: number; lookup?: number; structures: number; randomStructures: number };
   sft?: { steps: number; bestStep?: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number> };
   rl?: { steps: number; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number>; firstReward: number; lastReward: number; zeroSignal: number };
 }
@@ -166,6 +182,48 @@ export interface QuickstartHooks {
 
 /** Questions the early-stopping loss is measured on: enough for a steady loss, few enough to be cheap every sftEvalEvery steps. */
 const STOP_SAMPLES = 256;
+
+/**
+ * A folder where the database sits as <root>/<db_id>/<db_id>.sqlite, the layout predict and eval read: its
+ * own when it is already laid out so, else a link to it inside the run folder.
+ */
+function databaseRoot(db: string, dbId: string, out: string): string {
+  if (basename(db) === `${dbId}.sqlite` && basename(dirname(db)) === dbId) return dirname(dirname(db));
+  const root = join(out, 'databases');
+  const link = join(root, dbId, `${dbId}.sqlite`);
+  if (!existsSync(link)) {
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(db, link);
+  }
+  return root;
+}
+
+/**
+ * The held-out evaluation of a saved checkpoint, run as `agro predict` runs it (the checkpoint's prompt
+ * contract, greedy episodes, the evaluator with the variant databases): the figure the quickstart reports
+ * is the one a user gets back with the predict command it prints.
+ */
+async function predictEval(checkpoint: string, data: string, dbRoot: string, suite: string | undefined, out: string, pool: SqlExecutor, signal?: AbortSignal): Promise<PolicyEval> {
+  const policy = await CheckpointPolicy.open(checkpoint, { maxBatch: 8 });
+  try {
+    const res = await runPredict({ data, dbRoot, out, concurrency: 8, ...(suite ? { suite } : {}) }, policy, pool, signal ? { signal } : {});
+    if (!res.report) throw new AgroError('internal', 'quickstart interrupted during evaluation; run it again to continue');
+    const r = res.report;
+    const recs = readJsonl<QuestionRecord>(res.files.trajectories).sort((a, b) => a.index - b.index);
+    return {
+      accuracy: r.summary.count ? r.summary.correct / r.summary.count : 0,
+      n: r.summary.count,
+      byDifficulty: Object.fromEntries(r.summary.byDifficulty.map((b) => [b.bucket, { n: b.count, correct: b.correct }])),
+      toolCalls: recs.reduce((a, q) => a + q.samples[q.chosen].toolCalls, 0) / Math.max(1, recs.length),
+      toolUse: r.predict.toolUse,
+      predictions: recs.map((q) => q.prediction),
+      toolEffect: r.predict.toolEffect,
+      endReasons: r.predict.endReasons,
+    };
+  } finally {
+    await policy.close();
+  }
+}
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 const passText = (p: Record<number, number> | undefined): string => (p ? Object.entries(p).map(([k, v]) => `pass@${k} ${pct(v)}`).join(', ') : '-');
@@ -224,15 +282,17 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
   }
   const save = (): void => writeJsonAtomic(reportPath, report);
   const backend = await initBackend(cfg.backend as BackendName | undefined);
-  const pool = new SqlPool();
-  const env = new SqlEnvironment(pool, { schemaChars: cfg.schemaChars });
+  const pool = createExecutor();
+  // The same documentation for the factory's wording and the agent's prompt: given, else found beside the database.
+  const docs = cfg.docs ? readDocs(cfg.docs, basename(db, extname(db))) : findDocs(db)?.docs;
+  const env = new SqlEnvironment(pool, { schemaChars: cfg.schemaChars }, docs ? { docsFor: () => docs } : {});
   try {
     // ---- 1. data factory ----
     const synthDir = join(out, 'synth');
     if (!report.synth) {
       log(`[1/4] synthesizing ${cfg.pairs} verified pairs from ${cfg.db} ...`);
       const t0 = performance.now();
-      const res = await runFactory({ db, out: synthDir, n: cfg.pairs, seed: cfg.seed, variants: cfg.variants }, { executor: pool, ...(hooks.factoryProgress ? { progress: hooks.factoryProgress } : {}) });
+      const res = await runFactory({ db, out: synthDir, n: cfg.pairs, seed: cfg.seed, variants: cfg.variants, phrasings: cfg.phrasings, ...(docs ? { docs } : {}) }, { executor: pool, ...(hooks.factoryProgress ? { progress: hooks.factoryProgress } : {}) });
       const m: Manifest = res.manifest;
       report.synth = { rows: m.rows, difficulty: m.difficulty, variants: m.variants.length, caughtByVariants: m.caughtByVariants, seconds: Math.round((performance.now() - t0) / 100) / 10 };
       save();
@@ -246,14 +306,21 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     const split = splitBySkeleton(rows.map((_, i) => i), (i) => rows[i].SQL, { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
     if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${cfg.db} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
     const heldOut = split.heldOut.map(toTask);
-    const train = split.sft.map(toTask);
+    // SFT reads every phrasing of its queries, a share of them with noise as people type (RL and the held-out
+    // set keep the first, clean phrasing).
+    const noiseRng = new Rng(cfg.seed ^ 0x5eed);
+    const noisy = (t: SqlTask): SqlTask => (noiseRng.next() < cfg.noise ? { ...t, question: addNoise(t.question, noiseRng).text } : t);
+    const train = split.sft.flatMap((i) => withPhrasings(toTask(i), rows[i].paraphrases)).map(noisy);
     const rlCandidates = split.rl.map(toTask);
-    report.split = { sft: train.length, rl: rlCandidates.length, heldOut: heldOut.length };
+    report.split = { sft: split.sft.length, sftQuestions: train.length, rl: rlCandidates.length, heldOut: heldOut.length };
     const writeRows = (name: string, idx: number[]): void => writeFileAtomic(join(out, name), idx.map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
     writeRows('held_out.jsonl', split.heldOut);
     writeRows('train.jsonl', split.sft);
     writeRows('rl.jsonl', split.rl);
-    log(`[1/4] split by SQL skeleton (no held-out skeleton is trained on): SFT ${train.length}, RL ${rlCandidates.length}, held out ${heldOut.length}`);
+    const heldOutPath = join(out, 'held_out.jsonl');
+    const suiteDir = report.synth.variants > 0 ? variantsDir : undefined;
+    const dbRoot = databaseRoot(db, items[0].dbId, out);
+    log(`[1/4] split by SQL skeleton (no held-out skeleton is trained on): SFT ${split.sft.length} queries (${train.length} questions with their paraphrases), RL ${rlCandidates.length}, held out ${heldOut.length}`);
 
     // ---- 2. diversity-aware cold start ----
     const sftDir = join(out, 'sft');
@@ -266,9 +333,9 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const chosen = trajs.filter((t) => ids.has(t.id));
       const structures = (ts: typeof trajs): number => new Set(ts.map((t) => structureKey(sqlFeatures(t.sqls[t.sqls.length - 1])))).size;
       const random = new Rng(cfg.seed).shuffle([...trajs]).slice(0, size);
-      report.coldStart = { candidates: trajs.length, selected: chosen.length, verify: chosen.filter((t) => t.kind === 'verify').length, structures: structures(chosen), randomStructures: structures(random) };
+      report.coldStart = { candidates: trajs.length, selected: chosen.length, verify: chosen.filter((t) => t.kind === 'verify').length, lookup: chosen.filter((t) => t.kind === 'lookup').length, structures: structures(chosen), randomStructures: structures(random) };
       writeFileAtomic(join(out, 'cold_start.jsonl'), chosen.map((t) => JSON.stringify({ id: t.id, difficulty: t.difficulty, messages: t.messages })).join('\n') + '\n');
-      log(`[2/4] cold start: ${chosen.length} of ${trajs.length} trajectories (${report.coldStart.verify} check the result with a tool call first), covering ${report.coldStart.structures} SQL structures (a random subset: ${report.coldStart.randomStructures})`);
+      log(`[2/4] cold start: ${chosen.length} of ${trajs.length} trajectories (${report.coldStart.verify} check the result with a tool call first, ${report.coldStart.lookup ?? 0} look a value up), covering ${report.coldStart.structures} SQL structures (a random subset: ${report.coldStart.randomStructures})`);
 
       const specials = [...AGENT_SPECIAL_TOKENS];
       const texts = chosen.flatMap((t) => t.messages.map((m) => m.content));
@@ -285,6 +352,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       log(`[2/4] SFT of a ${cfg.preset} model on ${backend} (${tokenizer.vocabSize}-token tokenizer, ${meanLen} tokens per sample), up to ${cfg.sftSteps} steps${until} ...`);
       const t0 = performance.now();
       const res = await runSft({
+        sideFiles: promptContractFiles(env.config, { maxTurnTokens: evalOpts.maxTurnTokens }),
         outDir: sftDir,
         model,
         tokenizer,
@@ -299,7 +367,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       });
       if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during SFT; run it again to continue');
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
-      const ev = await evaluatePolicy(env, heldOut, model, tokenizer, evalOpts);
+      const ev = await predictEval(res.checkpoint, heldOutPath, dbRoot, suiteDir, join(sftDir, 'predict'), pool, hooks.signal);
       writeJsonAtomic(join(sftDir, 'predictions.json'), ev.predictions);
       const headroom = await samplePassRates(env, heldOut, model, tokenizer, { ...evalOpts, samples: cfg.passSamples });
       report.sft = { steps: res.steps, ...(res.best ? { bestStep: res.best.step } : {}), finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev, passAt: headroom.passAt };
@@ -332,6 +400,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const rewards: number[] = [];
       const zero: number[] = [];
       const res = await runGrpo({
+        sideFiles: promptContractFiles(env.config, { maxTurnTokens: evalOpts.maxTurnTokens }),
         outDir: rlDir,
         env,
         tasks: rlTasks,
@@ -362,7 +431,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       });
       if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during RL; run it again to continue');
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
-      const ev = await evaluatePolicy(env, heldOut, ck.model, ck.tokenizer, evalOpts);
+      const ev = await predictEval(res.checkpoint, heldOutPath, dbRoot, suiteDir, join(rlDir, 'predict'), pool, hooks.signal);
       writeJsonAtomic(join(rlDir, 'predictions.json'), ev.predictions);
       const after = await samplePassRates(env, heldOut, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples });
       const k = Math.max(1, Math.floor(rewards.length / 3));
@@ -383,8 +452,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const b = report.rl.eval.byDifficulty[d];
       log(`      ${d.padEnd(12)} ${a.correct}/${a.n} → ${b.correct}/${b.n}`);
     }
-    // The same figure from the evaluator, from the predictions file (the database root is the BIRD layout's, when it is one).
-    const dbRoot = dirname(dirname(db));
+    // The same figure from the evaluator, from the predictions file.
     const rel = (p: string): string => relative(process.cwd(), p) || '.';
     log(`run directory: ${rel(out)} (report.json, synth/, sft/, grpo/)`);
     log(`check with the evaluator: agro eval --data ${rel(join(out, 'held_out.jsonl'))} --pred ${rel(join(rlDir, 'predictions.json'))} --db-root ${rel(dbRoot)}${report.synth.variants > 0 ? ` --suite ${rel(variantsDir)}` : ''}`);
@@ -392,8 +460,8 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     const ck = rel(report.rl.checkpoint);
     const sample = heldOut[0]?.question ?? 'How many rows are there?';
     const quoted = `'${sample.replace(/'/g, `'\\''`)}'`;
-    log(`ask your agent:   agro ask --policy ${ck} --db ${rel(db)} --schema-chars ${cfg.schemaChars} ${quoted}`);
-    log(`run it on a file: agro predict --policy ${ck} --data ${rel(join(out, 'held_out.jsonl'))} --db-root ${rel(dbRoot)} --schema-chars ${cfg.schemaChars} --out ${rel(join(out, 'predict'))}`);
+    log(`ask your agent:   agro ask --policy ${ck} --db ${rel(db)} ${quoted}`);
+    log(`run it on a file: agro predict --policy ${ck} --data ${rel(join(out, 'held_out.jsonl'))} --db-root ${rel(dbRoot)}${suiteDir ? ` --suite ${rel(suiteDir)}` : ''} --out ${rel(join(out, 'predict'))}`);
     log(`serve it:         agro serve --policy ${ck}   (OpenAI API on http://127.0.0.1:8000/v1; then agro predict --llm-url http://127.0.0.1:8000/v1 ...)`);
     save();
     return report;

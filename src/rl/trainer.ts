@@ -18,7 +18,7 @@ import type { RolloutEngine } from '../model/engine.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { saveCheckpoint } from '../model/checkpoint.ts';
 import { AdamW, lrAt } from '../train/optim.ts';
-import { listCheckpoints, restoreTrainerState, truncateMetrics } from '../train/run-state.ts';
+import { checkResumeSettings, listCheckpoints, recordedSettings, restoreTrainerState, resumeConfig, truncateMetrics } from '../train/run-state.ts';
 import type { Environment } from '../agent/types.ts';
 import { lossConfig } from './config.ts';
 import { prepareRewards } from './rewards.ts';
@@ -27,7 +27,7 @@ import type { AdvantageResult } from './advantages.ts';
 import { activeHooks, type Batch, type TrainerHook } from './hooks.ts';
 import type { PassRecord } from './group_hooks.ts';
 import { evaluatePolicy, type PolicyEval } from './evaluate.ts';
-import { resolveTrainConfig, type TrainConfig, type TrainConfigInput } from './train-config.ts';
+import { resolveTrainConfig, trainConfigSchema, type TrainConfig, type TrainConfigInput } from './train-config.ts';
 
 export interface GrpoTrainerState {
   step: number;
@@ -70,6 +70,10 @@ export interface TrainRunOptions<T extends TaskBase & { difficulty?: string }> {
   /** Rollout sampler (e.g. llama.cpp); synced to `model` at the start and after each update. Default: TF.js on `model`. */
   engine?: RolloutEngine;
   signal?: AbortSignal;
+  /** JSON files every checkpoint of the run carries (the agent's prompt contract). */
+  sideFiles?: Readonly<Record<string, unknown>>;
+  /** On resume, accept settings other than the run's (recorded in train_config.json); otherwise they are refused. */
+  allowChanges?: boolean;
 }
 
 export interface TrainResult {
@@ -146,7 +150,10 @@ async function trainingPlan<T extends TaskBase>(c: StepContext<T>, hooks: readon
 }
 
 export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts: TrainRunOptions<T>): Promise<TrainResult> {
-  const { train: cfg, algo } = resolveTrainConfig(opts.config ?? {});
+  const configPath = join(opts.outDir, 'train_config.json');
+  // A resume keeps the run's settings; those given now override them (and are checked against them below).
+  const recorded = opts.resumeFrom ? (recordedSettings(configPath).train as Record<string, unknown> | undefined) : undefined;
+  const { train: cfg, algo } = resolveTrainConfig(opts.resumeFrom ? resumeConfig(recorded ?? {}, Object.keys(trainConfigSchema.shape), opts.config) : (opts.config ?? {}));
   const { model, tokenizer, env, engine } = opts;
   if (opts.tasks.length === 0) throw new AgroError('invalid_input', 'train: no training tasks');
   if (algo.kl.coef > 0 && !opts.reference) throw new AgroError('invalid_input', `train: algorithm "${cfg.algo}" has kl.coef ${algo.kl.coef} but no reference model was given`);
@@ -158,15 +165,18 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   const opt = new AdamW(params, { beta1: cfg.beta1, beta2: cfg.beta2, eps: cfg.eps, weightDecay: cfg.weightDecay });
   let state: GrpoTrainerState = { step: 0, epoch: 0, pos: 0, epochRngState: new Rng(cfg.seed).state, badSteps: 0, hooks: {} };
   if (opts.resumeFrom) state = restoreTrainerState(stateSchema, opts.resumeFrom, opt, 'a GRPO');
+  // The settings a resume compares: the config, the algorithm and the task counts (not the model, which the checkpoint fixes).
+  const settings = { train: cfg, algo, tasks: opts.tasks.length, heldOut: opts.heldOut?.length ?? 0 };
+  const resumeChanges = opts.resumeFrom ? checkResumeSettings(configPath, settings, { step: state.step, allowChanges: opts.allowChanges, flag: '--allow-changes' }) : [];
   const hooks = activeHooks(c, opts.tasks, { passRates: opts.passRates });
   for (const h of hooks) if (h.restore && state.hooks[h.name] !== undefined) h.restore(state.hooks[h.name]);
 
   ensureDir(opts.outDir);
   const metricsPath = join(opts.outDir, 'metrics.jsonl');
   truncateMetrics(metricsPath, state.step);
-  writeJsonAtomic(join(opts.outDir, 'train_config.json'), { train: cfg, algo, model: model.config, tasks: opts.tasks.length, heldOut: opts.heldOut?.length ?? 0 });
+  writeJsonAtomic(configPath, { ...settings, model: model.config, ...(resumeChanges.length ? { resumeChanges } : {}) });
   const nextTasks = taskStream(opts.tasks, state, cfg.curriculum);
-  const checkpoint = checkpointer(opts.outDir, (dir) => saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, hooks: Object.fromEntries(hooks.flatMap((h) => (h.state ? [[h.name, h.state()]] : []))), kind: 'grpo' }, optimizerState: opt.exportState() }));
+  const checkpoint = checkpointer(opts.outDir, (dir) => saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, hooks: Object.fromEntries(hooks.flatMap((h) => (h.state ? [[h.name, h.state()]] : []))), kind: 'grpo' }, optimizerState: opt.exportState(), sideFiles: opts.sideFiles }));
   const evaluate = () => evaluatePolicy(env, opts.heldOut ?? [], model, tokenizer, { maxTurnTokens: cfg.maxTurnTokens, maxResponseTokens: cfg.maxResponseTokens, seed: cfg.seed, engine });
   const schedule = { lr: cfg.lr, minLrRatio: cfg.minLrRatio, warmupSteps: cfg.warmupSteps, steps: cfg.steps };
   await engine?.sync(model);

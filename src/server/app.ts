@@ -1,11 +1,12 @@
 /**
  * The one HTTP app of `agro serve`: route groups (each a Hono sub-app from its own file: the OpenAI API
  * in openai.ts, and whatever else is served beside it) mounted on one Hono app with what every route
- * shares: a request size limit, JSON errors in the OpenAI shape, a JSON 404.
+ * shares: the guard (guard.ts: Host, Origin, cross-site requests, token, JSON bodies, a request size
+ * limit), JSON errors in the OpenAI shape, a JSON 404.
  */
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { useGuard, type GuardOptions } from './guard.ts';
 
 /** A route group: its own Hono app, mounted at `prefix` (default '/'). */
 export interface RouteGroup {
@@ -17,6 +18,8 @@ export interface AppOptions {
   groups: RouteGroup[];
   /** Largest request body accepted (default 4 MiB). */
   maxBodyBytes?: number;
+  /** Who may call (default: loopback names only, no token, no CORS). */
+  guard?: Omit<GuardOptions, 'maxBodyBytes' | 'errorBody'>;
 }
 
 /** The error body every route answers with: OpenAI's `{ error: { message, type, code } }`. */
@@ -39,7 +42,7 @@ export class HttpError extends Error {
 export function createApp(o: AppOptions): Hono {
   const app = new Hono();
   const maxBytes = o.maxBodyBytes ?? 4 * 1024 * 1024;
-  app.use('*', bodyLimit({ maxSize: maxBytes, onError: (c) => c.json(errorBody(`request body is larger than ${maxBytes} bytes`, 'invalid_request_error', 'request_too_large'), 413) }));
+  useGuard(app, { listenHost: '127.0.0.1', ...o.guard, maxBodyBytes: maxBytes, errorBody: (message, code) => errorBody(message, 'invalid_request_error', code) });
   for (const g of o.groups) app.route(g.prefix ?? '/', g.app);
   app.notFound((c) => c.json(errorBody(`no route ${c.req.method} ${c.req.path}`, 'invalid_request_error', 'not_found'), 404));
   app.onError((err, c) => {

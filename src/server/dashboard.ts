@@ -11,14 +11,15 @@
  *   GET  api/eval?id=             an evaluation report (a quickstart's predictions are scored on demand)
  *   GET  api/eval/compare?id=&index=   predicted vs gold results, differing rows marked
  *   POST api/sql {db, sql}        one read-only query through the sandbox on a listed database
- *   GET  api/playground/prompt?policy=&db=   the system prompt (schema) the policy sees
+ *   GET  api/playground/prompt?policy=&db=&question=   the system prompt (schema) the policy sees for that question
  *   GET  api/playground/ask?policy=&db=&question=   SSE: the episode's steps (text as it is written, turns, end)
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import { bodyLimit } from 'hono/body-limit';
 import { AgroError, oneLine } from '../errors.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import type { DatabaseInfo, MetricsEvent, RunDetail, RunInfo } from './dashboard/api-types.ts';
@@ -28,7 +29,7 @@ import { countLines, MetricsCache, readNewLines, toColumns, type TailState } fro
 import { rowCount } from './dashboard/columns.ts';
 import { policyBackend, type PlaygroundBackend, type PolicyBackendOptions } from './dashboard/playground.ts';
 import { toResultTable } from './dashboard/results.ts';
-import { scanFolder, type FolderScan, type FoundRun } from './dashboard/scan.ts';
+import { realInside, scanFolder, type FolderScan, type FoundRun } from './dashboard/scan.ts';
 
 export type { ExtraPolicy, PlaygroundBackend, PolicyBackendOptions } from './dashboard/playground.ts';
 
@@ -65,6 +66,9 @@ const TYPES: Record<string, string> = {
   '.png': 'image/png',
   '.json': 'application/json',
 };
+
+/** Largest request body the API reads (a query typed in the app). */
+export const MAX_API_BODY = 1024 * 1024;
 
 /** Rows a query typed in the app returns. */
 const SQL_ROWS = 1000;
@@ -103,6 +107,7 @@ export type DashboardRoutes = Hono & { close(): Promise<void> };
 export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
   const root = resolve(opts.dir);
   if (!existsSync(root) || !statSync(root).isDirectory()) throw new AgroError('not_found', `dashboard folder not found: ${opts.dir}`);
+  const realRoot = realpathSync(root);
   const webDir = opts.webDir ?? DEFAULT_WEB_DIR;
   const exec = opts.executor;
   const pollMs = opts.pollMs ?? 500;
@@ -141,7 +146,19 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
     return r;
   };
 
+  let webReal: string | undefined;
+  const realWebDir = (): string => {
+    try {
+      webReal ??= realpathSync(webDir);
+    } catch {
+      return resolve(webDir);
+    }
+    return webReal;
+  };
+
   const app = new Hono();
+  // The API's only body is a query: a huge one is refused before it is read (413).
+  app.use('/api/*', bodyLimit({ maxSize: MAX_API_BODY, onError: (c) => c.json({ error: `request body is larger than ${MAX_API_BODY} bytes` }, 413) }));
 
   app.get('/api/overview', async (c) => {
     try {
@@ -165,7 +182,8 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
       const r = findRun(c.req.query('id'));
       const read = metricsCache.read(join(r.dir, 'metrics.jsonl'));
       const config = readJsonOr(join(r.dir, r.kind === 'sft' ? 'sft_config.json' : 'train_config.json'));
-      const quickstart = readJsonOr(join(r.dir, '..', 'report.json'));
+      // A quickstart's report sits beside its run folder (never above the dashboard folder).
+      const quickstart = r.dir !== root && realInside(realRoot, join(r.dir, '..', 'report.json')) ? readJsonOr(join(r.dir, '..', 'report.json')) : null;
       const rest: Omit<RunDetail, 'metrics'> = {
         run: runInfo(r, rowCount(read.metrics)),
         offset: read.offset,
@@ -275,7 +293,7 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
     try {
       const db = database(c.req.query('db'));
       if (!playground.prompt) return c.json({ prompt: null });
-      return c.json({ prompt: await playground.prompt(c.req.query('policy') ?? '', db) });
+      return c.json({ prompt: await playground.prompt(c.req.query('policy') ?? '', db, c.req.query('question') ?? '') });
     } catch (err) {
       return fail(c, err);
     }
@@ -309,17 +327,23 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
     });
   });
 
+  // Any other API path is a JSON 404, not the app's page.
+  app.all('/api/*', (c) => c.json({ error: `no route ${c.req.method} ${c.req.path}` }, 404));
+
   // The app itself: files of the bundle, index.html for the folder.
   app.get('/*', (c) => {
     const rel = c.req.path.replace(/^.*?\/(assets\/[^/]+|favicon\.svg)$/, '$1');
     const name = rel.startsWith('assets/') || rel === 'favicon.svg' ? rel : 'index.html';
+    // A bundle file's name is one plain segment: no `..`, no encoded separator, no link out of the bundle.
+    const plain = !/(^|\/)\.\.?(\/|$)|\\|%|\0/.test(name);
     const file = resolve(webDir, name);
-    if (!file.startsWith(resolve(webDir) + sep) || !existsSync(file)) {
+    const real = plain && file.startsWith(resolve(webDir) + sep) ? realInside(realWebDir(), file) : undefined;
+    if (!real || !statSync(real).isFile()) {
       if (name === 'index.html') return c.text('The dashboard app is not built: run `npm run build:web` (npm install does it).', 503);
-      return c.text('not found', 404);
+      return c.json({ error: 'not found' }, 404);
     }
     const immutable = name.startsWith('assets/');
-    return c.body(readFileSync(file), 200, {
+    return c.body(readFileSync(real), 200, {
       'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
       'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
     });

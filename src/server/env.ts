@@ -3,7 +3,7 @@
  * outside trainers (TRL, verl; integrations/python/) drive agro's environment and score with agro's
  * rewards. A route group: `envRoutes(opts)` returns a Hono sub-app (plus close() and stats()).
  *
- *   GET  /health                          liveness, no auth
+ *   GET  /health                          liveness, no token
  *   GET  /v1/schema?db_id=X               the schema text agro puts in the prompt, and the tables
  *   POST /v1/sql {db_id, sql}             one read-only query in the sandbox; the agent's observation too
  *   POST /v1/reward {items, rewards?}     score a batch of completions / SQL against gold (test suite)
@@ -19,19 +19,19 @@
 import { Hono, type Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { bodyLimit } from 'hono/body-limit';
-import { bearerAuth } from 'hono/bearer-auth';
 import { timeout } from 'hono/timeout';
 import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { AgroError, type ErrorKind } from '../errors.ts';
-import { SqlEnvironment, formatResultTable, type SqlEnvConfig, type SqlTask } from '../agent/sql-env.ts';
+import { SqlEnvironment, formatResultTable, type SqlEnvConfig, type SqlEnvDeps, type SqlTask } from '../agent/sql-env.ts';
 import { parseAction, SQL_AGENT_ACTIONS } from '../agent/protocol.ts';
 import type { DatabaseCatalog } from '../data/catalog.ts';
 import { introspectSchema } from '../sql/introspect.ts';
 import type { SqlExecutor, SqlValue } from '../sql/types.ts';
 import { LanedExecutor } from '../sql/lanes.ts';
-import { SessionStore } from './env-sessions.ts';
+import { SessionStore, textBytes } from './env-sessions.ts';
+import { assertTokenForHost, guardedApp } from './guard.ts';
 import { DEFAULT_REWARDS, rewardItemSchema, rewardSpecSchema, scoreItems, type RewardItem } from './env-reward.ts';
 
 export const envRoutesOptionsSchema = z.strictObject({
@@ -54,8 +54,8 @@ export const envRoutesOptionsSchema = z.strictObject({
   poolSize: z.number().int().min(1).max(64).default(2),
   slowPoolSize: z.number().int().min(1).max(64).default(1),
   fastLaneMs: z.number().int().min(1).default(process.platform === 'linux' ? 10 : 1000),
-  /** Bearer token required on /v1/* when set. */
-  token: z.string().min(8).optional(),
+  /** Open sessions hold at most this many bytes of text together (questions, turns, observations). */
+  maxSessionBytes: z.number().int().min(1024).default(64 * 1024 * 1024),
 });
 export type EnvRoutesOptions = z.input<typeof envRoutesOptionsSchema> & {
   catalog: DatabaseCatalog;
@@ -63,6 +63,8 @@ export type EnvRoutesOptions = z.input<typeof envRoutesOptionsSchema> & {
   env?: Partial<SqlEnvConfig>;
   /** Use this executor instead of the server's own laned pools (closed by the caller). */
   executor?: SqlExecutor;
+  /** Where the environment finds each database's documentation (default: beside the file). */
+  envDeps?: SqlEnvDeps;
 };
 
 export interface EnvStats {
@@ -70,6 +72,8 @@ export interface EnvStats {
   queued: number;
   rejected: number;
   sessions: number;
+  /** Bytes of text the open sessions hold. */
+  sessionBytes: number;
   sessionsExpired: number;
   /** Queries that ran past the fast lane's budget and went on in the slow lane (own lanes only). */
   movedToSlow?: number;
@@ -139,14 +143,14 @@ function jsonCell(v: SqlValue): string | number | null {
 }
 
 export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
-  const { catalog, env: envConfig, executor: given, ...rest } = opts;
+  const { catalog, env: envConfig, executor: given, envDeps, ...rest } = opts;
   const parsed = envRoutesOptionsSchema.safeParse(rest);
   if (!parsed.success) throw new AgroError('usage', `environment server: ${zodLine(parsed.error)}`);
   const o = parsed.data;
   const lanes = given ? undefined : new LanedExecutor({ fastSize: o.poolSize, slowSize: o.slowPoolSize, fastMs: o.fastLaneMs });
   const executor: SqlExecutor = given ?? (lanes as LanedExecutor);
-  const env = new SqlEnvironment(executor, envConfig);
-  const sessions = new SessionStore(o.maxSessions, o.sessionTtlMs);
+  const env = new SqlEnvironment(executor, envConfig, envDeps);
+  const sessions = new SessionStore(o.maxSessions, o.sessionTtlMs, o.maxSessionBytes);
   let inFlight = 0;
   let queued = 0;
   let rejected = 0;
@@ -175,7 +179,6 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
 
   app.get('/health', (c) => c.json({ ok: true, databases: catalog.describe, sessions: sessions.size }));
 
-  if (o.token) app.use('/v1/*', bearerAuth({ token: o.token }));
   // Bounded concurrency: maxInFlight run, maxQueued wait in order, the rest are told to come back later.
   app.use('/v1/*', async (c, next) => {
     if (inFlight >= o.maxInFlight) {
@@ -241,8 +244,9 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
     const b = await readBody(c, sessionBody);
     const task = taskFor(b.db_id, b);
     const episode = await env.start(task);
-    const s = sessions.create(task, episode, b.rewards ?? DEFAULT_REWARDS);
-    if (!s) return c.json({ error: `too many open sessions (${o.maxSessions}); delete finished ones` }, 503, { 'Retry-After': '1' });
+    const bytes = textBytes(b.question, b.evidence, b.gold_sql, ...episode.opening.map((m) => m.content));
+    const s = sessions.create(task, episode, b.rewards ?? DEFAULT_REWARDS, bytes);
+    if (!s) return c.json({ error: `too many open sessions (${o.maxSessions} at most, ${o.maxSessionBytes} bytes of text together); delete finished ones` }, 503, { 'Retry-After': '1' });
     return c.json({ session_id: s.id, messages: episode.opening, max_turns: env.config.maxTurns, ttl_s: o.sessionTtlMs / 1000 }, 201);
   });
 
@@ -252,6 +256,10 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
     const b = await readBody(c, stepBody);
     if (s.done) return c.json({ error: 'the episode is over; delete the session' }, 409);
     if (s.busy) return c.json({ error: 'a step of this session is already running' }, 409);
+    // The turn and its observation (at most observationChars characters) stay with the session.
+    if (!sessions.grow(s, textBytes(b.text) + 4 * env.config.observationChars)) {
+      return c.json({ error: `open sessions hold ${o.maxSessionBytes} bytes of text already; delete finished ones` }, 503, { 'Retry-After': '1' });
+    }
     s.busy = true;
     try {
       const r = await s.episode.step(b.text);
@@ -281,17 +289,10 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
       if (!given) await executor.close();
     },
     stats(): EnvStats {
-      const base = { inFlight, queued, rejected, sessions: sessions.size, sessionsExpired: sessions.expired };
+      const base = { inFlight, queued, rejected, sessions: sessions.size, sessionBytes: sessions.bytes, sessionsExpired: sessions.expired };
       return lanes ? { ...base, movedToSlow: lanes.movedToSlow, shed: lanes.shed, sqlProcessesStarted: lanes.fast.spawned + lanes.slow.spawned } : base;
     },
   });
-}
-
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
-
-/** A bearer token is required for any address other than loopback: the API runs SQL on your files. */
-export function assertTokenForHost(host: string, token: string | undefined): void {
-  if (!LOOPBACK.has(host) && !token) throw new AgroError('usage', `binding to ${host} needs a bearer token (--token or AGRO_TOKEN): only loopback may go without`);
 }
 
 export interface RunningEnvServer {
@@ -303,11 +304,11 @@ export interface RunningEnvServer {
 }
 
 /** The environment routes alone on a Node HTTP server (tests, the bench, the e2e launcher). */
-export async function serveEnv(opts: EnvRoutesOptions & { host?: string; port?: number }): Promise<RunningEnvServer> {
-  const { host = '127.0.0.1', port = 0, ...routeOpts } = opts;
-  assertTokenForHost(host, routeOpts.token);
+export async function serveEnv(opts: EnvRoutesOptions & { host?: string; port?: number; token?: string; allowedHosts?: string[]; cors?: string[] }): Promise<RunningEnvServer> {
+  const { host = '127.0.0.1', port = 0, token, allowedHosts, cors, ...routeOpts } = opts;
+  assertTokenForHost(host, token);
   const routes = envRoutes(routeOpts);
-  const app = new Hono().route('/', routes);
+  const app = guardedApp(routes, { listenHost: host, token, allowedHosts, cors, openPaths: ['/health'], maxBodyBytes: routeOpts.maxBodyBytes ?? envRoutesOptionsSchema.shape.maxBodyBytes.parse(undefined) });
   const server: ServerType = await new Promise((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(s));
     s.once('error', reject);

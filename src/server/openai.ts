@@ -26,7 +26,14 @@ export interface OpenAiRoutesOptions {
   timeoutMs?: number;
   /** Cap on max_tokens (default 1024). */
   maxTokens?: number;
+  /**
+   * Characters of message text a request may carry (default 131,072: about 32k tokens, more than any
+   * context agro trains), checked before anything is tokenized: 400 beyond.
+   */
+  maxInputChars?: number;
 }
+
+export const DEFAULT_MAX_INPUT_CHARS = 131_072;
 
 const contentSchema = z.union([z.string(), z.array(z.object({ type: z.literal('text'), text: z.string() }).loose()).transform((parts) => parts.map((p) => p.text).join(''))]);
 
@@ -86,6 +93,7 @@ export function openaiRoutes(o: OpenAiRoutesOptions): Hono {
   const gate = new Gate(o.concurrency ?? 4, o.maxQueue ?? 64);
   const timeoutMs = o.timeoutMs ?? 300_000;
   const maxTokensCap = o.maxTokens ?? 1024;
+  const maxInputChars = o.maxInputChars ?? DEFAULT_MAX_INPUT_CHARS;
   const created = Math.floor(Date.now() / 1000);
 
   app.get('/v1/models', (c) => c.json({ object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'agro' }] }));
@@ -103,6 +111,8 @@ export function openaiRoutes(o: OpenAiRoutesOptions): Hono {
       throw new HttpError(400, `${i.path.join('.') || 'body'}: ${i.message}`);
     }
     const req: ChatRequest = parsed.data;
+    const chars = req.messages.reduce((n, m) => n + m.content.length, 0);
+    if (chars > maxInputChars) throw new HttpError(400, `messages: ${chars} characters, at most ${maxInputChars} per request (the conversation would not fit the model's context)`, 'invalid_request_error', 'context_length_exceeded');
     if (req.model !== undefined && req.model !== model) throw new HttpError(404, `model "${req.model}" is not served here (this server serves "${model}")`, 'invalid_request_error', 'model_not_found');
     const messages: ChatMessage[] = req.messages.map((m) => ({ role: m.role, content: m.content }));
     const maxTokens = Math.min(req.max_completion_tokens ?? req.max_tokens ?? maxTokensCap, maxTokensCap);

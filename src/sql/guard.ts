@@ -10,7 +10,11 @@
  * The database is also always opened `readonly`, a third line that needs no parsing at all.
  */
 import { AgroError } from '../errors.ts';
-import { tokenize } from './lexer.ts';
+import { tokenize, type Token } from './lexer.ts';
+import { tokenizePg } from './pg-lexer.ts';
+
+/** The SQL dialect a query is checked in: the engine that will run it. */
+export type SqlDialect = 'sqlite' | 'postgres';
 
 const ALLOWED_FIRST = new Set(['SELECT', 'WITH', 'VALUES']);
 
@@ -39,13 +43,100 @@ const REFUSED_FIRST: Record<string, string> = {
   EXPLAIN: 'EXPLAIN is not allowed: send the query itself',
 };
 
+/** PostgreSQL statements besides SQLite's, refused by their first keyword. */
+const REFUSED_FIRST_PG: Record<string, string> = {
+  ...REFUSED_FIRST,
+  MERGE: 'writes are not allowed (MERGE)',
+  TRUNCATE: 'writes are not allowed (TRUNCATE)',
+  COPY: 'COPY is not allowed (it reads and writes files and tables)',
+  GRANT: 'privilege changes are not allowed (GRANT)',
+  REVOKE: 'privilege changes are not allowed (REVOKE)',
+  SET: 'SET is not allowed (it changes session settings or the role)',
+  RESET: 'RESET is not allowed (it changes session settings)',
+  SHOW: 'SHOW is not allowed: send a query',
+  START: 'transaction control is not allowed (START)',
+  ABORT: 'transaction control is not allowed (ABORT)',
+  PREPARE: 'PREPARE is not allowed: send the query itself',
+  EXECUTE: 'EXECUTE is not allowed: send the query itself',
+  DEALLOCATE: 'DEALLOCATE is not allowed',
+  DECLARE: 'cursors are not allowed (DECLARE)',
+  FETCH: 'cursors are not allowed (FETCH)',
+  MOVE: 'cursors are not allowed (MOVE)',
+  CLOSE: 'cursors are not allowed (CLOSE)',
+  LISTEN: 'LISTEN is not allowed',
+  UNLISTEN: 'UNLISTEN is not allowed',
+  NOTIFY: 'NOTIFY is not allowed',
+  DO: 'DO is not allowed (it runs procedural code)',
+  CALL: 'CALL is not allowed (procedures may write)',
+  LOCK: 'LOCK is not allowed',
+  LOAD: 'LOAD is not allowed (it loads a shared library into the server)',
+  DISCARD: 'DISCARD is not allowed',
+  CLUSTER: 'CLUSTER is not allowed',
+  CHECKPOINT: 'CHECKPOINT is not allowed',
+  REFRESH: 'REFRESH is not allowed (it writes a materialized view)',
+  COMMENT: 'schema changes are not allowed (COMMENT)',
+  SECURITY: 'schema changes are not allowed (SECURITY LABEL)',
+  IMPORT: 'foreign data is not allowed (IMPORT FOREIGN SCHEMA)',
+  REASSIGN: 'privilege changes are not allowed (REASSIGN OWNED)',
+  TABLE: 'TABLE is not allowed: write SELECT * FROM the table',
+};
+
+/**
+ * Words that make a PostgreSQL query more than a read wherever they stand: a data-modifying CTE
+ * (`WITH d AS (DELETE ... RETURNING *) SELECT ...`), `SELECT ... INTO new_table` (creates a table),
+ * row locks (`FOR UPDATE`/`FOR SHARE` take locks other sessions wait on).
+ */
+const REFUSED_WORDS_PG: Record<string, string> = {
+  INSERT: 'writes are not allowed (INSERT)',
+  UPDATE: 'writes are not allowed (UPDATE)',
+  DELETE: 'writes are not allowed (DELETE)',
+  MERGE: 'writes are not allowed (MERGE)',
+  TRUNCATE: 'writes are not allowed (TRUNCATE)',
+  INTO: 'SELECT ... INTO creates a table and is not allowed',
+  SHARE: 'row locks are not allowed (FOR SHARE)',
+};
+
+/**
+ * Server functions a query may not call, by name (any schema), because they reach outside the data:
+ * files and directories on the server, large objects, other databases (dblink, foreign data),
+ * settings and sessions (set_config, signalling backends), locks, sequences, notifications, WAL and
+ * replication, and functions that run SQL given as a string (query_to_xml), which would pass the guard by.
+ */
+const REFUSED_FUNCTIONS_PG = new Set([
+  'pg_read_file', 'pg_read_binary_file', 'pg_ls_dir', 'pg_stat_file', 'pg_ls_logdir', 'pg_ls_waldir', 'pg_ls_tmpdir', 'pg_ls_archive_statusdir', 'pg_ls_logicalmapdir', 'pg_ls_logicalsnapdir', 'pg_ls_replslotdir',
+  'pg_file_write', 'pg_file_rename', 'pg_file_unlink', 'pg_logdir_ls', 'pg_current_logfile',
+  'set_config', 'pg_reload_conf', 'pg_rotate_logfile', 'pg_terminate_backend', 'pg_cancel_backend', 'pg_signal_backend', 'pg_log_backend_memory_contexts',
+  'pg_notify', 'nextval', 'setval', 'currval', 'lastval', 'txid_current', 'pg_current_xact_id',
+  'query_to_xml', 'query_to_xml_and_xmlschema', 'query_to_xmlschema', 'cursor_to_xml', 'cursor_to_xmlschema',
+  'database_to_xml', 'database_to_xml_and_xmlschema', 'database_to_xmlschema', 'schema_to_xml', 'schema_to_xml_and_xmlschema', 'schema_to_xmlschema',
+  'pg_switch_wal', 'pg_create_restore_point', 'pg_promote', 'pg_backup_start', 'pg_backup_stop', 'pg_start_backup', 'pg_stop_backup', 'pg_export_snapshot', 'pg_import_snapshot',
+  'pg_import_system_collations', 'pg_stat_reset', 'pg_stat_reset_shared', 'pg_stat_reset_single_table_counters', 'pg_stat_reset_single_function_counters', 'pg_stat_reset_slru', 'pg_stat_reset_replication_slot', 'pg_stat_reset_subscription_stats',
+]);
+/** Families refused by prefix: large objects, dblink, advisory locks, replication slots and logical decoding. */
+const REFUSED_FUNCTION_PREFIXES_PG = ['lo_', 'dblink', 'pg_advisory', 'pg_try_advisory', 'pg_replication_', 'pg_logical_', 'pg_create_', 'pg_drop_replication', 'pg_copy_', 'pg_wal_replay', 'pg_file_', 'pg_read_', 'pg_ls_'];
+/** Functions whose name alone is a library routine (loread/lowrite are the large-object readers). */
+const REFUSED_LO = new Set(['loread', 'lowrite', 'loimport', 'loexport']);
+
+function refusedFunctionPg(name: string): boolean {
+  return REFUSED_FUNCTIONS_PG.has(name) || REFUSED_LO.has(name) || REFUSED_FUNCTION_PREFIXES_PG.some((p) => name.startsWith(p));
+}
+
+/**
+ * Longest SQL text run (characters). Real queries are a few thousand; a multi-megabyte one is an attack
+ * on memory (one 4 MB literal cost the server about 200 MB on its way through the sandbox and back).
+ */
+export const MAX_SQL_CHARS = 100_000;
+
 /**
  * Throws AgroError('refused') unless `sql` is a single statement starting with SELECT, WITH or VALUES;
  * AgroError('sql_error') when the first word starts no SQLite statement at all (a syntax error).
  * A trailing semicolon and comments anywhere are fine. Returns the SQL unchanged for chaining.
+ * In the `postgres` dialect the query is read with PostgreSQL's lexical rules, and also refused for
+ * words that write or lock anywhere in it and for calls to the server functions listed above.
  */
-export function assertSingleReadQuery(sql: string): string {
-  const tokens = tokenize(sql);
+export function assertSingleReadQuery(sql: string, dialect: SqlDialect = 'sqlite'): string {
+  if (sql.length > MAX_SQL_CHARS) throw new AgroError('refused', `refused: the query is ${sql.length} characters long, at most ${MAX_SQL_CHARS}`);
+  const tokens = dialect === 'postgres' ? tokenizePg(sql) : tokenize(sql);
   if (tokens.length === 0 || tokens.every((t) => t.kind === 'punct' && t.text === ';')) {
     throw new AgroError('refused', 'refused: empty query');
   }
@@ -56,13 +147,33 @@ export function assertSingleReadQuery(sql: string): string {
   const first = tokens[0];
   const word = first.kind === 'word' ? first.text.toUpperCase() : '';
   if (!ALLOWED_FIRST.has(word)) {
-    const why = REFUSED_FIRST[word];
+    const why = (dialect === 'postgres' ? REFUSED_FIRST_PG : REFUSED_FIRST)[word];
     if (why) throw new AgroError('refused', `refused: ${why}`);
     // Every statement SQLite knows is listed above, so this is no statement at all (`SELEC ...`,
     // a leading string): SQLite would reject it at prepare time, and it is reported the same way.
     throw new AgroError('sql_error', `near "${sql.slice(first.start, first.end)}": syntax error`);
   }
+  if (dialect === 'postgres') assertPgReadOnly(tokens);
   return sql;
+}
+
+function assertPgReadOnly(tokens: Token[]): void {
+  for (let k = 0; k < tokens.length; k++) {
+    const t = tokens[k];
+    const prev = tokens[k - 1];
+    // A column or table named like a keyword is only ever reached qualified (t.update) or quoted.
+    const qualified = prev?.kind === 'punct' && prev.text === '.';
+    if (t.kind === 'word' && !qualified) {
+      const why = REFUSED_WORDS_PG[t.text.toUpperCase()];
+      if (why) throw new AgroError('refused', `refused: ${why}`);
+    }
+    const next = tokens[k + 1];
+    if ((t.kind === 'word' || t.kind === 'qid') && next?.kind === 'punct' && next.text === '(') {
+      // Unquoted names fold to lower case; a quoted one is exact, so "PG_READ_FILE" is some other function.
+      const name = t.kind === 'word' ? t.text.toLowerCase() : t.text;
+      if (refusedFunctionPg(name)) throw new AgroError('refused', `refused: ${name}() reaches outside the data and is not allowed`);
+    }
+  }
 }
 
 /** The parts of a better-sqlite3 Statement the second gate looks at. */

@@ -1,4 +1,11 @@
-// The SQL environment's public surface: import from here rather than from the individual modules.
+/**
+ * The SQL environment's public surface: the read-only sandbox (`SqlPool`), the guard, the lexer, schema
+ * introspection and rendering, result comparison and test suites, and the grounding of a question in a database
+ * (its documentation, a value index, schema linking, the grounded schema text). Import from here (`agro/sql`) rather than
+ * from the individual modules.
+ *
+ * @module agro/sql
+ */
 export type * from './types.ts';
 export { SqlPool, EXEC_DEFAULTS, type SqlPoolOptions } from './pool.ts';
 export { assertSingleReadQuery, assertReadOnlyStatement } from './guard.ts';
@@ -8,3 +15,14 @@ export { renderSchema, type RenderOptions } from './render.ts';
 export { resultsMatch, hasOrderBy, cellsEqual, type CompareOptions } from './compare.ts';
 export { testSuiteMatch, type TestSuiteOptions, type TestSuiteResult } from './testsuite.ts';
 export { openDatabase, legacyQuotesAvailable } from './open-database.mjs';
+export { readDocs, readDocsWithFormat, findDocs, docsLookup, type DocsFormat, type FoundDocs, type DocsLookup } from './docs.ts';
+export { dbDocsSchema, type DbDocs, type TableDoc, type ColumnDoc } from './docs-types.ts';
+export { ValueIndex, buildValueIndex, buildValueIndexFrom, type ValueIndexOptions, type ValueMatch, type MatchKind, type LookupOptions } from './value-index.ts';
+export { linkSchema, type SchemaLink, type TableLink, type ColumnLink, type ValueHint, type LinkOptions } from './link.ts';
+export { groundedSchema, renderGrounded, type GroundedOptions } from './grounded.ts';
+export { createExecutor, introspectDatabase, engineOf, EngineRouter, type ExecutorOptions } from './executor.ts';
+export { PgExecutor, isPostgresUrl, redactUrl, type PgExecutorOptions } from './postgres.ts';
+export { introspectPostgres, pgDocs } from './pg-introspect.ts';
+export { copySqliteToPostgres, type CopyOptions, type CopyReport } from './pg-copy.ts';
+export { sandboxRoleSql, type SandboxRole } from './pg-setup.ts';
+export type { SqlDialect } from './guard.ts';

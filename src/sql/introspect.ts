@@ -73,6 +73,11 @@ export function openReadOnly(dbPath: string): Database.Database {
   return db;
 }
 
+/** Fails with the one line of openReadOnly unless `dbPath` is a readable SQLite database (checked before any work). */
+export function assertReadableDatabase(dbPath: string): void {
+  openReadOnly(dbPath).close();
+}
+
 /** Columns whose counts, MIN and MAX one query computes (4 result columns each; SQLite allows 2,000). */
 const STATS_COLUMNS_PER_QUERY = 100;
 

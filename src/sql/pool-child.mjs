@@ -74,9 +74,10 @@ function oneLine(err) {
   return String(err && err.message ? err.message : err).replace(/\s*\n\s*/g, ' ');
 }
 
+/** A cell's size as sent to a client: UTF-8 bytes for text (a "€" is 3 bytes, one UTF-16 unit). */
 function cellBytes(v) {
   if (v === null) return 1;
-  if (typeof v === 'string') return v.length;
+  if (typeof v === 'string') return Buffer.byteLength(v, 'utf8');
   if (typeof v === 'number' || typeof v === 'bigint') return 8;
   return v.byteLength;
 }
@@ -109,18 +110,22 @@ function run({ dbPath, sql, maxRows, maxBytes, safeIntegers, timeoutMs = 0, cpuM
   const rows = [];
   let bytes = 0;
   let truncated = false;
+  /** Which cap cut the result: the caller's message names it. */
+  let truncatedBy;
   // What is left of the limit after opening and preparing; the CPU budget counts from here.
   const armed = arm(conn, cpuMs, timeoutMs > 0 ? Math.max(1, timeoutMs - (performance.now() - t0)) : 0);
   try {
     for (const row of stmt.raw(true).safeIntegers(Boolean(safeIntegers)).iterate()) {
       if (rows.length >= maxRows) {
         truncated = true;
+        truncatedBy = 'rows';
         break;
       }
       let b = 0;
       for (const v of row) b += cellBytes(v);
       if (bytes + b > maxBytes) {
         truncated = true;
+        truncatedBy = 'bytes';
         break;
       }
       bytes += b;
@@ -135,7 +140,7 @@ function run({ dbPath, sql, maxRows, maxBytes, safeIntegers, timeoutMs = 0, cpuM
   } finally {
     if (armed) arm(conn, 0, 0);
   }
-  return { ok: true, columns, rows, truncated, bytes };
+  return { ok: true, columns, rows, truncated, ...(truncatedBy ? { truncatedBy } : {}), bytes };
 }
 
 function isTooBig(err) {

@@ -117,7 +117,7 @@ interface Slot {
 type ChildReply =
   | { ready: true; limits: ChildLimits }
   | { id: number; done: true; elapsedMs: number }
-  | { id: number; ok: true; columns: string[]; rows: Row[]; truncated: boolean; elapsedMs: number }
+  | { id: number; ok: true; columns: string[]; rows: Row[]; truncated: boolean; truncatedBy?: 'rows' | 'bytes'; elapsedMs: number }
   | { id: number; ok: false; error: ExecErrorKind; message: string; elapsedMs: number }
   /** Stopped inside the child by agro's SQLite extension; the message is made here, from the job. */
   | { id: number; ok: false; error: 'timeout'; limit: 'cpu' | 'wall'; elapsedMs: number };
@@ -143,8 +143,8 @@ function backstopMs(limitMs: number): number {
 /** How often a cpuMs limit is checked (/proc counts CPU time in 10 ms ticks). */
 const CPU_POLL_MS = 20;
 
-/** A query stopped by one of its limits, with the one message each limit has. */
-function timedOut(opts: Required<ExecOptions>, limit: TimeLimit, elapsedMs: number): ExecResult {
+/** A query stopped by one of its limits, with the one message each limit has (every executor words it so). */
+export function timedOut(opts: Required<ExecOptions>, limit: TimeLimit, elapsedMs: number): ExecResult {
   const message =
     limit === 'cpu'
       ? `query used more than its ${opts.cpuMs} ms of CPU time and was stopped`
@@ -154,7 +154,7 @@ function timedOut(opts: Required<ExecOptions>, limit: TimeLimit, elapsedMs: numb
   return { ok: false, error: 'timeout', message, elapsedMs, limit };
 }
 
-function parseExecOptions(opts: ExecOptions | undefined, where: string): ExecOptions {
+export function parseExecOptions(opts: ExecOptions | undefined, where: string): ExecOptions {
   const r = execOptionsSchema.safeParse(opts ?? {});
   if (!r.success) {
     throw new AgroError('usage', `${where}: timeoutMs must be an integer from 1 to ${MAX_TIMEOUT_MS}, maxRows and maxBytes non-negative integers`);
@@ -337,7 +337,7 @@ export class SqlPool implements SqlExecutor {
         this.finish(slot, timedOut(job.opts, 'wall', elapsedMs));
         return;
       }
-      if (msg.ok) this.finish(slot, { ok: true, columns: msg.columns, rows: msg.rows, truncated: msg.truncated, elapsedMs });
+      if (msg.ok) this.finish(slot, { ok: true, columns: msg.columns, rows: msg.rows, truncated: msg.truncated, ...(msg.truncatedBy ? { truncatedBy: msg.truncatedBy } : {}), elapsedMs });
       else if ('limit' in msg) this.finish(slot, timedOut(job.opts, msg.limit, elapsedMs));
       else this.finish(slot, { ok: false, error: msg.error, message: msg.message, elapsedMs });
     });

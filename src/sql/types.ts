@@ -12,7 +12,7 @@ export interface ExecOptions {
   timeoutMs?: number;
   /** Rows kept before the result is cut and marked truncated. Default 10000. */
   maxRows?: number;
-  /** Approximate bytes of cell data kept before the result is cut and marked truncated. Default 8 MiB. */
+  /** Bytes of cell data (text as UTF-8, numbers 8, NULL 1) kept before the result is cut and marked truncated. Default 8 MiB. */
   maxBytes?: number;
   /**
    * Return INTEGER cells as bigint (exact past 2^53, and told apart from REAL cells, which stay numbers),
@@ -48,6 +48,8 @@ export type ExecResult =
       rows: Row[];
       /** True when maxRows or maxBytes cut the result: it is not the whole answer. */
       truncated: boolean;
+      /** When truncated: the cap that cut it, maxRows or maxBytes. */
+      truncatedBy?: 'rows' | 'bytes';
       elapsedMs: number;
     }
   | {

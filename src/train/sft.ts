@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import { writeJsonAtomic, ensureDir } from '../util/fs.ts';
-import { restoreTrainerState, truncateMetrics } from './run-state.ts';
+import { checkResumeSettings, recordedSettings, restoreTrainerState, resumeConfig, truncateMetrics } from './run-state.ts';
 import { AdamW, accumulateGrads, clipByGlobalNorm, lrAt, optimizerFields } from './optim.ts';
 import type { LlamaModel, WeightMap } from '../model/llama.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
@@ -204,6 +204,10 @@ export interface SftRunOptions {
   stopAfter?: number;
   /** Abort (e.g. on SIGINT): checkpoint the current step and return. */
   signal?: AbortSignal;
+  /** JSON files every checkpoint of the run carries (the agent's prompt contract). */
+  sideFiles?: Readonly<Record<string, unknown>>;
+  /** On resume, accept settings other than the run's (recorded in sft_config.json); otherwise they are refused. */
+  allowChanges?: boolean;
 }
 
 export interface SftResult {
@@ -235,7 +239,9 @@ const trainerStateSchema = z.object({
 });
 
 export async function runSft(opts: SftRunOptions): Promise<SftResult> {
-  const cfg = resolveSftConfig(opts.config ?? {});
+  const configPath = join(opts.outDir, 'sft_config.json');
+  // A resume keeps the run's settings; those given now override them (and are checked against them below).
+  const cfg = resolveSftConfig(opts.resumeFrom ? resumeConfig(recordedSettings(configPath), Object.keys(sftConfigSchema.shape), opts.config) : (opts.config ?? {}));
   const { model, tokenizer } = opts;
   if (tokenizer.vocabSize > model.config.vocabSize) {
     throw new AgroError('invalid_input', `tokenizer has ${tokenizer.vocabSize} ids but the model embedding has ${model.config.vocabSize} rows`);
@@ -268,11 +274,14 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   const params = model.trainableVariables();
   const opt = new AdamW(params, cfg);
   if (opts.resumeFrom) state = restoreTrainerState(trainerStateSchema, opts.resumeFrom, opt, 'an SFT');
+  // The settings a resume compares: the config and the data it trains on (not the model, which the checkpoint fixes).
+  const settings = { ...cfg, trainSamples: train.length, heldOutSamples: heldOut.length };
+  const resumeChanges = opts.resumeFrom ? checkResumeSettings(configPath, settings, { step: state.step, allowChanges: opts.allowChanges, flag: '--allow-changes' }) : [];
 
   ensureDir(opts.outDir);
   const metricsPath = join(opts.outDir, 'metrics.jsonl');
   truncateMetrics(metricsPath, state.step);
-  writeJsonAtomic(join(opts.outDir, 'sft_config.json'), { ...cfg, model: model.config, trainSamples: train.length, heldOutSamples: heldOut.length, skippedTooLong: tooLong });
+  writeJsonAtomic(configPath, { ...settings, model: model.config, skippedTooLong: tooLong, ...(resumeChanges.length ? { resumeChanges } : {}) });
 
   let epochRng = Rng.fromState(state.epochRngState);
   let batches = epochBatches(lengths, cfg.batchSize, epochRng);
@@ -294,13 +303,13 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   const checkpoint = (): string => {
     const dir = join(opts.outDir, 'checkpoints', `step-${state.step}`);
     if (lastCkStep === state.step) return dir;
-    saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, kind: 'sft' }, optimizerState: opt.exportState() });
+    saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, kind: 'sft' }, optimizerState: opt.exportState(), sideFiles: opts.sideFiles });
     lastCkStep = state.step;
     return dir;
   };
   // The best weights so far, on disk so that a resumed run still ends on them.
   const bestDir = join(opts.outDir, 'checkpoints', 'best');
-  const saveBest = (): void => saveCheckpoint(bestDir, { model, tokenizer, trainerState: { ...state, kind: 'sft' } });
+  const saveBest = (): void => saveCheckpoint(bestDir, { model, tokenizer, trainerState: { ...state, kind: 'sft' }, sideFiles: opts.sideFiles });
 
   while (state.step < cfg.steps && !state.stoppedEarly) {
       if (opts.signal?.aborted) { interrupted = true; break; }

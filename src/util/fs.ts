@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, rmSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync, rmSync, statSync } from 'node:fs';
 import { dirname, basename, join, relative, resolve } from 'node:path';
 import { AgroError } from '../errors.ts';
 
@@ -105,4 +105,53 @@ export function readJsonl<T>(path: string): T[] {
     .split('\n')
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l) as T);
+}
+
+/**
+ * The most bytes an input file (a dataset, predictions, a config) may hold: 256 MiB, far above BIRD's
+ * train set (~30 MB) and below V8's longest string (~512 MiB), so a file that passes can be decoded.
+ */
+export const MAX_INPUT_BYTES = 256 * 2 ** 20;
+
+/**
+ * Reads a user's input file as UTF-8 with its size bounded: only a regular file is read (a FIFO, a
+ * device such as /dev/zero or a directory would never end or never make sense), and never more than
+ * `maxBytes`, also for a file that grows while read or says it is empty (/proc). The file is opened
+ * non-blocking so that a FIFO without a writer cannot hang the open; its type is checked on the open
+ * descriptor, so nothing can swap the file between the check and the read. Errors are one-line AgroErrors:
+ * a missing file is not_found, anything else that cannot be read as text invalid_input.
+ */
+export function readInputText(path: string, what: string, maxBytes = MAX_INPUT_BYTES): string {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new AgroError('not_found', `${what} file not found: ${path}`);
+    if (code === 'ENOTDIR') throw new AgroError('not_found', `${what} file not found: ${path} (a part of the path is a file)`);
+    throw new AgroError('not_found', `cannot read ${what} file ${path}: ${code ?? (err as Error).message}`);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (st.isDirectory()) throw new AgroError('invalid_input', `${what} path is a directory, not a file: ${path}`);
+    if (!st.isFile()) throw new AgroError('invalid_input', `${what} path is not a regular file (a device, FIFO or socket): ${path}`);
+    const tooBig = (): AgroError => new AgroError('invalid_input', `${what} file ${path} is larger than ${maxBytes / 2 ** 20} MiB, the most agro reads`);
+    if (st.size > maxBytes) throw tooBig();
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(Math.min(1 << 20, maxBytes + 1 - total));
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      chunks.push(n === buf.length ? buf : buf.subarray(0, n));
+      total += n;
+      if (total > maxBytes) throw tooBig();
+    }
+    return Buffer.concat(chunks, total).toString('utf8');
+  } catch (err) {
+    if (err instanceof AgroError) throw err;
+    throw new AgroError('invalid_input', `cannot read ${what} file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -54,5 +54,7 @@ test('honest questions mixed with attacks all score right; each attack scores as
   const honest = rep.questions.slice(0, dev.length);
   assert.deepEqual(honest.filter((q) => q.outcome !== 'match').map((q) => `${q.index}: ${q.outcome} ${q.message ?? ''}`), []);
   const outcomes = rep.questions.slice(dev.length).map((q) => q.outcome);
-  assert.deepEqual(outcomes, ['mismatch', 'mismatch', 'timeout', 'pred_error', 'pred_error']);
+  // The 10 MB comment is refused before it is parsed (the sandbox's 100,000-character cap): an error, not a wrong result.
+  assert.deepEqual(outcomes, ['mismatch', 'pred_error', 'timeout', 'pred_error', 'pred_error']);
+  assert.match(rep.questions[dev.length + 1].message ?? '', /characters/);
 });

@@ -27,7 +27,7 @@ export interface CliRun {
 /** Runs the CLI in `cwd` with a wall-clock cap (a command that spins fails the test instead of hanging it). */
 export function agro(args: string[], opts: { cwd?: string; timeoutMs?: number } = {}): CliRun {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? ROOT, encoding: 'utf8', timeout: opts.timeoutMs ?? 120_000 });
+  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? ROOT, encoding: 'utf8', timeout: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 2 ** 20 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, ms: performance.now() - t0 };
 }
 

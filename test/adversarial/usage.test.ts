@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { agro, assertOneLine, DB_ROOT, DEV, MUSIC } from './support.ts';
 
 const USAGE: Array<[string, string[], RegExp]> = [
-  ['a missing required option', ['sql', 'SELECT 1'], /^agro: sql: required option '--db <path>' not specified \(see agro sql --help\)/],
-  ['a missing argument', ['sql', '--db', MUSIC], /^agro: sql: missing required argument 'query'/],
+  ['a missing required option', ['sql', 'SELECT 1'], /^agro: sql: required option '--db <path\|url>' not specified \(see agro sql --help\)/],
+  ['a missing argument', ['sql', '--db', MUSIC], /^agro: sql: missing required argument 'sql'/],
   ['an unknown option', ['sql', '--db', MUSIC, '--bogus', 'SELECT 1'], /^agro: sql: unknown option '--bogus'/],
   ['an unknown command', ['frobnicate'], /^agro: unknown command 'frobnicate' \(see agro --help\)/],
   ['a choice not in the list', ['eval', '--data', DEV, '--gold', '--mode', 'foo'], /^agro: eval: option '--mode <mode>' argument 'foo' is invalid/],

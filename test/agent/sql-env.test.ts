@@ -1,6 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -149,4 +149,33 @@ test('a broken gold query or a database that disappears mid-episode is reported,
   assert.match(r.done ? '' : r.observation, /error \((no_database|bad_database)\)/);
   const gone = await env.rewardContext(vanishing, { messages: [], toolCalls: 1, endReason: 'answer', answer: 'SELECT 1', policyTokens: 3, truncated: false });
   assert.equal(gone.correct, false);
+});
+
+test('the grounded prompt shows the documentation found beside the database and the stored values the question names; ddl shows neither', () => {
+  const home = mkdtempSync(join(tmpdir(), 'agro-env-docs-'));
+  const p = join(home, 'plants.sqlite');
+  const db = new Database(p);
+  db.exec('CREATE TABLE plant (id INTEGER PRIMARY KEY, nm TEXT, rtype TEXT, st TEXT); CREATE TABLE owner (id INTEGER PRIMARY KEY, nm TEXT)');
+  const ins = db.prepare('INSERT INTO plant VALUES (?, ?, ?, ?)');
+  for (let i = 0; i < 40; i++) ins.run(i, `Plant ${i}`, i % 2 ? 'HWR' : 'LWR', i % 3 ? 'Running' : 'Shutdown');
+  db.close();
+  writeFileSync(join(home, 'plants.docs.json'), JSON.stringify({ overview: 'Power plants.', tables: [{ table: 'plant', columns: [{ column: 'rtype', name: 'reactor type', values: { HWR: 'heavy water reactor' } }, { column: 'st', name: 'status' }] }] }));
+  const task: SqlTask = { id: 'd', dbId: 'plants', dbPath: p, question: 'How many heavy water reactors are shutdown?', goldSql: 'SELECT 1' };
+  const grounded = new SqlEnvironment(pool).openingFor(task)[0].content;
+  assert.match(grounded, /reactor type/);
+  assert.match(grounded, /'HWR' \(heavy water reactor\)/);
+  assert.match(grounded, /st = 'Shutdown'|'Shutdown'/);
+  const noDocs = new SqlEnvironment(pool, { docs: false }).openingFor(task)[0].content;
+  assert.doesNotMatch(noDocs, /reactor type|heavy water reactor/);
+  const ddl = new SqlEnvironment(pool, { schemaFormat: 'ddl' }).openingFor(task)[0].content;
+  assert.match(ddl, /CREATE TABLE/);
+  assert.doesNotMatch(ddl, /reactor type|-- Values/);
+  // Given documentation wins over the file beside the database.
+  const given = new SqlEnvironment(pool, {}, { docsFor: () => ({ tables: [{ table: 'plant', columns: [{ column: 'rtype', name: 'kind of reactor' }] }] }) }).openingFor(task)[0].content;
+  assert.match(given, /kind of reactor/);
+  // The smallest budget still names every table.
+  const tiny = new SqlEnvironment(pool, { schemaChars: 200 }).openingFor(task)[0].content;
+  assert.match(tiny, /plant/);
+  assert.match(tiny, /owner/);
+  rmSync(home, { recursive: true, force: true });
 });

@@ -37,3 +37,30 @@ test('verify trajectories carry the real observation and every agent turn follow
   const none = await synthesizeTrajectories(tasks, env, { verifyShare: 0, seed: 1 });
   assert.ok(none.every((t) => t.kind === 'direct' && t.messages.length === 3));
 });
+
+test('a value asked in other words than stored gets a lookup episode: LIKE on the shared words, the stored value read back, then the answer', async () => {
+  const env = new SqlEnvironment(pool);
+  const asked: SqlTask[] = [
+    // Lower case in the question, capitalized in the table; the join's other table holds no such column.
+    { id: 'l1', dbId: 'music_store', dbPath: DB, question: 'How many customers live in prague?', goldSql: "SELECT COUNT(*) FROM customers WHERE city = 'Prague'" },
+    // Two words where the table stores one phrase with more.
+    { id: 'l2', dbId: 'music_store', dbPath: DB, question: 'How many tracks are flac audio?', goldSql: "SELECT COUNT(*) FROM tracks AS T1 JOIN media_types AS T2 ON T1.media_type_id = T2.media_type_id WHERE T2.name = 'FLAC audio file'" },
+    // Stored verbatim in the question: no lookup needed.
+    { id: 'l3', dbId: 'music_store', dbPath: DB, question: "How many customers live in 'Prague'?", goldSql: "SELECT COUNT(*) FROM customers WHERE city = 'Prague'" },
+  ];
+  const trajs = await synthesizeTrajectories(asked, env, { verifyShare: 0, seed: 1 });
+  assert.deepEqual(trajs.map((t) => t.kind), ['lookup', 'lookup', 'direct']);
+  const [l1, l2] = trajs;
+  const content = (text: string): string => {
+    const a = parseAction(text, SQL_AGENT_ACTIONS);
+    assert.notEqual(a.kind, 'invalid');
+    return a.kind === 'invalid' ? '' : a.content;
+  };
+  assert.equal(parseAction(l1.messages[2].content, SQL_AGENT_ACTIONS).kind, 'sql');
+  assert.match(content(l1.messages[2].content), /^SELECT DISTINCT city FROM customers WHERE city LIKE '%prague%'/);
+  assert.match(l1.messages[3].content, /Prague/, 'the real observation shows the stored form');
+  assert.match(l1.messages[4].content, /stores it as 'Prague'/);
+  assert.equal(content(l1.messages[4].content), asked[0].goldSql);
+  assert.match(content(l2.messages[2].content), /FROM media_types WHERE name LIKE '%flac audio%'/);
+  assert.match(l2.messages[3].content, /FLAC audio file/);
+});

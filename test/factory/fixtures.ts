@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Rng } from '../../src/util/rng.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import type { DbSchema } from '../../src/sql/types.ts';
-import { buildLexicon } from '../../src/factory/names.ts';
+import { buildLexicon } from '../../src/factory/language/names.ts';
 import { profileSchema, type TableProfile } from '../../src/factory/profile.ts';
 import { buildSchemaGraph, type SchemaGraph } from '../../src/factory/schema-graph.ts';
 

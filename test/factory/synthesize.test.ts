@@ -6,7 +6,7 @@ import { Rng } from '../../src/util/rng.ts';
 import { col, emptySelect, lit, type SelectAst } from '../../src/factory/ast.ts';
 import { printQuery } from '../../src/factory/print.ts';
 import { sqlName } from '../../src/sql/lexer.ts';
-import { columnPhrase, words } from '../../src/factory/names.ts';
+import { columnPhrase, words } from '../../src/factory/language/names.ts';
 import { difficultyOf, synthesize } from '../../src/factory/synthesize.ts';
 import { silentProgress, type StageContext } from '../../src/factory/types.ts';
 import { makeShopDb, synthInputs, tmpDir } from './fixtures.ts';

@@ -7,8 +7,9 @@ import { col, emptySelect, lit, type QueryAst, type SelectAst } from '../../src/
 import { printQuery } from '../../src/factory/print.ts';
 import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
 import { verifyPair } from '../../src/factory/verify.ts';
-import { realizeEvidence, realizeQuestion } from '../../src/factory/realize.ts';
-import { alignStage, makeParseEnv, parseQuestion, roundTrip } from '../../src/factory/align.ts';
+import { realizeEvidence, realizeQuestion } from '../../src/factory/language/realize.ts';
+import { alignStage, roundTrip } from '../../src/factory/align.ts';
+import { makeParseEnv, parseQuestion } from '../../src/factory/language/general-parse.ts';
 import { silentProgress, type StageContext, type SynthPair } from '../../src/factory/types.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 

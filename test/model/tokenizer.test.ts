@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Tokenizer } from '../../src/model/tokenizer.ts';
+import { MAX_BPE_SYMBOLS, Tokenizer } from '../../src/model/tokenizer.ts';
 import { AgroError } from '../../src/errors.ts';
 import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 
@@ -131,4 +131,74 @@ test('special tokens are single ids, never split, and never produced from ordina
   assert.equal(tk.decode(tk.encode('<|user|><sql>a</sql><|end|>'), { skipSpecial: true }), '<sql>a</sql>');
   assert.deepEqual(tk.specialTokens, AGENT_SPECIAL_TOKENS.filter((t) => t.startsWith('<|')));
   assert.throws(() => tk.tokenId('<nope>'), /has no token "<nope>"/);
+});
+
+/** The merge loop as it was before issue #35 (quadratic, one splice spread), kept here only as the reference. */
+function referenceBpe(ranks: Map<string, number>, word: string): string[] {
+  const syms = [...word];
+  while (syms.length > 1) {
+    let best = -1, bestRank = Infinity;
+    for (let i = 0; i + 1 < syms.length; i++) {
+      const r = ranks.get(syms[i] + ' ' + syms[i + 1]);
+      if (r !== undefined && r < bestRank) { bestRank = r; best = i; }
+    }
+    if (best < 0) break;
+    const a = syms[best], b = syms[best + 1];
+    const next: string[] = [];
+    for (let i = 0; i < syms.length; i++) {
+      if (i + 1 < syms.length && syms[i] === a && syms[i + 1] === b) { next.push(a + b); i++; } else next.push(syms[i]);
+    }
+    syms.splice(0, syms.length, ...next);
+  }
+  return syms;
+}
+
+/** A seeded generator (mulberry32): the same random words on every run. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+test('BPE: the heap merge gives the reference loop\'s symbols on real and random words, consistent or not', () => {
+  const texts = readFileSync('data/dev.json', 'utf8');
+  const tk = Tokenizer.train(texts.split('\n').slice(0, 4000), { vocabSize: 1500, specialTokens: AGENT_SPECIAL_TOKENS });
+  const merges = (tk.toJSON() as { model: { merges: string[] } }).model.merges;
+  const ranks = new Map(merges.map((m, i) => [m, i]));
+  const merge = (t: Tokenizer, w: string): string[] => (t as unknown as { mergeSymbols(s: string[]): string[] }).mergeSymbols([...w]);
+  const rand = rng(35);
+  const alphabet = [...new Set([...merges.join('').replace(/ /g, '')])];
+  const words: string[] = texts.match(/\S+/g)!.slice(0, 3000).map((w) => [...w].map((c) => (c === ' ' ? 'Ġ' : c)).join(''));
+  for (let k = 0; k < 3000; k++) {
+    const len = 1 + Math.floor(rand() * (k % 10 === 0 ? 400 : 24));
+    words.push(Array.from({ length: len }, () => alphabet[Math.floor(rand() * alphabet.length)]).join(''));
+    // Runs of one symbol: overlapping pairs.
+    if (k % 50 === 0) words.push(alphabet[k % alphabet.length].repeat(len));
+  }
+  for (const w of words) assert.deepEqual(merge(tk, w), referenceBpe(ranks, w), w);
+  // An inconsistent merge list (a merge that uses a symbol made by a later-ranked one): still the loop's result.
+  const shuffled = merges.slice().sort(() => rand() - 0.5);
+  const odd = Tokenizer.fromJSON({ ...(tk.toJSON() as object), model: { ...(tk.toJSON() as { model: object }).model, merges: shuffled } });
+  const oddRanks = new Map(shuffled.map((m, i) => [m, i]));
+  for (const w of words.slice(0, 3000)) assert.deepEqual(merge(odd, w), referenceBpe(oddRanks, w), w);
+  // And through encode(): the same ids as the reference symbols mapped through the vocabulary.
+  const vocab = (tk.toJSON() as { model: { vocab: Record<string, number> } }).model.vocab;
+  for (const w of ['SELECT', 'singer_id', 'Ġhow', 'ĠCOUNT(*)']) assert.deepEqual(tk.encode(w.replace(/Ġ/g, ' ')), referenceBpe(ranks, w).map((x) => vocab[x]));
+});
+
+test('BPE: a 1,000,000-character word encodes in seconds without a stack overflow, in pieces of MAX_BPE_SYMBOLS', () => {
+  const tk = Tokenizer.train(['aaaa bbbb abab', 'select select'], { vocabSize: 300, specialTokens: AGENT_SPECIAL_TOKENS });
+  const t0 = Date.now();
+  const ids = tk.encode('ab'.repeat(500_000));
+  assert.ok(Date.now() - t0 < 10_000, `${Date.now() - t0} ms`);
+  assert.ok(ids.length > 0);
+  assert.equal(tk.decode(ids), 'ab'.repeat(500_000));
+  // Below the bound a word is one piece; above it, pieces of the bound, each merged as a word of its own.
+  const long = 'ab'.repeat(MAX_BPE_SYMBOLS);
+  assert.deepEqual(tk.encode(long), [...tk.encode(long.slice(0, MAX_BPE_SYMBOLS)), ...tk.encode(long.slice(MAX_BPE_SYMBOLS))]);
 });

@@ -25,6 +25,8 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   const dataset = readFileSync(join(out, 'synth', 'dataset.jsonl'), 'utf8').trim().split('\n');
   assert.equal(dataset.length, synth.rows);
   assert.equal(split.sft + split.rl + split.heldOut, synth.rows);
+  // SFT trains on the paraphrases the factory wrote for its queries too (phrasings 2), never on held-out ones.
+  assert.ok((split.sftQuestions ?? 0) > split.sft, `SFT questions ${split.sftQuestions} for ${split.sft} queries`);
   // No held-out SQL skeleton is trained on, by SFT or by RL, and RL's questions are new to SFT.
   const skeletons = (f: string) => new Set(readFileSync(join(out, f), 'utf8').trim().split('\n').map((l) => skeletonKey((JSON.parse(l) as { SQL: string }).SQL)));
   const [sftSk, rlSk, heldSk] = ['train.jsonl', 'rl.jsonl', 'held_out.jsonl'].map(skeletons);
@@ -82,15 +84,35 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   assert.equal(again.status, 0, again.stderr);
   assert.match(again.stdout, /held-out execution accuracy: SFT .* → grpo /);
 
-  // The last lines show how to use the agent; the ask command they print runs as printed.
-  const ask = /ask your agent: +agro ask --policy (\S+) --db (\S+) --schema-chars (\d+) '(.*)'$/m.exec(again.stdout);
+  // The last lines show how to use the agent; the ask command they print runs as printed, with no prompt
+  // flags: the checkpoint carries the prompt it was trained with.
+  const ask = /ask your agent: +agro ask --policy (\S+) --db (\S+) '(.*)'$/m.exec(again.stdout);
   assert.ok(ask, again.stdout);
   assert.equal(resolve(ask[1]), join(out, 'grpo', 'checkpoints', 'step-3'));
-  const asked = spawnSync(process.execPath, [BIN, 'ask', '--policy', ask[1], '--db', ask[2], '--schema-chars', ask[3], '--max-turn-tokens', '32', '--json', ask[4].replace(/'\\''/g, "'")], { encoding: 'utf8' });
+  const contract = JSON.parse(readFileSync(join(ask[1], 'prompt_contract.json'), 'utf8')) as { schemaChars: number; decoding: { maxTurnTokens: number } };
+  assert.equal(contract.schemaChars, report.config.schemaChars);
+  const asked = spawnSync(process.execPath, [BIN, 'ask', '--policy', ask[1], '--db', ask[2], '--json', ask[3].replace(/'\\''/g, "'")], { encoding: 'utf8' });
   assert.equal(asked.status, 0, asked.stderr);
-  const episode = JSON.parse(asked.stdout) as { turns: unknown[]; endReason: string };
+  assert.equal(asked.stderr, '', 'no warning: nothing contradicts the contract');
+  const episode = JSON.parse(asked.stdout) as { turns: { completionTokens: number }[]; endReason: string };
   assert.ok(episode.turns.length >= 1 && episode.endReason.length > 0);
-  assert.match(again.stdout, /run it on a file: agro predict --policy /);
+  assert.ok(episode.turns.every((t) => t.completionTokens <= contract.decoding.maxTurnTokens + 1), 'the contract\'s tokens per turn');
+
+  // The predict command it prints scores what the quickstart reported, question by question.
+  const pred = /run it on a file: agro predict (.*)$/m.exec(again.stdout);
+  assert.ok(pred, again.stdout);
+  const predOut = join(out, 'predict-check');
+  const args = pred[1].split(' ').map((a, i, all) => (all[i - 1] === '--out' ? predOut : a));
+  const p = spawnSync(process.execPath, [BIN, 'predict', ...args, '--json'], { encoding: 'utf8' });
+  assert.equal(p.status, 0, p.stderr);
+  const predicted = JSON.parse(p.stdout) as { summary: { count: number; correct: number } };
+  assert.equal(predicted.summary.count, rl.eval.n);
+  assert.equal(predicted.summary.correct, Math.round(rl.eval.accuracy * rl.eval.n));
+  assert.deepEqual(JSON.parse(readFileSync(join(predOut, 'predict_dev.json'), 'utf8')), JSON.parse(readFileSync(join(out, 'grpo', 'predict', 'predict_dev.json'), 'utf8')));
+  // A flag that contradicts the contract wins, and says so on one line.
+  const other = spawnSync(process.execPath, [BIN, 'ask', '--policy', ask[1], '--db', ask[2], '--schema-chars', String(contract.schemaChars + 100), '--max-turn-tokens', '8', '--json', 'How many genres are there?'], { encoding: 'utf8' });
+  assert.equal(other.status, 0, other.stderr);
+  assert.match(other.stderr, /^agro: warning: .*--schema-chars \d+ \(trained with \d+\)/m);
 });
 
 test('rlPoolPlan: which RL questions train under each pool, from the SFT policy\'s correct answers out of 4', () => {

@@ -5,7 +5,7 @@
  * agro's own trainers, factory and evaluator (test/support/dashboard-fixture.ts), served by the real
  * route group over HTTP. The app is built from web/ into a temp folder first, so the current sources are tested.
  */
-import { test, before, after } from 'node:test';
+import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,12 +15,15 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Page } from 'playwright-core';
 import { SqlPool } from '../../src/sql/pool.ts';
-import { dashboardRoutes } from '../../src/server/dashboard.ts';
-import { launchChromium, type LaunchedBrowser } from '../support/browser.ts';
+import { dashboardRoutes, MAX_API_BODY } from '../../src/server/dashboard.ts';
+import { guardedApp } from '../../src/server/guard.ts';
+import { CHROMIUM, launchChromium, type LaunchedBrowser } from '../support/browser.ts';
+import { needsProgram } from '../support/system-program.ts';
 import { buildDashboardFixture, PLAYGROUND_QUESTION, PLAYGROUND_SQL, type DashboardFixture } from '../support/dashboard-fixture.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
 
+const browser = needsProgram('chromium', CHROMIUM, 'the dashboard browser tests');
 const tmp = mkdtempSync(join(tmpdir(), 'agro-dash-e2e-'));
 const webDir = join(tmp, 'web');
 const pool = new SqlPool();
@@ -45,175 +48,201 @@ const chartData = (title: string) =>
     return host?._uplot?.data ?? null;
   }, title);
 
-before(async () => {
-  const vite = spawnSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', 'web', '--outDir', webDir, '--emptyOutDir', '--logLevel', 'error'], { encoding: 'utf8' });
-  assert.equal(vite.status, 0, vite.stderr);
-  fixture = await buildDashboardFixture(join(tmp, 'runs'), pool);
-  // An OpenAI-compatible endpoint that looks at the genres table first, then answers.
-  llm = await startFakeOpenAI((req) => ({
-    kind: 'reply',
-    content: req.body.messages?.some((m) => m.role === 'tool')
-      ? formatAction({ kind: 'answer', think: '12 rows: count them', content: PLAYGROUND_SQL })
-      : formatAction({ kind: 'sql', think: 'look at the genres', content: 'SELECT name FROM genres ORDER BY name' }),
-  }));
-  const policies = { extra: [{ spec: { llmUrl: llm.baseUrl, llmModel: 'fake-sql' } }] };
-  server = serve({ fetch: dashboardRoutes({ dir: fixture.dir, executor: pool, webDir, pollMs: 200, policies }).fetch, port: 0, hostname: '127.0.0.1' });
-  await new Promise((r) => server.once('listening', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-  chrome = await launchChromium();
-  page = await chrome.context.newPage();
-  page.setDefaultTimeout(60_000);
-});
+/**
+ * Waits until the chart titled `title` is drawn with series labelled as `labels` say, then returns its data.
+ * A canvas alone is not enough: moving between runs changes only the hash, so the previous route's chart
+ * is still on the page for a moment before it is rebuilt with the new runs.
+ */
+async function drawnChart(title: string, want: { labels?: string[]; rows?: number }) {
+  await page.waitForFunction(([t, labels, rows]) => {
+    const fig = [...document.querySelectorAll('figure.chart')].find((f) => f.getAttribute('data-title') === t);
+    const host = fig?.querySelector('.plot') as (HTMLElement & { _uplot?: { series: { label?: unknown }[] }; _full?: unknown[][] }) | null;
+    if (!host?._uplot) return false;
+    const have = host._uplot.series.map((s) => String(s.label ?? ''));
+    return labels.every((l) => have.some((h) => h.includes(l))) && (rows < 0 || host._full?.[0]?.length === rows);
+  }, [title, want.labels ?? [], want.rows ?? -1] as const);
+  return (await chartData(title))!;
+}
 
-after(async () => {
-  await chrome?.close();
-  await llm?.close();
-  server?.close();
-  (server as unknown as { closeAllConnections?: () => void })?.closeAllConnections?.();
-  await pool.close();
-  rmSync(tmp, { recursive: true, force: true });
-});
+const TOKEN = 'browser-token-0123';
 
-test('Runs: the reward chart holds the GRPO run points, and rows the run appends arrive live', async () => {
-  await page.goto(`${base}#/runs?run=grpo`);
-  await page.waitForSelector('figure.chart[data-title="Reward (total and per component)"] canvas');
-  const rows = metricLines('grpo');
-  assert.equal(rows.length, fixture.grpoSteps);
-  const data = (await chartData('Reward (total and per component)'))!;
-  assert.deepEqual(data[0], rows.map((r) => r.step));
-  assert.deepEqual(data[1], rows.map((r) => r.reward));
-  // The trainer's next line, as it appends it.
-  const next = { ...rows[rows.length - 1], step: rows.length + 1, reward: 0.75 };
-  appendFileSync(join(fixture.dir, 'grpo', 'metrics.jsonl'), JSON.stringify(next) + '\n');
-  await page.waitForFunction(() => {
-    const fig = document.querySelector('figure.chart[data-title="Reward (total and per component)"] .plot') as HTMLElement & { _uplot?: { data: number[][] } };
-    return fig?._uplot?.data[0].length === 3;
+describe('the dashboard in Chromium', { skip: browser.skip }, () => {
+  before(async () => {
+    const vite = spawnSync(process.execPath, ['node_modules/vite/bin/vite.js', 'build', 'web', '--outDir', webDir, '--emptyOutDir', '--logLevel', 'error'], { encoding: 'utf8' });
+    assert.equal(vite.status, 0, vite.stderr);
+    fixture = await buildDashboardFixture(join(tmp, 'runs'), pool);
+    // An OpenAI-compatible endpoint that looks at the genres table first, then answers.
+    llm = await startFakeOpenAI((req) => ({
+      kind: 'reply',
+      content: req.body.messages?.some((m) => m.role === 'tool')
+        ? formatAction({ kind: 'answer', think: '12 rows: count them', content: PLAYGROUND_SQL })
+        : formatAction({ kind: 'sql', think: 'look at the genres', content: 'SELECT name FROM genres ORDER BY name' }),
+    }));
+    const policies = { extra: [{ spec: { llmUrl: llm.baseUrl, llmModel: 'fake-sql' } }] };
+    // Behind the guard `agro dashboard --token` puts in front (Host, Origin, cross-site, JSON bodies, token).
+    const app = guardedApp(dashboardRoutes({ dir: fixture.dir, executor: pool, webDir, pollMs: 200, policies }), {
+      listenHost: '127.0.0.1',
+      token: TOKEN,
+      maxBodyBytes: MAX_API_BODY,
+      isPage: (path) => !path.startsWith('/api/'),
+    });
+    server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+    await new Promise((r) => server.once('listening', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    chrome = await launchChromium();
+    page = await chrome.context.newPage();
+    page.setDefaultTimeout(60_000);
+    // The link agro prints: the token becomes a cookie and leaves the address bar; every later page and API call carries it.
+    await page.goto(`${base}?token=${TOKEN}`);
+    assert.equal(page.url(), base);
   });
-  const after = (await chartData('Reward (total and per component)'))!;
-  assert.deepEqual(after[0], [...rows.map((r) => r.step), 3]);
-  assert.equal(after[1][2], 0.75);
-  assert.match((await page.textContent('aside'))!, /3 steps/);
-});
 
-test('Runs: two runs overlaid; the SFT loss curve has every step', async () => {
-  await page.goto(`${base}#/runs?run=grpo,sft`);
-  await page.waitForSelector('figure.chart[data-title="Loss"] canvas');
-  const loss = (await chartData('Loss'))!;
-  const sft = metricLines('sft');
-  assert.equal(sft.length, fixture.sftSteps);
-  // Joined x: the union of both runs' steps.
-  assert.deepEqual(loss[0], sft.map((r) => r.step));
-  const labels = await page.$$eval('figure.chart[data-title="Loss"] .u-legend th', (ths) => ths.map((t) => t.textContent ?? ''));
-  assert.ok(labels.some((l) => l.includes('sft · loss')) && labels.some((l) => l.includes('grpo · loss')), labels.join('|'));
-  await page.click('details.card summary');
-  assert.match((await page.textContent('details.card pre'))!, /"algo": "grpo"/);
-});
+  after(async () => {
+    await chrome?.close();
+    await llm?.close();
+    server?.close();
+    (server as unknown as { closeAllConnections?: () => void })?.closeAllConnections?.();
+    await pool.close();
+    rmSync(tmp, { recursive: true, force: true });
+  });
 
-test('Runs: a 5,000-step run is drawn decimated to the chart width, keeps every peak, and zooming in draws every row exactly', async () => {
-  const n = 5000;
-  // A sawtooth with one spike: decimation must keep the spike and the troughs.
-  const reward = (step: number) => (step === 1234 ? 5 : (step % 50) / 50);
-  mkdirSync(join(fixture.dir, 'long'), { recursive: true });
-  writeFileSync(join(fixture.dir, 'long', 'metrics.jsonl'), Array.from({ length: n }, (_, i) => JSON.stringify({ step: i + 1, reward: reward(i + 1) })).join('\n') + '\n');
-  try {
-    await page.goto(`${base}#/runs?run=long`);
-    await page.waitForSelector('figure.chart[data-title="Reward (total and per component)"] canvas');
-    const drawn = (await chartData('Reward (total and per component)'))!;
-    assert.ok(drawn[0].length < n / 2, `drew ${drawn[0].length} of ${n} rows`);
-    assert.equal(Math.max(...(drawn[1] as number[])), 5);
-    assert.equal(Math.min(...(drawn[1] as number[])), 0);
-    assert.deepEqual([drawn[0][0], drawn[0][drawn[0].length - 1]], [1, n]);
-    // Every drawn point is a real row, with its exact value.
-    for (let i = 0; i < drawn[0].length; i++) assert.equal(drawn[1][i], reward(drawn[0][i]!));
-    // Zoom to steps 1200–1300 (as a drag does): every row there is drawn.
-    type Host = HTMLElement & { _uplot: { setScale(k: string, r: { min: number; max: number }): void; data: number[][] } };
-    const sel = 'figure.chart[data-title="Reward (total and per component)"] .plot';
-    await page.evaluate((q) => (document.querySelector(q) as Host)._uplot.setScale('x', { min: 1200, max: 1300 }), sel);
-    // uPlot applies a scale change on its next commit.
-    await page.waitForFunction((q) => (document.querySelector(q) as Host)._uplot.data[0].includes(1201), sel);
-    const zoomed = await page.evaluate((q) => (document.querySelector(q) as Host)._uplot.data, sel);
-    const inRange = zoomed[0].filter((x) => x >= 1200 && x <= 1300);
-    assert.deepEqual(inRange, Array.from({ length: 101 }, (_, i) => 1200 + i));
-    assert.equal(zoomed[1][zoomed[0].indexOf(1234)], 5);
-  } finally {
-    rmSync(join(fixture.dir, 'long'), { recursive: true, force: true });
-  }
-});
+  test('Runs: the reward chart holds the GRPO run points, and rows the run appends arrive live', async () => {
+    await page.goto(`${base}#/runs?run=grpo`);
+    const rows = metricLines('grpo');
+    assert.equal(rows.length, fixture.grpoSteps);
+    const data = await drawnChart('Reward (total and per component)', { rows: rows.length });
+    assert.deepEqual(data[0], rows.map((r) => r.step));
+    assert.deepEqual(data[1], rows.map((r) => r.reward));
+    // The trainer's next line, as it appends it.
+    const next = { ...rows[rows.length - 1], step: rows.length + 1, reward: 0.75 };
+    appendFileSync(join(fixture.dir, 'grpo', 'metrics.jsonl'), JSON.stringify(next) + '\n');
+    await page.waitForFunction(() => {
+      const fig = document.querySelector('figure.chart[data-title="Reward (total and per component)"] .plot') as HTMLElement & { _uplot?: { data: number[][] } };
+      return fig?._uplot?.data[0].length === 3;
+    });
+    const after = (await chartData('Reward (total and per component)'))!;
+    assert.deepEqual(after[0], [...rows.map((r) => r.step), 3]);
+    assert.equal(after[1][2], 0.75);
+    assert.match((await page.textContent('aside'))!, /3 steps/);
+  });
 
-test('Data: charts of the manifest, and filtering the pairs changes the table', async () => {
-  await page.goto(`${base}#/data`);
-  await page.waitForSelector('[data-testid=pairs] tbody tr');
-  const manifest = JSON.parse(readFileSync(join(fixture.dir, 'synth', 'manifest.json'), 'utf8')) as { rows: number; difficulty: Record<string, number> };
-  const count = () => page.$$eval('[data-testid=pairs] tbody tr', (trs) => trs.length);
-  assert.equal(await count(), manifest.rows);
-  await page.waitForSelector('figure.chart[data-title="Difficulty"] canvas');
-  const dif = (await chartData('Difficulty'))!;
-  assert.deepEqual(dif[1], ['simple', 'moderate', 'challenging'].filter((d) => d in manifest.difficulty).map((d) => manifest.difficulty[d]));
-  await page.selectOption('select[data-filter=difficulty]', 'simple');
-  await page.waitForFunction((n) => document.querySelectorAll('[data-testid=pairs] tbody tr').length === n, manifest.difficulty.simple);
-  const shown = await page.$$eval('[data-testid=pairs] tbody tr td:nth-child(3)', (tds) => tds.map((t) => t.textContent));
-  assert.ok(shown.length > 0 && shown.length < manifest.rows && shown.every((d) => d === 'simple'), shown.join(','));
-  assert.match((await page.textContent('[data-testid=pairs] .table-bar'))!, new RegExp(`${manifest.difficulty.simple} of ${manifest.rows} pairs`));
-  await page.click('[data-testid=pairs] tbody tr');
-  await page.waitForSelector('[data-testid=pair-result] tbody tr');
-  assert.match((await page.textContent('[data-testid=coverage]'))!, /genres/);
-});
+  test('Runs: two runs overlaid; the SFT loss curve has every step', async () => {
+    await page.goto(`${base}#/runs?run=grpo,sft`);
+    const loss = await drawnChart('Loss', { labels: ['sft · loss', 'grpo · loss'] });
+    const sft = metricLines('sft');
+    assert.equal(sft.length, fixture.sftSteps);
+    // Joined x: the union of both runs' steps.
+    assert.deepEqual(loss[0], sft.map((r) => r.step));
+    const labels = await page.$$eval('figure.chart[data-title="Loss"] .u-legend th', (ths) => ths.map((t) => t.textContent ?? ''));
+    assert.ok(labels.some((l) => l.includes('sft · loss')) && labels.some((l) => l.includes('grpo · loss')), labels.join('|'));
+    await page.click('details.card summary');
+    assert.match((await page.textContent('details.card pre'))!, /"algo": "grpo"/);
+  });
 
-test('Evaluations: EX as in the report, and a wrong question shows both results with differing rows marked', async () => {
-  const report = JSON.parse(readFileSync(join(fixture.dir, 'eval', 'report.json'), 'utf8')) as { summary: { accuracy: number; count: number; correct: number } };
-  await page.goto(`${base}#/evals`);
-  await page.waitForSelector('[data-testid=questions] tbody tr');
-  assert.match((await page.textContent('[data-testid=ex]'))!, new RegExp(`${report.summary.accuracy.toFixed(2)}% \\(${report.summary.correct} of ${report.summary.count}`));
-  await page.click('[data-testid=questions] tbody tr.diff');
-  await page.waitForSelector('[data-testid=gold-result] tbody tr');
-  await page.waitForSelector('[data-testid=pred-result] tbody tr');
-  // The wrong prediction lists the 12 genre names: none of them is a gold row.
-  const marked = await page.$$eval('[data-testid=pred-result] tbody tr.diff', (trs) => trs.length);
-  assert.equal(marked, 12);
-});
+  test('Runs: a 5,000-step run is drawn decimated to the chart width, keeps every peak, and zooming in draws every row exactly', async () => {
+    const n = 5000;
+    // A sawtooth with one spike: decimation must keep the spike and the troughs.
+    const reward = (step: number) => (step === 1234 ? 5 : (step % 50) / 50);
+    mkdirSync(join(fixture.dir, 'long'), { recursive: true });
+    writeFileSync(join(fixture.dir, 'long', 'metrics.jsonl'), Array.from({ length: n }, (_, i) => JSON.stringify({ step: i + 1, reward: reward(i + 1) })).join('\n') + '\n');
+    try {
+      await page.goto(`${base}#/runs?run=long`);
+      const drawn = await drawnChart('Reward (total and per component)', { rows: n });
+      assert.ok(drawn[0].length < n / 2, `drew ${drawn[0].length} of ${n} rows`);
+      assert.equal(Math.max(...(drawn[1] as number[])), 5);
+      assert.equal(Math.min(...(drawn[1] as number[])), 0);
+      assert.deepEqual([drawn[0][0], drawn[0][drawn[0].length - 1]], [1, n]);
+      // Every drawn point is a real row, with its exact value.
+      for (let i = 0; i < drawn[0].length; i++) assert.equal(drawn[1][i], reward(drawn[0][i]!));
+      // Zoom to steps 1200–1300 (as a drag does): every row there is drawn.
+      type Host = HTMLElement & { _uplot: { setScale(k: string, r: { min: number; max: number }): void; data: number[][] } };
+      const sel = 'figure.chart[data-title="Reward (total and per component)"] .plot';
+      await page.evaluate((q) => (document.querySelector(q) as Host)._uplot.setScale('x', { min: 1200, max: 1300 }), sel);
+      // uPlot applies a scale change on its next commit.
+      await page.waitForFunction((q) => (document.querySelector(q) as Host)._uplot.data[0].includes(1201), sel);
+      const zoomed = await page.evaluate((q) => (document.querySelector(q) as Host)._uplot.data, sel);
+      const inRange = zoomed[0].filter((x) => x >= 1200 && x <= 1300);
+      assert.deepEqual(inRange, Array.from({ length: 101 }, (_, i) => 1200 + i));
+      assert.equal(zoomed[1][zoomed[0].indexOf(1234)], 5);
+    } finally {
+      rmSync(join(fixture.dir, 'long'), { recursive: true, force: true });
+    }
+  });
 
-test('Playground: a question on the bundled database streams the turns and shows a result table', async () => {
-  await page.goto(`${base}#/playground`);
-  await page.waitForSelector('[data-testid=policy] option', { state: 'attached' });
-  await page.selectOption('[data-testid=policy]', 'sft/checkpoints/step-40');
-  const music = await page.$eval('[data-testid=database]', (s) => [...(s as HTMLSelectElement).options].find((o) => o.textContent === 'music_store')?.value ?? '');
-  await page.selectOption('[data-testid=database]', music);
-  // The system prompt the policy gets (the schema within the budget it was trained with).
-  await page.waitForFunction(() => /^You answer questions about a SQLite database/.test(document.querySelector('[data-testid=prompt]')?.textContent ?? ''));
-  await page.fill('[data-testid=question]', PLAYGROUND_QUESTION);
-  await page.click('[data-testid=ask]');
-  await page.waitForSelector('[data-testid=final-result] tbody tr', { timeout: 120_000 });
-  assert.match((await page.textContent('[data-testid=turns]'))!, /SELECT COUNT\(\*\) FROM genres/);
-  assert.equal((await page.textContent('[data-testid=final-result] tbody td'))!.trim(), '12');
-  // Edit the final SQL and run it.
-  await page.fill('[data-testid=final-sql]', 'SELECT name FROM genres ORDER BY name LIMIT 2');
-  await page.click('[data-testid=run-sql]');
-  await page.waitForFunction(() => document.querySelectorAll('[data-testid=final-result] tbody tr').length === 2);
-});
+  test('Data: charts of the manifest, and filtering the pairs changes the table', async () => {
+    await page.goto(`${base}#/data`);
+    await page.waitForSelector('[data-testid=pairs] tbody tr');
+    const manifest = JSON.parse(readFileSync(join(fixture.dir, 'synth', 'manifest.json'), 'utf8')) as { rows: number; difficulty: Record<string, number> };
+    const count = () => page.$$eval('[data-testid=pairs] tbody tr', (trs) => trs.length);
+    assert.equal(await count(), manifest.rows);
+    const dif = await drawnChart('Difficulty', {});
+    assert.deepEqual(dif[1], ['simple', 'moderate', 'challenging'].filter((d) => d in manifest.difficulty).map((d) => manifest.difficulty[d]));
+    await page.selectOption('select[data-filter=difficulty]', 'simple');
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid=pairs] tbody tr').length === n, manifest.difficulty.simple);
+    const shown = await page.$$eval('[data-testid=pairs] tbody tr td:nth-child(3)', (tds) => tds.map((t) => t.textContent));
+    assert.ok(shown.length > 0 && shown.length < manifest.rows && shown.every((d) => d === 'simple'), shown.join(','));
+    assert.match((await page.textContent('[data-testid=pairs] .table-bar'))!, new RegExp(`${manifest.difficulty.simple} of ${manifest.rows} pairs`));
+    await page.click('[data-testid=pairs] tbody tr');
+    await page.waitForSelector('[data-testid=pair-result] tbody tr');
+    assert.match((await page.textContent('[data-testid=coverage]'))!, /genres/);
+  });
 
-test('Playground: an OpenAI-compatible endpoint (--llm-url) calls the SQL tool, the observation and the final result show as tables', async () => {
-  await page.goto(`${base}#/playground`);
-  await page.waitForSelector('[data-testid=policy] option', { state: 'attached' });
-  const groups = await page.$$eval('[data-testid=policy] optgroup', (gs) => gs.map((g) => g.getAttribute('label')));
-  assert.deepEqual(groups, ['OpenAI-compatible endpoints', 'agro checkpoints']);
-  await page.selectOption('[data-testid=policy]', `${llm.baseUrl}#fake-sql`);
-  const music = await page.$eval('[data-testid=database]', (s) => [...(s as HTMLSelectElement).options].find((o) => o.textContent === 'music_store')?.value ?? '');
-  await page.selectOption('[data-testid=database]', music);
-  const before = llm.requests.length;
-  await page.fill('[data-testid=question]', PLAYGROUND_QUESTION);
-  await page.click('[data-testid=ask]');
-  await page.waitForSelector('[data-testid=final-result] tbody tr');
-  // Turn 1's observation: the 12 genre names as a table; then the answer and its result.
-  const observed = await page.$$eval('.turn.tool tbody tr', (trs) => trs.length);
-  assert.equal(observed, 12);
-  assert.equal((await page.textContent('[data-testid=final-result] tbody td'))!.trim(), '12');
-  assert.match((await page.textContent('[data-testid=turns]'))!, /episode ended: answer/);
-  assert.equal(await page.inputValue('[data-testid=final-sql]'), PLAYGROUND_SQL);
-  // What the endpoint got: the agent's system prompt with the schema, and the observation as a tool turn.
-  const calls = llm.requests.slice(before).filter((r) => r.path.endsWith('/chat/completions'));
-  assert.equal(calls.length, 2);
-  assert.equal(calls[0].body.model, 'fake-sql');
-  assert.match(calls[0].body.messages![0].content, /CREATE TABLE|genres/);
-  assert.equal(calls[1].body.messages![3].role, 'tool');
-  assert.match(calls[1].body.messages![3].content, /Blues/);
+  test('Evaluations: EX as in the report, and a wrong question shows both results with differing rows marked', async () => {
+    const report = JSON.parse(readFileSync(join(fixture.dir, 'eval', 'report.json'), 'utf8')) as { summary: { accuracy: number; count: number; correct: number } };
+    await page.goto(`${base}#/evals`);
+    await page.waitForSelector('[data-testid=questions] tbody tr');
+    assert.match((await page.textContent('[data-testid=ex]'))!, new RegExp(`${report.summary.accuracy.toFixed(2)}% \\(${report.summary.correct} of ${report.summary.count}`));
+    await page.click('[data-testid=questions] tbody tr.diff');
+    await page.waitForSelector('[data-testid=gold-result] tbody tr');
+    await page.waitForSelector('[data-testid=pred-result] tbody tr');
+    // The wrong prediction lists the 12 genre names: none of them is a gold row.
+    const marked = await page.$$eval('[data-testid=pred-result] tbody tr.diff', (trs) => trs.length);
+    assert.equal(marked, 12);
+  });
+
+  test('Playground: a question on the bundled database streams the turns and shows a result table', async () => {
+    await page.goto(`${base}#/playground`);
+    await page.waitForSelector('[data-testid=policy] option', { state: 'attached' });
+    await page.selectOption('[data-testid=policy]', `sft/checkpoints/step-${fixture.sftSteps}`);
+    const music = await page.$eval('[data-testid=database]', (s) => [...(s as HTMLSelectElement).options].find((o) => o.textContent === 'music_store')?.value ?? '');
+    await page.selectOption('[data-testid=database]', music);
+    // The system prompt the policy gets (the schema within the budget it was trained with).
+    await page.waitForFunction(() => /^You answer questions about a SQLite database/.test(document.querySelector('[data-testid=prompt]')?.textContent ?? ''));
+    await page.fill('[data-testid=question]', PLAYGROUND_QUESTION);
+    await page.click('[data-testid=ask]');
+    await page.waitForSelector('[data-testid=final-result] tbody tr', { timeout: 120_000 });
+    assert.match((await page.textContent('[data-testid=turns]'))!, /SELECT COUNT\(\*\) FROM genres/);
+    assert.equal((await page.textContent('[data-testid=final-result] tbody td'))!.trim(), '12');
+    // Edit the final SQL and run it.
+    await page.fill('[data-testid=final-sql]', 'SELECT name FROM genres ORDER BY name LIMIT 2');
+    await page.click('[data-testid=run-sql]');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=final-result] tbody tr').length === 2);
+  });
+
+  test('Playground: an OpenAI-compatible endpoint (--llm-url) calls the SQL tool, the observation and the final result show as tables', async () => {
+    await page.goto(`${base}#/playground`);
+    await page.waitForSelector('[data-testid=policy] option', { state: 'attached' });
+    const groups = await page.$$eval('[data-testid=policy] optgroup', (gs) => gs.map((g) => g.getAttribute('label')));
+    assert.deepEqual(groups, ['OpenAI-compatible endpoints', 'agro checkpoints']);
+    await page.selectOption('[data-testid=policy]', `${llm.baseUrl}#fake-sql`);
+    const music = await page.$eval('[data-testid=database]', (s) => [...(s as HTMLSelectElement).options].find((o) => o.textContent === 'music_store')?.value ?? '');
+    await page.selectOption('[data-testid=database]', music);
+    const before = llm.requests.length;
+    await page.fill('[data-testid=question]', PLAYGROUND_QUESTION);
+    await page.click('[data-testid=ask]');
+    await page.waitForSelector('[data-testid=final-result] tbody tr');
+    // Turn 1's observation: the 12 genre names as a table; then the answer and its result.
+    const observed = await page.$$eval('.turn.tool tbody tr', (trs) => trs.length);
+    assert.equal(observed, 12);
+    assert.equal((await page.textContent('[data-testid=final-result] tbody td'))!.trim(), '12');
+    assert.match((await page.textContent('[data-testid=turns]'))!, /episode ended: answer/);
+    assert.equal(await page.inputValue('[data-testid=final-sql]'), PLAYGROUND_SQL);
+    // What the endpoint got: the agent's system prompt with the schema, and the observation as a tool turn.
+    const calls = llm.requests.slice(before).filter((r) => r.path.endsWith('/chat/completions'));
+    assert.equal(calls.length, 2);
+    assert.equal(calls[0].body.model, 'fake-sql');
+    assert.match(calls[0].body.messages![0].content, /CREATE TABLE|genres/);
+    assert.equal(calls[1].body.messages![3].role, 'tool');
+    assert.match(calls[1].body.messages![3].content, /Blues/);
+  });
 });

@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -142,6 +142,31 @@ test('the folder scan finds runs, factory outputs, eval reports and checkpoints,
   assert.deepEqual(s.checkpoints.map((c) => [c.id, c.step]), [['a/sft/checkpoints/step-10', 10]]);
 });
 
+test('the folder scan never leaves the folder: links out (files and folders) are not there, loops are walked once, and the walk is bounded', () => {
+  const root = join(tmp, 'scan-links');
+  const out = join(tmp, 'scan-outside');
+  mkdirSync(join(root, 'r', 'sft'), { recursive: true });
+  writeFileSync(join(root, 'r', 'sft', 'metrics.jsonl'), '{"step":1}\n');
+  mkdirSync(join(out, 'run'), { recursive: true });
+  writeFileSync(join(out, 'run', 'metrics.jsonl'), '{"step":1}\n');
+  writeFileSync(join(out, 'report.json'), JSON.stringify({ version: 1, data: 'secret' }, null, 2));
+  writeFileSync(join(out, 'm.gguf'), 'GGUF');
+  symlinkSync(out, join(root, 'out'));
+  symlinkSync(join(out, 'report.json'), join(root, 'report.json'));
+  symlinkSync(join(out, 'm.gguf'), join(root, 'm.gguf'));
+  symlinkSync(join(out, 'run', 'metrics.jsonl'), join(root, 'r', 'metrics.jsonl'));
+  // Inside links are fine, each real folder once: a loop and a second name for r/ add nothing.
+  symlinkSync(root, join(root, 'loop'));
+  symlinkSync(join(root, 'r'), join(root, 'r2'));
+  const s = scanFolder(root);
+  assert.deepEqual(s.runs.map((r) => r.id), ['r/sft']);
+  assert.deepEqual(s.evals, []);
+  assert.deepEqual(s.ggufs, []);
+  assert.equal(s.truncated, undefined);
+  for (let i = 0; i < 30; i++) mkdirSync(join(root, `d${i}`));
+  assert.equal(scanFolder(root, { maxEntries: 10 }).truncated, true);
+});
+
 test('the API answers bad requests with a JSON error and the right status, and runs SQL only through the sandbox', async () => {
   const root = join(tmp, 'api');
   mkdirSync(root, { recursive: true });
@@ -248,7 +273,7 @@ test('Playground over HTTP: an --llm-url endpoint runs the agent episode, each s
     assert.equal(end.answer, 'SELECT COUNT(*) FROM genres');
     assert.deepEqual(end.result?.rows, [[12]]);
     // The schema prompt needs no model: the environment's opening on that database.
-    const prompt = (await (await app.request(`/api/playground/prompt?${new URLSearchParams({ policy: `${llm.baseUrl}#m1`, db })}`)).json()) as { prompt: string };
+    const prompt = (await (await app.request(`/api/playground/prompt?${new URLSearchParams({ policy: `${llm.baseUrl}#m1`, db, question: 'How many genres?' })}`)).json()) as { prompt: string };
     assert.equal(prompt.prompt, llm.requests.find((r) => r.path.endsWith('/chat/completions'))!.body.messages![0].content);
     const bad = await ask(`${dead}#m2`);
     assert.deepEqual(bad.map((e) => e.type), ['start', 'error']);

@@ -166,7 +166,7 @@ test('sessions expire after their idle time', async () => {
 });
 
 test('limits: bearer token, body size, concurrency, and a runaway query stopped on time', async () => {
-  await assert.rejects(serveEnv({ catalog, host: '0.0.0.0' }), /needs a bearer token/);
+  await assert.rejects(serveEnv({ catalog, host: '0.0.0.0' }), /needs a token/);
   const s = await serveEnv({ catalog, token: 'secret-token', maxInFlight: 1, maxQueued: 0, maxBodyBytes: 2048, sqlTimeoutMs: 600, fastLaneMs: 100 });
   const auth = { headers: { authorization: 'Bearer secret-token' } };
   try {
@@ -183,6 +183,34 @@ test('limits: bearer token, body size, concurrency, and a runaway query stopped 
     assert.equal(done.json.ok, false);
     assert.equal(done.json.error, 'timeout');
     assert.ok(s.routes.stats().rejected >= 1);
+  } finally {
+    await s.close();
+  }
+});
+
+test('sessions are capped by the bytes of text they hold, not only by count; a deleted session frees its bytes', async () => {
+  const cap = 1024 * 1024;
+  const s = await serveEnv({ catalog, maxSessionBytes: cap, maxBodyBytes: 4 * 1024 * 1024 });
+  try {
+    const question = 'q'.repeat(300_000);
+    const ids: string[] = [];
+    let refused: { status: number; json: Json } | undefined;
+    for (let i = 0; i < 10 && !refused; i++) {
+      const r = await call('/v1/env/sessions', { db_id: 'concert', question }, {}, s.url);
+      if (r.status === 201) ids.push(r.json.session_id);
+      else refused = r;
+    }
+    // The question is held twice (the task and the opening prompt): one session fits in 1 MiB, not four.
+    assert.ok(ids.length >= 1 && ids.length < 4, `${ids.length} sessions`);
+    assert.equal(refused?.status, 503);
+    assert.match(refused!.json.error, /bytes of text/);
+    assert.ok(s.routes.stats().sessionBytes <= cap);
+    // A turn that would pass the cap is refused too, and the session is still there.
+    const big = await call(`/v1/env/sessions/${ids[0]}/step`, { text: 'x'.repeat(cap) }, {}, s.url);
+    assert.equal(big.status, 503);
+    for (const id of ids) assert.equal((await call(`/v1/env/sessions/${id}`, undefined, { method: 'DELETE' }, s.url)).status, 204);
+    assert.equal(s.routes.stats().sessionBytes, 0);
+    assert.equal((await call('/v1/env/sessions', { db_id: 'concert', question }, {}, s.url)).status, 201);
   } finally {
     await s.close();
   }

@@ -84,6 +84,7 @@ class HeldPolicy implements Policy {
   readonly kind = 'endpoint';
   readonly name = 'held';
   readonly description = 'held';
+  readonly promptContract = null;
   private releases: (() => void)[] = [];
   complete(req: TurnRequest) {
     return new Promise<{ text: string; finish: 'stop' }>((resolve) => this.releases.push(() => resolve({ text: `echo ${req.messages.at(-1)!.content}`, finish: 'stop' })));
@@ -126,6 +127,28 @@ test('server limits and errors: JSON bodies with the right status', async () => 
   } finally {
     policy.releaseAll();
     await new Promise((r) => server.close(r));
+  }
+});
+
+test('a huge conversation is a 400 before it is tokenized, not a 500; one long word under the cap is tokenized fine', async () => {
+  // The checkpoint of the first test (tests in a file run in order).
+  const policy = await CheckpointPolicy.open(CKPT);
+  const { server, url } = await listen(createApp({ groups: [{ app: openaiRoutes({ policy, maxInputChars: 100_000 }) }] }));
+  try {
+    // 40,000 words, and one 300,000-character word (its merges overflowed the stack before).
+    for (const content of [Array.from({ length: 40_000 }, (_, i) => `word${i % 97}`).join(' '), 'ab'.repeat(150_000)]) {
+      const t0 = Date.now();
+      const r = await post(url, { messages: [{ role: 'user', content }] });
+      assert.equal(r.status, 400, await r.clone().text());
+      assert.match(((await r.json()) as { error: { message: string } }).error.message, /at most 100000 per request/);
+      assert.ok(Date.now() - t0 < 5000);
+    }
+    // Under the cap, a long word goes through the tokenizer and the model answers (the context cuts the reply).
+    const ok = await post(url, { messages: [{ role: 'user', content: 'ab'.repeat(40_000) }], max_tokens: 4 });
+    assert.equal(ok.status, 200, await ok.clone().text());
+  } finally {
+    await new Promise((r) => server.close(r));
+    await policy.close();
   }
 });
 

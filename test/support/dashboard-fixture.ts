@@ -49,7 +49,7 @@ export async function buildDashboardFixture(dir: string, exec: SqlExecutor): Pro
   const messages = [...env.openingFor(task), { role: 'assistant' as const, content: formatAction({ kind: 'answer', think: 'count the genres', content: PLAYGROUND_SQL }) }];
   const tokenizer = Tokenizer.train(messages.map((m) => m.content), { vocabSize: 400, specialTokens: [...AGENT_SPECIAL_TOKENS] });
   const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tokenizer.vocabSize }), { seed: 0 });
-  const sftSteps = 40;
+  const sftSteps = 80;
   const sample = renderChat(tokenizer, messages);
   const sft = await runSft({
     outDir: join(dir, 'sft'),

@@ -294,7 +294,8 @@ test('agro sft trains from scratch, refuses to clobber a run, and resumes with -
   assert.equal(s1.samples, 12);
   assert.ok(existsSync(join(out, 'tokenizer.json')) && existsSync(join(out, 'checkpoints', 'step-2', 'model.safetensors')));
   await assert.rejects(runSftCommand({ data, out, preset: 'tiny', dbRoot: 'data/databases', vocabSize: 320, steps: 3, backend: 'cpu', json: true }), /already has checkpoints .* pass --resume/);
-  const second = spawnSync(process.execPath, [...args, '--steps', '3', '--resume'], { encoding: 'utf8' });
+  // More steps change the learning-rate schedule: a changed setting, accepted with --allow-changes.
+  const second = spawnSync(process.execPath, [...args, '--steps', '3', '--resume', '--allow-changes'], { encoding: 'utf8' });
   assert.equal(second.status, 0, second.stderr);
   assert.equal(JSON.parse(second.stdout).steps, 3);
   const lines = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).step);

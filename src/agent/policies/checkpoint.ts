@@ -13,6 +13,7 @@ import { createEngine } from '../../model/engines.ts';
 import type { Tokenizer } from '../../model/tokenizer.ts';
 import { Batcher } from './batcher.ts';
 import type { Policy, TurnReply, TurnRequest } from './types.ts';
+import { readPromptContract, type PromptContract } from '../prompt-contract.ts';
 
 export interface CheckpointPolicyOptions {
   engine?: EngineName;
@@ -34,6 +35,7 @@ export class CheckpointPolicy implements Policy {
   readonly kind = 'checkpoint';
   readonly name: string;
   readonly description: string;
+  readonly promptContract: PromptContract | null;
   private readonly batcher: Batcher<Job, { tokens: number[]; finish: 'stop' | 'length' }>;
 
   private constructor(
@@ -43,7 +45,9 @@ export class CheckpointPolicy implements Policy {
     private readonly maxPositions: number,
     maxBatch: number,
     private readonly release: () => void,
+    contract: PromptContract | null,
   ) {
+    this.promptContract = contract;
     this.name = basename(resolve(dir));
     this.description = `agro checkpoint ${dir} on ${engine.name}`;
     const stops = chatStopTokens(tokenizer);
@@ -60,6 +64,8 @@ export class CheckpointPolicy implements Policy {
 
   static async open(dir: string, opts: CheckpointPolicyOptions = {}): Promise<CheckpointPolicy> {
     const engineName = opts.engine ?? 'tfjs';
+    // Read first: a broken contract file fails before the weights load.
+    const contract = readPromptContract(dir);
     await initBackend();
     const ck = loadCheckpoint(dir);
     const maxBatch = opts.maxBatch ?? 8;
@@ -74,7 +80,7 @@ export class CheckpointPolicy implements Policy {
     // llama.cpp holds its own copy of the weights: the TF.js one is no longer needed.
     if (engineName !== 'tfjs') ck.model.dispose();
     const release = engineName === 'tfjs' ? () => ck.model.dispose() : () => {};
-    return new CheckpointPolicy(dir, engine, ck.tokenizer, ck.model.config.maxPositions, maxBatch, release);
+    return new CheckpointPolicy(dir, engine, ck.tokenizer, ck.model.config.maxPositions, maxBatch, release, contract);
   }
 
   async complete(req: TurnRequest): Promise<TurnReply> {

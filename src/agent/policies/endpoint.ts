@@ -41,6 +41,8 @@ export class EndpointPolicy implements Policy {
   readonly kind = 'endpoint';
   readonly name: string;
   readonly description: string;
+  /** Its prompt is not agro's to know: the environment's defaults apply. */
+  readonly promptContract = null;
 
   private constructor(
     private readonly client: LlmClient,

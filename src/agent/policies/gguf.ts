@@ -39,6 +39,8 @@ export class GgufPolicy implements Policy {
   readonly kind = 'gguf';
   readonly name: string;
   readonly description: string;
+  /** Its prompt is not agro's to know: the environment's defaults apply. */
+  readonly promptContract = null;
   private readonly free: LlamaContextSequence[];
   private readonly sem: Semaphore;
 

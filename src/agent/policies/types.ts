@@ -5,6 +5,7 @@
  * (../episode.ts) drives it; it never sees which kind it has.
  */
 import type { ChatMessage } from '../../model/chat.ts';
+import type { PromptContract } from '../prompt-contract.ts';
 
 export const POLICY_KINDS = ['checkpoint', 'gguf', 'endpoint'] as const;
 export type PolicyKind = (typeof POLICY_KINDS)[number];
@@ -37,6 +38,8 @@ export interface Policy {
   readonly name: string;
   /** One line for logs: what runs and on which engine. */
   readonly description: string;
+  /** The prompt it was trained with (an agro checkpoint's prompt_contract.json); null when it carries none. */
+  readonly promptContract: PromptContract | null;
   complete(req: TurnRequest): Promise<TurnReply>;
   close(): Promise<void>;
 }

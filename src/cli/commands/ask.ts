@@ -1,21 +1,22 @@
-import { existsSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { AgroError } from '../../errors.ts';
 import { EPISODE_MODES, runEpisode, type EpisodeMode, type EpisodeEvent } from '../../agent/episode.ts';
 import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
-import { SqlPool } from '../../sql/pool.ts';
+import { createExecutor } from '../../sql/executor.ts';
+import { assertReadableDatabase } from '../../sql/introspect.ts';
 import { numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
+import { turnTokens } from '../../agent/prompt-contract.ts';
+import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
+import { printOut } from '../print.ts';
 
-interface AskCliOptions extends PolicyCliOptions {
+interface AskCliOptions extends PolicyCliOptions, PromptCliOptions {
   db: string;
   evidence?: string;
   mode: EpisodeMode;
-  maxTurns: number;
-  maxTurnTokens: number;
+  maxTurnTokens?: number;
   episodeTimeout: number;
-  schemaChars: number;
   rows: number;
   temperature: number;
   json?: boolean;
@@ -38,19 +39,23 @@ function printer(write: (s: string) => void): (e: EpisodeEvent) => void {
 
 async function run(question: string, o: AskCliOptions): Promise<void> {
   if (!question.trim()) throw new AgroError('usage', 'ask: the question is empty');
-  if (!existsSync(o.db)) throw new AgroError('not_found', `database not found: ${o.db}`);
+  // A missing file is exit 3, an unreadable one (truncated, not SQLite) exit 4: before the policy is loaded.
+  assertReadableDatabase(o.db);
   const policy = await openPolicyFromCli(o, 1);
-  const pool = new SqlPool({ size: 1 });
+  const pool = createExecutor({ size: 1 });
   try {
-    const env = new SqlEnvironment(pool, { maxTurns: o.mode === 'direct' ? 1 : o.maxTurns, schemaChars: o.schemaChars });
+    const prompt = promptFromCli(policy.promptContract, o);
+    const env = new SqlEnvironment(pool, { ...prompt, ...(o.mode === 'direct' ? { maxTurns: 1 } : {}) }, envDepsFromCli(o, basename(o.db).replace(/\.(sqlite3?|db)$/i, '')));
     const dbPath = resolve(o.db);
     const task: SqlTask = { id: 'ask', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, ...(o.evidence ? { evidence: o.evidence } : {}), goldSql: '' };
-    const write = (s: string): void => void process.stdout.write(s);
-    const res = await runEpisode(env, task, policy, { mode: o.mode, maxTurnTokens: o.maxTurnTokens, temperature: o.temperature, timeoutMs: o.episodeTimeout }, { onEvent: o.json ? undefined : printer(write) });
+    const write = (s: string): void => printOut(s);
+    const tokens = turnTokens(policy.promptContract, o.maxTurnTokens);
+    if (tokens.warning) printWarning(tokens.warning);
+    const res = await runEpisode(env, task, policy, { mode: o.mode, maxTurnTokens: tokens.maxTurnTokens, temperature: o.temperature, timeoutMs: o.episodeTimeout }, { onEvent: o.json ? undefined : printer(write) });
     const final = res.answer !== undefined ? await pool.execute(dbPath, res.answer, { timeoutMs: 30_000, maxRows: o.rows + 1 }) : undefined;
     if (o.json) {
       const { messages: _m, ...episode } = res;
-      write(JSON.stringify({ question, db: o.db, policy: policy.name, ...episode, result: final ?? null }, null, 2) + '\n');
+      process.stdout.write(JSON.stringify({ question, db: o.db, policy: policy.name, ...episode, result: final ?? null }, null, 2) + '\n');
     } else if (res.answer !== undefined) {
       write(`answer: ${res.answer}\n`);
       write(indent(formatResultTable(final!, o.rows, 100_000)) + '\n');
@@ -75,12 +80,10 @@ export function register(program: Command): void {
   addPolicyOptions(cmd)
     .option('--evidence <text>', 'a hint, as BIRD gives one')
     .addOption(new Option('--mode <mode>', 'agent: multi-turn with the SQL tool; direct: one turn').choices([...EPISODE_MODES]).default('agent'))
-    .option('--max-turns <n>', 'policy turns (agent mode)', numberArg('--max-turns', { min: 1 }), 4)
-    .option('--max-turn-tokens <n>', 'new tokens per turn', numberArg('--max-turn-tokens', { min: 1 }), 256)
+    .option('--max-turn-tokens <n>', "new tokens per turn (default: the policy's prompt contract, else 256)", numberArg('--max-turn-tokens', { min: 1 }))
     .option('--episode-timeout <ms>', 'wall-clock limit', numberArg('--episode-timeout', { min: 1 }), 120_000)
-    .option('--schema-chars <n>', 'schema characters in the prompt (as in training)', numberArg('--schema-chars', { min: 200 }), 1800)
     .option('--temperature <t>', 'sampling temperature (0 = greedy)', numberArg('--temperature', { min: 0, integer: false }), 0)
     .option('--rows <n>', 'rows of the final result to show', numberArg('--rows', { min: 1 }), 20)
-    .option('--json', 'print the episode and the result as JSON')
-    .action((q: string, o: AskCliOptions) => run(q, o));
+    .option('--json', 'print the episode and the result as JSON');
+  addPromptOptions(cmd).action((q: string, o: AskCliOptions) => run(q, o));
 }

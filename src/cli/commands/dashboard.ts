@@ -2,10 +2,12 @@ import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
 import { serve } from '@hono/node-server';
 import { AgroError } from '../../errors.ts';
-import { SqlPool } from '../../sql/pool.ts';
-import { dashboardRoutes, webBundleBuilt } from '../../server/dashboard.ts';
-import { numberArg } from '../options.ts';
+import { createExecutor } from '../../sql/executor.ts';
+import { dashboardRoutes, MAX_API_BODY, webBundleBuilt } from '../../server/dashboard.ts';
+import { assertTokenForHost, guard, guardedApp } from '../../server/guard.ts';
+import { numberArg, repeatable } from '../options.ts';
 import { addPolicyOptions, playgroundPolicies, type PolicyCliOptions } from '../policy-options.ts';
+import { printOut } from '../print.ts';
 
 /** The desktop's URL opener; a machine without one (a server, CI) just prints the address. */
 function openBrowser(url: string): void {
@@ -23,6 +25,9 @@ interface DashboardCliOptions extends PolicyCliOptions {
   port: number;
   host: string;
   open: boolean;
+  token?: string;
+  allowedHost: string[];
+  cors: string[];
 }
 
 export function register(program: Command): void {
@@ -38,12 +43,29 @@ export function register(program: Command): void {
     .option('--port <n>', 'port (0 = any free one)', numberArg('--port', { min: 0 }), 8321)
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
     .option('--no-open', 'do not launch a browser')
+    .option('--token <token>', 'token every request needs (the printed link sets it as a cookie; default env AGRO_TOKEN; required off loopback)')
+    .option('--allowed-host <name>', 'also accept this Host (a reverse proxy\'s name, `name` or `name:port`); repeatable', repeatable, [])
+    .option('--cors <origin>', 'let pages of this origin (scheme://host[:port]) call the API, with CORS preflights; repeatable', repeatable, [])
     .action(async (dir: string, opts: DashboardCliOptions) => {
       if (opts.port > 65535) throw new AgroError('usage', `--port must be at most 65535, got ${opts.port}`);
+      const token = opts.token ?? process.env.AGRO_TOKEN;
+      assertTokenForHost(opts.host, token);
+      const access = {
+        listenHost: opts.host,
+        allowedHosts: opts.allowedHost,
+        cors: opts.cors,
+        ...(token ? { token } : {}),
+        maxBodyBytes: MAX_API_BODY,
+        // The app's HTML may be opened from a link elsewhere; its API may not.
+        isPage: (path: string) => !path.startsWith('/api/'),
+      };
+      // Bad --allowed-host, --cors or --token values stop here, before anything starts.
+      guard(access);
       if (!webBundleBuilt()) throw new AgroError('not_found', 'the dashboard app is not built: run `npm run build:web` (npm install does it)');
-      const pool = new SqlPool();
+      const pool = createExecutor();
       const app = dashboardRoutes({ dir, executor: pool, policies: playgroundPolicies(opts) });
-      const server = serve({ fetch: app.fetch, port: opts.port, hostname: opts.host });
+      const guarded = guardedApp(app, access);
+      const server = serve({ fetch: guarded.fetch, port: opts.port, hostname: opts.host });
       await new Promise<void>((res, rej) => {
         server.once('listening', res);
         server.once('error', (e: NodeJS.ErrnoException) =>
@@ -52,8 +74,9 @@ export function register(program: Command): void {
       });
       const addr = server.address();
       const port = typeof addr === 'object' && addr ? addr.port : opts.port;
-      const url = `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}/`;
-      process.stdout.write(`agro dashboard: ${url} (${dir}); Ctrl-C to stop\n`);
+      // With a token, the printed link carries it once: the server sets a cookie and drops it from the address bar.
+      const url = `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}/${token ? `?token=${encodeURIComponent(token)}` : ''}`;
+      printOut(`agro dashboard: ${url} (${dir}); Ctrl-C to stop\n`);
       if (opts.open) openBrowser(url);
       await new Promise<void>((res) => {
         const stop = (): void => {

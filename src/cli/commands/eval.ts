@@ -6,17 +6,23 @@ import { EVAL_DEFAULTS, evaluate } from '../../eval/run.ts';
 import { formatReport } from '../../eval/format.ts';
 import { readDataset } from '../../data/read-dataset.ts';
 import { readPredictions } from '../../data/read-predictions.ts';
-import { resolveDatabases } from '../../data/databases.ts';
+import { assertDir, resolveDatabases } from '../../data/databases.ts';
+import { catalogFromFactoryOutput, factoryOutputOf } from '../../data/catalog.ts';
+import { join } from 'node:path';
 import { writeBirdFiles } from '../../data/bird-files.ts';
-import { SqlPool } from '../../sql/pool.ts';
+import { createExecutor } from '../../sql/executor.ts';
 import { LEGACY_QUOTES_MISSING, legacyQuotesAvailable } from '../../sql/open-database.mjs';
 import { ensureDir, writeJsonAtomic } from '../../util/fs.ts';
 import { LIMITS } from '../options.ts';
 import { prepareOutDir, prepareOutFile } from '../out-path.ts';
+import { printOut } from '../print.ts';
+
+/** Where the data's databases are when no --db-root is given and the data is no factory output. */
+const DEFAULT_DB_ROOT = 'data/databases';
 
 const optionsSchema = z.object({
   data: z.string().min(1),
-  dbRoot: z.string().min(1),
+  dbRoot: z.string().min(1).optional(),
   pred: z.string().min(1).optional(),
   gold: z.boolean().optional(),
   mode: z.enum(['bird', 'spider']),
@@ -52,24 +58,35 @@ async function runEval(raw: unknown): Promise<void> {
   if (!legacyQuotesAvailable()) throw new AgroError('not_found', `eval: ${LEGACY_QUOTES_MISSING}`);
   // All input is read and checked, and the output path too, before the first query runs: bad input costs nothing.
   const inputs = [{ flag: '--data', path: o.data }, ...(o.pred ? [{ flag: '--pred', path: o.pred }] : [])];
+  // A --suite folder that does not exist would check nothing and report the suite as passed.
+  if (o.suite) assertDir('--suite', o.suite);
   if (o.out) prepareOutFile({ flag: '--out', path: o.out }, inputs);
   if (o.exportBird) prepareOutDir({ flag: '--export-bird', path: o.exportBird }, inputs);
-  const dataset = readDataset(o.data);
+  // A factory output (its folder, or its dataset.jsonl beside manifest.json) names its own database.
+  const factory = o.dbRoot === undefined ? factoryOutputOf(o.data) : undefined;
+  const catalog = factory !== undefined ? catalogFromFactoryOutput(factory) : undefined;
+  const dbRoot = o.dbRoot ?? factory ?? DEFAULT_DB_ROOT;
+  const dataset = readDataset(factory === o.data ? join(o.data, 'dataset.jsonl') : o.data);
   const predictions = o.gold ? dataset.items.map((it) => it.gold) : readPredictions(o.pred!, dataset.items);
-  resolveDatabases(o.dbRoot, dataset.items.map((it) => it.dbId));
+  // Every db_id resolved, and its database checked, before the first query.
+  const ids = dataset.items.map((it) => it.dbId);
+  if (catalog) for (const id of new Set(ids)) catalog.resolve(id);
+  else resolveDatabases(dbRoot, ids);
+  const databases = catalog ? (id: string): string => catalog.resolve(id).path : undefined;
   if (o.exportBird) {
     ensureDir(o.exportBird);
     const files = writeBirdFiles(o.exportBird, dataset.items, predictions);
-    if (!o.json) process.stdout.write(`BIRD files written: ${files.pred}, ${files.gold}\n`);
+    if (!o.json) printOut(`BIRD files written: ${files.pred}, ${files.gold}\n`);
   }
   const showBar = !o.json && process.stderr.isTTY;
   const bar = showBar ? new cliProgress.SingleBar({ stream: process.stderr, clearOnComplete: true, hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
   bar?.start(dataset.items.length, 0);
-  const pool = new SqlPool({ size: o.workers });
+  const pool = createExecutor({ size: o.workers });
   let report;
   try {
     report = await evaluate(dataset, predictions, pool, {
-      dbRoot: o.dbRoot,
+      dbRoot,
+      ...(databases ? { databases } : {}),
       mode: o.mode,
       timeoutMs: o.timeout,
       floatTol: o.floatTol,
@@ -88,8 +105,8 @@ async function runEval(raw: unknown): Promise<void> {
   if (o.json) {
     process.stdout.write(JSON.stringify(report, null, 2) + '\n');
   } else {
-    process.stdout.write(formatReport(report));
-    if (o.out) process.stdout.write(`report written to ${o.out}\n`);
+    printOut(formatReport(report));
+    if (o.out) printOut(`report written to ${o.out}\n`);
   }
 }
 
@@ -98,7 +115,7 @@ export function register(program: Command): void {
     .command('eval')
     .description('Execution accuracy of predicted SQL against a BIRD- or Spider-style question set')
     .requiredOption('--data <file>', "questions: JSON array or JSONL with db_id and SQL (BIRD) or query (Spider), or BIRD's dev_gold.sql (SQL<TAB>db_id per line)")
-    .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
+    .option('--db-root <dir|url>', `databases as <dir>/<db_id>/<db_id>.sqlite, or a postgres:// server whose databases are named by db_id (default ${DEFAULT_DB_ROOT}; a factory output, its folder or its dataset.jsonl, names its own)`)
     .option('--pred <file>', 'predictions: JSON array/object (BIRD predict format too), JSONL, or .sql/.txt one per line')
     .option('--gold', 'evaluate the gold queries against themselves (a sanity check: must give 100%)')
     .addOption(

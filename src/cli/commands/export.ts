@@ -8,10 +8,13 @@ import { z } from 'zod';
 import { parseCliOptions } from '../options.ts';
 import { resolveTaskSource, tasksFromCatalog } from '../../agent/tasks.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
+import { promptContract } from '../../agent/prompt-contract.ts';
+import { addPromptOptions, envDepsFromCli, promptFromCli } from '../prompt-options.ts';
 import { exportRow, splitRows } from '../../agent/export.ts';
 import { EXPORT_FORMATS, writeExport } from '../../data/export-formats.ts';
-import { SqlPool } from '../../sql/pool.ts';
-import { prepareOutDir } from '../out-path.ts';
+import { createExecutor } from '../../sql/executor.ts';
+import { prepareOutDir, prepareOutFile } from '../out-path.ts';
+import { printOut } from '../print.ts';
 
 /**
  * `agro export --format trl|verl`: a factory output or any BIRD/Spider file as training data for TRL
@@ -25,7 +28,12 @@ const optionsSchema = z.object({
   variants: z.string().min(1).optional(),
   val: z.coerce.number().min(0).max(0.9),
   seed: z.coerce.number().int().min(0),
-  schemaChars: z.coerce.number().int().min(200),
+  schemaChars: z.coerce.number().int().min(200).optional(),
+  promptFrom: z.string().min(1).optional(),
+  maxTurns: z.coerce.number().int().min(1).optional(),
+  schemaFormat: z.enum(['grounded', 'ddl']).optional(),
+  valueHints: z.coerce.number().int().min(0).max(50).optional(),
+  docs: z.union([z.string().min(1), z.literal(false)]).optional(),
   limit: z.coerce.number().int().min(1).optional(),
   json: z.boolean().optional(),
 });
@@ -37,9 +45,10 @@ async function runExport(raw: unknown): Promise<void> {
   let tasks = tasksFromCatalog(source.dataPath, source.catalog);
   if (o.limit !== undefined) tasks = tasks.slice(0, o.limit);
   // The environment only renders prompts here; the pool starts no process until a query runs.
-  const pool = new SqlPool({ size: 1 });
+  const pool = createExecutor({ size: 1 });
   try {
-    const env = new SqlEnvironment(pool, { schemaChars: o.schemaChars });
+    // Prompts as the policy to be trained reads them: --prompt-from's contract, then the flags.
+    const env = new SqlEnvironment(pool, promptFromCli(null, o), envDepsFromCli(o));
     const splits = splitRows(tasks.map((t) => exportRow(env, t)), o.val, o.seed);
     const result = writeExport(o.format, o.out, splits, {
       version: 1,
@@ -47,10 +56,11 @@ async function runExport(raw: unknown): Promise<void> {
       databases: source.catalog.describe,
       seed: o.seed,
       valFraction: o.val,
-      schemaChars: o.schemaChars,
+      schemaChars: env.config.schemaChars,
+      prompt: promptContract(env.config),
     });
     if (o.json) process.stdout.write(JSON.stringify(result) + '\n');
-    else process.stdout.write(`${o.format}: ${result.train} train + ${result.val} val rows → ${result.files.join(', ')}\n`);
+    else printOut(`${o.format}: ${result.train} train + ${result.val} val rows → ${result.files.join(', ')}\n`);
   } finally {
     await pool.close();
   }
@@ -67,10 +77,9 @@ export function register(program: Command): void {
     .option('--variants <dir>', 'variant databases as <dir>/<db_id>/*.sqlite (default for a factory output: its variants/)')
     .option('--val <fraction>', 'fraction of rows held out as the val split', '0.1')
     .option('--seed <n>', 'seed of the train/val split', '0')
-    .option('--schema-chars <n>', 'character budget of the schema in the system prompt (as agro train)', '1800')
     .option('--limit <n>', 'export only the first n rows')
-    .option('--json', 'print the result as JSON')
-    .action(async (opts: unknown) => runExport(opts));
+    .option('--json', 'print the result as JSON');
+  addPromptOptions(exp, { from: true }).action(async (opts: unknown) => runExport(opts));
   exp
     .command('gguf')
     .description('An f32 GGUF for llama.cpp (and LM Studio, Ollama, node-llama-cpp) with the chat template and end-of-turn token in its metadata')
@@ -78,11 +87,12 @@ export function register(program: Command): void {
     .argument('<out>', 'output .gguf file')
     .action(async (ckpt: string, out: string) => {
       if (!/\.gguf$/i.test(out)) throw new AgroError('usage', `export gguf: the output file must end in .gguf, got ${out}`);
+      prepareOutFile({ flag: 'export gguf: <out>', path: out }, [{ flag: '<checkpoint>', path: ckpt }]);
       await initBackend();
       const ck = loadCheckpoint(ckpt);
       try {
         const { bytes } = exportGguf(ck.model, ck.tokenizer, out);
-        process.stdout.write(`wrote ${out} (${(bytes / 1e6).toFixed(1)} MB)\n`);
+        printOut(`wrote ${out} (${(bytes / 1e6).toFixed(1)} MB)\n`);
       } finally {
         ck.model.dispose();
       }

@@ -13,6 +13,7 @@ export const COMMAND_LOADERS: Record<string, Loader> = {
   quickstart: () => import('./quickstart.ts'),
   synth: () => import('./synth.ts'),
   sft: () => import('./sft.ts'),
+  pretrain: () => import('./pretrain.ts'),
   train: () => import('./train.ts'),
   eval: () => import('./eval.ts'),
   predict: () => import('./predict.ts'),
@@ -21,6 +22,7 @@ export const COMMAND_LOADERS: Record<string, Loader> = {
   export: () => import('./export.ts'),
   sql: () => import('./sql.ts'),
   schema: () => import('./schema.ts'),
+  db: () => import('./db.ts'),
   'synth-search': () => import('./synth-search.ts'),
   dashboard: () => import('./dashboard.ts'),
 };

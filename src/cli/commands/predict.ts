@@ -2,25 +2,33 @@ import { Option, type Command } from 'commander';
 import { EPISODE_MODES } from '../../agent/episode.ts';
 import { runPredict, type PredictConfig, type PredictProgress } from '../../pipeline/predict.ts';
 import { formatReport } from '../../eval/format.ts';
-import { SqlPool } from '../../sql/pool.ts';
+import { createExecutor } from '../../sql/executor.ts';
 import { numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
 import { prepareOutDir } from '../out-path.ts';
+import { addPromptOptions, askedPrompt, envDepsFromCli, printWarning, type PromptCliOptions } from '../prompt-options.ts';
+import { readDataset } from '../../data/read-dataset.ts';
+import { resolveDatabases } from '../../data/databases.ts';
+import { catalogFromFactoryOutput, factoryOutputOf } from '../../data/catalog.ts';
+import { join } from 'node:path';
+import { printOut, printErr } from '../print.ts';
 
-interface PredictCliOptions extends PolicyCliOptions {
+/** Where the data's databases are when no --db-root is given and the data is no factory output. */
+const DEFAULT_DB_ROOT = 'data/databases';
+
+interface PredictCliOptions extends PolicyCliOptions, PromptCliOptions {
   data: string;
-  dbRoot: string;
+  dbRoot?: string;
   out: string;
   mode: PredictConfig['mode'];
   compare: PredictConfig['compare'];
   samples: number;
   temperature?: number;
   concurrency: number;
-  maxTurns: number;
-  maxTurnTokens: number;
+  maxTurnTokens?: number;
+  suite?: string;
   episodeTimeout: number;
   timeout: number;
-  schemaChars: number;
   seed: number;
   json?: boolean;
   workers: number;
@@ -42,8 +50,18 @@ export function progressLine(p: PredictProgress): string {
 
 async function run(o: PredictCliOptions): Promise<void> {
   prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--data', path: o.data }, ...(o.policy ? [{ flag: '--policy', path: o.policy }] : [])]);
+  // The data and its databases are checked before the policy loads: bad input costs nothing (runPredict reads them again).
+  // A factory output (its folder, or its dataset.jsonl beside manifest.json) names its own database.
+  const factory = o.dbRoot === undefined ? factoryOutputOf(o.data) : undefined;
+  const data = factory === o.data ? join(o.data, 'dataset.jsonl') : o.data;
+  const dbRoot = o.dbRoot ?? DEFAULT_DB_ROOT;
+  const ids = readDataset(data).items.map((it) => it.dbId);
+  if (factory !== undefined) {
+    const catalog = catalogFromFactoryOutput(factory);
+    for (const id of new Set(ids)) catalog.resolve(id);
+  } else resolveDatabases(dbRoot, ids);
   const policy = await openPolicyFromCli(o, o.concurrency);
-  const pool = new SqlPool({ size: o.workers });
+  const pool = createExecutor({ size: o.workers });
   const ctrl = new AbortController();
   const onSig = (): void => ctrl.abort();
   process.once('SIGINT', onSig);
@@ -51,32 +69,34 @@ async function run(o: PredictCliOptions): Promise<void> {
   const tty = !o.json && Boolean(process.stderr.isTTY);
   let lastLogged = -1;
   try {
-    if (!o.json) process.stderr.write(`policy: ${policy.description}\n`);
+    if (!o.json) printErr(`policy: ${policy.description}\n`);
     const res = await runPredict(
       {
-        data: o.data, dbRoot: o.dbRoot, out: o.out, mode: o.mode, compare: o.compare, samples: o.samples,
+        data, dbRoot, ...(factory !== undefined ? { factory } : {}), out: o.out, mode: o.mode, compare: o.compare, samples: o.samples,
         ...(o.temperature !== undefined ? { temperature: o.temperature } : {}),
-        concurrency: o.concurrency, maxTurns: o.maxTurns, maxTurnTokens: o.maxTurnTokens, episodeTimeoutMs: o.episodeTimeout,
-        execTimeoutMs: o.timeout, schemaChars: o.schemaChars, seed: o.seed,
+        concurrency: o.concurrency, maxTurnTokens: o.maxTurnTokens, episodeTimeoutMs: o.episodeTimeout,
+        execTimeoutMs: o.timeout, ...askedPrompt(o), seed: o.seed, ...(o.suite ? { suite: o.suite } : {}),
       },
       policy,
       pool,
       {
         signal: ctrl.signal,
+        onWarning: printWarning,
         onProgress: (p) => {
           if (o.json) return;
           if (tty) process.stderr.write(`\r${progressLine(p)}\x1b[K`);
           // Without a terminal: a line per 10% (and the last).
           else if (p.done === p.total || Math.floor((10 * p.done) / p.total) > lastLogged) {
             lastLogged = Math.floor((10 * p.done) / p.total);
-            process.stderr.write(progressLine(p) + '\n');
+            printErr(progressLine(p) + '\n');
           }
         },
       },
+      envDepsFromCli(o),
     );
-    if (tty) process.stderr.write('\n');
+    if (tty) printErr('\n');
     if (res.interrupted) {
-      process.stderr.write(`agro: predict interrupted: ${res.done}/${res.total} questions done, in ${res.files.trajectories}; run the same command again to continue\n`);
+      printErr(`agro: predict interrupted: ${res.done}/${res.total} questions done, in ${res.files.trajectories}; run the same command again to continue\n`);
       process.exitCode = 130;
       return;
     }
@@ -85,12 +105,14 @@ async function run(o: PredictCliOptions): Promise<void> {
       process.stdout.write(JSON.stringify(r, null, 2) + '\n');
       return;
     }
-    process.stdout.write(formatReport(r));
+    printOut(formatReport(r));
     const p = r.predict;
     const ends = Object.entries(p.endReasons).map(([k, v]) => `${k} ${v}`).join(', ');
-    process.stdout.write(`episodes: ${ends}; ${p.failed} failed; ${p.toolCalls.toFixed(2)} tool calls per question; ${p.questionsPerSecond.toFixed(2)} questions/s\n`);
-    if (p.samples > 1) process.stdout.write(`samples ${p.samples} at temperature ${p.temperature}: pass@1 ${p.passAt1!.toFixed(2)}%, pass@${p.samples} ${p.passAtK!.toFixed(2)}%, self-consistency ${p.selfConsistency!.toFixed(2)}%\n`);
-    process.stdout.write(`predictions: ${res.files.bird} (BIRD), ${res.files.spider} (Spider); trajectories: ${res.files.trajectories}; report: ${res.files.report}\n`);
+    printOut(`episodes: ${ends}; ${p.failed} failed; ${p.toolCalls.toFixed(2)} tool calls per question; ${p.questionsPerSecond.toFixed(2)} questions/s\n`);
+    const t = p.toolEffect;
+    printOut(`tool: ${t.checked} answers after a query; ${t.changed} differ from the first query: ${t.fixed} fixed, ${t.broke} broke\n`);
+    if (p.samples > 1) printOut(`samples ${p.samples} at temperature ${p.temperature}: pass@1 ${p.passAt1!.toFixed(2)}%, pass@${p.samples} ${p.passAtK!.toFixed(2)}%, self-consistency ${p.selfConsistency!.toFixed(2)}%\n`);
+    printOut(`predictions: ${res.files.bird} (BIRD), ${res.files.spider} (Spider); trajectories: ${res.files.trajectories}; report: ${res.files.report}\n`);
   } finally {
     process.removeListener('SIGINT', onSig);
     process.removeListener('SIGTERM', onSig);
@@ -104,7 +126,7 @@ export function register(program: Command): void {
     .command('predict')
     .description('Run a policy (checkpoint, GGUF or endpoint) over a BIRD/Spider question file: official-format predictions, trajectories, EX report')
     .requiredOption('--data <file>', 'questions: BIRD/Spider JSON array or JSONL')
-    .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
+    .option('--db-root <dir>', `databases as <dir>/<db_id>/<db_id>.sqlite (default ${DEFAULT_DB_ROOT}; a factory output, its folder or its dataset.jsonl, names its own)`)
     .requiredOption('--out <dir>', 'run directory (resumable: rerun the same command to continue)');
   addPolicyOptions(cmd)
     .addOption(new Option('--mode <mode>', 'agent: multi-turn with the SQL tool; direct: one turn').choices([...EPISODE_MODES]).default('agent'))
@@ -112,13 +134,12 @@ export function register(program: Command): void {
     .option('--samples <k>', 'episodes per question: adds pass@k and self-consistency (majority vote over result sets)', numberArg('--samples', { min: 1 }), 1)
     .option('--temperature <t>', 'sampling temperature (default 0 = greedy; 0.7 with --samples > 1)', numberArg('--temperature', { min: 0, integer: false }))
     .option('--concurrency <n>', 'questions in flight', numberArg('--concurrency', { min: 1 }), 4)
-    .option('--max-turns <n>', 'policy turns per episode (agent mode)', numberArg('--max-turns', { min: 1 }), 4)
-    .option('--max-turn-tokens <n>', 'new tokens per turn', numberArg('--max-turn-tokens', { min: 1 }), 256)
+    .option('--max-turn-tokens <n>', "new tokens per turn (default: the policy's prompt contract, else 256)", numberArg('--max-turn-tokens', { min: 1 }))
+    .option('--suite <dir>', 'test-suite scoring: also compare on <dir>/<db_id>/*.sqlite variants (as agro eval --suite)')
     .option('--episode-timeout <ms>', 'wall-clock limit of one episode', numberArg('--episode-timeout', { min: 1 }), 120_000)
     .option('--timeout <ms>', 'per-query limit when scoring', numberArg('--timeout', { min: 1 }), 30_000)
-    .option('--schema-chars <n>', 'schema characters in the prompt (as in training)', numberArg('--schema-chars', { min: 200 }), 1800)
     .option('--seed <n>', 'seed for sampling', numberArg('--seed', { min: 0 }), 0)
     .option('--workers <n>', 'SQL executor processes', numberArg('--workers', { min: 1 }), 2)
-    .option('--json', 'print the JSON report instead of the table')
-    .action((o: PredictCliOptions) => run(o));
+    .option('--json', 'print the JSON report instead of the table');
+  addPromptOptions(cmd).action((o: PredictCliOptions) => run(o));
 }

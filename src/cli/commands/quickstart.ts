@@ -3,9 +3,11 @@ import { resolveQuickstartConfig, runQuickstart, SMALL_QUICKSTART, type Quicksta
 import { seedArg } from '../options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { stageBars, stepBar, type StepBar } from '../progress.ts';
+import { printOut } from '../print.ts';
 
 interface QuickstartCliOptions {
   db?: string;
+  docs?: string;
   out?: string;
   small?: boolean;
   seed?: number;
@@ -18,6 +20,7 @@ export function register(program: Command): void {
     .command('quickstart')
     .description('The main job on one database with the built-in model: synthesize data → cold-start SFT → GRPO → evaluate.')
     .option('--db <path>', 'SQLite database (default: the bundled music_store)')
+    .option('--docs <path>', "the database's documentation: BIRD's database_description/ CSVs, a Spider/KaggleDBQA tables.json or agro's JSON (default: found beside the database)")
     .option('--out <dir>', 'run directory (default: runs/quickstart, or runs/quickstart-small with --small)')
     .option('--small', 'a CI-sized run: tiny model, few pairs and steps (a couple of minutes)')
     .option('--algo <name>', 'RL algorithm preset (default grpo)')
@@ -26,6 +29,7 @@ export function register(program: Command): void {
     .action(async (o: QuickstartCliOptions) => {
       const cfg: QuickstartConfigInput = o.small ? { ...SMALL_QUICKSTART, out: 'runs/quickstart-small' } : {};
       if (o.db) cfg.db = o.db;
+      if (o.docs) cfg.docs = o.docs;
       if (o.out) cfg.out = o.out;
       if (o.algo) cfg.algo = o.algo;
       if (o.seed !== undefined) cfg.seed = o.seed;
@@ -41,7 +45,7 @@ export function register(program: Command): void {
       const bars: Partial<Record<'sft' | 'rl', StepBar>> = {};
       try {
         const report = await runQuickstart(cfg, {
-          log: show ? (line) => process.stdout.write(line + '\n') : undefined,
+          log: show ? (line) => printOut(line + '\n') : undefined,
           factoryProgress: stageBars(show),
           onStep: (stage, step, total, fields) => {
             const bar = (bars[stage] ??= stepBar(show, `      ${stage}`, total, { start: step - 1, format: formats[stage] }));
@@ -51,7 +55,7 @@ export function register(program: Command): void {
           signal: controller.signal,
         });
         if (o.json) process.stdout.write(JSON.stringify(report) + '\n');
-        else process.stdout.write(`quickstart finished in ${((performance.now() - t0) / 60000).toFixed(1)} min\n`);
+        else printOut(`quickstart finished in ${((performance.now() - t0) / 60000).toFixed(1)} min\n`);
       } finally {
         process.removeListener('SIGINT', onSigint);
       }

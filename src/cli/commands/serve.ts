@@ -2,16 +2,20 @@ import type { Command } from 'commander';
 import { serve, type ServerType } from '@hono/node-server';
 import { AgroError } from '../../errors.ts';
 import { createApp, type RouteGroup } from '../../server/app.ts';
-import { openaiRoutes } from '../../server/openai.ts';
-import { assertTokenForHost, envRoutes, type EnvRoutes } from '../../server/env.ts';
+import { DEFAULT_MAX_INPUT_CHARS, openaiRoutes } from '../../server/openai.ts';
+import { envRoutes, type EnvRoutes } from '../../server/env.ts';
+import { assertTokenForHost, guard } from '../../server/guard.ts';
 import { dashboardRoutes } from '../../server/dashboard.ts';
 import { catalogFromDbRoot, catalogFromFactoryOutput, combineCatalogs, type DatabaseCatalog } from '../../data/catalog.ts';
-import { SqlPool } from '../../sql/pool.ts';
+import { createExecutor } from '../../sql/executor.ts';
+import { assertDir } from '../../data/databases.ts';
 import type { Policy } from '../../agent/policies/types.ts';
-import { numberArg } from '../options.ts';
+import { numberArg, repeatable } from '../options.ts';
+import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { addEndpointOptions, addPolicyOptions, openPolicyFromCli, playgroundPolicies, type PolicyCliOptions } from '../policy-options.ts';
+import { printOut } from '../print.ts';
 
-interface ServeCliOptions extends PolicyCliOptions {
+interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions {
   host: string;
   port: number;
   modelName?: string;
@@ -20,12 +24,15 @@ interface ServeCliOptions extends PolicyCliOptions {
   timeout: number;
   maxBody: number;
   maxTokens: number;
+  maxInputChars: number;
   grace: number;
   dbRoot?: string;
   variants?: string;
   factory?: string[];
   token?: string;
   dashboard?: string;
+  allowedHost: string[];
+  cors: string[];
 }
 
 function listen(app: ReturnType<typeof createApp>, host: string, port: number): Promise<ServerType> {
@@ -40,6 +47,9 @@ function listen(app: ReturnType<typeof createApp>, host: string, port: number): 
 /** The environment API's databases: a db-root (with variants) and/or factory outputs. */
 function catalogOf(o: ServeCliOptions): DatabaseCatalog | undefined {
   const parts: DatabaseCatalog[] = [];
+  // Missing folders stop the server before it starts (it would answer 404 to every request).
+  if (o.dbRoot) assertDir('--db-root', o.dbRoot);
+  if (o.variants) assertDir('--variants', o.variants);
   if (o.dbRoot) parts.push(catalogFromDbRoot(o.dbRoot, o.variants));
   for (const f of o.factory ?? []) parts.push(catalogFromFactoryOutput(f));
   return parts.length ? combineCatalogs(parts) : undefined;
@@ -50,8 +60,19 @@ async function run(o: ServeCliOptions): Promise<void> {
   const catalog = catalogOf(o);
   if (!o.policy && !catalog && !o.dashboard) throw new AgroError('usage', 'serve: give --policy (OpenAI API), --db-root or --factory (environment API) and/or --dashboard <dir>');
   if (o.llmUrl && !o.dashboard) throw new AgroError('usage', 'serve: --llm-url is a Playground policy: give it with --dashboard <dir>');
-  // The API runs SQL on your files and your model: any address but loopback needs a bearer token.
+  // The API runs SQL on your files and your model: any address but loopback needs a token.
   assertTokenForHost(o.host, token);
+  const access = {
+    listenHost: o.host,
+    allowedHosts: o.allowedHost,
+    cors: o.cors,
+    ...(token ? { token } : {}),
+    openPaths: ['/health'],
+    // The dashboard's HTML may be opened from a link elsewhere; its API may not.
+    isPage: (path: string) => path.startsWith('/dashboard') && !path.startsWith('/dashboard/api/'),
+  };
+  // Bad --allowed-host, --cors or --token values stop here, before a model is loaded.
+  guard({ ...access, maxBodyBytes: o.maxBody });
   const groups: RouteGroup[] = [];
   const closers: Array<() => Promise<void>> = [];
   let policy: Policy | undefined;
@@ -61,22 +82,23 @@ async function run(o: ServeCliOptions): Promise<void> {
       policy = await openPolicyFromCli({ ...o, llmUrl: undefined }, o.concurrency);
       const p = policy;
       closers.push(() => p.close());
-      groups.push({ app: openaiRoutes({ policy, modelName: o.modelName, concurrency: o.concurrency, maxQueue: o.maxQueue, timeoutMs: o.timeout, maxTokens: o.maxTokens }) });
+      groups.push({ app: openaiRoutes({ policy, modelName: o.modelName, concurrency: o.concurrency, maxQueue: o.maxQueue, timeoutMs: o.timeout, maxTokens: o.maxTokens, maxInputChars: o.maxInputChars }) });
     }
     if (catalog) {
-      const env: EnvRoutes = envRoutes({ catalog, ...(token ? { token } : {}) });
+      // The environment's prompts are the ones the policy in training reads: --prompt-from, else the served policy's contract.
+      const env: EnvRoutes = envRoutes({ catalog, env: promptFromCli(policy?.promptContract ?? null, o), envDeps: envDepsFromCli(o) });
       closers.push(() => env.close());
       groups.push({ app: env });
     }
     if (o.dashboard) {
-      const pool = new SqlPool();
+      const pool = createExecutor();
       closers.push(() => pool.close());
       // The Playground runs the served policy itself (no second copy of the model) and any --llm-url.
       const dash = dashboardRoutes({ dir: o.dashboard, executor: pool, policies: playgroundPolicies(o, policy) });
       closers.unshift(() => dash.close());
       groups.push({ prefix: '/dashboard', app: dash });
     }
-    server = await listen(createApp({ groups, maxBodyBytes: o.maxBody }), o.host, o.port);
+    server = await listen(createApp({ groups, maxBodyBytes: o.maxBody, guard: access }), o.host, o.port);
   } catch (err) {
     for (const close of closers) await close();
     throw err;
@@ -84,16 +106,16 @@ async function run(o: ServeCliOptions): Promise<void> {
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : o.port;
   const base = `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`;
-  if (policy) process.stdout.write(`agro serve: ${policy.description}\nOpenAI API: ${base}/v1 (model "${o.modelName ?? policy.name}")\n`);
-  if (catalog) process.stdout.write(`environment API: ${base}/v1/sql, /v1/reward, /v1/env/sessions (${catalog.describe})\n`);
-  if (o.dashboard) process.stdout.write(`dashboard: ${base}/dashboard/\n`);
-  process.stdout.write(`listening on ${base}; Ctrl-C stops\n`);
+  if (policy) printOut(`agro serve: ${policy.description}\nOpenAI API: ${base}/v1 (model "${o.modelName ?? policy.name}")\n`);
+  if (catalog) printOut(`environment API: ${base}/v1/sql, /v1/reward, /v1/env/sessions (${catalog.describe})\n`);
+  if (o.dashboard) printOut(`dashboard: ${base}/dashboard/${token ? `?token=${encodeURIComponent(token)}` : ''}\n`);
+  printOut(`listening on ${base}; Ctrl-C stops\n`);
   // Graceful shutdown: stop accepting, let requests in flight finish (up to --grace ms), then free the model.
   await new Promise<void>((resolve) => {
     const stop = (): void => {
       process.removeListener('SIGINT', stop);
       process.removeListener('SIGTERM', stop);
-      process.stdout.write('agro serve: shutting down\n');
+      printOut('agro serve: shutting down\n');
       const force = setTimeout(() => (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.(), o.grace);
       server.close(() => {
         clearTimeout(force);
@@ -121,11 +143,14 @@ export function register(program: Command): void {
     .option('--timeout <ms>', 'per-request time limit (504 beyond)', numberArg('--timeout', { min: 1 }), 300_000)
     .option('--max-body <bytes>', 'largest request body (413 beyond)', numberArg('--max-body', { min: 1024 }), 4 * 1024 * 1024)
     .option('--max-tokens <n>', 'cap on max_tokens per completion', numberArg('--max-tokens', { min: 1 }), 1024)
+    .option('--max-input-chars <n>', 'characters of message text per completion, checked before tokenizing (400 beyond)', numberArg('--max-input-chars', { min: 1 }), DEFAULT_MAX_INPUT_CHARS)
     .option('--grace <ms>', 'on shutdown, how long requests in flight may finish', numberArg('--grace', { min: 0 }), 10_000)
     .option('--db-root <dir>', 'environment API: databases as <dir>/<db_id>/<db_id>.sqlite')
     .option('--variants <dir>', 'environment API: variant databases as <dir>/<db_id>/*.sqlite (the test-suite reward)')
     .option('--factory <dir...>', 'environment API: agro synth output folders (their databases and variants)')
-    .option('--token <token>', 'bearer token for the environment API (default env AGRO_TOKEN; required off loopback)')
-    .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/')
-    .action((o: ServeCliOptions) => run(o));
+    .option('--token <token>', 'token every route but /health asks for (Authorization: Bearer, or the printed dashboard link; default env AGRO_TOKEN; required off loopback)')
+    .option('--allowed-host <name>', 'also accept this Host (a reverse proxy\'s name, `name` or `name:port`); repeatable', repeatable, [])
+    .option('--cors <origin>', 'let pages of this origin (scheme://host[:port]) call the API, with CORS preflights; repeatable', repeatable, [])
+    .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/');
+  addPromptOptions(cmd, { from: true }).action((o: ServeCliOptions) => run(o));
 }

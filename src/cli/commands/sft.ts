@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
@@ -11,18 +12,24 @@ import type { BackendName } from '../../model/backend.ts';
 import { chatMessageSchema, renderChat } from '../../model/chat.ts';
 import type { ChatMessage } from '../../model/chat.ts';
 import { loadCheckpoint } from '../../model/checkpoint.ts';
-import { resolveModelConfig } from '../../model/config.ts';
+import { PRESET_NAMES, resolveModelConfig, type PresetName } from '../../model/config.ts';
 import { LlamaModel } from '../../model/llama.ts';
 import type { WeightMap } from '../../model/llama.ts';
 import { Tokenizer } from '../../model/tokenizer.ts';
 import { formatAction, AGENT_SPECIAL_TOKENS } from '../../agent/protocol.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
+import { promptContractFiles, readPromptContract } from '../../agent/prompt-contract.ts';
+import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import type { ExecResult } from '../../sql/types.ts';
 import { resolveDatabase } from '../../data/databases.ts';
-import { resolveSftConfig, runSft } from '../../train/sft.ts';
+import type { DatabaseCatalog } from '../../data/catalog.ts';
+import { resolveTaskSource } from '../../agent/tasks.ts';
+import { resolveSftConfig, runSft, sftConfigSchema } from '../../train/sft.ts';
 import { stepBar } from '../progress.ts';
-import { listCheckpoints } from '../../train/run-state.ts';
+import { cleanRunCheckpoints, listCheckpoints, recordedSettings, resumeConfig } from '../../train/run-state.ts';
+import { escapeControls } from '../../errors.ts';
 import type { SftConfigInput } from '../../train/sft.ts';
+import { printOut } from '../print.ts';
 
 /**
  * `agro sft`: cold-start supervised fine-tuning of the built-in model on a dataset of BIRD-style
@@ -71,9 +78,12 @@ const noExecution = {
   close: async (): Promise<void> => {},
 };
 
-/** Dataset rows to chat conversations: the SQL agent's opening + one answer turn, or the row's messages. */
-export function rowsToConversations(rows: { line: number; value: unknown }[], dbRoot: string, label: string): ChatMessage[][] {
-  const env = new SqlEnvironment(noExecution);
+/**
+ * Dataset rows to chat conversations: the SQL agent's opening + one answer turn, or the row's messages.
+ * `databases` is a db-root (`<dir>/<db_id>/<db_id>.sqlite`) or a catalog (a factory output names its own).
+ */
+export function rowsToConversations(rows: { line: number; value: unknown }[], databases: string | DatabaseCatalog, label: string, env = new SqlEnvironment(noExecution)): ChatMessage[][] {
+  const dbPathOf = (dbId: string): string => (typeof databases === 'string' ? resolveDatabase(databases, dbId) : databases.resolve(dbId).path);
   return rows.map(({ line, value }) => {
     const asMessages = messagesRow.safeParse(value);
     if (asMessages.success) return asMessages.data.messages;
@@ -84,7 +94,7 @@ export function rowsToConversations(rows: { line: number; value: unknown }[], db
     }
     const sql = (r.data.SQL ?? r.data.query ?? '').trim();
     if (!sql) throw new AgroError('invalid_input', `${label}:${line}: row has neither SQL nor query`);
-    const dbPath = resolveDatabase(dbRoot, r.data.db_id);
+    const dbPath = dbPathOf(r.data.db_id);
     const opening = env.openingFor({ id: `${line}`, dbId: r.data.db_id, dbPath, question: r.data.question, evidence: r.data.evidence ?? undefined, goldSql: sql });
     const tables = tablesRead(sql);
     const think = r.data.think ?? (tables.length ? `The answer reads ${tables.join(', ')}.` : '');
@@ -92,15 +102,19 @@ export function rowsToConversations(rows: { line: number; value: unknown }[], db
   });
 }
 
-interface SftCliOptions {
+/** Where BIRD-style rows find their databases when no --db-root is given (a factory output names its own). */
+const DEFAULT_DB_ROOT = 'data/databases';
+
+interface SftCliOptions extends PromptCliOptions {
   data: string;
   out: string;
   init?: string;
-  preset: 'tiny' | 'small';
+  preset: PresetName;
   steps?: number;
   seed?: number;
   resume?: boolean;
-  dbRoot: string;
+  allowChanges?: boolean;
+  dbRoot?: string;
   vocabSize: number;
   batchSize?: number;
   gradAccum?: number;
@@ -115,7 +129,7 @@ interface SftCliOptions {
 }
 
 export async function runSftCommand(o: SftCliOptions): Promise<void> {
-  if (o.preset !== 'tiny' && o.preset !== 'small') throw new AgroError('usage', `--preset must be tiny or small, got "${o.preset}"`);
+  if (!(PRESET_NAMES as readonly string[]).includes(o.preset)) throw new AgroError('usage', `--preset must be ${PRESET_NAMES.join(', ')}; got "${o.preset}"`);
   const config: SftConfigInput = {};
   if (o.steps !== undefined) config.steps = o.steps;
   if (o.seed !== undefined) config.seed = o.seed;
@@ -131,14 +145,24 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   // The whole configuration is checked before any work (reading data, training a tokenizer).
   resolveSftConfig(config);
 
-  const conversations = rowsToConversations(readRows(o.data), o.dbRoot, o.data);
+  if (o.allowChanges && !o.resume) throw new AgroError('usage', '--allow-changes applies to --resume only');
+  const log = (msg: string): void => { if (!o.json) process.stderr.write(`${escapeControls(msg)}\n`); };
+  // A write killed mid-way (SIGKILL) leaves a temp folder that nothing else would remove.
+  for (const line of cleanRunCheckpoints(o.out)) log(`checkpoints: ${line} (left by a write that was cut)`);
+  // The prompt: what the starting checkpoint was trained with (resumed run, else --init), then the flags.
+  const startDir = o.resume ? listCheckpoints(o.out).at(-1)?.dir : o.init;
+  const env = new SqlEnvironment(noExecution, promptFromCli(startDir && existsSync(startDir) ? readPromptContract(startDir) : null, o), envDepsFromCli(o));
+  // A factory output (its folder, or its dataset.jsonl beside manifest.json) names its own database.
+  const source = resolveTaskSource(o.data, { dbRoot: o.dbRoot, defaultDbRoot: DEFAULT_DB_ROOT });
+  const conversations = rowsToConversations(readRows(source.dataPath), source.catalog, o.data, env);
   if (conversations.length === 0) throw new AgroError('invalid_input', `${o.data}: the dataset is empty`);
   prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--data', path: o.data }, ...(o.init ? [{ flag: '--init', path: o.init }] : [])]);
   const existing = listCheckpoints(o.out);
   if (existing.length && !o.resume) {
     throw new AgroError('usage', `${o.out} already has checkpoints (newest ${existing.at(-1)?.dir}); pass --resume to continue or choose another --out`);
   }
-  const log = (msg: string): void => { if (!o.json) process.stderr.write(`${msg}\n`); };
+  // Flags left out on resume keep the run's values (runSft refuses the ones given that differ, unless --allow-changes).
+  const runConfig = o.resume && existing.length ? resolveSftConfig(resumeConfig(recordedSettings(join(o.out, 'sft_config.json')), Object.keys(sftConfigSchema.shape), config)) : resolveSftConfig(config);
   await initBackend(o.backend);
 
   let model: LlamaModel;
@@ -169,10 +193,10 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   const onSigint = (): void => controller.abort();
   process.once('SIGINT', onSigint);
   const startStep = resumeFrom ? Number((resumeFrom.trainerState as { step?: number }).step ?? 0) : 0;
-  const bar = stepBar(!o.json, 'sft', resolveSftConfig(config).steps, { start: startStep, format: 'loss {loss} | {tps} tok/s' });
+  const bar = stepBar(!o.json, 'sft', runConfig.steps, { start: startStep, format: 'loss {loss} | {tps} tok/s' });
   try {
     const res = await runSft({
-      outDir: o.out, model, tokenizer, samples, config, resumeFrom,
+      outDir: o.out, model, tokenizer, samples, config, resumeFrom, sideFiles: promptContractFiles(env.config), allowChanges: o.allowChanges,
       signal: controller.signal,
       onStep: (m) => bar.update(m.step, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
     });
@@ -181,8 +205,8 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
     const summary = { steps: res.steps, ...(res.best ? { best_step: res.best.step } : {}), final_loss: res.finalLoss, heldout_loss: res.heldOutLoss, checkpoint: res.checkpoint, interrupted: res.interrupted, samples: samples.length, skipped_too_long: res.skippedTooLong };
     if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');
     else {
-      process.stdout.write(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps: loss ${res.finalLoss?.toFixed(4) ?? '-'}, held-out ${res.heldOutLoss?.toFixed(4) ?? '-'}${res.best ? ` (best step ${res.best.step}${res.best.stoppedEarly ? ', stopped early' : ''})` : ''}\ncheckpoint: ${res.checkpoint}\n`);
-      if (res.interrupted) process.stdout.write(`continue with: agro sft --data ${o.data} --out ${o.out} --resume\n`);
+      printOut(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps: loss ${res.finalLoss?.toFixed(4) ?? '-'}, held-out ${res.heldOutLoss?.toFixed(4) ?? '-'}${res.best ? ` (best step ${res.best.step}${res.best.stoppedEarly ? ', stopped early' : ''})` : ''}\ncheckpoint: ${res.checkpoint}\n`);
+      if (res.interrupted) printOut(`continue with: agro sft --data ${o.data} --out ${o.out} --resume\n`);
     }
   } finally {
     process.removeListener('SIGINT', onSigint);
@@ -191,17 +215,18 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
 }
 
 export function register(program: Command): void {
-  program
+  const cmd = program
     .command('sft')
     .description('Cold-start supervised fine-tuning of the built-in model (loss on the agent\'s tokens only).')
     .requiredOption('--data <file>', 'dataset: .jsonl or .json rows {db_id, question, evidence?, SQL} or {messages: [...]}')
     .requiredOption('--out <dir>', 'run directory (metrics.jsonl, checkpoints/step-N)')
     .option('--init <checkpoint>', 'start from this checkpoint (its tokenizer and weights) instead of from scratch')
-    .option('--preset <name>', 'model size when training from scratch: tiny or small', 'small')
+    .option('--preset <name>', `model size when training from scratch: ${PRESET_NAMES.join(', ')}`, 'small')
     .option('--steps <n>', 'optimizer steps', numberArg('--steps', { min: 1, max: LIMITS.steps }))
     .option('--seed <n>', 'seed for weights and data order', seedArg())
-    .option('--resume', 'continue from the newest checkpoint in --out')
-    .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
+    .option('--resume', 'continue from the newest checkpoint in --out (with the same settings)')
+    .option('--allow-changes', 'with --resume: continue with settings other than the run\'s (recorded in sft_config.json)')
+    .option('--db-root <dir>', `databases as <dir>/<db_id>/<db_id>.sqlite (default ${DEFAULT_DB_ROOT}; a factory output, its folder or its dataset.jsonl, names its own)`)
     .option('--vocab-size <n>', 'tokenizer size when training from scratch', numberArg('--vocab-size', { min: 300, max: LIMITS.vocab }), 4096)
     .option('--batch-size <n>', 'sequences per micro-batch', numberArg('--batch-size', { min: 1, max: LIMITS.batch }))
     .option('--max-batch-tokens <n>', 'most padded tokens per forward pass; bigger batches run in several passes (default 1024)', numberArg('--max-batch-tokens', { min: 2, max: LIMITS.tokens }))
@@ -212,6 +237,6 @@ export function register(program: Command): void {
     .option('--patience <n>', 'early stopping: stop after N held-out evaluations without a new lowest loss and keep the best step (checkpoints/best); 0: off', numberArg('--patience', { min: 0, max: LIMITS.every }))
     .option('--checkpoint-every <n>', 'checkpoint every N steps (0: only at the end)', numberArg('--checkpoint-every', { min: 0, max: LIMITS.every }))
     .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
-    .option('--json', 'print a JSON summary and no progress bar')
-    .action((opts: SftCliOptions) => runSftCommand(opts));
+    .option('--json', 'print a JSON summary and no progress bar');
+  addPromptOptions(cmd).action((opts: SftCliOptions) => runSftCommand(opts));
 }

@@ -6,6 +6,7 @@ import { prepareOutDir } from '../out-path.ts';
 import { SearchCorpus } from '../../search/corpus.ts';
 import { SYNTH_DEFAULTS, synthesize, type SearchQuestion } from '../../search/synthesize.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../../util/fs.ts';
+import { printOut } from '../print.ts';
 
 const optionsSchema = z.object({
   db: z.string().min(1),
@@ -70,12 +71,12 @@ function run(raw: unknown): void {
   const skips = Object.entries(r.skipped)
     .map(([k, c]) => `${k} ${c}`)
     .join(', ');
-  process.stdout.write(
+  printOut(
     `${r.dbId}: ${corpus.size} documents, ${r.questions.length}/${o.n} questions (${hops}; train ${bySplit.train}, held-out ${bySplit.heldout}) in ${Date.now() - t0} ms\n` +
       `skipped chains: ${skips || 'none'}\n`,
   );
-  for (const q of r.questions.slice(0, o.show)) process.stdout.write(showQuestion(q) + '\n');
-  process.stdout.write(`written to ${o.out}/{corpus.jsonl,questions.jsonl,manifest.json}\n`);
+  for (const q of r.questions.slice(0, o.show)) printOut(showQuestion(q) + '\n');
+  printOut(`written to ${o.out}/{corpus.jsonl,questions.jsonl,manifest.json}\n`);
 }
 
 export function register(program: Command): void {

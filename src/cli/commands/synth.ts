@@ -4,10 +4,13 @@ import { AgroError } from '../../errors.ts';
 import { LIMITS, parseCliOptions } from '../options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { runFactory } from '../../factory/pipeline.ts';
+import { readDocs } from '../../sql/docs.ts';
+import { basename, extname } from 'node:path';
 import { stageBars } from '../progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
-import { SqlPool } from '../../sql/pool.ts';
+import { createExecutor } from '../../sql/executor.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
+import { printOut, printErr } from '../print.ts';
 
 /** How the summary names each way a question was worded (manifest.grammar). */
 const GRAMMAR_WORDS: Record<string, string> = { intent: 'as people ask', general: 'template sentences', llm: 'written by the LLM' };
@@ -26,6 +29,11 @@ const optionsSchema = z.object({
   json: z.boolean().optional(),
   strict: z.boolean().optional(),
   templates: z.string().optional(),
+  people: z.coerce.number().min(0).max(1),
+  phrasings: z.coerce.number().int().min(1).max(8),
+  noise: z.coerce.number().min(0).max(1),
+  mix: z.enum(['human', 'even']),
+  docs: z.string().min(1).optional(),
 });
 
 /** "projection=6,count=2" -> { projection: 6, count: 2 }. */
@@ -57,19 +65,19 @@ async function showExample(exec: SqlExecutor, db: string, p: SynthPair): Promise
 
 async function run(raw: unknown): Promise<void> {
   const o = parseOptions(raw);
-  const exec = new SqlPool({ size: 2 });
+  const exec = createExecutor({ size: 2 });
   try {
     const quiet = Boolean(o.json) || !process.stderr.isTTY;
     const r = await runFactory(
-      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout, templateWeights: parseWeights(o.templates) },
+      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout, templateWeights: parseWeights(o.templates), people: o.people, phrasings: o.phrasings, noise: o.noise, ...(o.docs ? { docs: readDocs(o.docs, basename(o.db, extname(o.db))) } : {}), ...(o.mix === 'even' ? { shapes: {} } : {}) },
       { executor: exec, progress: stageBars(!quiet) },
     );
     const m = r.manifest;
     // Fewer pairs than asked is said on one line (stderr), and is an error under --strict.
     if (m.shortfall && o.strict) throw new AgroError('invalid_input', `synth --strict: ${m.shortfall}`);
-    if (m.shortfall) process.stderr.write(`agro: warning: ${m.shortfall}\n`);
+    if (m.shortfall) printErr(`agro: warning: ${m.shortfall}\n`);
     if (o.json) {
-      process.stdout.write(
+      printOut(
         JSON.stringify({ dataset: r.datasetPath, manifest: r.manifestPath, rows: m.rows, shortfall: m.shortfall ?? null, difficulty: m.difficulty, grammar: m.grammar, stages: m.stages, skipped: m.skipped, unused: m.unused, variants: m.variants }) + '\n',
       );
       return;
@@ -89,11 +97,11 @@ async function run(raw: unknown): Promise<void> {
     const unusedTables = m.unused.filter((u) => u.what.startsWith('table '));
     const unusedColumns = m.unused.length - unusedTables.length;
     if (m.unused.length) lines.push(`  unused: ${unusedTables.length} tables, ${unusedColumns} columns (reasons in ${r.manifestPath})`);
-    process.stdout.write(lines.join('\n') + '\n');
+    printOut(lines.join('\n') + '\n');
     if (o.show > 0) {
       const shown: string[] = [];
       for (const p of r.pairs.slice(0, o.show)) shown.push(await showExample(exec, r.manifest.db, p));
-      process.stdout.write('\n' + shown.join('\n\n') + '\n');
+      printOut('\n' + shown.join('\n\n') + '\n');
     }
   } finally {
     await exec.close();
@@ -117,5 +125,10 @@ export function register(program: Command): void {
     .option('--json', 'print a JSON summary instead of text (no progress bars)')
     .option('--templates <weights>', 'relative weight of synthesis templates, e.g. groupAgg=8,setOperation=0')
     .option('--strict', 'exit with an error (code 4) when fewer than --n pairs could be written')
+    .option('--mix <name>', "query shapes: 'human' (the shares people ask, from Spider's train gold) or 'even'", 'human')
+    .option('--people <share>', "share of questions asked in people's variety (other frames, adjectives, values as typed, synonyms)", '0.5')
+    .option('--phrasings <k>', 'questions per query: the question and up to k-1 paraphrases, each parsed back to it', '1')
+    .option('--docs <path>', "the database's documentation (BIRD database_description/, a tables.json, agro's JSON): columns worded by their documented names, codes by their meaning")
+    .option('--noise <share>', 'share of questions given train-time noise (case, punctuation, a typo) after their check', '0')
     .action(run);
 }

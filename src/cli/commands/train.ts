@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { readText } from '../../data/read-json.ts';
 import { dirname, join } from 'node:path';
-import { AgroError } from '../../errors.ts';
+import { AgroError, escapeControls } from '../../errors.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { LIMITS, numberArg, seedArg } from '../options.ts';
 import { initBackend, type BackendName } from '../../model/backend.ts';
@@ -10,34 +11,38 @@ import { LlamaModel } from '../../model/llama.ts';
 import { ENGINE_NAMES, type RolloutEngine } from '../../model/engine.ts';
 import { createEngine } from '../../model/engines.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
-import { loadSqlTasks } from '../../agent/tasks.ts';
-import { SqlPool } from '../../sql/pool.ts';
-import { listCheckpoints } from '../../train/run-state.ts';
+import { promptContractFiles, readPromptContract } from '../../agent/prompt-contract.ts';
+import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
+import { resolveTaskSource, tasksFromCatalog } from '../../agent/tasks.ts';
+import { createExecutor } from '../../sql/executor.ts';
+import type { SqlExecutor } from '../../sql/types.ts';
+import { cleanRunCheckpoints, listCheckpoints, recordedSettings, resumeConfig } from '../../train/run-state.ts';
 import { runGrpo } from '../../rl/trainer.ts';
 import { runTrainingFreeGrpo } from '../../rl/training_free.ts';
 import { LlmClient } from '../../llm/client.ts';
 import type { StepRecord } from '../../rl/phases.ts';
-import { resolveTrainConfig, type TrainConfigInput } from '../../rl/train-config.ts';
+import { resolveTrainConfig, trainConfigSchema, type TrainConfigInput } from '../../rl/train-config.ts';
 import { stepBar } from '../progress.ts';
 import { PRESET_NAMES } from '../../rl/config.ts';
 import type { Environment, TaskBase } from '../../agent/types.ts';
 import { SearchEnvironment, type SearchTask } from '../../search/env.ts';
 import { SearchCorpus } from '../../search/corpus.ts';
 import type { SearchQuestion } from '../../search/synthesize.ts';
+import { printOut } from '../print.ts';
 
 /**
  * `agro train`: group-relative RL of a checkpoint as a multi-turn SQL agent, on a dataset of BIRD-style
  * rows (e.g. `agro synth`'s dataset.jsonl), with rewards from execution on the original and variant databases.
  */
 
-interface TrainCliOptions {
+interface TrainCliOptions extends PromptCliOptions {
   task: string;
   data: string;
   init?: string;
   out: string;
   algo?: string;
   config?: string;
-  dbRoot: string;
+  dbRoot?: string;
   variants?: string;
   heldOut?: string;
   steps?: number;
@@ -46,7 +51,7 @@ interface TrainCliOptions {
   lr?: number;
   seed?: number;
   resume?: boolean;
-  schemaChars?: number;
+  allowChanges?: boolean;
   backend?: BackendName;
   engine?: string;
   engineThreads?: number;
@@ -54,6 +59,9 @@ interface TrainCliOptions {
   llmModel?: string;
   json?: boolean;
 }
+
+/** Where BIRD/Spider-style data finds its databases when no --db-root is given (a factory output names its own). */
+const DEFAULT_DB_ROOT = 'data/databases';
 
 /** Not a preset of the gradient trainer: the experience-library loop of rl/training_free.ts. */
 const TRAINING_FREE = 'training_free_grpo';
@@ -73,7 +81,7 @@ export function loadSearchTasks(path: string): { corpusPath: string; train: Sear
   const qPath = join(dir, 'questions.jsonl');
   const corpusPath = join(dir, 'corpus.jsonl');
   for (const f of [qPath, corpusPath]) if (!existsSync(f)) throw new AgroError('not_found', `${f} not found (give the folder written by agro synth-search)`);
-  const rows = readFileSync(qPath, 'utf8').split('\n').flatMap((line, i) => {
+  const rows = readText(qPath, 'questions').split('\n').flatMap((line, i) => {
     if (!line.trim()) return [];
     try {
       return [JSON.parse(line) as SearchQuestion];
@@ -93,16 +101,16 @@ export function loadSearchTasks(path: string): { corpusPath: string; train: Sear
 }
 
 function readConfigFile(path: string): TrainConfigInput {
-  if (!existsSync(path)) throw new AgroError('not_found', `config file not found: ${path}`);
+  const text = readText(path, 'config');
   try {
-    return JSON.parse(readFileSync(path, 'utf8')) as TrainConfigInput;
+    return JSON.parse(text) as TrainConfigInput;
   } catch (err) {
     throw new AgroError('invalid_input', `${path}: not valid JSON: ${(err as Error).message}`);
   }
 }
 
 export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
-  const config: TrainConfigInput = o.config ? readConfigFile(o.config) : {};
+  let config: TrainConfigInput = o.config ? readConfigFile(o.config) : {};
   if (o.algo) config.algo = o.algo;
   if (o.steps !== undefined) config.steps = o.steps;
   if (o.groupSize !== undefined) config.groupSize = o.groupSize;
@@ -112,7 +120,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   const trainingFree = config.algo === TRAINING_FREE;
   if (trainingFree && !o.llmUrl) throw new AgroError('usage', `--algo ${TRAINING_FREE} needs --llm-url (an OpenAI-compatible endpoint that distils the experience library)`);
   // Training-free GRPO uses the grpo preset's rewards and the trainer's rollout settings; it has no loss.
-  const { algo, train: trainCfg } = resolveTrainConfig(trainingFree ? { ...config, algo: 'grpo' } : config); // fail on a bad config before loading anything heavy
+  let { algo, train: trainCfg } = resolveTrainConfig(trainingFree ? { ...config, algo: 'grpo' } : config); // fail on a bad config before loading anything heavy
   const inputs = Object.entries({ '--data': o.data, '--init': o.init, '--held-out': o.heldOut, '--config': o.config, '--variants': o.variants })
     .filter((e): e is [string, string] => e[1] !== undefined)
     .map(([flag, path]) => ({ flag, path }));
@@ -121,6 +129,12 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   if (o.task !== 'sql' && o.task !== 'search') throw new AgroError('usage', `--task must be sql or search, got "${o.task}"`);
   const engineName = o.engine ?? 'tfjs';
   if (!(ENGINE_NAMES as readonly string[]).includes(engineName)) throw new AgroError('usage', `--engine must be one of ${ENGINE_NAMES.join(', ')}, got "${engineName}"`);
+  if (o.allowChanges && !o.resume) throw new AgroError('usage', '--allow-changes applies to --resume only');
+  const log = (msg: string): void => {
+    if (!o.json) process.stderr.write(`${escapeControls(msg)}\n`);
+  };
+  // A write killed mid-way (SIGKILL) leaves a temp folder that nothing else would remove.
+  for (const line of cleanRunCheckpoints(o.out)) log(`checkpoints: ${line} (left by a write that was cut)`);
   const existing = listCheckpoints(o.out);
   if (trainingFree && existsSync(join(o.out, 'state.json')) && !o.resume) {
     throw new AgroError('usage', `${o.out} already has a training-free run; pass --resume to continue or choose another --out`);
@@ -128,22 +142,47 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   if (existing.length && !o.resume) {
     throw new AgroError('usage', `${o.out} already has checkpoints (newest ${existing.at(-1)?.dir}); pass --resume to continue or choose another --out`);
   }
-  const log = (msg: string): void => {
-    if (!o.json) process.stderr.write(`${msg}\n`);
-  };
+  if (o.resume && existing.length && !trainingFree) {
+    // Flags left out on resume keep the run's values (runGrpo refuses the ones given that differ, unless --allow-changes).
+    const recorded = recordedSettings(join(o.out, 'train_config.json')).train as Record<string, unknown> | undefined;
+    config = resumeConfig(recorded ?? {}, Object.keys(trainConfigSchema.shape), config) as TrainConfigInput;
+    ({ algo, train: trainCfg } = resolveTrainConfig(config));
+  }
+  // Each task kind brings its questions, read before the checkpoint is loaded (a bad dataset costs nothing),
+  // and its environment; the trainer only sees the Environment interface.
+  let searchEnv: Environment<TaskBase & { difficulty?: string }> | undefined;
+  let tasks: (TaskBase & { difficulty?: string })[];
+  let heldOut: (TaskBase & { difficulty?: string })[] | undefined;
+  if (o.task === 'search') {
+    const loaded = loadSearchTasks(o.data);
+    searchEnv = new SearchEnvironment(SearchCorpus.load(loaded.corpusPath));
+    tasks = loaded.train;
+    heldOut = o.heldOut ? loadSearchTasks(o.heldOut).heldOut : loaded.heldOut;
+  } else {
+    // A factory output (folder or its dataset.jsonl) names its database; other files use --db-root.
+    const tasksOf = (data: string) => {
+      const src = resolveTaskSource(data, { dbRoot: o.dbRoot, variants: o.variants, defaultDbRoot: DEFAULT_DB_ROOT });
+      return tasksFromCatalog(src.dataPath, src.catalog);
+    };
+    tasks = tasksOf(o.data);
+    heldOut = o.heldOut ? tasksOf(o.heldOut) : undefined;
+  }
   await initBackend(o.backend);
 
   let ck: Checkpoint;
+  let ckDir: string;
   let resumeFrom: { trainerState: object; optimizerState?: Checkpoint['optimizerState'] } | undefined;
   if (o.resume && existing.length && !trainingFree) {
     const dir = existing[existing.length - 1].dir;
+    ckDir = dir;
     ck = loadCheckpoint(dir);
     if (!ck.trainerState) throw new AgroError('invalid_input', `${dir} has no trainer_state.json to resume from`);
     resumeFrom = { trainerState: ck.trainerState, optimizerState: ck.optimizerState };
     log(`resuming from ${dir}`);
   } else {
     if (!o.init) throw new AgroError('usage', '--init <checkpoint or run dir> is required (train a cold start with `agro sft` first)');
-    ck = loadCheckpoint(resolveCheckpointDir(o.init));
+    ckDir = resolveCheckpointDir(o.init);
+    ck = loadCheckpoint(ckDir);
   }
   // The KL reference is the starting policy: the --init checkpoint (also when resuming).
   let reference: LlamaModel | undefined;
@@ -152,21 +191,13 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
     reference = loadCheckpoint(resolveCheckpointDir(o.init)).model;
   }
 
-  // Each task kind brings its environment and its questions; the trainer only sees the Environment interface.
-  let pool: SqlPool | undefined;
+  let pool: SqlExecutor | undefined;
   let env: Environment<TaskBase & { difficulty?: string }>;
-  let tasks: (TaskBase & { difficulty?: string })[];
-  let heldOut: (TaskBase & { difficulty?: string })[] | undefined;
-  if (o.task === 'search') {
-    const loaded = loadSearchTasks(o.data);
-    env = new SearchEnvironment(SearchCorpus.load(loaded.corpusPath));
-    tasks = loaded.train;
-    heldOut = o.heldOut ? loadSearchTasks(o.heldOut).heldOut : loaded.heldOut;
-  } else {
-    pool = new SqlPool();
-    env = new SqlEnvironment(pool, o.schemaChars !== undefined ? { schemaChars: o.schemaChars } : {});
-    tasks = loadSqlTasks(o.data, o.dbRoot, o.variants);
-    heldOut = o.heldOut ? loadSqlTasks(o.heldOut, o.dbRoot, o.variants) : undefined;
+  if (searchEnv) env = searchEnv;
+  else {
+    pool = createExecutor();
+    // The prompt the starting policy was trained with (its checkpoint's contract), then the flags.
+    env = new SqlEnvironment(pool, promptFromCli(readPromptContract(ckDir), o), envDepsFromCli(o));
   }
   const controller = new AbortController();
   const onSigint = (): void => controller.abort();
@@ -198,13 +229,14 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
       const summary = { steps: res.steps, experiences: join(o.out, 'experiences.json'), library: res.library.length, interrupted: res.interrupted, eval: res.finalEval ?? null };
       if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');
       else {
-        process.stdout.write(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps (no weight update)\nexperiences: ${summary.experiences} (${res.library.length})\nmetrics: ${join(o.out, 'metrics.jsonl')}\n`);
-        if (res.finalEval) process.stdout.write(`held-out ${o.task === 'sql' ? 'execution accuracy' : 'exact match'} with the library: ${(100 * res.finalEval.accuracy).toFixed(1)}% of ${res.finalEval.n}\n`);
+        printOut(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps (no weight update)\nexperiences: ${summary.experiences} (${res.library.length})\nmetrics: ${join(o.out, 'metrics.jsonl')}\n`);
+        if (res.finalEval) printOut(`held-out ${o.task === 'sql' ? 'execution accuracy' : 'exact match'} with the library: ${(100 * res.finalEval.accuracy).toFixed(1)}% of ${res.finalEval.n}\n`);
       }
       return;
     }
     const res = await runGrpo({
       engine,
+      ...(env instanceof SqlEnvironment ? { sideFiles: promptContractFiles(env.config) } : {}),
       outDir: o.out,
       env,
       tasks,
@@ -214,6 +246,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
       reference,
       config,
       resumeFrom,
+      allowChanges: o.allowChanges,
       signal: controller.signal,
       onStep: (r: StepRecord) => bar.update(r.step, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2), tps: r.tokens_per_s }),
     });
@@ -221,9 +254,9 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
     const summary = { steps: res.steps, checkpoint: res.checkpoint, interrupted: res.interrupted, eval: res.finalEval ?? null };
     if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');
     else {
-      process.stdout.write(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps\ncheckpoint: ${res.checkpoint}\nmetrics: ${join(o.out, 'metrics.jsonl')}\n`);
-      if (res.finalEval) process.stdout.write(`held-out ${o.task === 'sql' ? 'execution accuracy' : 'exact match'}: ${(100 * res.finalEval.accuracy).toFixed(1)}% of ${res.finalEval.n} (tool calls per episode ${res.finalEval.toolCalls.toFixed(2)})\n`);
-      if (res.interrupted) process.stdout.write(`continue with: agro train --task ${o.task} --data ${o.data} --out ${o.out} --resume${o.init ? ` --init ${o.init}` : ''}\n`);
+      printOut(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps\ncheckpoint: ${res.checkpoint}\nmetrics: ${join(o.out, 'metrics.jsonl')}\n`);
+      if (res.finalEval) printOut(`held-out ${o.task === 'sql' ? 'execution accuracy' : 'exact match'}: ${(100 * res.finalEval.accuracy).toFixed(1)}% of ${res.finalEval.n} (tool calls per episode ${res.finalEval.toolCalls.toFixed(2)})\n`);
+      if (res.interrupted) printOut(`continue with: agro train --task ${o.task} --data ${o.data} --out ${o.out} --resume${o.init ? ` --init ${o.init}` : ''}\n`);
     }
   } finally {
     process.removeListener('SIGINT', onSigint);
@@ -235,16 +268,16 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
 }
 
 export function register(program: Command): void {
-  program
+  const cmd = program
     .command('train')
     .description('Group-relative RL (GRPO family) of a checkpoint as a multi-turn agent: SQL (rewarded by execution) or search (E-GRPO).')
-    .requiredOption('--data <file>', 'sql: BIRD-style .json/.jsonl rows {db_id, question, evidence?, SQL}; search: the folder of agro synth-search')
+    .requiredOption('--data <file>', 'sql: BIRD-style .json/.jsonl rows {db_id, question, evidence?, SQL}, or an agro synth output (folder or dataset.jsonl); search: the folder of agro synth-search')
     .option('--task <kind>', 'sql or search', 'sql')
     .requiredOption('--out <dir>', 'run directory (metrics.jsonl, checkpoints/step-N, eval.json)')
     .option('--init <checkpoint>', 'starting policy (and KL reference): a checkpoint or a run directory (its newest checkpoint)')
     .option('--algo <name>', `algorithm preset: ${PRESET_NAMES.join(', ')}, or ${TRAINING_FREE} (no weight update; needs --llm-url)`)
     .option('--config <file>', 'JSON train config (TrainConfig fields; flags override it)')
-    .option('--db-root <dir>', 'databases as <dir>/<db_id>/<db_id>.sqlite', 'data/databases')
+    .option('--db-root <dir>', `databases as <dir>/<db_id>/<db_id>.sqlite (default ${DEFAULT_DB_ROOT}; a factory output, its folder or its dataset.jsonl, names its own)`)
     .option('--variants <dir>', 'variant databases as <dir>/<db_id>/*.sqlite (e.g. the variants/ of `agro synth`): the reward needs a match on each')
     .option('--held-out <file>', 'questions to evaluate on at the end (search: default the heldout split of --data)')
     .option('--steps <n>', 'RL steps', numberArg('--steps', { min: 1, max: LIMITS.steps }))
@@ -252,13 +285,13 @@ export function register(program: Command): void {
     .option('--prompts <n>', 'prompts per step', numberArg('--prompts', { min: 1, max: LIMITS.batch }))
     .option('--lr <x>', 'learning rate', numberArg('--lr', { integer: false, positive: true, max: 1 }))
     .option('--seed <n>', 'seed', seedArg())
-    .option('--resume', 'continue from the newest checkpoint in --out')
-    .option('--schema-chars <n>', 'sql: characters of schema in the agent prompt (default 1800)', numberArg('--schema-chars', { min: 200, max: LIMITS.chars }))
+    .option('--resume', 'continue from the newest checkpoint in --out (with the same settings)')
+    .option('--allow-changes', 'with --resume: continue with settings other than the run\'s (recorded in train_config.json)')
     .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
     .option('--engine <name>', `rollout sampler: ${ENGINE_NAMES.join(' or ')} (llama.cpp: a GGUF export of the policy, re-synced after each update)`)
     .option('--engine-threads <n>', 'llama.cpp engine: CPU threads (default 1)', numberArg('--engine-threads', { min: 1, max: LIMITS.threads }))
     .option('--llm-url <url>', `${TRAINING_FREE}: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1) of the LLM that distils experiences`)
     .option('--llm-model <name>', `${TRAINING_FREE}: model name sent to --llm-url (default "default")`)
-    .option('--json', 'print a JSON summary and no progress')
-    .action((opts: TrainCliOptions) => runTrainCommand(opts));
+    .option('--json', 'print a JSON summary and no progress');
+  addPromptOptions(cmd).action((opts: TrainCliOptions) => runTrainCommand(opts));
 }

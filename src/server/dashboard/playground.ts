@@ -14,6 +14,7 @@ import { openPolicy, type PolicySpec } from '../../agent/policies/open.ts';
 import type { Policy, PolicyKind } from '../../agent/policies/types.ts';
 import { SQL_AGENT_ACTIONS, parseAction } from '../../agent/protocol.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
+import { readPromptContract, resolvePromptSettings } from '../../agent/prompt-contract.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import type { PlaygroundEvent, PolicyInfo } from './api-types.ts';
 import { toResultTable } from './results.ts';
@@ -24,7 +25,8 @@ export interface PlaygroundBackend {
   /** Runs one episode; every step goes to onEvent, the last one an `end` or an `error`. */
   ask(policy: string, dbPath: string, question: string, onEvent: (e: PlaygroundEvent) => void, signal?: AbortSignal): Promise<void>;
   /** The system prompt the policy would get on this database (its schema view). */
-  prompt?(policy: string, dbPath: string): Promise<string>;
+  /** The system prompt the policy sees for this question (grounded prompts depend on it; '' ranks for none). */
+  prompt?(policy: string, dbPath: string, question?: string): Promise<string>;
   close?(): Promise<void>;
 }
 
@@ -107,11 +109,17 @@ function entries(o: PolicyBackendOptions): Entry[] {
 
 export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
   const maxTurnTokens = o.maxTurnTokens ?? 256;
-  const envs = new Map<number | undefined, SqlEnvironment>();
+  const envs = new Map<string, SqlEnvironment>();
+  // A policy runs on the prompt it was trained with: its checkpoint's contract; a checkpoint from before
+  // contracts gets the schema budget its quickstart recorded; anything else the environment's defaults.
   const envFor = (e: Entry): SqlEnvironment => {
-    const schemaChars = e.runDir ? schemaCharsFor(e.runDir) : undefined;
-    let env = envs.get(schemaChars);
-    if (!env) envs.set(schemaChars, (env = new SqlEnvironment(o.executor, { ...(schemaChars ? { schemaChars } : {}), ...(o.maxTurns ? { maxTurns: o.maxTurns } : {}) })));
+    const path = e.held ? undefined : e.spec?.path;
+    const contract = e.held ? e.held.promptContract : path && e.info.kind === 'checkpoint' ? readPromptContract(path) : null;
+    const legacy = !contract && e.runDir ? schemaCharsFor(e.runDir) : undefined;
+    const { settings } = resolvePromptSettings(contract, { ...(legacy ? { schemaChars: legacy } : {}), ...(o.maxTurns ? { maxTurns: o.maxTurns } : {}) });
+    const key = JSON.stringify(settings);
+    let env = envs.get(key);
+    if (!env) envs.set(key, (env = new SqlEnvironment(o.executor, settings)));
     return env;
   };
   const find = (id: string): Entry => {
@@ -216,8 +224,8 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
         release();
       }
     },
-    async prompt(policyId, dbPath) {
-      return envFor(find(policyId)).openingFor({ id: 'schema', dbId: '', dbPath, question: '', goldSql: '' })[0].content;
+    async prompt(policyId, dbPath, question = '') {
+      return envFor(find(policyId)).openingFor({ id: 'schema', dbId: '', dbPath, question, goldSql: '' })[0].content;
     },
     async close() {
       const l = local;

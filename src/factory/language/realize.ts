@@ -1,7 +1,7 @@
 /**
  * Stage 5: the built-in realizer. Turns a query AST into a question in one of several styles,
  * plus a BIRD-style evidence line stating the domain knowledge the SQL needs (literal encodings,
- * formulas). The grammar is closed and written down here so that align.ts can parse it back:
+ * formulas). The grammar is closed and written down here so that general-parse.ts can parse it back:
  *
  *   question := PREFIX core SUFFIX
  *   core     := targets [" for each " COLUMN] [" where " cond (" and " cond)*]
@@ -13,13 +13,13 @@
  * Implicit (not spoken, restored by the parser by the same rule): the tie-breaker of a ranked
  * query (the base table's primary key, or the group), and the NOT NULL guard on a ranked column.
  */
-import type { Cond, Expr, QueryAst, SelectAst } from './ast.ts';
+import type { Cond, Expr, QueryAst, SelectAst } from '../ast.ts';
 import { columnPhrase, spokenColumn, tablePlural, tableSingular, type Lexicon } from './names.ts';
 import { realizeIntent } from './intents.ts';
-import { printLiteral } from './print.ts';
-import { sqlName } from '../sql/lexer.ts';
-import type { QuestionStyle, Stage, SynthPair } from './types.ts';
-import { QUESTION_STYLES } from './types.ts';
+import { printLiteral } from '../print.ts';
+import { sqlName } from '../../sql/lexer.ts';
+import type { QuestionStyle, Stage, SynthPair } from '../types.ts';
+import { QUESTION_STYLES } from '../types.ts';
 
 export const OP_WORDS: Record<string, string> = { '-': 'minus', '+': 'plus', '*': 'multiplied by', '/': 'divided by' };
 export const CMP_WORDS: Record<string, string> = {
@@ -124,7 +124,7 @@ function singleValue(q: QueryAst): boolean {
 
 const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
-/** Style wrappers; align.ts strips exactly these. */
+/** Style wrappers; general-parse.ts strips exactly these. */
 export const STYLE_PREFIXES: Record<QuestionStyle, string[]> = {
   formal: ['What is ', 'What are '],
   colloquial: ['Could you tell me ', "I'd like to know "],
@@ -137,13 +137,13 @@ export const STYLE_PREFIXES: Record<QuestionStyle, string[]> = {
  * (their own words where unambiguous) and a query of a common intent is asked as people ask it
  * (intents.ts); `intents: false` keeps to the general grammar below (align.ts's second try).
  */
-export function realizeQuestion(q: QueryAst, style: QuestionStyle, variant = 0, lex?: Lexicon, intents = true): string {
-  return worded(q, style, variant, lex, intents).text;
+export function realizeQuestion(q: QueryAst, style: QuestionStyle, variant = 0, lex?: Lexicon, intents = true, people = false): string {
+  return worded(q, style, variant, lex, intents, people).text;
 }
 
 /** The question and which grammar said it. */
-function worded(q: QueryAst, style: QuestionStyle, variant: number, lex: Lexicon | undefined, intents: boolean): { text: string; grammar: 'intent' | 'general' } {
-  const natural = lex && intents ? realizeIntent(q, lex, style, variant) : null;
+function worded(q: QueryAst, style: QuestionStyle, variant: number, lex: Lexicon | undefined, intents: boolean, people = false): { text: string; grammar: 'intent' | 'general' } {
+  const natural = lex && intents ? realizeIntent(q, lex, style, variant, people) : null;
   return natural ? { text: natural, grammar: 'intent' } : { text: generalQuestion(q, style, variant, lex), grammar: 'general' };
 }
 
@@ -159,6 +159,24 @@ function generalQuestion(q: QueryAst, style: QuestionStyle, variant: number, lex
     case 'terse':
       return `${cap(c.replace(/^the /, ''))}.`;
   }
+}
+
+/** Up to `k` other questions for p's query, each different from the rest: other styles, variants and people's forms. */
+function otherPhrasings(p: SynthPair, lex: Lexicon, k: number, rng: { int(n: number): number }): string[] {
+  const seen = new Set([p.question]);
+  const out: string[] = [];
+  for (let tries = 0; out.length < k && tries < 6 * k; tries++) {
+    let text: string;
+    try {
+      text = worded(p.ast, QUESTION_STYLES[rng.int(QUESTION_STYLES.length)], rng.int(6), lex, true, rng.int(3) > 0).text;
+    } catch {
+      continue;
+    }
+    if (seen.has(text)) continue;
+    seen.add(text);
+    out.push(text);
+  }
+  return out;
 }
 
 /** Evidence: what each literal refers to and the formulas behind computed values. */
@@ -211,23 +229,35 @@ export function realizeEvidence(q: QueryAst, lex?: Lexicon): string {
   return notes.join('; ');
 }
 
-export function realizePair(p: SynthPair, style: QuestionStyle, variant: number, lex?: Lexicon, intents = true): void {
+export function realizePair(p: SynthPair, style: QuestionStyle, variant: number, lex?: Lexicon, intents = true, people = false): void {
   p.style = style;
-  const w = worded(p.ast, style, variant, lex, intents);
+  const w = worded(p.ast, style, variant, lex, intents, people);
   p.question = w.text;
   p.provenance.grammar = w.grammar;
+  if (people && w.grammar === 'intent') p.provenance.people = true;
+  else delete p.provenance.people;
   p.evidence = realizeEvidence(p.ast, lex);
 }
 
+export interface RealizeOptions {
+  /** Share of questions asked in people's variety (frames, adjectives, values as typed, synonyms); 0 keeps the plain intents. */
+  people: number;
+  /** Questions wanted per query: the first is the pair's question, the others its paraphrases (align.ts keeps those that parse back). */
+  phrasings: number;
+}
+
 /** The realize stage, naming columns by the schema's lexicon (the one the pipeline built for profiling). */
-export const realizeStage = (lex: Lexicon): Stage<SynthPair, SynthPair> => ({
+export const realizeStage = (lex: Lexicon, opts: RealizeOptions = { people: 0, phrasings: 1 }): Stage<SynthPair, SynthPair> => ({
   name: 'realize',
   async run(items, ctx) {
     ctx.progress.start('realize', items.length);
     const out: SynthPair[] = [];
     for (const p of items) {
       try {
-        realizePair(p, ctx.rng.pick(QUESTION_STYLES), ctx.rng.int(6), lex);
+        // Drawn only when asked for, so a run without them draws what it drew before.
+        const people = opts.people > 0 && ctx.rng.next() < opts.people;
+        realizePair(p, ctx.rng.pick(QUESTION_STYLES), ctx.rng.int(6), lex, true, people);
+        if (opts.phrasings > 1) p.paraphrases = otherPhrasings(p, lex, opts.phrasings - 1, ctx.rng);
       } catch {
         ctx.reject(p, 'unrealizable');
         continue;

@@ -1,13 +1,14 @@
 /**
  * The exact inverse of the intent sentences of intents.ts: a question in one of those patterns back to
- * its query, read from the words alone (and the schema's foreign keys for links). align.ts tries these
+ * its query, read from the words alone (and the schema's foreign keys for links). general-parse.ts tries these
  * before the general grammar; a sentence no intent opens with is left to it (null), one that opens like
  * an intent but breaks off is an IntentParseError.
  */
-import { col, emptySelect, lit, renameAlias, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SetOpAst } from './ast.ts';
-import type { Lexicon, ValueRef } from './names.ts';
-import type { ForeignKey } from '../sql/types.ts';
-import { AGG_OF, HIGH_WORDS, intentEnv, isCountStar, NAT_OPS, roleWords, YEAR_OPS, type IntentEnv } from './intents.ts';
+import { col, emptySelect, lit, renameAlias, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SetOpAst } from '../ast.ts';
+import { colKey, type Lexicon, type ValueRef } from './names.ts';
+import { COUNT_CLAUSE_FRAMES, COUNT_NOUN_FRAMES, DISTINCT_COUNT_FRAMES, GROUP_TOP_FRAMES, LIST_FRAMES, openers, VALUE_FRAMES } from './frames.ts';
+import type { ForeignKey } from '../../sql/types.ts';
+import { AGG_OF, HIGH_WORDS, intentEnv, isCountStar, NAMING_ROLES, NAT_OPS, roleWords, YEAR_OPS, type IntentEnv } from './intents.ts';
 
 /** Thrown when a sentence looks like an intent but does not parse. */
 export class IntentParseError extends Error {}
@@ -147,6 +148,51 @@ class Cursor {
     this.i += n[0].length;
     return Number(n[0]);
   }
+  /** "are longer than 300000 milliseconds": a gradable column of `base` against a number (intents.ts comparison), or null. */
+  comparison(base: string): Cond | null {
+    const save = this.i;
+    if (!this.eat('are ')) return null;
+    for (const x of this.env.gradables) {
+      if (x.g.table !== base || !this.eat(`${x.comparative} than `)) continue;
+      const v = this.value();
+      if (typeof v !== 'number') throw new IntentParseError('a comparison with text');
+      if (x.g.unit) this.eat(` ${x.g.unit}`);
+      return { kind: 'cmp', left: { kind: 'col', alias: '', table: base, column: x.g.column }, op: x.dir === 'DESC' ? '>' : '<', right: lit(v) };
+    }
+    this.i = save;
+    return null;
+  }
+  /** "the most expensive track" / "the 3 longest tracks" (after "the"): the table ranked by a gradable column, or null. */
+  superlativeRef(many: boolean): { table: string; by: ColRef; dir: 'ASC' | 'DESC' } | null {
+    const save = this.i;
+    for (const x of this.env.gradables) {
+      if (!this.eat(`${x.superlative} `)) continue;
+      try {
+        const t = many ? this.table() : this.singularTable();
+        if (t === x.g.table) return { table: t, by: { kind: 'col', alias: '', table: t, column: x.g.column }, dir: x.dir };
+      } catch (e) {
+        if (!(e instanceof IntentParseError)) throw e;
+      }
+      this.i = save;
+    }
+    return null;
+  }
+  /** A category value as typed ('shut down', 'rock') back to the value stored in column c ('Shutdown', 'Rock'), where it names one. */
+  stored(c: ColRef, v: string): string {
+    return this.env.lex.typed?.get(colKey(c.table, c.column))?.get(v.toLowerCase()) ?? v;
+  }
+  /** A value of column c typed without quotes ("shut down"), the longest form of the column's values at the cursor, as stored; or null. */
+  bareValue(c: ColRef): string | null {
+    const forms = this.env.lex.typed?.get(colKey(c.table, c.column));
+    if (!forms || this.placeholder()) return null;
+    let best: string | null = null;
+    for (const f of forms.keys()) {
+      if ((!best || f.length > best.length) && this.s.slice(this.i, this.i + f.length).toLowerCase() === f && this.boundary(this.i + f.length)) best = f;
+    }
+    if (best === null) return null;
+    this.i += best.length;
+    return forms.get(best)!;
+  }
   /** cond (" and " cond)*, stopping before an " and " that opens a link ("and have no tracks"). */
   conds(): Cond[] {
     const out = [this.cond()];
@@ -186,9 +232,11 @@ class Cursor {
       if (this.eat(` ${w} `)) return { kind: 'cmp', left: c, op: op as '=', right: lit(this.value()) };
     }
     this.expect(' ');
+    const typed = this.bareValue(c);
+    if (typed !== null) return { kind: 'cmp', left: c, op: '=', right: lit(typed) };
     const v = this.value();
     if (typeof v !== 'string') throw new IntentParseError('a bare number after a column');
-    return { kind: 'cmp', left: c, op: '=', right: lit(v) };
+    return { kind: 'cmp', left: c, op: '=', right: lit(this.stored(c, v)) };
   }
   /**
    * What rows of `base` must satisfy, as natClause says it: "have <conds>", then links to other tables
@@ -196,13 +244,23 @@ class Cursor {
    */
   clause(base: string): Cond[] {
     const out: Cond[] = [];
+    // Comparisons said with adjectives come first, then "have" attributes, then links (natClause's order).
+    let phase: 'are' | 'have' | 'links' = 'are';
     do {
+      const cmp = phase === 'are' ? this.comparison(base) : null;
+      if (cmp) {
+        out.push(cmp);
+        continue;
+      }
       const link = this.link(base);
-      if (link) out.push(link);
-      else {
-        if (out.length) throw new IntentParseError('attributes after a link');
+      if (link) {
+        out.push(link);
+        phase = 'links';
+      } else {
+        if (phase !== 'are') throw new IntentParseError('attributes after a link');
         this.expect('have ');
         out.push(...this.conds());
+        phase = 'have';
       }
     } while (this.eat(' and '));
     return out;
@@ -298,7 +356,7 @@ function setOp(c: Cursor, op: SetOpAst['op'], lead: string, sep: string, tableAg
 
 /** Sentence openers -> the parser of the intent they begin. Tried in order; the first that parses wins. */
 const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
-  [/^(How many|Could you tell me how many) (?!different )/, (c) => {
+  [new RegExp(`^${openers(COUNT_CLAUSE_FRAMES)}(?!different )`), (c) => {
     const { table: t, where } = c.tableRef();
     const q = emptySelect(t);
     q.columns = [countStar()];
@@ -315,7 +373,45 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     }
     return { q, ranked: false };
   }],
+  [/^How (?=\S+ is the )/, (c) => {
+    // "How long is the track named 'X'?" / "How expensive is the track with composer 'X'?"
+    const save = c.i;
+    for (const x of c.env.gradables) {
+      if (x.dir !== 'DESC' || !c.eat(`${x.g.more} is the `)) continue;
+      let t: string | null = null;
+      try {
+        t = c.singularTable();
+      } catch (e) {
+        if (!(e instanceof IntentParseError)) throw e;
+      }
+      if (t !== x.g.table) {
+        c.i = save;
+        continue;
+      }
+      const q = emptySelect(t);
+      q.columns = [{ kind: 'col', alias: '', table: t, column: x.g.column }];
+      const role = NAMING_ROLES.find((r) => c.eat(` ${r} `));
+      if (role) {
+        const column = c.env.naming.get(`${t}\u0000${role}`);
+        const v = c.value();
+        if (!column || typeof v !== 'string') throw new IntentParseError(`no ${role} column`);
+        q.where = [{ kind: 'cmp', left: { kind: 'col', alias: '', table: t, column }, op: '=', right: lit(v) }];
+      } else {
+        c.expect(' with ');
+        q.where = [c.cond()];
+      }
+      return { q, ranked: false };
+    }
+    throw new IntentParseError('no adjective of a table');
+  }],
   [/^Count the /, (c) => {
+    const { table: t, where } = c.tableRef();
+    const q = emptySelect(t);
+    q.columns = [countStar()];
+    q.where = [...where, ...thatClause(c, t)];
+    return { q, ranked: false };
+  }],
+  [new RegExp(`^${openers(COUNT_NOUN_FRAMES)}`), (c) => {
     const { table: t, where } = c.tableRef();
     const q = emptySelect(t);
     q.columns = [countStar()];
@@ -376,9 +472,10 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     q.groupBy = [g];
     return { q, ranked: false };
   }],
-  [/^How many different /, (c) => {
+  [new RegExp(`^${openers(DISTINCT_COUNT_FRAMES)}`), (c) => {
     const target = c.columnOrPlural();
-    c.expect(' are there');
+    const asked = c.s.startsWith('How many different ');
+    if (asked) c.expect(' are there');
     const q = emptySelect(target.table);
     if (c.eat(' for each ')) {
       const g = c.column();
@@ -425,7 +522,7 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     q.limit = 1;
     return { q, ranked: true };
   }],
-  [/^(Which|Find the) /, (c) => {
+  [new RegExp(`^${openers(GROUP_TOP_FRAMES)}`), (c) => {
     const g = c.column();
     if (!c.eat(' has ')) c.expect(' with ');
     return groupTop(c, g, 1);
@@ -437,7 +534,7 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     c.expect(' with ');
     return groupTop(c, g, k);
   }],
-  [/^(What is the|Find the) (?=(total|average|highest|lowest|latest|earliest) )/, (c) => {
+  [new RegExp(`^(?:${openers(VALUE_FRAMES)}|What is the |Find the )(?=(total|average|highest|lowest|latest|earliest) )`), (c) => {
     for (const [fn, w] of [...(Object.entries(AGG_OF) as Array<[AggFn, string]>), ['MAX', 'latest'], ['MIN', 'earliest']] as Array<[AggFn, string]>) {
       if (!c.eat(`${w} `)) continue;
       const arg = c.column();
@@ -463,16 +560,24 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     const first = c.columnOrPlural();
     c.expect(' of the ');
     let k = 1;
-    let table: string;
-    if (/^\d/.test(c.s.slice(c.i))) {
+    const counted = /^\d/.test(c.s.slice(c.i));
+    if (counted) {
       k = c.int();
       c.expect(' ');
-      table = c.table();
-    } else table = c.singularTable();
-    c.expect(' with the ');
-    const dir = HIGH_WORDS.find(([w]) => c.eat(w))?.[1];
-    if (!dir) throw new IntentParseError('expected highest or lowest');
-    const by = c.column();
+    }
+    // "the most expensive track" / "the 3 longest tracks", or "the track with the highest unit price".
+    const sup = c.superlativeRef(counted);
+    let table: string;
+    let dir: 'ASC' | 'DESC' | undefined;
+    let by: ColRef;
+    if (sup) ({ table, dir, by } = sup);
+    else {
+      table = counted ? c.table() : c.singularTable();
+      c.expect(' with the ');
+      dir = HIGH_WORDS.find(([w]) => c.eat(w))?.[1];
+      if (!dir) throw new IntentParseError('expected highest or lowest');
+      by = c.column();
+    }
     const q = emptySelect(table);
     q.columns = [first];
     q.orderBy = [{ expr: by, dir }];
@@ -481,6 +586,7 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     return { q, ranked: true };
   }],
   [/^(What are the|List the|Show the) /, (c) => list(c)],
+  [new RegExp(`^${openers(LIST_FRAMES)}`), (c) => list(c)],
 ];
 
 function groupTop(c: Cursor, g: ColRef, k: number): IntentQuery {

@@ -3,52 +3,29 @@
  * round-trip parser (question -> AST) so both sides agree on how a column is spoken.
  */
 import pluralize from 'pluralize';
-import type { DbSchema } from '../sql/types.ts';
+import type { DbDocs } from '../../sql/docs-types.ts';
+import type { DbSchema } from '../../sql/types.ts';
+import { words } from '../../sql/words.ts';
+import { gradableOf, type Gradable } from './adjectives.ts';
+import { COMPOUNDS, SYNONYMS } from './wordnet-lexicon.ts';
 
-/** Common abbreviations in column and table names, spoken in full. */
-const ABBREVIATIONS: Record<string, string> = {
-  addr: 'address',
-  amt: 'amount',
-  avg: 'average',
-  cnt: 'count',
-  cust: 'customer',
-  dept: 'department',
-  desc: 'description',
-  descr: 'description',
-  dob: 'date of birth',
-  dt: 'date',
-  emp: 'employee',
-  fname: 'first name',
-  lname: 'last name',
-  info: 'information',
-  lat: 'latitude',
-  lng: 'longitude',
-  lon: 'longitude',
-  mgr: 'manager',
-  num: 'number',
-  no: 'number',
-  nbr: 'number',
-  pct: 'percent',
-  enr: 'enrollment',
-  qty: 'quantity',
-  tel: 'telephone',
-  yr: 'year',
-};
+// How identifiers are read is sql/words.ts's (schema linking reads names the same way).
+export { words };
 
 // Mass nouns that the library would otherwise singularize ("data" -> "datum").
 for (const w of ['data', 'media', 'information', 'equipment', 'staff', 'personnel', 'feedback', 'software']) pluralize.addUncountableRule(w);
 
-/** snake_case / camelCase / spaced identifiers -> lowercase words ("InvoiceLine_id" -> "invoice line id"), abbreviations expanded. */
-export function words(name: string): string {
+/**
+ * snake_case / camelCase / spaced text -> lowercase words, nothing expanded (a stored value is typed
+ * as its words; sql/words.ts's words() would also spell out abbreviations, right for names only).
+ */
+function splitWords(name: string): string {
   return name
     .replace(/([\p{Ll}\d])(\p{Lu})/gu, '$1 $2')
     .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, '$1 $2')
     .replace(/[^\p{L}\p{N}]+/gu, ' ')
     .trim()
-    .toLowerCase()
-    .split(' ')
-    .map((w) => ABBREVIATIONS[w] ?? w)
-    .join(' ');
+    .toLowerCase();
 }
 
 /**
@@ -136,11 +113,20 @@ export interface Lexicon {
   values?: Map<string, ValueRef>;
   /** "table\u0000column" keys of date columns, whose extremes are "the earliest" and "the latest" (withData). */
   dates?: Set<string>;
+  /** "table\u0000column" -> the adjectives a comparison or ranking of the column is said with ("cheaper than", "the longest"). */
+  gradable: Map<string, Gradable>;
+  /** table -> [singular, plural] of a WordNet synonym of its one-word name ("films" for movie), where it names that table alone. */
+  synonymTables: Map<string, [string, string]>;
+  /**
+   * "table\u0000column" -> a category value as people type it (case-folded; "shut down" for 'Shutdown'; a documented
+   * meaning for a code) -> the value as stored; only forms that name one stored value of the column (withData).
+   */
+  typed?: Map<string, Map<string, string>>;
 }
 
 export const colKey = (table: string, column: string) => `${table}\u0000${column}`;
 
-export function buildLexicon(schema: DbSchema): Lexicon {
+export function buildLexicon(schema: DbSchema, docs?: DbDocs): Lexicon {
   const seen = new Map<string, string[]>();
   for (const t of schema.tables) {
     for (const c of t.columns) {
@@ -165,6 +151,7 @@ export function buildLexicon(schema: DbSchema): Lexicon {
   const tables = new Map<string, string>();
   const tcount = new Map<string, number>();
   const short = shortPhrases(schema, seen, unspeakable);
+  if (docs) documentedNames(schema, docs, seen, short, unspeakable);
   for (const [k, p] of short) {
     const [t, c] = k.split('\u0000');
     columns.set(p, [t, c]);
@@ -193,7 +180,75 @@ export function buildLexicon(schema: DbSchema): Lexicon {
     tables.set(one, t.name);
     tables.set(many, t.name);
   }
-  return { columns, short, tables, unspeakable, shortTables };
+  return { columns, short, tables, unspeakable, shortTables, gradable: gradables(schema), synonymTables: synonymTables(real, tables, columns, tcount) };
+}
+
+/** Numeric columns said with an adjective (adjectives.ts), where the adjective names one column of its table. */
+function gradables(schema: DbSchema): Map<string, Gradable> {
+  const out = new Map<string, Gradable>();
+  for (const t of schema.tables) {
+    const keys = new Set([...t.primaryKey, ...t.foreignKeys.flatMap((f) => f.fromColumns)]);
+    const found = t.columns.filter((c) => c.affinity !== 'TEXT' && !keys.has(c.name)).flatMap((c) => gradableOf(t.name, c.name, ownWords(t.name, c.name)) ?? []);
+    for (const g of found) if (found.filter((o) => o.more === g.more || o.less === g.less).length === 1) out.set(colKey(t.name, g.column), g);
+  }
+  return out;
+}
+
+const MASS_ENDINGS = /(ise|ware|ment|ness|age|ing|ery|ity|ism|ics)$/;
+
+/**
+ * A one-word table named by a WordNet synonym of its name too ("films" for movie), as people name it,
+ * when no other table, column or grammar word is that synonym. Restrained: one-word names only, and
+ * only synonyms whose first sense is the name's first sense (wordnet-lexicon.ts).
+ */
+function synonymTables(real: DbSchema['tables'], tables: Map<string, string>, columns: Map<string, [string, string]>, tcount: Map<string, number>): Map<string, [string, string]> {
+  const out = new Map<string, [string, string]>();
+  const claimed = new Map<string, number>();
+  const candidates: Array<[string, string, string]> = [];
+  for (const t of real) {
+    const one = tableSingular(t.name);
+    if (one.includes(' ')) continue;
+    for (const syn of SYNONYMS[one] ?? []) {
+      const many = plural(syn);
+      // A mass noun reads wrong in the plural ("merchandises"): WordNet does not say which nouns count, their endings do.
+      if (singular(syn) !== syn || many === syn || MASS_ENDINGS.test(syn)) continue;
+      candidates.push([t.name, syn, many]);
+      for (const w of [syn, many]) claimed.set(w, (claimed.get(w) ?? 0) + 1);
+    }
+  }
+  for (const [t, one, many] of candidates) {
+    if (out.has(t) || [one, many].some((w) => claimed.get(w) !== 1 || columns.has(w) || tcount.has(w) || tables.has(w) || GRAMMAR_HEADS.has(w))) continue;
+    out.set(t, [one, many]);
+    tables.set(one, t);
+    tables.set(many, t);
+  }
+  return out;
+}
+
+/**
+ * Columns named by their documentation ("total federal revenue" for t_fed_rev): the documented name
+ * becomes the column's short phrase, when it reads as words and names no other column or table.
+ */
+function documentedNames(schema: DbSchema, docs: DbDocs, long: Map<string, string[]>, short: Map<string, string>, unspeakable: Set<string>): void {
+  const tableWords = new Set(schema.tables.flatMap((t) => [tablePlural(t.name), tableSingular(t.name)]));
+  const taken = new Set([...long.keys(), ...short.values()]);
+  const named = new Map<string, string[]>();
+  for (const td of docs.tables) {
+    const t = schema.tables.find((x) => x.name.toLowerCase() === td.table.toLowerCase());
+    if (!t) continue;
+    for (const cd of td.columns) {
+      const c = t.columns.find((x) => x.name.toLowerCase() === cd.column.toLowerCase());
+      const name = cd.name?.toLowerCase().replace(/\s+/g, ' ').trim();
+      if (!c || !name || !/^\p{L}[\p{L}\p{N} ]*$/u.test(name) || name.split(' ').length > 6) continue;
+      named.set(name, [...(named.get(name) ?? []), colKey(t.name, c.name)]);
+    }
+  }
+  for (const [name, keys] of named) {
+    if (keys.length !== 1 || unspeakable.has(keys[0]) || taken.has(name) || tableWords.has(name) || GRAMMAR_HEADS.has(name.split(' ')[0])) continue;
+    const [t, c] = keys[0].split('\u0000');
+    if (columnPhrase(t, c) === name) continue;
+    short.set(keys[0], name);
+  }
 }
 
 /**
@@ -247,8 +302,9 @@ const EMPTY_VALUES = new Set(['yes', 'no', 'y', 'n', 'true', 'false', 'none', 'n
  * it belongs to one column only, reads as words (letters first, no quotes or sentence punctuation),
  * and is not also the name of a table or column or a word of the question grammar.
  */
-export function withData(lex: Lexicon, values: Map<string, string[]>, dates: Iterable<string> = []): Lexicon {
+export function withData(lex: Lexicon, values: Map<string, string[]>, dates: Iterable<string> = [], docs?: DbDocs): Lexicon {
   const owners = new Map<string, ValueRef[]>();
+  const meanings = docs ? valueMeanings(docs) : new Map<string, Map<string, string>>();
   for (const [k, vals] of values) {
     const [table, column] = k.split('\u0000');
     const last = ownWords(table, column).split(' ').pop()!;
@@ -261,5 +317,51 @@ export function withData(lex: Lexicon, values: Map<string, string[]>, dates: Ite
   }
   const index = new Map<string, ValueRef>();
   for (const [low, refs] of owners) if (refs.length === 1) index.set(low, refs[0]);
-  return { ...lex, values: index, dates: new Set(dates) };
+  // The forms people type name the same value: its words ("shut down"), its documented meaning.
+  const typed = new Map<string, Map<string, string>>();
+  for (const [k, vals] of values) {
+    const forms = new Map<string, string[]>();
+    const m = meanings.get(k.toLowerCase());
+    for (const value of new Set(vals)) {
+      if (typeof value !== 'string') continue;
+      for (const f of new Set([value.toLowerCase(), ...spokenForms(value), ...(m?.has(value) ? [m.get(value)!.toLowerCase()] : [])])) forms.set(f, [...(forms.get(f) ?? []), value]);
+    }
+    const own = new Map<string, string>();
+    for (const [f, vs] of forms) if (vs.length === 1 && f.length >= 2) own.set(f, vs[0]);
+    typed.set(k, own);
+    for (const [f, stored] of own) {
+      const ref = index.get(stored.toLowerCase());
+      if (!ref || ref.value !== stored || f === stored.toLowerCase() || index.has(f) || owners.has(f) || lex.columns.has(f) || lex.tables.has(f) || GRAMMAR_HEADS.has(f) || !/^\p{L}[\p{L}\p{N} ]*$/u.test(f)) continue;
+      index.set(f, ref);
+    }
+  }
+  return { ...lex, values: index, dates: new Set(dates), typed };
+}
+
+/**
+ * A stored value as people type it in words: camelCase and other joined words split ("InProgress" ->
+ * "in progress", "Shutdown" -> "shut down" where WordNet knows both "shutdown" and "shut down").
+ */
+export function spokenForms(value: string): string[] {
+  const out = new Set<string>();
+  // Words only: an e-mail, a code or a number is typed as it is stored.
+  if (!/^\p{L}[\p{L} _-]*$/u.test(value)) return [];
+  const split = splitWords(value);
+  // A split that leaves a stray fragment ("McDonald" -> "mc donald") is no way of typing the value.
+  const whole = split.split(' ').every((w) => w.length >= 3 || SHORT_WORDS.has(w) || /^\d+$/.test(w));
+  if (split !== value.toLowerCase() && split && whole) out.add(split);
+  const parts = split.split(' ').map((w) => COMPOUNDS[w] ?? w);
+  const open = parts.join(' ');
+  if (open !== split) out.add(open);
+  out.delete(value.toLowerCase());
+  return [...out];
+}
+
+const SHORT_WORDS = new Set(['in', 'on', 'of', 'to', 'at', 'up', 'by', 'no', 'or', 'and', 'not', 'off', 'out', 'a', 'an']);
+
+/** "table\u0000column" (lower-cased) -> stored value -> its documented meaning. */
+function valueMeanings(docs: DbDocs): Map<string, Map<string, string>> {
+  const out = new Map<string, Map<string, string>>();
+  for (const t of docs.tables) for (const c of t.columns) if (c.values) out.set(colKey(t.table, c.column).toLowerCase(), new Map(Object.entries(c.values)));
+  return out;
 }

@@ -4,7 +4,7 @@
  * the average C of X that have ...?", "List the A of all X.", "How many X are there for each G?", links
  * between tables ("tracks that have no invoice lines"), shares, and set operations ("... that have c1 or
  * c2"). Each intent is a sentence pattern with its exact inverse here, so a question realized by an
- * intent is parsed back to the same query (align.ts tries these before the general grammar of
+ * intent is parsed back to the same query (general-parse.ts tries these before the general grammar of
  * realize.ts). A query that fits no intent is realized by the general grammar.
  *
  * Filters are said as "have <column> <value>" ("have status 'Operational'", "have capacity at least
@@ -13,10 +13,12 @@
  * questions, as people quote what they type from the data; some go bare, as people also type them.
  */
 import pluralize from 'pluralize';
-import { isRankGuard, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst, type SetOpAst } from './ast.ts';
-import { columnWords, spokenColumn, tablePlural, tableSingular, type Lexicon, type ValueRef } from './names.ts';
-import type { ForeignKey } from '../sql/types.ts';
-import type { QuestionStyle } from './types.ts';
+import { isRankGuard, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst, type SetOpAst } from '../ast.ts';
+import { colKey, columnWords, spokenColumn, tablePlural, tableSingular, type Lexicon, type ValueRef } from './names.ts';
+import { comparative, superlative, type Gradable } from './adjectives.ts';
+import { COUNT_CLAUSE_FRAMES, COUNT_NOUN_FRAMES, DISTINCT_COUNT_FRAMES, GROUP_TOP_FRAMES, LIST_FRAMES, pickFrame, VALUE_FRAMES } from './frames.ts';
+import type { ForeignKey } from '../../sql/types.ts';
+import type { QuestionStyle } from '../types.ts';
 
 /** The comparison words of a filter said after its column; '=' on text is just the value. */
 export const NAT_OPS: ReadonlyArray<[string, string]> = [
@@ -68,10 +70,39 @@ const rankWord = (lex: Lexicon, c: ColRef, high: boolean, variant: number): stri
 };
 export const HIGH_WORDS: ReadonlyArray<[string, 'DESC' | 'ASC']> = [['highest ', 'DESC'], ['latest ', 'DESC'], ['largest ', 'DESC'], ['lowest ', 'ASC'], ['earliest ', 'ASC'], ['smallest ', 'ASC']];
 
-function natCond(c: Cond, say: Say, lex: Lexicon): string | null {
+/**
+ * A stored category value as people type it (names.ts Lexicon.typed): its words ("shut down" for
+ * 'Shutdown'), its documented meaning, or in lower case; the value itself when no other form names it alone.
+ */
+export function typedValue(lex: Lexicon, table: string, column: string, value: string): string {
+  const forms = [...(lex.typed?.get(colKey(table, column)) ?? [])].filter(([f, v]) => v === value && f !== value).map(([f]) => f);
+  const spoken = forms.find((f) => f !== value.toLowerCase());
+  if (spoken) return spoken;
+  // Lower case for about half the values (by the value, so a question reads the same each time it is realized).
+  const lower = forms[0];
+  return lower && [...value].reduce((h, ch) => (h * 31 + ch.charCodeAt(0)) >>> 0, 7) % 2 === 0 ? lower : value;
+}
+
+/** Words after a column that open a comparison ("other than", "at least", "in 1990"): a value starting so stays quoted. */
+const OP_HEADS = new Set(['other', 'at', 'above', 'below', 'of', 'in', 'after', 'before', 'containing']);
+
+/**
+ * A category value typed without quotes ("have status shut down"), as people often type it: one value in
+ * two, when the form names one value of its column and reads as words the parser cannot take for grammar.
+ */
+function bare(lex: Lexicon, c: ColRef, form: string): boolean {
+  if (!lex.typed?.get(colKey(c.table, c.column))?.has(form.toLowerCase()) || !/^\p{L}[\p{L} ]*$/u.test(form) || / and /.test(form) || OP_HEADS.has(form.split(' ')[0].toLowerCase())) return false;
+  return [...form].reduce((h, ch) => (h * 17 + ch.charCodeAt(0)) >>> 0, 3) % 2 === 0;
+}
+
+function natCond(c: Cond, say: Say, lex: Lexicon, people = false): string | null {
   if (c.kind === 'cmp' && c.left.kind === 'col' && c.right.kind === 'lit' && c.right.value !== null) {
     const v = c.right.value;
-    if (c.op === '=' && typeof v === 'string') return `${say(c.left)} ${quote(v)}`;
+    if (c.op === '=' && typeof v === 'string') {
+      if (!people) return `${say(c.left)} ${quote(v)}`;
+      const typed = typedValue(lex, c.left.table, c.left.column, v);
+      return `${say(c.left)} ${bare(lex, c.left, typed) ? typed : quote(typed)}`;
+    }
     const w = NAT_OPS.find(([op]) => op === c.op)?.[1];
     return w ? `${say(c.left)} ${w} ${quote(v)}` : null;
   }
@@ -90,7 +121,7 @@ function natCond(c: Cond, say: Say, lex: Lexicon): string | null {
   // that have media type name 'AAC audio file'"): the same rows, since each child row has one parent.
   if (c.kind === 'in' && !c.negated && c.query.where.length === 1 && !c.query.joins.length && c.query.columns[0]?.kind === 'col') {
     const inner = c.query.where[0];
-    return inner.kind === 'in' ? null : natCond(inner, say, lex);
+    return inner.kind === 'in' ? null : natCond(inner, say, lex, people);
   }
   if (c.kind === 'like' && /^%[^%]+%$/.test(c.pattern)) return `${say(c.expr)} containing '${c.pattern.slice(1, -1)}'`;
   if (c.kind === 'null' && !c.negated) return `no ${say(c.expr)}`;
@@ -159,9 +190,10 @@ function existsPhrase(c: Cond & { kind: 'exists' }, base: string, say: Say, lex:
  * links to other tables); '' when q has no filter, null when one cannot be said. `attrs` alone is
  * what follows "with" in a terse question.
  */
-function natClause(q: SelectAst, say: Say, lex: Lexicon): { text: string; attrs: string; links: number } | null {
+function natClause(q: SelectAst, say: Say, lex: Lexicon, people = false): { text: string; attrs: string; links: number } | null {
   const attrs: string[] = [];
   const rels: string[] = [];
+  const ares: string[] = [];
   for (const c of q.where) {
     if (isRankGuard(q, c)) continue;
     const r = relationPhrase(c, q.from.table, say, lex);
@@ -169,12 +201,31 @@ function natClause(q: SelectAst, say: Say, lex: Lexicon): { text: string; attrs:
       rels.push(r);
       continue;
     }
-    const s = natCond(c, say, lex);
+    const g = people ? comparison(c, q.from.table, lex) : null;
+    if (g) {
+      ares.push(`are ${g}`);
+      continue;
+    }
+    const s = natCond(c, say, lex, people);
     if (s === null) return null;
     attrs.push(s);
   }
   const a = attrs.join(' and ');
-  return { text: [...(a ? [`have ${a}`] : []), ...rels].join(' and '), attrs: a, links: rels.length };
+  // Adjectives first, then attributes, then links: the order the parser reads them in.
+  return { text: [...ares, ...(a ? [`have ${a}`] : []), ...rels].join(' and '), attrs: a, links: rels.length + ares.length };
+}
+
+/** The gradable column of `base` that c compares with a number, said with an adjective: "longer than 300000 milliseconds". */
+export function comparison(c: Cond, base: string, lex: Lexicon): string | null {
+  if (c.kind !== 'cmp' || c.left.kind !== 'col' || c.left.table !== base || (c.op !== '>' && c.op !== '<') || c.right.kind !== 'lit' || typeof c.right.value !== 'number') return null;
+  const g = lex.gradable.get(colKey(c.left.table, c.left.column));
+  return g ? `${comparative(c.op === '>' ? g.more : g.less)} than ${c.right.value}${g.unit ? ` ${g.unit}` : ''}` : null;
+}
+
+/** The superlative a ranking by c says, where c is gradable: "most expensive" (DESC), "shortest" (ASC). */
+export function rankAdjective(lex: Lexicon, c: ColRef, desc: boolean): string | null {
+  const g: Gradable | undefined = lex.gradable.get(colKey(c.table, c.column));
+  return g ? superlative(desc ? g.more : g.less) : null;
 }
 
 /** One group, selected first: "Which G ...", perhaps with its count or measure after it. */
@@ -189,7 +240,9 @@ const plainCol = (e: Expr | undefined): e is ColRef => e?.kind === 'col';
 export const AGG_OF: Partial<Record<AggFn, string>> = { SUM: 'total', AVG: 'average', MAX: 'highest', MIN: 'lowest' };
 
 /** What a question calls a table: its short name in odd variants where it has one ("plants"), else its full name. */
-function tableNoun(lex: Lexicon, table: string, variant: number, many = true): string {
+function tableNoun(lex: Lexicon, table: string, variant: number, many = true, people = false): string {
+  const syn = people ? lex.synonymTables.get(table) : undefined;
+  if (syn && variant % 3 === 0) return many ? syn[1] : syn[0];
   const short = lex.shortTables?.get(table);
   if (short && variant % 2 === 1) return many ? short[1] : short[0];
   return many ? tablePlural(table) : tableSingular(table);
@@ -208,8 +261,8 @@ function valueFilter(c: Cond, lex: Lexicon, base: string): ValueRef | null {
  * without those filters, whose clause says the rest. Two variants in three say it so, half of those
  * without quotes ("PHWR plants"); the others keep every filter in the clause ("plants that have ...").
  */
-function tableRef(q: SelectAst, lex: Lexicon, variant: number): { phrase: string; rest: SelectAst } {
-  const P = tableNoun(lex, q.from.table, variant);
+function tableRef(q: SelectAst, lex: Lexicon, variant: number, people = false): { phrase: string; rest: SelectAst } {
+  const P = tableNoun(lex, q.from.table, variant, true, people);
   if (!lex.values || variant % 3 === 2) return { phrase: P, rest: q };
   let adj: Cond | null = null;
   let place: Cond | null = null;
@@ -221,6 +274,8 @@ function tableRef(q: SelectAst, lex: Lexicon, variant: number): { phrase: string
   if (!adj && !place) return { phrase: P, rest: q };
   const value = (c: Cond) => {
     const v = (c as { right: { value: string } }).right.value;
+    // As people type it, unquoted: "shut down plants", "operational plants in france".
+    if (people) return typedValue(lex, q.from.table, (c as { left: ColRef }).left.column, v);
     return variant >= 3 ? v : `'${v}'`;
   };
   const phrase = `${adj ? `${value(adj)} ` : ''}${P}${place ? ` in ${value(place)}` : ''}`;
@@ -228,14 +283,18 @@ function tableRef(q: SelectAst, lex: Lexicon, variant: number): { phrase: string
 }
 
 /** A question for q by one of the intents, or null when none fits. `variant` picks among an intent's phrasings. */
-export function realizeIntent(q: QueryAst, lex: Lexicon, style: QuestionStyle, variant: number): string | null {
-  return q.kind === 'setop' ? realizeSetIntent(q, lex, style, variant) : realizeSelectIntent(q, lex, style, variant);
+/**
+ * A question for q by one of the intents, or null when none fits. `variant` picks among an intent's
+ * phrasings; `people` asks it in people's variety (frames.ts, adjectives, values as typed, synonyms).
+ */
+export function realizeIntent(q: QueryAst, lex: Lexicon, style: QuestionStyle, variant: number, people = false): string | null {
+  return q.kind === 'setop' ? realizeSetIntent(q, lex, style, variant) : realizeSelectIntent(q, lex, style, variant, people);
 }
 
-function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, variant: number): string | null {
+function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, variant: number, people: boolean): string | null {
   const say: Say = (c) => spokenColumn(lex, c.table, c.column);
-  const P = tableNoun(lex, q.from.table, variant);
-  const clause = natClause(q, say, lex);
+  const P = tableNoun(lex, q.from.table, variant, true, people);
+  const clause = natClause(q, say, lex, people);
   if (clause === null) return null;
   const conds = clause.text;
   const that = conds ? ` that ${conds}` : '';
@@ -255,14 +314,19 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
   const ranked = q.orderBy.length > 0 && q.limit !== null;
   const v = variant % 2;
   // The table with its category values ("Operational plants in France") and the clause for the rest.
-  const ref = tableRef(q, lex, variant);
-  const refClause = ref.rest === q ? clause : natClause(ref.rest, say, lex);
+  const ref = tableRef(q, lex, variant, people);
+  const refClause = ref.rest === q ? clause : natClause(ref.rest, say, lex, people);
   if (refClause === null) return null;
   const R = ref.phrase;
   const refThat = refClause.text ? ` that ${refClause.text}` : '';
 
   // How many X (have ...)?
   if (!grouped && !ranked && !q.distinct && q.columns.length === 1 && isCountStar(q.columns[0]) && q.orderBy.length === 0) {
+    if (people) {
+      const f = pickFrame([...COUNT_CLAUSE_FRAMES, ...COUNT_NOUN_FRAMES], style, variant);
+      if (COUNT_CLAUSE_FRAMES.includes(f)) return `${f.text} ${R} ${refClause.text || 'are there'}${f.end}`;
+      return `${f.text} ${R}${refThat}${f.end}`;
+    }
     if (style === 'imperative') return `Count the ${R}${refThat}.`;
     if (style === 'terse') return `Number of ${R}${refClause.links ? refThat : refClause.text ? ` with ${refClause.attrs}` : ''}.`;
     const head = style === 'colloquial' ? 'Could you tell me how many' : 'How many';
@@ -279,13 +343,19 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
     const e = q.columns[0];
     if (e.kind === 'agg' && e.fn === 'COUNT' && e.distinct && plainCol(e.arg)) {
       if (!conds && (e.arg.table !== q.from.table || q.joins.length)) return null;
+      if (people) {
+        const f = pickFrame(DISTINCT_COUNT_FRAMES, style, variant);
+        return `${f.text} ${lastPlural(say(e.arg))}${f === DISTINCT_COUNT_FRAMES[0] ? ' are there' : ''}${conds ? ` among ${P}${that}` : ''}${f.end}`;
+      }
       return `How many different ${lastPlural(say(e.arg))} are there${conds ? ` among ${P}${that}` : ''}?`;
     }
     // What is the average C of X (that have ...)?
     if (e.kind === 'agg' && e.fn !== 'COUNT' && plainCol(e.arg)) {
-      const head = style === 'imperative' ? 'Find the' : 'What is the';
+      const f = people ? pickFrame(VALUE_FRAMES, style, variant) : null;
+      const head = f ? f.text : style === 'imperative' ? 'Find the' : 'What is the';
+      const end = f ? f.end : style === 'imperative' ? '.' : '?';
       const word = e.fn === 'MAX' || e.fn === 'MIN' ? extreme(lex, e.arg, e.fn === 'MAX') : AGG_OF[e.fn];
-      return `${head} ${word} ${say(e.arg)} of ${conds ? R : `all ${P}`}${refThat}${style === 'imperative' ? '.' : '?'}`;
+      return `${head} ${word} ${say(e.arg)} of ${conds ? R : `all ${P}`}${refThat}${end}`;
     }
   }
   // Which G has the most X / the highest total C (that have ...)? / What are the k G with ...? Asked with
@@ -312,6 +382,10 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
     const tail = shown ? ask : '';
     // "What is the most common type of crimes?": how people ask for the group that has the most rows.
     if (q.limit === 1 && desc && isCountStar(o.expr) && !shown && v === 1 && style !== 'imperative') return `What is the most common ${g} of ${R}${refThat}?`;
+    if (q.limit === 1 && people && !shown) {
+      const f = pickFrame(GROUP_TOP_FRAMES, style, variant);
+      return f.text === 'Which' ? `Which ${g} has ${measure}?` : `${f.text} ${g} with ${measure}${f.end}`;
+    }
     if (q.limit === 1) return v === 0 || style === 'formal' || shown ? `Which ${g} has ${measure}${tail}?` : `Find the ${g} with ${measure}.`;
     return `What are the ${v === 1 && desc ? 'top ' : ''}${q.limit} ${lastPlural(g)} with ${measure}${tail}?`;
   }
@@ -321,6 +395,10 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
     const c = say(q.orderBy[0].expr);
     const hi = rankWord(lex, q.orderBy[0].expr as ColRef, q.orderBy[0].dir === 'DESC', variant);
     const among = conds ? `, among those${that}` : '';
+    // "the most expensive track", "the 3 longest tracks": the ranking said with the column's adjective.
+    const sup = people && q.orderBy[0].expr.kind === 'col' && q.orderBy[0].expr.table === q.from.table ? rankAdjective(lex, q.orderBy[0].expr, q.orderBy[0].dir === 'DESC') : null;
+    if (sup && q.limit === 1) return `What is the ${a} of the ${sup} ${tableNoun(lex, q.from.table, variant, false, people)}${among}?`;
+    if (sup) return `What are the ${pluralSay(lex, a)} of the ${q.limit} ${sup} ${P}${among}?`;
     if (q.limit === 1) return `What is the ${a} of the ${tableNoun(lex, q.from.table, variant, false)} with the ${hi} ${c}${among}?`;
     return `What are the ${pluralSay(lex, a)} of the ${q.limit} ${P} with the ${hi} ${c}${among}?`;
   }
@@ -338,11 +416,28 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
     if (e.kind === 'agg' && e.fn !== 'COUNT' && plainCol(e.arg)) return `What is the ${AGG_OF[e.fn]} ${say(e.arg)} of ${P} for each ${g}?`;
     return null;
   }
+  // How long is the track named 'Walk On'? / How expensive is the track with composer 'X'? One gradable
+  // column of the rows one filter names, asked with its adjective.
+  if (people && !grouped && !ranked && !q.distinct && !q.joins.length && q.columns.length === 1 && plainCol(q.columns[0]) && q.where.length === 1) {
+    const g = lex.gradable.get(colKey(q.from.table, q.columns[0].column));
+    const w = q.where[0];
+    if (g && q.columns[0].table === q.from.table && w.kind === 'cmp' && w.op === '=' && w.left.kind === 'col' && w.left.table === q.from.table && w.right.kind === 'lit' && typeof w.right.value === 'string') {
+      const T = tableNoun(lex, q.from.table, variant, false, people);
+      const role = NAMING_ROLES.find((r) => intentEnv(lex).naming.get(`${q.from.table}\u0000${r}`) === (w.left as ColRef).column);
+      if (role && variant % 2 === 0) return `How ${g.more} is the ${T} ${role} ${quote(w.right.value)}?`;
+      const s = natCond(w, say, lex, people);
+      if (s !== null) return `How ${g.more} is the ${T} with ${s}?`;
+    }
+  }
   // List the A (and B) of X (that have ...).
   if (!grouped && !ranked && q.orderBy.length === 0 && q.columns.length >= 1 && q.columns.length <= 2 && q.columns.every(plainCol)) {
     const cols = q.columns.map((c) => pluralSay(lex, say(c as ColRef)));
     const what = `${q.distinct ? 'different ' : ''}${cols.join(' and ')}`;
     const of = conds ? `${R}${refThat}` : `all ${P}`;
+    if (people) {
+      const f = pickFrame(LIST_FRAMES, style, variant);
+      return `${f.text} ${what} of ${of}${f.end}`;
+    }
     if (style === 'imperative' || style === 'terse') return `${v === 0 ? 'List' : 'Show'} the ${what} of ${of}.`;
     return `What are the ${what} of ${of}?`;
   }
@@ -373,6 +468,10 @@ function realizeSetIntent(q: SetOpAst, lex: Lexicon, style: QuestionStyle, varia
   return `What are the ${A} of ${P} that have ${c1}, excluding those of ${P} that have ${c2}?`;
 }
 
+/** How a row is called by its name or title column: "the track named 'Walk On'", "the album titled 'X'". */
+export const NAMING_ROLES = ['named', 'titled'] as const;
+const NAMING_WORDS: Record<string, (typeof NAMING_ROLES)[number]> = { name: 'named', title: 'titled' };
+
 /** The lexicon's phrases as the intent parser (intent-parse.ts) and pluralSay look them up, built once per lexicon. */
 export interface IntentEnv {
   lex: Lexicon;
@@ -388,6 +487,10 @@ export interface IntentEnv {
   tableSingulars: Array<[string, string]>;
   /** The lexicon's category values (lowercase), longest first. */
   valueKeys: string[];
+  /** "table\u0000named" / "table\u0000titled" -> the table's one column whose words are "name" / "title". */
+  naming: Map<string, string>;
+  /** Each gradable column's adjectives, both ways ("more expensive"/"most expensive" DESC, "cheaper"/"cheapest" ASC), longest first. */
+  gradables: Array<{ g: Gradable; comparative: string; superlative: string; dir: 'ASC' | 'DESC' }>;
 }
 
 const cache = new WeakMap<Lexicon, IntentEnv>();
@@ -406,10 +509,26 @@ export function intentEnv(lex: Lexicon): IntentEnv {
     for (const c of clash) plurals.delete(c);
     const longestFirst = (a: string, b: string): number => b.length - a.length;
     const shortOf = (t: string) => lex.shortTables?.get(t);
-    const tablePlurals = [...lex.tables.keys()].filter((k) => tablePlural(lex.tables.get(k)!) === k || shortOf(lex.tables.get(k)!)?.[1] === k).sort(longestFirst);
-    const tableSingulars = [...lex.tables.entries()].filter(([k, t]) => tableSingular(t) === k || shortOf(t)?.[0] === k).sort((a, b) => longestFirst(a[0], b[0]));
+    const synOf = (t: string) => lex.synonymTables.get(t);
+    const tablePlurals = [...lex.tables.keys()].filter((k) => tablePlural(lex.tables.get(k)!) === k || shortOf(lex.tables.get(k)!)?.[1] === k || synOf(lex.tables.get(k)!)?.[1] === k).sort(longestFirst);
+    const tableSingulars = [...lex.tables.entries()].filter(([k, t]) => tableSingular(t) === k || shortOf(t)?.[0] === k || synOf(t)?.[0] === k).sort((a, b) => longestFirst(a[0], b[0]));
+    const gradables: IntentEnv['gradables'] = [];
+    for (const g of lex.gradable.values()) {
+      for (const [adj, dir] of [[g.more, 'DESC'], [g.less, 'ASC']] as const) gradables.push({ g, comparative: comparative(adj), superlative: superlative(adj), dir });
+    }
+    gradables.sort((a, b) => b.superlative.length - a.superlative.length || b.comparative.length - a.comparative.length);
+    const naming = new Map<string, string>();
+    const doubled = new Set<string>();
+    for (const [t, c] of lex.columns.values()) {
+      const role = NAMING_WORDS[columnWords(t, c)];
+      const k = `${t}\u0000${role}`;
+      if (!role || naming.get(k) === c) continue;
+      if (naming.has(k)) doubled.add(k);
+      naming.set(k, c);
+    }
+    for (const k of doubled) naming.delete(k);
     const valueKeys = [...(lex.values?.keys() ?? [])].sort(longestFirst);
-    e = { lex, phrases, tablePlurals, plurals, pluralPhrases: [...plurals.keys()].sort(longestFirst), tableSingulars, valueKeys };
+    e = { lex, phrases, tablePlurals, plurals, pluralPhrases: [...plurals.keys()].sort(longestFirst), tableSingulars, valueKeys, gradables, naming };
     cache.set(lex, e);
   }
   return e;

@@ -1,0 +1,204 @@
+// `npm run bench -- human [--sets spider,kaggle] [--dbs a,b] [--seeds 0,1] [--small] [--out runs/bench-human] [--examples 0]`
+// The end measure, run as a user would: `agro quickstart --db <db>` on each database alone (its documentation
+// found beside it, as for any user's database), then `agro predict --policy <checkpoint>` at its defaults (the
+// checkpoint's own prompt contract) with the SFT and the final RL checkpoint over the questions people wrote
+// about that database, which nothing ever trains on. Sets: ../shared/data/spider-dev-open (9 Spider dev
+// databases, 330 questions) and ../shared/data/kaggledbqa (2 Kaggle databases, 59 questions).
+// Prints one row per database and seed (synthetic held-out EX, human EX SFT → RL, the tool's fixed/broke on
+// human questions, minutes, load), the means per set, and writes summary.json. Every step is a CLI command in
+// its own process and resumes: a rerun reuses finished quickstarts and predictions.
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { queryShape, schemaItems } from '../src/factory/realism.ts';
+import { introspectSchema } from '../src/sql/introspect.ts';
+import { tokenize } from '../src/sql/lexer.ts';
+import type { DbSchema } from '../src/sql/types.ts';
+import { Rng } from '../src/util/rng.ts';
+import { writeJsonAtomic } from '../src/util/fs.ts';
+import { flag, num } from './_args.ts';
+import { agroCli } from './_agro.ts';
+import { table } from './rl.ts';
+
+interface Human {
+  db_id: string;
+  question: string;
+  query: string;
+}
+
+/** The open measurement sets: where their databases and questions are. */
+const SETS = {
+  spider: { root: resolve('../shared/data/spider-dev-open'), questions: 'dev.json' },
+  kaggle: { root: resolve('../shared/data/kaggledbqa'), questions: 'questions.json' },
+} as const;
+type SetName = keyof typeof SETS;
+
+const load = (): string => loadavg().map((x) => x.toFixed(1)).join(' ');
+
+const agro = (args: string[], log: string): number => agroCli(args, { log }).seconds;
+
+interface PredictOutcome {
+  correct: number;
+  n: number;
+  fixed: number;
+  broke: number;
+  toolCalls: number;
+  /** Predictions SQLite could not even run (syntax or unknown names). */
+  errors: number;
+}
+
+function outcome(dir: string): PredictOutcome {
+  const rep = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as {
+    summary: { correct: number; count: number; outcomes: Record<string, number> };
+    predict: { toolEffect?: { fixed: number; broke: number }; toolCalls: number };
+  };
+  return {
+    correct: rep.summary.correct,
+    n: rep.summary.count,
+    fixed: rep.predict.toolEffect?.fixed ?? 0,
+    broke: rep.predict.toolEffect?.broke ?? 0,
+    toolCalls: rep.predict.toolCalls,
+    errors: rep.summary.outcomes.pred_error ?? 0,
+  };
+}
+
+/** Why a prediction missed, from the SQL alone: it did not run, its shape differs, it reads other tables or columns, it uses other values, or none of these (order, DISTINCT, a condition said another way). */
+export const FAILURE_KINDS = ['unrunnable', 'structure', 'column', 'value', 'other'] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
+
+const literals = (sql: string): string => tokenize(sql).filter((t) => t.kind === 'str' || t.kind === 'num').map((t) => t.text.toLowerCase()).sort().join('\u0000');
+
+export function classifyFailure(pred: string, gold: string, outcome: string, schema: DbSchema): FailureKind {
+  if (outcome === 'pred_error' || !pred.trim()) return 'unrunnable';
+  if (queryShape(pred) !== queryShape(gold)) return 'structure';
+  const a = [...schemaItems(pred, schema)].sort().join(',');
+  const b = [...schemaItems(gold, schema)].sort().join(',');
+  if (a !== b) return 'column';
+  if (literals(pred) !== literals(gold)) return 'value';
+  return 'other';
+}
+
+function failures(dir: string, schema: DbSchema): { counts: Record<FailureKind, number>; examples: { question?: string; kind: FailureKind; pred: string; gold: string }[] } {
+  const rep = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as { questions: { outcome: string; pred: string; gold: string; index: number }[] };
+  const recs = readFileSync(join(dir, 'trajectories.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { index: number; question: string });
+  const q = new Map(recs.map((r) => [r.index, r.question]));
+  const counts = Object.fromEntries(FAILURE_KINDS.map((k) => [k, 0])) as Record<FailureKind, number>;
+  const examples: { question?: string; kind: FailureKind; pred: string; gold: string }[] = [];
+  for (const r of rep.questions) {
+    if (r.outcome === 'match') continue;
+    const kind = classifyFailure(r.pred, r.gold, r.outcome, schema);
+    counts[kind]++;
+    examples.push({ question: q.get(r.index), kind, pred: r.pred, gold: r.gold });
+  }
+  return { counts, examples };
+}
+
+export interface HumanRow {
+  set: SetName;
+  db: string;
+  seed: number;
+  questions: number;
+  synthRows: number;
+  heldOut: { sft: number; rl: number };
+  human: { sft: PredictOutcome; rl: PredictOutcome };
+  /** The RL policy's misses on the human questions, by kind (classifyFailure). */
+  failures: Record<FailureKind, number>;
+  quickstartSeconds: number | null;
+  load: string;
+}
+
+const pct = (c: number, n: number): string => `${((100 * c) / Math.max(1, n)).toFixed(1)}%`;
+
+export async function run(args: string[]): Promise<void> {
+  const sets = flag(args, '--sets', 'spider,kaggle').split(',').filter(Boolean) as SetName[];
+  for (const s of sets) if (!(s in SETS)) throw new Error(`bench human: unknown set ${s} (have: ${Object.keys(SETS).join(', ')})`);
+  const only = flag(args, '--dbs', '').split(',').filter(Boolean);
+  const seeds = flag(args, '--seeds', '0').split(',').map(Number);
+  const small = args.includes('--small');
+  const outRoot = resolve(flag(args, '--out', 'runs/bench-human'));
+  const nExamples = num(args, '--examples', 0);
+  const results: HumanRow[] = [];
+  for (const set of sets) {
+    const { root, questions } = SETS[set];
+    if (!existsSync(root)) throw new Error(`bench human: ${root} is missing (../shared beside the repository)`);
+    const humans = JSON.parse(readFileSync(join(root, questions), 'utf8')) as Human[];
+    const dbs = readdirSync(join(root, 'database')).sort().filter((d) => only.length === 0 || only.includes(d));
+    for (const db of dbs) {
+      for (const seed of seeds) {
+        const dbPath = join(root, 'database', db, `${db}.sqlite`);
+        const out = join(outRoot, set, `${db}${small ? '-small' : ''}-s${seed}`);
+        mkdirSync(out, { recursive: true });
+        const log = join(out, 'bench.log');
+        const loadBefore = load();
+        const finished = (): boolean => existsSync(join(out, 'report.json')) && 'rl' in (JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as object);
+        let qsSecs: number | null = null;
+        if (!finished()) {
+          console.log(`${set}/${db} seed ${seed}: agro quickstart${small ? ' --small' : ''} (load ${loadBefore}) ...`);
+          qsSecs = agro(['quickstart', '--db', dbPath, '--out', out, '--seed', String(seed), ...(small ? ['--small'] : [])], log);
+        }
+        const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as {
+          synth: { rows: number };
+          sft: { checkpoint: string; eval: { accuracy: number } };
+          rl: { checkpoint: string; eval: { accuracy: number } };
+        };
+        const mine = humans.filter((h) => h.db_id === db);
+        const dataFile = join(out, 'human_questions.json');
+        writeFileSync(dataFile, JSON.stringify(mine, null, 1));
+        const human = {} as HumanRow['human'];
+        for (const [name, ck] of [['sft', report.sft.checkpoint], ['rl', report.rl.checkpoint]] as const) {
+          const dir = join(out, `human-${name}`);
+          // No prompt flags: the checkpoint's prompt contract is what a user gets.
+          if (!existsSync(join(dir, 'report.json'))) agro(['predict', '--policy', ck, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--out', dir], log);
+          human[name] = outcome(dir);
+        }
+        const fails = failures(join(out, 'human-rl'), introspectSchema(dbPath));
+        writeJsonAtomic(join(out, 'human-rl-failures.json'), fails.examples);
+        const row: HumanRow = { set, db, seed, questions: mine.length, synthRows: report.synth.rows, heldOut: { sft: report.sft.eval.accuracy, rl: report.rl.eval.accuracy }, human, failures: fails.counts, quickstartSeconds: qsSecs, load: loadBefore };
+        results.push(row);
+        console.log(`${set}/${db} seed ${seed}: human EX ${pct(human.sft.correct, human.sft.n)} → ${pct(human.rl.correct, human.rl.n)} (held-out synthetic ${pct(report.sft.eval.accuracy, 1)} → ${pct(report.rl.eval.accuracy, 1)})`);
+        if (nExamples > 0) examples(out, mine, seed, nExamples);
+      }
+    }
+  }
+  const rows: string[][] = [['set', 'database', 'seed', 'questions', 'synthetic held-out EX SFT → RL', 'human EX SFT → RL', 'RL Δ', 'unrunnable SQL (RL)', 'tool fixed/broke (RL)', 'RL misses: unrunnable/structure/column/value/other', 'quickstart min', 'load']];
+  for (const r of results) {
+    rows.push([
+      r.set, r.db, String(r.seed), String(r.questions),
+      `${pct(r.heldOut.sft, 1)} → ${pct(r.heldOut.rl, 1)}`,
+      `${pct(r.human.sft.correct, r.human.sft.n)} → ${pct(r.human.rl.correct, r.human.rl.n)}`,
+      `${(100 * (r.human.rl.correct / Math.max(1, r.human.rl.n) - r.human.sft.correct / Math.max(1, r.human.sft.n))).toFixed(1)}`,
+      `${r.human.rl.errors}/${r.human.rl.n}`,
+      `${r.human.rl.fixed}/${r.human.rl.broke}`,
+      FAILURE_KINDS.map((k) => r.failures[k]).join('/'),
+      r.quickstartSeconds === null ? 'reused' : (r.quickstartSeconds / 60).toFixed(1),
+      r.load,
+    ]);
+  }
+  // Means per set: over databases (each database counts once, its seeds averaged), as the goals are stated.
+  for (const set of sets) {
+    const mine = results.filter((r) => r.set === set);
+    if (!mine.length) continue;
+    const byDb = new Map<string, HumanRow[]>();
+    for (const r of mine) byDb.set(r.db, [...(byDb.get(r.db) ?? []), r]);
+    const mean = (f: (r: HumanRow) => number): number => [...byDb.values()].reduce((a, rs) => a + rs.reduce((b, r) => b + f(r), 0) / rs.length, 0) / byDb.size;
+    const sft = mean((r) => r.human.sft.correct / Math.max(1, r.human.sft.n));
+    const rl = mean((r) => r.human.rl.correct / Math.max(1, r.human.rl.n));
+    rows.push([set, `mean of ${byDb.size}`, seeds.join(','), '', `${pct(mean((r) => r.heldOut.sft), 1)} → ${pct(mean((r) => r.heldOut.rl), 1)}`, `${pct(sft, 1)} → ${pct(rl, 1)}`, (100 * (rl - sft)).toFixed(1), '', '', FAILURE_KINDS.map((k) => mine.reduce((a, r) => a + r.failures[k], 0)).join('/'), '', '']);
+  }
+  console.log('');
+  table(rows);
+  mkdirSync(outRoot, { recursive: true });
+  writeJsonAtomic(join(outRoot, 'summary.json'), { date: new Date().toISOString(), small, seeds, results });
+  console.log(`\nsummary: ${join(outRoot, 'summary.json')}`);
+}
+
+/** A few synthesized questions beside the human gold shapes the synthesized SQL never has. */
+function examples(out: string, mine: Human[], seed: number, n: number): void {
+  const synth = readFileSync(join(out, 'synth', 'dataset.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { question: string; SQL: string });
+  const rng = new Rng(seed + 1);
+  const idx = rng.shuffle(synth.map((_, i) => i)).slice(0, n);
+  for (const i of idx) console.log(`  ${synth[i].question}\n      ${synth[i].SQL}`);
+  const have = new Set(synth.map((p) => queryShape(p.SQL)));
+  const missed = mine.filter((h) => !have.has(queryShape(h.query)));
+  console.log(`  human queries whose shape no synthesized query has: ${missed.length} of ${mine.length}`);
+}

@@ -1,0 +1,109 @@
+/**
+ * A checkpoint's prompt contract: the settings of the SQL environment that shape what the policy reads
+ * (system prompt, how the schema is shown and how much of it, observations, turns). A policy only works
+ * on the prompt it was trained with, so every trainer writes the contract into each checkpoint
+ * (`prompt_contract.json`) and everything that runs a checkpoint (ask, predict, serve, the Playground,
+ * export, e2e:trl) starts from it. A flag that contradicts it still wins, with a one-line warning.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { AgroError } from '../errors.ts';
+import { sqlEnvConfigSchema, type SqlEnvConfig } from './sql-env.ts';
+
+export const PROMPT_CONTRACT_FILE = 'prompt_contract.json';
+
+/** The environment settings a policy's prompt depends on; the others (timeouts, scoring) do not change what it reads. */
+export const PROMPT_FIELDS = ['systemPrompt', 'schemaFormat', 'schemaChars', 'schemaSamples', 'valueHints', 'docs', 'maxTurns', 'observationRows', 'observationChars'] as const;
+export type PromptField = (typeof PROMPT_FIELDS)[number];
+export type PromptSettings = Pick<SqlEnvConfig, PromptField>;
+
+const fields = Object.fromEntries(PROMPT_FIELDS.map((f) => [f, true])) as { [K in PromptField]: true };
+
+/** How the policy was sampled in training and evaluation: what predict and ask use unless told otherwise. */
+export const decodingSchema = z.strictObject({
+  /** New tokens per turn. */
+  maxTurnTokens: z.number().int().min(1),
+});
+export type Decoding = z.infer<typeof decodingSchema>;
+
+export const promptContractSchema = z.strictObject({
+  kind: z.literal('agro-prompt-contract'),
+  version: z.literal(1),
+  ...sqlEnvConfigSchema.pick(fields).shape,
+  decoding: decodingSchema.optional(),
+});
+export type PromptContract = z.infer<typeof promptContractSchema>;
+
+/** The contract of an environment's settings (what a trainer writes). */
+export function promptContract(config: SqlEnvConfig, decoding?: Decoding): PromptContract {
+  const settings = Object.fromEntries(PROMPT_FIELDS.map((f) => [f, config[f]])) as PromptSettings;
+  return { kind: 'agro-prompt-contract', version: 1, ...settings, ...(decoding ? { decoding } : {}) };
+}
+
+/** The side files a trainer hands to its checkpoints. */
+export function promptContractFiles(config: SqlEnvConfig, decoding?: Decoding): Record<string, unknown> {
+  return { [PROMPT_CONTRACT_FILE]: promptContract(config, decoding) };
+}
+
+/** New tokens per turn: asked, else the contract's, else the default; an asked value that contradicts the contract is named on one line. */
+export function turnTokens(contract: PromptContract | null, asked: number | undefined, dflt = 256): { maxTurnTokens: number; warning: string | null } {
+  const trained = contract?.decoding?.maxTurnTokens;
+  return {
+    maxTurnTokens: asked ?? trained ?? dflt,
+    warning: asked !== undefined && trained !== undefined && asked !== trained ? `the policy was trained and evaluated with ${trained} new tokens per turn; using --max-turn-tokens ${asked}` : null,
+  };
+}
+
+/** The contract a checkpoint folder carries, or null for one trained before contracts (or not by agro). */
+export function readPromptContract(checkpointDir: string): PromptContract | null {
+  const path = join(checkpointDir, PROMPT_CONTRACT_FILE);
+  if (!existsSync(path)) return null;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new AgroError('invalid_input', `${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  const r = promptContractSchema.safeParse(raw);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    throw new AgroError('invalid_input', `${path}: ${i.path.join('.') || 'contract'}: ${i.message}`);
+  }
+  return r.data;
+}
+
+/** How a setting is named on the command line, for the warning. */
+const FLAG: Record<PromptField, string> = {
+  systemPrompt: 'system prompt',
+  schemaFormat: '--schema-format',
+  schemaChars: '--schema-chars',
+  valueHints: '--value-hints',
+  docs: '--no-docs',
+  schemaSamples: '--schema-samples',
+  maxTurns: '--max-turns',
+  observationRows: '--observation-rows',
+  observationChars: '--observation-chars',
+};
+
+/**
+ * The prompt settings to run a policy with: the contract's, then what the user asked for on top. Each
+ * asked-for value that differs from the contract is named in one warning line (null when none differ).
+ */
+export function resolvePromptSettings(
+  contract: PromptContract | null,
+  asked: Partial<PromptSettings>,
+): { settings: Partial<PromptSettings>; warning: string | null } {
+  const base: Partial<PromptSettings> = contract ? Object.fromEntries(PROMPT_FIELDS.map((f) => [f, contract[f]])) : {};
+  const differs: string[] = [];
+  for (const f of PROMPT_FIELDS) {
+    const v = asked[f];
+    if (v === undefined) continue;
+    if (contract && contract[f] !== v) differs.push(`${FLAG[f]} ${JSON.stringify(v)} (trained with ${JSON.stringify(contract[f])})`);
+  }
+  const settings = { ...base, ...Object.fromEntries(Object.entries(asked).filter(([, v]) => v !== undefined)) } as Partial<PromptSettings>;
+  return {
+    settings,
+    warning: differs.length ? `the policy's prompt contract differs from what was asked: ${differs.join(', ')}; using what was asked` : null,
+  };
+}

@@ -1,0 +1,14 @@
+/**
+ * Text the CLI prints from user data (paths, db_ids, cells, questions, a model's output) goes through
+ * here: control characters escaped (errors.ts escapeControls), newlines kept. JSON output needs no such
+ * step (JSON.stringify escapes C0 controls); the progress bars write their own cursor codes.
+ */
+import { escapeControls } from '../errors.ts';
+
+export function printOut(text: string): void {
+  process.stdout.write(escapeControls(text, { keepNewlines: true }));
+}
+
+export function printErr(text: string): void {
+  process.stderr.write(escapeControls(text, { keepNewlines: true }));
+}

@@ -1,0 +1,54 @@
+/**
+ * The one place that picks an engine: a database string is a SQLite file path or a postgres:// URL, and
+ * createExecutor() returns an executor that routes each query by it, so nothing above src/sql knows which
+ * engine runs. Each engine's executor starts on its first query (a run on SQLite never opens a socket).
+ */
+import { AgroError } from '../errors.ts';
+import { SqlPool, type SqlPoolOptions } from './pool.ts';
+import { PgExecutor, isPostgresUrl } from './postgres.ts';
+import { introspectSchema, type IntrospectOptions } from './introspect.ts';
+import { introspectPostgres } from './pg-introspect.ts';
+import type { DbSchema, ExecOptions, ExecResult, SqlExecutor } from './types.ts';
+
+export type ExecutorOptions = SqlPoolOptions;
+
+/** The engine a database string names. */
+export function engineOf(db: string): 'sqlite' | 'postgres' {
+  return isPostgresUrl(db) ? 'postgres' : 'sqlite';
+}
+
+export class EngineRouter implements SqlExecutor {
+  /** Starts no process until its first query (cheap to make; bad options fail here). */
+  readonly sqlite: SqlPool;
+  private pg?: PgExecutor;
+  private closed = false;
+
+  /** `size`: SQLite processes, or connections per PostgreSQL server (default: the machine's cores). */
+  constructor(private readonly opts: ExecutorOptions = {}) {
+    this.sqlite = new SqlPool(opts);
+  }
+
+  execute(db: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
+    if (isPostgresUrl(db)) {
+      if (this.closed) return Promise.reject(new AgroError('usage', 'the SQL executor is closed'));
+      this.pg ??= new PgExecutor({ size: this.opts.size, defaults: this.opts.defaults });
+      return this.pg.execute(db, sql, opts);
+    }
+    return this.sqlite.execute(db, sql, opts);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([this.sqlite.close(), this.pg?.close()]);
+  }
+}
+
+/** An executor for SQLite files and PostgreSQL URLs alike. */
+export function createExecutor(opts: ExecutorOptions = {}): SqlExecutor {
+  return new EngineRouter(opts);
+}
+
+/** The schema and data profile of a SQLite file or a PostgreSQL database. */
+export async function introspectDatabase(db: string, opts: IntrospectOptions = {}): Promise<DbSchema> {
+  return isPostgresUrl(db) ? introspectPostgres(db, opts) : introspectSchema(db, opts);
+}

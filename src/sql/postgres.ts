@@ -1,0 +1,313 @@
+/**
+ * PgExecutor: read-only SQL on PostgreSQL servers, with the same contract as SqlPool (types.ts).
+ * The "database" is a postgres:// URL; one connection pool (npm `pg`) per URL.
+ *
+ * The sandbox, outermost first (docs/postgres.md says what the server's role must be):
+ *  - the guard refuses anything but one read query before it is sent (guard.ts, PostgreSQL dialect);
+ *  - every session starts with default_transaction_read_only=on (so each statement's transaction is
+ *    read-only), with `statement_timeout` at the query's limit: the server stops its own runaway;
+ *  - the query is sent with the extended protocol, which refuses several statements in one string;
+ *  - agro's own clock (and, on the same machine, the backend's CPU time from /proc) cancels a runaway
+ *    with pg_cancel_backend from a separate connection, and terminates it if the cancel is not heard;
+ *  - the server sends at most maxRows + 1 rows (Execute's row limit); maxBytes bounds what is kept;
+ *  - the role should have SELECT grants only (the server's own last line).
+ *
+ * Cells come back as SQLite's would (types.ts SqlValue): integers as numbers (bigint with safeIntegers),
+ * numeric/real as numbers, booleans as 1/0, bytea as bytes, everything else (dates, times, json, arrays)
+ * as PostgreSQL's text form, so results compare across engines.
+ */
+import { availableParallelism } from 'node:os';
+import pg from 'pg';
+import { AgroError } from '../errors.ts';
+import { processCpuMs } from '../util/proc.ts';
+import { assertSingleReadQuery } from './guard.ts';
+import { CappedQuery } from './pg-capped-query.ts';
+import { EXEC_DEFAULTS, parseExecOptions, timedOut } from './pool.ts';
+import type { ExecErrorKind, ExecOptions, ExecResult, SqlExecutor, SqlValue, TimeLimit } from './types.ts';
+
+/** A database string names a PostgreSQL database when it is a postgres:// (or postgresql://) URL. */
+export function isPostgresUrl(db: string): boolean {
+  return /^postgres(?:ql)?:\/\//i.test(db);
+}
+
+/** The URL without its password, for messages and reports (anything else is returned as it is). */
+export function redactUrl(url: string): string {
+  if (!isPostgresUrl(url)) return url;
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/:[^:@/]*@/, ':***@');
+  }
+}
+
+/** Session settings every connection starts with (libpq `options`): read-only, plain strings, ISO dates in UTC. */
+export const SESSION_OPTIONS = ['default_transaction_read_only=on', 'standard_conforming_strings=on', 'DateStyle=ISO', 'TimeZone=UTC', 'IntervalStyle=postgres', 'idle_in_transaction_session_timeout=60000']
+  .map((s) => `-c ${s}`)
+  .join(' ');
+
+/**
+ * statement_timeout is the limit itself: the server stops its own runaway with no other process to wake
+ * (which matters on a saturated machine). agro's clock, AGRO_STOP_AFTER_MS later, is the backstop for
+ * what statement_timeout does not count (the transfer of a large result after the statement ended, a
+ * server that does not keep its own limit).
+ */
+const AGRO_STOP_AFTER_MS = 25;
+/** How often a cpuMs limit is checked (/proc counts CPU time in 10 ms ticks). */
+const CPU_POLL_MS = 10;
+/** How long after its limit a query that does not answer the cancel is given before its backend is terminated. */
+const TERMINATE_AFTER_MS = 1000;
+
+const OID = { bool: 16, bytea: 17, int8: 20, int2: 21, int4: 23, oid: 26, float4: 700, float8: 701, numeric: 1700 } as const;
+
+function intParser(safe: boolean): (s: string) => SqlValue {
+  return safe ? (s) => BigInt(s) : (s) => Number(s);
+}
+
+/** pg's type parsers for one query: SQLite-like cells (see the header), everything else as text. */
+export function typeParsers(safeIntegers: boolean): pg.CustomTypesConfig {
+  const int = intParser(safeIntegers);
+  const parsers: Record<number, (s: string) => SqlValue> = {
+    [OID.int2]: int,
+    [OID.int4]: int,
+    [OID.int8]: int,
+    [OID.oid]: int,
+    [OID.float4]: Number,
+    [OID.float8]: Number,
+    // SUM of integers and AVG are numeric in PostgreSQL: an integral one is an integer, else a float.
+    [OID.numeric]: (s) => (/^-?\d+$/.test(s) ? int(s) : Number(s)),
+    [OID.bool]: (s) => int(s === 't' ? '1' : '0'),
+    [OID.bytea]: (s) => pg.types.getTypeParser(OID.bytea, 'text')(s) as Uint8Array,
+  };
+  return { getTypeParser: ((oid: number) => parsers[oid] ?? ((s: string) => s)) as pg.CustomTypesConfig['getTypeParser'] };
+}
+
+/** The SQLSTATE classes and codes that map to each ExecErrorKind (www.postgresql.org/docs/current/errcodes-appendix.html). */
+export function errorKindOf(code: string | undefined): ExecErrorKind {
+  if (!code) return 'runtime';
+  if (code === '3D000') return 'no_database'; // invalid_catalog_name: no such database
+  if (code === '42501' || code === '25006' || code === '0A000') return 'refused'; // insufficient_privilege, read_only_sql_transaction, feature_not_supported (multi-statement)
+  if (code.startsWith('42')) return 'syntax'; // syntax errors, unknown tables, columns and functions, ambiguous names
+  if (code.startsWith('28') || code.startsWith('08')) return 'bad_database'; // authentication, connection
+  return 'runtime';
+}
+
+/** Clients given a no-op 'error' listener (once each). */
+const QUIET = new WeakSet<pg.PoolClient>();
+
+export interface PgExecutorOptions {
+  /** Connections per server URL (= its queries running at once). Default: the machine's cores, at least 2. */
+  size?: number;
+  /** Defaults for every execute() call; per-call options override them. */
+  defaults?: ExecOptions;
+}
+
+interface Server {
+  pool: pg.Pool;
+  /** A connection of the same role kept for pg_cancel_backend / pg_terminate_backend. */
+  control?: Promise<pg.Client>;
+  /** The backends run on this machine (loopback or a socket): their CPU time can be read from /proc. */
+  local: boolean;
+}
+
+function isLocal(url: string): boolean {
+  try {
+    const u = new URL(url);
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    return host === '' || host === 'localhost' || host === '127.0.0.1' || host === '::1' || (u.searchParams.get('host') ?? '').startsWith('/');
+  } catch {
+    return false;
+  }
+}
+
+export class PgExecutor implements SqlExecutor {
+  readonly size: number;
+  private readonly defaults: Required<ExecOptions>;
+  private readonly servers = new Map<string, Server>();
+  private closed = false;
+  /** Queries stopped by agro's own clock or CPU watch (not by the server's statement_timeout); tests read it. */
+  cancels = 0;
+  terminations = 0;
+  /** The last query stopped by a limit: its backend, the limit, and how much of it (wall ms from the start of the run, or the backend's CPU ms) it had used when it ended. */
+  lastStop?: { limit: TimeLimit; usedMs: number; pid: number };
+
+  constructor(options: PgExecutorOptions = {}) {
+    if (options.size !== undefined && (!Number.isInteger(options.size) || options.size < 1 || options.size > 256)) {
+      throw new AgroError('usage', 'PgExecutor: size must be an integer from 1 to 256');
+    }
+    this.size = options.size ?? Math.max(2, availableParallelism());
+    this.defaults = { ...EXEC_DEFAULTS, ...parseExecOptions(options.defaults, 'PgExecutor defaults') };
+  }
+
+  private server(url: string): Server {
+    let s = this.servers.get(url);
+    if (!s) {
+      const pool = new pg.Pool({ connectionString: url, max: this.size, options: SESSION_OPTIONS, idleTimeoutMillis: 30_000, application_name: 'agro' } as pg.PoolConfig);
+      // An idle connection the server drops (restart, terminate) must not crash the process.
+      pool.on('error', () => undefined);
+      s = { pool, local: isLocal(url) };
+      this.servers.set(url, s);
+      // Open the cancel connection now, so that stopping the first runaway does not wait for a login.
+      this.control(url, s).catch(() => undefined);
+    }
+    return s;
+  }
+
+  private control(url: string, s: Server): Promise<pg.Client> {
+    if (!s.control) {
+      const c = new pg.Client({ connectionString: url, options: SESSION_OPTIONS, application_name: 'agro-control' } as pg.ClientConfig);
+      c.on('error', () => {
+        s.control = undefined;
+      });
+      s.control = c.connect().then(() => c);
+      s.control.catch(() => {
+        s.control = undefined;
+      });
+    }
+    return s.control;
+  }
+
+  /** Asks the server to stop what backend `pid` is running (or to end it): the same role may signal its own sessions. */
+  private async signal(url: string, s: Server, pid: number, fn: 'pg_cancel_backend' | 'pg_terminate_backend'): Promise<void> {
+    try {
+      const c = await this.control(url, s);
+      await c.query(`SELECT ${fn}($1)`, [pid]);
+    } catch {
+      // The backend may be gone already; the query's own error path reports what happened.
+    }
+  }
+
+  async execute(url: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
+    if (this.closed) throw new AgroError('usage', 'the PostgreSQL executor is closed');
+    const o: Required<ExecOptions> = { ...this.defaults, ...parseExecOptions(opts, 'execute') };
+    try {
+      assertSingleReadQuery(sql, 'postgres');
+    } catch (err) {
+      if (err instanceof AgroError) return { ok: false, error: err.kind === 'sql_error' ? 'syntax' : 'refused', message: err.message, elapsedMs: 0 };
+      throw err;
+    }
+    const s = this.server(url);
+    const t0 = performance.now();
+    let client: pg.PoolClient;
+    try {
+      const connecting = s.pool.connect();
+      if (o.maxWaitMs > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        const waited = new Promise<'wait'>((res) => (timer = setTimeout(() => res('wait'), o.maxWaitMs)));
+        const first = await Promise.race([connecting, waited]);
+        clearTimeout(timer);
+        if (first === 'wait') {
+          connecting.then((c) => c.release(), () => undefined);
+          return timedOut(o, 'wait', performance.now() - t0);
+        }
+        client = first;
+      } else client = await connecting;
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      const kind = e.code ? errorKindOf(e.code) : 'bad_database';
+      return { ok: false, error: kind === 'syntax' ? 'bad_database' : kind, message: `cannot connect to ${redactUrl(url)}: ${e.message ?? String(err)}`, elapsedMs: performance.now() - t0 };
+    }
+    return this.run(url, s, client, sql, o);
+  }
+
+  private async run(url: string, s: Server, client: pg.PoolClient, sql: string, o: Required<ExecOptions>): Promise<ExecResult> {
+    // Limits count from here, as SqlPool's do: the wait for a connection is maxWaitMs's.
+    const t0 = performance.now();
+    const pid = (client as unknown as { processID: number }).processID;
+    // A checked-out client reports a dropped connection as an 'error' event: without a listener it would end the process.
+    if (!QUIET.has(client)) {
+      QUIET.add(client);
+      client.on('error', () => undefined);
+    }
+    const conn = client as pg.PoolClient & { agroTimeoutMs?: number };
+    let stoppedBy: TimeLimit | undefined;
+    let broken = false;
+    let cpu0: number | undefined;
+    let cancelled: Promise<void> | undefined;
+    const timers: NodeJS.Timeout[] = [];
+    const stop = (limit: TimeLimit): void => {
+      if (stoppedBy) return;
+      stoppedBy = limit;
+      this.cancels++;
+      cancelled = this.signal(url, s, pid, 'pg_cancel_backend');
+      timers.push(
+        setTimeout(() => {
+          this.terminations++;
+          void this.signal(url, s, pid, 'pg_terminate_backend');
+        }, TERMINATE_AFTER_MS),
+      );
+    };
+    const finish = (r: ExecResult): ExecResult => {
+      if (!r.ok && r.error === 'timeout') {
+        const usedMs = r.limit === 'cpu' && cpu0 !== undefined ? (processCpuMs(pid) ?? cpu0) - cpu0 : performance.now() - t0;
+        this.lastStop = { pid, limit: r.limit ?? 'wall', usedMs };
+      }
+      return r;
+    };
+    try {
+      // The server's own limit, set once per connection and limit (not a round trip per query).
+      if (conn.agroTimeoutMs !== o.timeoutMs) {
+        await client.query(`SET statement_timeout = ${o.timeoutMs}`);
+        conn.agroTimeoutMs = o.timeoutMs;
+      }
+      timers.push(setTimeout(() => stop('wall'), Math.max(0, t0 + o.timeoutMs + AGRO_STOP_AFTER_MS - performance.now())));
+      if (o.cpuMs > 0 && s.local) {
+        cpu0 = processCpuMs(pid);
+        if (cpu0 !== undefined) {
+          const base = cpu0;
+          timers.push(
+            setInterval(() => {
+              const now = processCpuMs(pid);
+              if (now !== undefined && now - base > o.cpuMs) stop('cpu');
+            }, CPU_POLL_MS),
+          );
+        }
+      }
+      const started = performance.now();
+      // No explicit transaction: the session is read-only, so the statement's implicit transaction is
+      // too. One round trip, the row cap enforced by the server (pg-capped-query.ts).
+      const parsers = typeParsers(o.safeIntegers);
+      const q = new CappedQuery(sql, { maxRows: o.maxRows, maxBytes: o.maxBytes, parserFor: (oid) => parsers.getTypeParser(oid, 'text') as (t: string) => SqlValue });
+      client.query(q);
+      const { columns, rows, truncated, truncatedBy } = await q.done;
+      const elapsedMs = performance.now() - started;
+      if (stoppedBy) {
+        // It ended before our cancel reached it: the cancel could still hit the connection's next query.
+        broken = true;
+        return finish(timedOut(o, stoppedBy, elapsedMs));
+      }
+      return { ok: true, columns, rows, truncated, ...(truncatedBy ? { truncatedBy } : {}), elapsedMs };
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      const elapsedMs = performance.now() - t0;
+      if (e.code === '57014' || stoppedBy) {
+        // query_canceled, by our cancel ("due to user request") or by statement_timeout. When ours ended
+        // it, its signal is spent and the connection may be reused; when we sent one but the server's
+        // timer ended the query first, ours could still land on the next query: the connection goes.
+        // Any other end of a stopped query (its backend terminated) leaves it broken too.
+        if (e.code !== '57014' || (stoppedBy && !/user request/i.test(e.message ?? ''))) broken = true;
+        await cancelled;
+        return finish(timedOut(o, stoppedBy ?? 'wall', elapsedMs));
+      }
+      if (!e.code) broken = true;
+      return { ok: false, error: errorKindOf(e.code), message: e.message ?? String(err), elapsedMs };
+    } finally {
+      for (const t of timers) clearTimeout(t);
+      client.release(broken);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all(
+      [...this.servers.values()].map(async (s) => {
+        const c = await s.control?.catch(() => undefined);
+        await c?.end().catch(() => undefined);
+        await s.pool.end().catch(() => undefined);
+      }),
+    );
+    this.servers.clear();
+  }
+}

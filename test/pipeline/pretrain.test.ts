@@ -1,0 +1,58 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { heldOutDatabases, listDatabases, type PretrainReport } from '../../src/pipeline/pretrain.ts';
+import { readPromptContract } from '../../src/agent/prompt-contract.ts';
+
+const BIN = 'bin/agro.js';
+
+test('held-out databases are chosen by seed, the same on every call, never all of them', () => {
+  const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
+  assert.deepEqual([...heldOutDatabases(ids, 2, 0)], [...heldOutDatabases([...ids].reverse(), 2, 0)]);
+  assert.equal(heldOutDatabases(ids, 2, 0).size, 2);
+  assert.equal(heldOutDatabases(['a', 'b'], 5, 0).size, 1);
+  assert.equal(heldOutDatabases(['a'], 5, 0).size, 0);
+  assert.throws(() => listDatabases([join(tmpdir(), 'no-such-agro-dir')]), /database folder not found/);
+  assert.deepEqual(listDatabases(['data/databases']).map((d) => d.dbId), ['music_store', 'retail', 'school']);
+});
+
+test('agro pretrain: the factory on every database, one tokenizer, SFT with the grounded prompt contract; a rerun resumes bit for bit', { timeout: 300_000 }, () => {
+  const out = join(mkdtempSync(join(tmpdir(), 'agro-pretrain-')), 'run');
+  const args = [BIN, 'pretrain', '--dbs', 'data/databases', '--out', out, '--pairs', '30', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '500', '--steps', '4', '--batch-size', '4', '--checkpoint-every', '2', '--eval-every', '2', '--backend', 'cpu', '--json'];
+  const first = spawnSync(process.execPath, args, { encoding: 'utf8' });
+  assert.equal(first.status, 0, first.stderr);
+  const report = JSON.parse(first.stdout) as PretrainReport;
+  assert.equal(report.databases.length, 3);
+  assert.equal(report.databases.filter((d) => d.heldOut).length, 1);
+  assert.ok(report.databases.every((d) => d.pairs >= 10), JSON.stringify(report.databases));
+  assert.ok(report.episodes && report.episodes.train > 0 && report.episodes.heldOut > 0);
+  // Episodes of a held-out database never reach training: its loss measures transfer.
+  const episodes = readFileSync(join(out, 'episodes.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { dbId: string; heldOut: boolean });
+  const heldDb = report.databases.find((d) => d.heldOut)!.dbId;
+  assert.ok(episodes.filter((e) => e.dbId === heldDb).every((e) => e.heldOut));
+  assert.equal(report.sft?.steps, 4);
+  assert.ok(Number.isFinite(report.sft?.heldOutLoss));
+  const final = join(out, 'sft', 'checkpoints', 'step-4');
+  assert.equal(report.sft?.checkpoint, final);
+  const contract = readPromptContract(final);
+  assert.equal(contract?.schemaFormat, 'grounded');
+  assert.equal(contract?.schemaChars, 600);
+  const weights = readFileSync(join(final, 'model.safetensors'));
+
+  // Lose the last checkpoint: the rerun of the same command resumes from step 2 and ends on the same weights.
+  rmSync(final, { recursive: true });
+  const again = spawnSync(process.execPath, args.slice(0, -1), { encoding: 'utf8' });
+  assert.equal(again.status, 0, again.stderr);
+  assert.match(again.stderr, /resuming from .*step-2/);
+  assert.doesNotMatch(again.stderr, /synthesizing|training a \d+-token tokenizer/, 'finished stages are not redone');
+  assert.ok(existsSync(final));
+  assert.ok(readFileSync(join(final, 'model.safetensors')).equals(weights), 'resumed weights differ');
+
+  // Other settings in the same folder are refused on one line.
+  const other = spawnSync(process.execPath, [...args.slice(0, -1), '--pairs', '31'], { encoding: 'utf8' });
+  assert.equal(other.status, 2);
+  assert.match(other.stderr, /^agro: .* holds a pretraining run with other settings/);
+});
