@@ -5,7 +5,7 @@ import { writeJsonAtomic, ensureDir } from '../util/fs.ts';
 import { fromHfConfig, toHfConfig } from './config.ts';
 import { LlamaModel } from './llama.ts';
 import type { WeightMap } from './llama.ts';
-import { readSafetensors, writeSafetensors } from './safetensors.ts';
+import { readSafetensors, writeSafetensors, type WriteDtype } from './safetensors.ts';
 import { Tokenizer } from './tokenizer.ts';
 import { generationConfig, HF_SIDE_FILES, tokenizerConfig } from './hf-files.ts';
 
@@ -33,6 +33,11 @@ export interface Checkpoint {
   sideFiles?: Readonly<Record<string, unknown>>;
 }
 
+export interface SaveOptions {
+  /** The weights' dtype: F32 (default; training resumes from it exactly) or F16 (a model to ship). */
+  dtype?: WriteDtype;
+}
+
 const FILES = { config: 'config.json', weights: 'model.safetensors', tokenizer: 'tokenizer.json', trainer: 'trainer_state.json', optimizer: 'optimizer.safetensors' };
 
 function specialId(tk: Tokenizer, names: string[]): number | undefined {
@@ -41,7 +46,7 @@ function specialId(tk: Tokenizer, names: string[]): number | undefined {
 }
 
 /** Write the whole checkpoint into a sibling temp dir, then swap it in: readers never see half of one. */
-export function saveCheckpoint(dir: string, ck: Checkpoint): void {
+export function saveCheckpoint(dir: string, ck: Checkpoint, opts: SaveOptions = {}): void {
   if (ck.tokenizer.vocabSize > ck.model.config.vocabSize) {
     throw new AgroError('invalid_input', `cannot save checkpoint: tokenizer has ${ck.tokenizer.vocabSize} ids but the model embedding has ${ck.model.config.vocabSize} rows`);
   }
@@ -55,7 +60,7 @@ export function saveCheckpoint(dir: string, ck: Checkpoint): void {
     const eos = specialId(ck.tokenizer, ['<|eos|>', '<|end_of_text|>', '</s>', '<|endoftext|>']) ?? bos;
     const pad = specialId(ck.tokenizer, ['<|pad|>']);
     writeJsonAtomic(join(tmp, FILES.config), toHfConfig(ck.model.config, { bosTokenId: bos, eosTokenId: eos, padTokenId: pad }));
-    writeSafetensors(join(tmp, FILES.weights), ck.model.exportWeights(), { format: 'pt' });
+    writeSafetensors(join(tmp, FILES.weights), ck.model.exportWeights(), { format: 'pt' }, opts.dtype ?? 'F32');
     ck.tokenizer.save(join(tmp, FILES.tokenizer));
     const tkCfg = tokenizerConfig(ck.tokenizer, ck.model.config);
     const genCfg = generationConfig(ck.tokenizer);

@@ -6,8 +6,11 @@ import { writeFileAtomic } from '../util/fs.ts';
  * The safetensors format: an 8-byte little-endian header length N, N bytes of JSON
  * ({name: {dtype, shape, data_offsets: [begin, end]}, __metadata__?: {string: string}}), then the
  * raw little-endian tensor bytes, offsets relative to the end of the header.
- * We write F32 only and read F32, F16 and BF16 into Float32Array.
+ * We write F32 (training checkpoints, exact) or F16 (models agro ships: half the bytes) and read F32, F16 and
+ * BF16 into Float32Array.
  */
+
+export type WriteDtype = 'F32' | 'F16';
 
 export type TensorMap = Map<string, { shape: number[]; data: Float32Array }>;
 
@@ -15,7 +18,8 @@ const BYTES: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
 /** Refuse absurd headers before allocating anything for them. */
 const MAX_HEADER = 100 * 1024 * 1024;
 
-export function encodeSafetensors(tensors: TensorMap, metadata?: Record<string, string>): Uint8Array {
+export function encodeSafetensors(tensors: TensorMap, metadata?: Record<string, string>, dtype: WriteDtype = 'F32'): Uint8Array {
+  const width = BYTES[dtype];
   const header: Record<string, unknown> = {};
   if (metadata && Object.keys(metadata).length) header.__metadata__ = metadata;
   // Sorted names: the same tensors always give the same bytes.
@@ -25,8 +29,8 @@ export function encodeSafetensors(tensors: TensorMap, metadata?: Record<string, 
     const t = tensors.get(name) as { shape: number[]; data: Float32Array };
     const n = t.shape.reduce((a, b) => a * b, 1);
     if (n !== t.data.length) throw new AgroError('internal', `tensor ${name}: shape [${t.shape}] holds ${n} values but data has ${t.data.length}`);
-    header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + 4 * n] };
-    offset += 4 * n;
+    header[name] = { dtype, shape: t.shape, data_offsets: [offset, offset + width * n] };
+    offset += width * n;
   }
   let json = JSON.stringify(header);
   // Pad with spaces so the data starts 8-byte aligned (what the reference writer does).
@@ -40,16 +44,17 @@ export function encodeSafetensors(tensors: TensorMap, metadata?: Record<string, 
   let at = 8 + hbytes.length;
   for (const name of names) {
     const t = tensors.get(name) as { data: Float32Array };
-    const bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
-    if (isLittleEndian()) out.set(bytes, at);
+    if (dtype === 'F16') {
+      for (let i = 0; i < t.data.length; i++) dv.setUint16(at + 2 * i, floatToHalf(t.data[i]), true);
+    } else if (isLittleEndian()) out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), at);
     else for (let i = 0; i < t.data.length; i++) dv.setFloat32(at + 4 * i, t.data[i], true);
-    at += t.data.byteLength;
+    at += width * t.data.length;
   }
   return out;
 }
 
-export function writeSafetensors(path: string, tensors: TensorMap, metadata?: Record<string, string>): void {
-  writeFileAtomic(path, encodeSafetensors(tensors, metadata));
+export function writeSafetensors(path: string, tensors: TensorMap, metadata?: Record<string, string>, dtype: WriteDtype = 'F32'): void {
+  writeFileAtomic(path, encodeSafetensors(tensors, metadata, dtype));
 }
 
 export function readSafetensors(path: string): { tensors: TensorMap; metadata: Record<string, string> } {
@@ -128,6 +133,38 @@ function decodeData(bytes: Uint8Array, at: number, n: number, dtype: string): Fl
     for (let i = 0; i < n; i++) out[i] = halfToFloat(dv.getUint16(2 * i, true));
   }
   return out;
+}
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+/**
+ * IEEE binary16 bits of a number, rounded to nearest, ties to even (as numpy's astype(float16) and
+ * torch's .half() do): overflow becomes ±Infinity, values under the subnormal range become ±0.
+ */
+export function floatToHalf(x: number): number {
+  f32[0] = x;
+  const b = u32[0];
+  const sign = (b >>> 16) & 0x8000;
+  const exp = (b >>> 23) & 0xff;
+  const man = b & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (man ? 0x200 : 0);
+  const e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    // Subnormal half (or zero): shift the mantissa with its implicit bit in, rounding to nearest even.
+    if (e < -10) return sign;
+    const m = man | 0x800000;
+    const shift = 14 - e;
+    const half = m >>> shift;
+    const rest = m & ((1 << shift) - 1);
+    const mid = 1 << (shift - 1);
+    return sign | (half + (rest > mid || (rest === mid && half & 1) ? 1 : 0));
+  }
+  const half = (e << 10) | (man >>> 13);
+  const rest = man & 0x1fff;
+  // A carry out of the mantissa rolls into the exponent, as it should (up to Infinity).
+  return sign | (half + (rest > 0x1000 || (rest === 0x1000 && half & 1) ? 1 : 0));
 }
 
 export function halfToFloat(h: number): number {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeSafetensors, decodeSafetensors, readSafetensors, writeSafetensors, halfToFloat } from '../../src/model/safetensors.ts';
+import { encodeSafetensors, decodeSafetensors, readSafetensors, writeSafetensors, halfToFloat, floatToHalf } from '../../src/model/safetensors.ts';
 import type { TensorMap } from '../../src/model/safetensors.ts';
 import { AgroError } from '../../src/errors.ts';
 
@@ -154,4 +154,41 @@ test('loading reports missing files, corrupt weights, vocab and shape mismatches
   assert.throws(() => saveCheckpoint(join(tmp(), 'x'), { model: small, tokenizer: TOK }), new RegExp(`tokenizer has ${v} ids but the model embedding has ${v - 2} rows`));
   small.dispose();
   model.dispose();
+});
+
+test('F16: every finite half survives float -> half -> float; ties round to even; overflow is Infinity', () => {
+  for (let h = 0; h < 0x10000; h++) {
+    if ((h & 0x7c00) === 0x7c00 && h & 0x3ff) continue; // NaN payloads
+    assert.equal(floatToHalf(halfToFloat(h)), h, `half 0x${h.toString(16)}`);
+  }
+  // Half-way between 1 and the next half (1 + 2^-10) goes to the even one (1); a hair above goes up.
+  assert.equal(floatToHalf(1 + 2 ** -11), 0x3c00);
+  assert.equal(floatToHalf(1 + 3 * 2 ** -11), 0x3c02);
+  assert.equal(floatToHalf(1 + 2 ** -11 + 2 ** -20), 0x3c01);
+  assert.equal(floatToHalf(65504), 0x7bff);
+  assert.equal(floatToHalf(65520), 0x7c00); // the tie above the largest half rounds to Infinity
+  assert.equal(floatToHalf(-1e9), 0xfc00);
+  assert.equal(floatToHalf(2 ** -25), 0); // half of the smallest subnormal: tie to even (0)
+  assert.equal(floatToHalf(1.5 * 2 ** -24), 0x0002);
+  assert.ok(Number.isNaN(halfToFloat(floatToHalf(NaN))));
+});
+
+test('a checkpoint saved in F16 has half the weight bytes and loads with each weight rounded to the nearest half', async () => {
+  await initBackend('cpu');
+  const model = tinyModel(320, 7);
+  const dir = join(tmp(), 'ck16');
+  saveCheckpoint(dir, { model, tokenizer: TOK }, { dtype: 'F16' });
+  const { tensors } = readSafetensors(join(dir, 'model.safetensors'));
+  const header = JSON.parse(readFileSync(join(dir, 'model.safetensors')).subarray(8, 8 + Number(readFileSync(join(dir, 'model.safetensors')).readBigUInt64LE(0))).toString('utf8'));
+  assert.ok(Object.entries(header).every(([k, v]) => k === '__metadata__' || (v as { dtype: string }).dtype === 'F16'));
+  const back = loadCheckpoint(dir);
+  let n = 0;
+  const loaded = back.model.exportWeights();
+  for (const [name, t] of model.exportWeights()) {
+    const got = loaded.get(name)!.data;
+    assert.deepEqual(tensors.get(name)!.shape, t.shape);
+    for (let i = 0; i < t.data.length; i++, n++) assert.equal(got[i], halfToFloat(floatToHalf(t.data[i])), `${name}[${i}]`);
+  }
+  assert.ok(n > 1000);
+  model.dispose(); back.model.dispose();
 });
