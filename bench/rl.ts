@@ -32,7 +32,7 @@ import { loadCheckpoint } from '../src/model/checkpoint.ts';
 import { suiteVariants } from '../src/data/databases.ts';
 import { readDataset } from '../src/data/read-dataset.ts';
 import { splitBySkeleton } from '../src/data/splits.ts';
-import { quickstartConfigSchema, rlAlgoOverrides, rlPoolPlan } from '../src/pipeline/quickstart.ts';
+import { quickstartConfigSchema, rlAlgoOverrides, rlPoolPlan, startOf } from '../src/pipeline/quickstart.ts';
 import { flag, num } from './_args.ts';
 
 // ---------- helpers shared with bench/search.ts ----------
@@ -121,20 +121,22 @@ export async function run(args: string[]): Promise<void> {
   const algos = flag(args, '--algos', quick ? 'grpo' : 'grpo,dr_grpo,dapo,egrpo_sql').split(',').filter(Boolean);
   // Every default is the quickstart's (one home): the benchmark measures the recipe users run.
   const q = quickstartConfigSchema.parse({});
+  // This benchmark trains from scratch (a tiny model per run): the quickstart's settings for that start.
+  const scratch = startOf({ ...q, from: 'scratch' });
   const pairs = num(args, '--pairs', quick ? 60 : q.pairs);
   const heldOutShare = num(args, '--held-out-share', q.heldOutShare);
   const rlShare = num(args, '--rl-share', q.rlShare);
   const passK = num(args, '--pass-k', q.passSamples);
-  const sftSteps = num(args, '--sft-steps', quick ? 20 : q.sftSteps);
+  const sftSteps = num(args, '--sft-steps', quick ? 20 : scratch.sftSteps);
   const sftBatch = num(args, '--sft-batch', q.sftBatch);
-  const sftLr = num(args, '--sft-lr', q.sftLr);
+  const sftLr = num(args, '--sft-lr', scratch.sftLr);
   const steps = num(args, '--steps', quick ? 2 : q.rlSteps);
   const prompts = num(args, '--prompts', q.promptsPerStep);
   const group = num(args, '--group', q.groupSize);
   const rlLr = num(args, '--lr', q.rlLr);
   const minLrRatio = num(args, '--min-lr-ratio', q.rlMinLrRatio);
   const verifyShare = num(args, '--verify-share', q.verifyShare);
-  const schemaChars = num(args, '--schema-chars', q.schemaChars);
+  const schemaChars = num(args, '--schema-chars', scratch.prompt.schemaChars!);
   const vocab = num(args, '--vocab', q.vocabSize);
   const poolArg = quickstartConfigSchema.shape.rlPool.safeParse(args.includes('--no-filter') ? 'all' : flag(args, '--pool', q.rlPool));
   if (!poolArg.success) throw new Error(`--pool: active, filtered or all, got ${flag(args, '--pool', '')}`);

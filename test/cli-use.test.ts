@@ -25,7 +25,6 @@ test('predict, ask, serve: bad policies and endpoints are one line with the docu
     [['ask', '--policy', 'data/dev.json', '--db', DB, 'How many?'], 4, /^agro: data\/dev.json is neither a checkpoint folder nor a GGUF file\n$/],
     [['serve', '--policy', 'data', '--port', '0'], 4, /^agro: data is not a checkpoint: it has no config.json/],
     [['predict', '--llm-url', await closedPortUrl(), '--data', 'data/dev.json', '--out', out], 3, /^agro: endpoint .* is unreachable/],
-    [['predict', '--data', 'data/dev.json', '--out', out], 2, /^agro: give --policy/],
   ];
   for (const [args, code, re] of cases) {
     const r = agro(...args);

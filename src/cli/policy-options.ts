@@ -1,6 +1,5 @@
 /** The flags that name a policy, shared by predict, ask, serve and dashboard. */
 import { Option, type Command } from 'commander';
-import { AgroError } from '../errors.ts';
 import { ENGINE_NAMES, type EngineName } from '../model/engine.ts';
 import { openPolicy, type PolicySpec } from '../agent/policies/open.ts';
 import type { Policy } from '../agent/policies/types.ts';
@@ -22,7 +21,7 @@ export interface PolicyCliOptions {
 /** `policy` and `llmUrl` replace those flags' help where the command uses them differently. */
 export function addPolicyOptions(cmd: Command, opts: { endpoint?: boolean; policy?: string; llmUrl?: string } = {}): Command {
   cmd
-    .option('--policy <path>', opts.policy ?? 'an agro checkpoint folder or any .gguf file')
+    .option('--policy <path>', opts.policy ?? 'an agro checkpoint folder, any .gguf file, or base (the built-in base model; the default)')
     .addOption(new Option('--engine <name>', 'engine for an agro checkpoint').choices([...ENGINE_NAMES]))
     .option('--threads <n>', 'llama.cpp CPU threads', numberArg('--threads', { min: 1 }))
     .option('--batch <n>', 'turns sampled together by a local engine (default 8; GGUF: sequences, default 4)', numberArg('--batch', { min: 1 }));
@@ -49,10 +48,10 @@ export function playgroundPolicies(o: PolicyCliOptions, served?: Policy): NonNul
   return { extra, open: served ? [{ policy: served, path: o.policy }] : [], local };
 }
 
+/** With neither --policy nor --llm-url, the built-in base model answers (it needs no training). */
 export function openPolicyFromCli(o: PolicyCliOptions, concurrency?: number): Promise<Policy> {
-  if (!o.policy && !o.llmUrl) throw new AgroError('usage', 'give --policy <checkpoint dir | file.gguf> or --llm-url <endpoint>');
   return openPolicy({
-    path: o.policy,
+    path: o.llmUrl ? o.policy : (o.policy ?? 'base'),
     engine: o.engine,
     threads: o.threads,
     maxBatch: o.batch,

@@ -34,7 +34,7 @@ import { Tokenizer } from '../model/tokenizer.ts';
 import { LlamaModel } from '../model/llama.ts';
 import { presetSchema, resolveModelConfig } from '../model/config.ts';
 import { renderChat } from '../model/chat.ts';
-import { loadCheckpoint } from '../model/checkpoint.ts';
+import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.ts';
 import { runSft, type SftResult, type StepMetrics } from '../train/sft.ts';
 import { listCheckpoints } from '../train/run-state.ts';
 
@@ -76,6 +76,8 @@ export interface PretrainReport {
   episodes?: { train: number; heldOut: number; lookup: number; verify: number; meanTokens: number };
   tokenizer?: { vocabSize: number };
   sft?: { steps: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number };
+  /** The finished base as agro ships it: F16 weights, tokenizer, prompt contract, no trainer state. */
+  model?: string;
 }
 
 export interface PretrainHooks {
@@ -217,7 +219,17 @@ export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHoo
     report.sft = { steps: res.steps, finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds: Math.round((performance.now() - t0) / 100) / 10 };
     save();
     if (res.interrupted) log(`interrupted at step ${res.steps}; run the same command again to continue`);
-    else log(`base model: ${res.checkpoint} (loss ${res.finalLoss?.toFixed(3) ?? '-'}, held-out databases ${res.heldOutLoss?.toFixed(3) ?? '-'})`);
+    else {
+      const final = loadCheckpoint(res.checkpoint);
+      report.model = join(out, 'model');
+      try {
+        saveCheckpoint(report.model, { model: final.model, tokenizer: final.tokenizer, sideFiles: promptContractFiles(env.config, { maxTurnTokens: TURN_TOKENS }) }, { dtype: 'F16' });
+      } finally {
+        final.model.dispose();
+      }
+      save();
+      log(`base model: ${report.model} (F16; loss ${res.finalLoss?.toFixed(3) ?? '-'}, held-out databases ${res.heldOutLoss?.toFixed(3) ?? '-'})`);
+    }
     return report;
   } finally {
     await pool.close();

@@ -20,7 +20,8 @@ import type { DatasetRow } from '../factory/types.ts';
 import { createExecutor } from '../sql/executor.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
-import { promptContractFiles } from '../agent/prompt-contract.ts';
+import { promptContractFiles, readPromptContract, resolvePromptSettings, type PromptSettings } from '../agent/prompt-contract.ts';
+import { resolveModelPath } from '../model/builtin.ts';
 import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { selectColdStart } from '../train/coldstart.ts';
 import { runSft } from '../train/sft.ts';
@@ -89,10 +90,16 @@ export const quickstartConfigSchema = z.strictObject({
   preset: presetSchema.default('tiny'),
   vocabSize: z.number().int().min(300).default(2048),
   /**
+   * Where the policy starts: 'base' (agro's built-in base model, pretrained on many databases: its weights,
+   * tokenizer and prompt contract), 'scratch' (a new `preset` model with a `vocabSize` tokenizer trained on
+   * this database's data), or a checkpoint folder. preset and vocabSize apply to 'scratch' only.
+   */
+  from: z.string().min(1).default('base'),
+  /**
    * 6,000 (music_store, 2,400 pairs): held-out accuracy 34.2% (seed 0) and 30.6% (seed 1), against 27.2%
    * after 3,000 steps and 36.9% after 8,000 (seed 0); a longer cold start also leaves RL more to convert.
    */
-  sftSteps: z.number().int().min(1).default(6000),
+  sftSteps: z.number().int().min(1).optional(),
   sftBatch: z.number().int().min(1).default(8),
   /**
    * Early stopping for the cold start: the loss on the RL questions' trajectories (skeletons SFT never
@@ -103,7 +110,8 @@ export const quickstartConfigSchema = z.strictObject({
    */
   sftPatience: z.number().int().min(0).default(0),
   sftEvalEvery: z.number().int().min(1).default(100),
-  sftLr: z.number().positive().default(5e-3),
+  /** Default: 5e-3 from scratch, FROM_CHECKPOINT.sftLr from a checkpoint. */
+  sftLr: z.number().positive().optional(),
   algo: z.string().default('grpo'),
   /**
    * Measured on music_store, 2,400 pairs, seed 0 (RL gain in held-out EX points): 60 steps at lr 1e-4 +1.7,
@@ -123,8 +131,11 @@ export const quickstartConfigSchema = z.strictObject({
    * late steps, on few informative groups, no longer undo what the early ones learned.
    */
   rlMinLrRatio: z.number().min(0).max(1).default(0.1),
-  /** Schema characters in the agent's prompt: the prompt dominates the compute of every step. */
-  schemaChars: z.number().int().min(200).default(200),
+  /**
+   * Schema characters in the agent's prompt: the prompt dominates the compute of every step. Default: the
+   * starting checkpoint's prompt contract (what it was trained to read), 200 from scratch.
+   */
+  schemaChars: z.number().int().min(200).optional(),
   seed: z.number().int().min(0).default(0),
   backend: z.enum(['wasm', 'cpu']).optional(),
   /**
@@ -178,6 +189,25 @@ export interface QuickstartHooks {
   /** Each SFT and RL step as it finishes, with the stage's total and what a progress line shows. */
   onStep?: (stage: 'sft' | 'rl', step: number, total: number, fields: Record<string, string | number>) => void;
   signal?: AbortSignal;
+}
+
+/** From scratch: the tiny model's recipe measured above. */
+const FROM_SCRATCH = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200 };
+/** From a pretrained checkpoint: fine-tuning needs far fewer, gentler steps than learning from nothing. */
+const FROM_CHECKPOINT = { sftSteps: 600, sftLr: 1e-3 };
+
+/**
+ * What the run starts from, and the settings that follow from it: the checkpoint's folder and prompt
+ * contract (its schema budget and format become the environment's), SFT steps and learning rate.
+ */
+export function startOf(cfg: QuickstartConfig): { dir: string | null; prompt: Partial<PromptSettings>; sftSteps: number; sftLr: number } {
+  if (cfg.from === 'scratch') {
+    return { dir: null, prompt: { schemaChars: cfg.schemaChars ?? FROM_SCRATCH.schemaChars }, sftSteps: cfg.sftSteps ?? FROM_SCRATCH.sftSteps, sftLr: cfg.sftLr ?? FROM_SCRATCH.sftLr };
+  }
+  const dir = resolve(resolveModelPath(cfg.from));
+  if (!existsSync(join(dir, 'config.json'))) throw new AgroError('not_found', `--from ${cfg.from}: no checkpoint there (expected base, scratch or a checkpoint folder)`);
+  const { settings } = resolvePromptSettings(readPromptContract(dir), cfg.schemaChars !== undefined ? { schemaChars: cfg.schemaChars } : {});
+  return { dir, prompt: settings, sftSteps: cfg.sftSteps ?? FROM_CHECKPOINT.sftSteps, sftLr: cfg.sftLr ?? FROM_CHECKPOINT.sftLr };
 }
 
 /** Questions the early-stopping loss is measured on: enough for a steady loss, few enough to be cheap every sftEvalEvery steps. */
@@ -285,7 +315,8 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
   const pool = createExecutor();
   // The same documentation for the factory's wording and the agent's prompt: given, else found beside the database.
   const docs = cfg.docs ? readDocs(cfg.docs, basename(db, extname(db))) : findDocs(db)?.docs;
-  const env = new SqlEnvironment(pool, { schemaChars: cfg.schemaChars }, docs ? { docsFor: () => docs } : {});
+  const start = startOf(cfg);
+  const env = new SqlEnvironment(pool, start.prompt, docs ? { docsFor: () => docs } : {});
   try {
     // ---- 1. data factory ----
     const synthDir = join(out, 'synth');
@@ -337,10 +368,10 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       writeFileAtomic(join(out, 'cold_start.jsonl'), chosen.map((t) => JSON.stringify({ id: t.id, difficulty: t.difficulty, messages: t.messages })).join('\n') + '\n');
       log(`[2/4] cold start: ${chosen.length} of ${trajs.length} trajectories (${report.coldStart.verify} check the result with a tool call first, ${report.coldStart.lookup ?? 0} look a value up), covering ${report.coldStart.structures} SQL structures (a random subset: ${report.coldStart.randomStructures})`);
 
-      const specials = [...AGENT_SPECIAL_TOKENS];
-      const texts = chosen.flatMap((t) => t.messages.map((m) => m.content));
-      const tokenizer = Tokenizer.train(texts, { vocabSize: cfg.vocabSize, specialTokens: specials });
-      const model = new LlamaModel(resolveModelConfig({ preset: cfg.preset, vocabSize: tokenizer.vocabSize }), { seed: cfg.seed });
+      const from = start.dir ? loadCheckpoint(start.dir) : null;
+      const tokenizer = from?.tokenizer ?? Tokenizer.train(chosen.flatMap((t) => t.messages.map((m) => m.content)), { vocabSize: cfg.vocabSize, specialTokens: [...AGENT_SPECIAL_TOKENS] });
+      const model = from?.model ?? new LlamaModel(resolveModelConfig({ preset: cfg.preset, vocabSize: tokenizer.vocabSize }), { seed: cfg.seed });
+      const what = start.dir ? `${cfg.from} (${relative(process.cwd(), start.dir) || '.'})` : `a new ${cfg.preset} model`;
       const samples = chosen.map((t) => renderChat(tokenizer, t.messages));
       const meanLen = Math.round(samples.reduce((a, s) => a + s.ids.length, 0) / samples.length);
       // Early stopping watches questions of skeletons SFT never trains on: the RL ones (the held-out
@@ -349,7 +380,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
         ? (await synthesizeTrajectories(new Rng(cfg.seed + 7).shuffle([...rlCandidates]).slice(0, STOP_SAMPLES), env, { verifyShare: cfg.verifyShare, seed: cfg.seed + 7 })).map((t) => renderChat(tokenizer, t.messages))
         : undefined;
       const until = cfg.sftPatience > 0 ? `, stopping when the loss on ${stopOn ? `the ${stopOn.length} RL questions` : 'a held-out share'} has not improved for ${cfg.sftPatience * cfg.sftEvalEvery} steps` : '';
-      log(`[2/4] SFT of a ${cfg.preset} model on ${backend} (${tokenizer.vocabSize}-token tokenizer, ${meanLen} tokens per sample), up to ${cfg.sftSteps} steps${until} ...`);
+      log(`[2/4] SFT of ${what} on ${backend} (${tokenizer.vocabSize}-token tokenizer, ${meanLen} tokens per sample), up to ${start.sftSteps} steps${until} ...`);
       const t0 = performance.now();
       const res = await runSft({
         sideFiles: promptContractFiles(env.config, { maxTurnTokens: evalOpts.maxTurnTokens }),
@@ -359,11 +390,11 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
         samples,
         ...(stopOn ? { heldOut: stopOn } : {}),
         config: {
-          steps: cfg.sftSteps, batchSize: cfg.sftBatch, lr: cfg.sftLr, warmupSteps: Math.min(20, Math.floor(cfg.sftSteps / 10)),
+          steps: start.sftSteps, batchSize: cfg.sftBatch, lr: start.sftLr, warmupSteps: Math.min(20, Math.floor(start.sftSteps / 10)),
           evalEvery: cfg.sftPatience > 0 ? cfg.sftEvalEvery : 0, patience: cfg.sftPatience, checkpointEvery: 0, maxSeqLen: model.config.maxPositions, seed: cfg.seed,
         },
         signal: hooks.signal,
-        onStep: (m) => hooks.onStep?.('sft', m.step, cfg.sftSteps, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
+        onStep: (m) => hooks.onStep?.('sft', m.step, start.sftSteps, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
       });
       if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during SFT; run it again to continue');
       const seconds = Math.round((performance.now() - t0) / 100) / 10;

@@ -1,11 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { heldOutDatabases, listDatabases, type PretrainReport } from '../../src/pipeline/pretrain.ts';
 import { readPromptContract } from '../../src/agent/prompt-contract.ts';
+import { floatToHalf, halfToFloat, readSafetensors } from '../../src/model/safetensors.ts';
 
 const BIN = 'bin/agro.js';
 
@@ -41,6 +42,14 @@ test('agro pretrain: the factory on every database, one tokenizer, SFT with the 
   assert.equal(contract?.schemaFormat, 'grounded');
   assert.equal(contract?.schemaChars, 600);
   const weights = readFileSync(join(final, 'model.safetensors'));
+  // The model to ship: the final weights in F16 with the tokenizer and the contract, no trainer state.
+  assert.equal(report.model, join(out, 'model'));
+  assert.deepEqual(readdirSync(report.model!).sort(), ['config.json', 'generation_config.json', 'model.safetensors', 'prompt_contract.json', 'tokenizer.json', 'tokenizer_config.json']);
+  assert.deepEqual(readPromptContract(report.model!), contract);
+  const f16 = readSafetensors(join(report.model!, 'model.safetensors')).tensors;
+  for (const [name, t] of readSafetensors(join(final, 'model.safetensors')).tensors) {
+    assert.ok(t.data.every((x, i) => f16.get(name)!.data[i] === halfToFloat(floatToHalf(x))), name);
+  }
 
   // Lose the last checkpoint: the rerun of the same command resumes from step 2 and ends on the same weights.
   rmSync(final, { recursive: true });

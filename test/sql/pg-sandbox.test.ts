@@ -198,7 +198,8 @@ const SLACK_MS = 50;
  * load 12 with 2 cores runs about a sixth of the time, and a backend handles its cancel only when it runs:
  * the bound is 50 ms on a machine that is not oversubscribed, and is scaled (and says so) on one that is.
  */
-const OVERSUBSCRIBED = Math.max(1, loadavg()[0] / availableParallelism());
+const oversubscribed = (): number => Math.max(1, loadavg()[0] / availableParallelism());
+const OVERSUBSCRIBED = oversubscribed();
 
 describe('the PostgreSQL sandbox', { skip: PG.skip }, () => {
   let server: PgServer;
@@ -278,23 +279,34 @@ describe('the PostgreSQL sandbox', { skip: PG.skip }, () => {
     const notStopped: string[] = [];
     const overs: number[] = [];
     const callerOvers: number[] = [];
-    for (const [sql, opts] of RUNAWAYS) {
+    /** One run of a runaway: the result, the caller's wall time, and the stop by the limit's own measure. */
+    const runAway = async (sql: string, opts: ExecOptions) => {
       const limit = opts.cpuMs ?? opts.timeoutMs!;
       exec.lastStop = undefined;
       const t0 = performance.now();
       const r: ExecResult = await exec.execute(url, sql, opts);
       const wall = performance.now() - t0;
+      const stopped = exec.lastStop as PgExecutor['lastStop'];
+      const used = r.ok ? Infinity : opts.cpuMs ? (stopped?.limit === 'cpu' ? stopped.usedMs : Infinity) : r.elapsedMs;
+      return { r, wall, used, late: used - limit > SLACK_MS * Math.max(OVERSUBSCRIBED, oversubscribed()) };
+    };
+    for (const [sql, opts] of RUNAWAYS) {
+      const limit = opts.cpuMs ?? opts.timeoutMs!;
+      let run = await runAway(sql, opts);
+      // A stop that was late once is run again: a cancel that does not work is late every time, while a
+      // burst of other work on a shared machine (the 1-minute load average lags it) delays one run only.
+      if (run.late && Number.isFinite(run.used)) run = await runAway(sql, opts);
+      const { r, wall } = run;
       if (r.ok || r.error !== 'timeout') notStopped.push(`${sql} ${JSON.stringify(r)}`);
       // A wall limit by the executor's clock (from the start of the run, as the limit counts, to the error
       // in hand); a CPU limit in the CPU time the backend had used when it stopped (on a busy machine CPU
       // time grows slower than wall time, which is the point of it). That the backend really stopped is
       // checked below (no session of the role left active).
-      const stopped = exec.lastStop as PgExecutor['lastStop'];
-      const used = r.ok ? Infinity : opts.cpuMs ? (stopped?.limit === 'cpu' ? stopped.usedMs : Infinity) : r.elapsedMs;
+      const used = run.used;
       overs.push(Math.round(used - limit));
       // The caller's clock counts from the call: a fresh login too when the last runaway's connection was dropped.
       callerOvers.push(Math.round(wall - limit));
-      if (used - limit > SLACK_MS * OVERSUBSCRIBED) late.push(`${sql} (${opts.cpuMs ? 'cpu' : 'wall'} ${limit} ms): stopped after ${used.toFixed(0)} ms`);
+      if (run.late) late.push(`${sql} (${opts.cpuMs ? 'cpu' : 'wall'} ${limit} ms): stopped after ${used.toFixed(0)} ms`);
     }
     assert.deepEqual(notStopped, []);
     assert.deepEqual(late, []);

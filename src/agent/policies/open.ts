@@ -3,13 +3,14 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgroError } from '../../errors.ts';
 import type { EngineName } from '../../model/engine.ts';
+import { resolveModelPath } from '../../model/builtin.ts';
 import { CheckpointPolicy } from './checkpoint.ts';
 import { EndpointPolicy } from './endpoint.ts';
 import { GgufPolicy, isGgufFile } from './gguf.ts';
 import type { Policy } from './types.ts';
 
 export interface PolicySpec {
-  /** A checkpoint directory or a .gguf file. */
+  /** A checkpoint directory, a .gguf file, or the name of a built-in model (`base`). */
   path?: string;
   engine?: EngineName;
   /** Local engines: turns sampled together at most. */
@@ -29,7 +30,7 @@ export async function openPolicy(spec: PolicySpec): Promise<Policy> {
   if (spec.llmUrl) {
     return EndpointPolicy.open({ url: spec.llmUrl, model: spec.llmModel, apiKey: spec.apiKey, timeoutMs: spec.llmTimeoutMs, toolRole: spec.toolRole, concurrency: spec.concurrency });
   }
-  const path = spec.path;
+  const path = spec.path === undefined ? undefined : resolveModelPath(spec.path);
   if (!path) throw new AgroError('usage', 'no policy: give --policy <checkpoint dir | file.gguf> or --llm-url <endpoint>');
   if (!existsSync(path)) throw new AgroError('not_found', `policy not found: ${path}`);
   if (statSync(path).isDirectory()) {

@@ -66,7 +66,7 @@ export function register(program: Command): void {
         });
         bar?.stop();
         if (o.json) process.stdout.write(JSON.stringify(report) + '\n');
-        else if (report.sft) process.stdout.write(`base checkpoint: ${report.sft.checkpoint}\nuse it: agro quickstart --db <your.sqlite> … or agro ask --policy ${report.sft.checkpoint} --db <your.sqlite> "<question>"\n`);
+        else if (report.model) process.stdout.write(`base model: ${report.model}\nuse it: agro quickstart --db <your.sqlite> --from ${report.model}, or agro ask --policy ${report.model} --db <your.sqlite> "<question>"\n`);
         if (report.sft && report.sft.steps < report.config.steps) process.exitCode = 130;
       } finally {
         process.removeListener('SIGINT', onSigint);

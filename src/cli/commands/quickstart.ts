@@ -12,17 +12,19 @@ interface QuickstartCliOptions {
   small?: boolean;
   seed?: number;
   algo?: string;
+  from?: string;
   json?: boolean;
 }
 
 export function register(program: Command): void {
   program
     .command('quickstart')
-    .description('The main job on one database with the built-in model: synthesize data → cold-start SFT → GRPO → evaluate.')
+    .description('The main job on one database: synthesize data → cold-start SFT from the built-in base model → GRPO → evaluate.')
     .option('--db <path>', 'SQLite database (default: the bundled music_store)')
     .option('--docs <path>', "the database's documentation: BIRD's database_description/ CSVs, a Spider/KaggleDBQA tables.json or agro's JSON (default: found beside the database)")
     .option('--out <dir>', 'run directory (default: runs/quickstart, or runs/quickstart-small with --small)')
     .option('--small', 'a CI-sized run: tiny model, few pairs and steps (a couple of minutes)')
+    .option('--from <model>', 'start from: base (the built-in base model; default), scratch (a new model trained on this database only) or a checkpoint folder')
     .option('--algo <name>', 'RL algorithm preset (default grpo)')
     .option('--seed <n>', 'seed', seedArg())
     .option('--json', 'print the report as JSON instead of progress lines')
@@ -32,6 +34,7 @@ export function register(program: Command): void {
       if (o.docs) cfg.docs = o.docs;
       if (o.out) cfg.out = o.out;
       if (o.algo) cfg.algo = o.algo;
+      if (o.from) cfg.from = o.from;
       if (o.seed !== undefined) cfg.seed = o.seed;
       // The whole configuration and the run directory are checked before the first stage runs.
       const resolved = resolveQuickstartConfig(cfg);

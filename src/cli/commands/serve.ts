@@ -58,7 +58,8 @@ function catalogOf(o: ServeCliOptions): DatabaseCatalog | undefined {
 async function run(o: ServeCliOptions): Promise<void> {
   const token = o.token ?? process.env.AGRO_TOKEN;
   const catalog = catalogOf(o);
-  if (!o.policy && !catalog && !o.dashboard) throw new AgroError('usage', 'serve: give --policy (OpenAI API), --db-root or --factory (environment API) and/or --dashboard <dir>');
+  // Nothing to serve named: the OpenAI API over the built-in base model.
+  if (!o.policy && !catalog && !o.dashboard) o.policy = 'base';
   if (o.llmUrl && !o.dashboard) throw new AgroError('usage', 'serve: --llm-url is a Playground policy: give it with --dashboard <dir>');
   // The API runs SQL on your files and your model: any address but loopback needs a token.
   assertTokenForHost(o.host, token);
