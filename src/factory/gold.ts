@@ -1,0 +1,189 @@
+/**
+ * Human gold SQL asked in the factory's words: queries people wrote (Spider's train gold, say: SQL only,
+ * never their questions) become (question, SQL) pairs whose question the factory writes. Each query is read
+ * into the AST (from-sql.ts), run once (a query with no answer proves nothing in a round trip), realized by
+ * the factory's realize stage (people's variety, with paraphrases), and kept only when the factory's own
+ * round trip (align.ts) parses the question back to a query whose result equals the human query's. The
+ * pair keeps the human SQL as written (whitespace tidied), not the AST printed.
+ */
+import { tokenize } from '../sql/lexer.ts';
+import type { DbDocs } from '../sql/docs-types.ts';
+import type { SqlExecutor } from '../sql/types.ts';
+import { Rng } from '../util/rng.ts';
+import { mapConcurrent } from '../util/concurrency.ts';
+import type { QueryAst, SelectAst } from './ast.ts';
+import { astFromSql } from './from-sql.ts';
+import { alignStage } from './align.ts';
+import { makeParseEnv } from './language/general-parse.ts';
+import { realizeStage } from './language/realize.ts';
+import { databaseLanguage, loadSchema } from './pipeline.ts';
+import { queryShape } from './realism.ts';
+import { difficultyOf } from './synthesize.ts';
+import { silentProgress, STAGE_CONCURRENCY, type StageContext, type SynthPair } from './types.ts';
+import { isEmptyAggregate, MAX_RESULT_ROWS, VERIFY_TIMEOUT_MS } from './verify.ts';
+
+export interface GoldSql {
+  /** Line of the gold file (0-based): the pair's id is `gold-<index>`. */
+  index: number;
+  dbId: string;
+  sql: string;
+}
+
+/** Where a gold query went: the step that dropped it, with why, or 'kept'. */
+export interface GoldOutcome {
+  index: number;
+  /** realism.ts queryShape of the human SQL. */
+  shape: string;
+  step: 'convert' | 'execute' | 'realize' | 'roundtrip' | 'kept';
+  reason?: string;
+}
+
+export interface GoldOptions {
+  executor: SqlExecutor;
+  seed: number;
+  /** Questions per query: the question and up to phrasings-1 paraphrases, each parsed back on its own. */
+  phrasings: number;
+  /** Share of questions in people's variety (realize.ts); 1: every one that an intent says. */
+  people?: number;
+  timeoutMs?: number;
+  docs?: DbDocs;
+}
+
+/** The SQL as written with one space wherever it had whitespace (Spider's gold has `age  >  56`); comments and a trailing `;` dropped. */
+export function tidySql(sql: string): string {
+  const toks = tokenize(sql);
+  let out = '';
+  for (const [k, t] of toks.entries()) {
+    if (k > 0 && t.start > toks[k - 1].end) out += ' ';
+    out += sql.slice(t.start, t.end);
+  }
+  return out.replace(/\s*;$/, '');
+}
+
+/**
+ * The AST as the realizer reads it: a grouped query names its group first (realize.ts and intents.ts
+ * read columns[0] as the group). Only the column order changes, which Spider's comparison allows.
+ */
+export function realizableForm(q: QueryAst): QueryAst {
+  const one = (s: SelectAst): SelectAst => {
+    const g = s.groupBy[0];
+    if (!g) return s;
+    const i = s.columns.findIndex((e) => e.kind === 'col' && e.alias === g.alias && e.column === g.column);
+    return i > 0 ? { ...s, columns: [s.columns[i], ...s.columns.filter((_, j) => j !== i)] } : s;
+  };
+  return q.kind === 'select' ? one(q) : { ...q, left: one(q.left), right: one(q.right) };
+}
+
+/** The gold queries of one database as verified pairs, and what became of each query. */
+export async function goldPairs(db: { dbId: string; path: string }, items: readonly GoldSql[], opts: GoldOptions): Promise<{ pairs: SynthPair[]; outcomes: GoldOutcome[] }> {
+  const timeoutMs = opts.timeoutMs ?? 5000;
+  const schema = loadSchema(db.path);
+  const { graph, lex } = await databaseLanguage(schema, opts.executor, timeoutMs, opts.docs);
+  const outcomes = new Map<number, GoldOutcome>();
+  const byId = new Map<string, GoldOutcome>();
+  const candidates: SynthPair[] = [];
+  for (const it of items) {
+    const sql = tidySql(it.sql);
+    const o: GoldOutcome = { index: it.index, shape: queryShape(sql), step: 'convert' };
+    outcomes.set(it.index, o);
+    const conv = astFromSql(sql, schema, graph);
+    if (!conv.ok) {
+      o.reason = conv.reason;
+      continue;
+    }
+    const ast = realizableForm(conv.ast);
+    const id = `gold-${it.index}`;
+    byId.set(id, o);
+    candidates.push({
+      id,
+      dbId: db.dbId,
+      sql,
+      ast,
+      question: '',
+      evidence: '',
+      style: 'formal',
+      difficulty: difficultyOf(ast).difficulty,
+      provenance: { stages: ['gold'], checks: [], template: 'human-gold' },
+    });
+  }
+  const ctx: StageContext = {
+    dbId: db.dbId,
+    dbPath: db.path,
+    schema,
+    executor: opts.executor,
+    rng: new Rng(opts.seed),
+    progress: silentProgress,
+    variants: [],
+    timeoutMs,
+    reject: (item, reason) => {
+      const o = byId.get((item as SynthPair).id);
+      if (o) o.reason = reason;
+    },
+  };
+  // Run once: a query that fails, or whose answer is empty or all NULL, would match a wrong reading too.
+  const why = await mapConcurrent(candidates, STAGE_CONCURRENCY, async (p) => {
+    const r = await opts.executor.execute(db.path, p.sql, { timeoutMs: Math.min(timeoutMs, VERIFY_TIMEOUT_MS), maxRows: MAX_RESULT_ROWS + 1 });
+    if (!r.ok) return r.error === 'timeout' ? 'timeout' : 'exec_error';
+    if (r.rows.length === 0) return 'empty_result';
+    if (r.rows.every((row) => row.every((v) => v === null))) return 'all_null';
+    if (isEmptyAggregate(p.ast, r.rows)) return 'empty_aggregate';
+    return null;
+  });
+  const runnable = candidates.filter((p, i) => {
+    const o = byId.get(p.id)!;
+    o.step = 'execute';
+    o.reason = why[i] ?? undefined;
+    if (why[i] === null) p.provenance.checks.push('exec', 'non_empty');
+    return why[i] === null;
+  });
+  for (const p of runnable) byId.get(p.id)!.step = 'realize';
+  const realized = await realizeStage(lex, { people: opts.people ?? 1, phrasings: opts.phrasings }).run(runnable, ctx);
+  for (const p of realized) byId.get(p.id)!.step = 'roundtrip';
+  const pairs = await alignStage(makeParseEnv(schema, graph, lex)).run(realized, ctx);
+  for (const p of pairs) {
+    const o = byId.get(p.id)!;
+    o.step = 'kept';
+    delete o.reason;
+  }
+  return { pairs, outcomes: items.map((it) => outcomes.get(it.index)!) };
+}
+
+export interface GoldSummary {
+  queries: number;
+  converted: number;
+  /** Converted and ran with a non-empty answer. */
+  runnable: number;
+  kept: number;
+  /** Questions kept: each kept query's question and its paraphrases that passed the round trip. */
+  questions: number;
+  /** Per query shape: queries, converted, kept. */
+  byShape: Record<string, { queries: number; converted: number; kept: number }>;
+  /** Why queries were dropped, by step: `convert:or`, `execute:empty_result`, `roundtrip:roundtrip_mismatch`. */
+  dropped: Record<string, number>;
+}
+
+/** Coverage of a gold run: how many converted and survived, by shape, and why the rest were dropped. */
+export function summarizeGold(outcomes: readonly GoldOutcome[], pairs: readonly SynthPair[]): GoldSummary {
+  const s: GoldSummary = { queries: outcomes.length, converted: 0, runnable: 0, kept: 0, questions: 0, byShape: {}, dropped: {} };
+  for (const o of outcomes) {
+    const row = (s.byShape[o.shape] ??= { queries: 0, converted: 0, kept: 0 });
+    row.queries++;
+    const converted = o.step !== 'convert';
+    if (converted) {
+      s.converted++;
+      row.converted++;
+    }
+    if (converted && o.step !== 'execute') s.runnable++;
+    if (o.step === 'kept') {
+      s.kept++;
+      row.kept++;
+    } else {
+      const k = `${o.step}:${o.reason ?? 'unknown'}`;
+      s.dropped[k] = (s.dropped[k] ?? 0) + 1;
+    }
+  }
+  s.questions = pairs.reduce((a, p) => a + 1 + (p.paraphrases?.length ?? 0), 0);
+  s.byShape = Object.fromEntries(Object.entries(s.byShape).sort((a, b) => b[1].queries - a[1].queries));
+  s.dropped = Object.fromEntries(Object.entries(s.dropped).sort((a, b) => b[1] - a[1]));
+  return s;
+}
