@@ -6,6 +6,9 @@
  * round trip (align.ts) parses the question back to a query whose result equals the human query's. The
  * pair keeps the human SQL as written (whitespace tidied), not the AST printed.
  */
+import { z } from 'zod';
+import { AgroError } from '../errors.ts';
+import { readInputText } from '../util/fs.ts';
 import { tokenize } from '../sql/lexer.ts';
 import type { DbDocs } from '../sql/docs-types.ts';
 import type { SqlExecutor } from '../sql/types.ts';
@@ -27,6 +30,26 @@ export interface GoldSql {
   index: number;
   dbId: string;
   sql: string;
+}
+
+/** One line of a gold file: Spider's fields (others, such as a question, are ignored: the factory writes its own). */
+const goldLineSchema = z.looseObject({ db_id: z.string().min(1), query: z.string().min(1) });
+
+/** The queries of a gold file (JSON lines with db_id and query), in file order. */
+export function readGoldSql(path: string): GoldSql[] {
+  const out: GoldSql[] = [];
+  for (const [i, line] of readInputText(path, 'gold').split('\n').entries()) {
+    if (!line.trim()) continue;
+    let row: z.infer<typeof goldLineSchema>;
+    try {
+      row = goldLineSchema.parse(JSON.parse(line));
+    } catch {
+      throw new AgroError('invalid_input', `${path}:${i + 1}: not a JSON object with string fields "db_id" and "query"`);
+    }
+    out.push({ index: i, dbId: row.db_id, sql: row.query });
+  }
+  if (out.length === 0) throw new AgroError('invalid_input', `${path} holds no gold queries`);
+  return out;
 }
 
 /** Where a gold query went: the step that dropped it, with why, or 'kept'. */
