@@ -11,11 +11,13 @@ import { AgroError } from '../errors.ts';
 import { readInputText } from '../util/fs.ts';
 import { tokenize } from '../sql/lexer.ts';
 import type { DbDocs } from '../sql/docs-types.ts';
-import type { SqlExecutor } from '../sql/types.ts';
+import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import { Rng } from '../util/rng.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
-import type { QueryAst, SelectAst } from './ast.ts';
+import type { ColRef, Cond, Expr, QueryAst, SelectAst } from './ast.ts';
+import { isCountStar } from './language/intents.ts';
 import { astFromSql } from './from-sql.ts';
+import type { SchemaGraph } from './schema-graph.ts';
 import { alignStage } from './align.ts';
 import { makeParseEnv } from './language/general-parse.ts';
 import { realizeStage } from './language/realize.ts';
@@ -84,17 +86,76 @@ export function tidySql(sql: string): string {
 }
 
 /**
- * The AST as the realizer reads it: a grouped query names its group first (realize.ts and intents.ts
- * read columns[0] as the group). Only the column order changes, which Spider's comparison allows.
+ * The AST as the realizer reads it, saying the same query (the first three) or one the round trip must still
+ * find equal on the database (the last):
+ * - a grouped query names its group first (realize.ts and intents.ts read columns[0] as the group): only the
+ *   column order changes, which Spider's comparison allows;
+ * - `SELECT *` of one table lists its columns (the grammars name columns, not "everything");
+ * - `HAVING count(*) > k` is `>= k + 1` for a whole k (the intent "with at least k");
+ * - a query grouped by one column it does not show (`SELECT T1.name ... GROUP BY T1.id`, as people write SQL)
+ *   is asked by the first column it shows ("which name has the most ..."): the round trip then keeps the pair
+ *   only where that gives the human query's result;
+ * - a join that counts rows (`count(*)`) is rooted at the table whose rows it counts (rootAtCounted), since the
+ *   grammars say `count(*)` as "the number of <the query's first table>".
  */
-export function realizableForm(q: QueryAst): QueryAst {
-  const one = (s: SelectAst): SelectAst => {
-    const g = s.groupBy[0];
-    if (!g) return s;
-    const i = s.columns.findIndex((e) => e.kind === 'col' && e.alias === g.alias && e.column === g.column);
-    return i > 0 ? { ...s, columns: [s.columns[i], ...s.columns.filter((_, j) => j !== i)] } : s;
+export function realizableForm(q: QueryAst, schema: DbSchema, graph: SchemaGraph): QueryAst {
+  const one = (s0: SelectAst): SelectAst => {
+    const s = rootAtCounted(s0, graph);
+    let columns = s.columns;
+    if (columns.length === 1 && columns[0].kind === 'star' && !s.joins.length) {
+      const t = schema.tables.find((x) => x.name === s.from.table)!;
+      columns = t.columns.map((c): Expr => ({ kind: 'col', alias: s.from.alias, table: t.name, column: c.name }));
+    }
+    const having = s.having.map((c): Cond =>
+      c.kind === 'cmp' && c.op === '>' && isCountStar(c.left) && c.right.kind === 'lit' && Number.isInteger(c.right.value) ? { ...c, op: '>=', right: { kind: 'lit', value: (c.right.value as number) + 1 } } : c,
+    );
+    let groupBy = s.groupBy;
+    const g = groupBy[0];
+    if (g) {
+      const i = columns.findIndex((e) => e.kind === 'col' && e.alias === g.alias && e.column === g.column);
+      const shown = columns.findIndex((e) => e.kind === 'col');
+      const at = i >= 0 ? i : groupBy.length === 1 ? shown : -1;
+      if (at >= 0) {
+        if (i < 0) groupBy = [columns[at] as ColRef];
+        columns = [columns[at], ...columns.filter((_, j) => j !== at)];
+      }
+    }
+    return { ...s, columns, having, groupBy };
   };
   return q.kind === 'select' ? one(q) : { ...q, left: one(q.left), right: one(q.right) };
+}
+
+/**
+ * A join that counts rows, re-rooted at the table its join rows are: the one from which every join edge leads
+ * to a parent along a foreign key (`FROM courses JOIN registrations ... count(*)` counts registrations, one
+ * join row each). The same joins, in another order; s itself when there is no such table or nothing counted.
+ */
+export function rootAtCounted(s: SelectAst, graph: SchemaGraph): SelectAst {
+  if (!s.joins.length || !JSON.stringify([s.columns, s.having, s.orderBy]).includes('"fn":"COUNT","arg":{"kind":"star"}')) return s;
+  const eq = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+  const leadsUp = (a: ColRef, b: ColRef) =>
+    graph.edges.some((e) => eq(e.fromTable, a.table) && eq(e.toTable, b.table) && e.fromColumns.some((c, i) => eq(c, a.column) && eq(e.toColumns[i], b.column)));
+  const pairs = s.joins.flatMap((j) => j.on);
+  const up = new Map<string, Set<string>>();
+  for (const p of pairs) {
+    const [child, parent] = leadsUp(p.left, p.right) ? [p.left, p.right] : leadsUp(p.right, p.left) ? [p.right, p.left] : [null, null];
+    if (!child || !parent) return s;
+    up.set(child.alias, (up.get(child.alias) ?? new Set()).add(parent.alias));
+  }
+  const tableOf = new Map([[s.from.alias, s.from.table], ...s.joins.map((j): [string, string] => [j.alias, j.table])]);
+  for (const root of tableOf.keys()) {
+    const order = [root];
+    for (let k = 0; k < order.length; k++) for (const p of up.get(order[k]) ?? []) if (!order.includes(p)) order.push(p);
+    if (order.length !== tableOf.size) continue;
+    if (root === s.from.alias) return s;
+    const joins = order.slice(1).map((alias, k) => {
+      const earlier = new Set(order.slice(0, k + 1));
+      const on = pairs.flatMap((p) => (p.right.alias === alias && earlier.has(p.left.alias) ? [p] : p.left.alias === alias && earlier.has(p.right.alias) ? [{ left: p.right, right: p.left }] : []));
+      return { table: tableOf.get(alias)!, alias, on };
+    });
+    return { ...s, from: { table: tableOf.get(root)!, alias: root }, joins };
+  }
+  return s;
 }
 
 /** The gold queries of one database as verified pairs, and what became of each query. */
@@ -114,7 +175,7 @@ export async function goldPairs(db: { dbId: string; path: string }, items: reado
       o.reason = conv.reason;
       continue;
     }
-    const ast = realizableForm(conv.ast);
+    const ast = realizableForm(conv.ast, schema, graph);
     const id = `gold-${it.index}`;
     byId.set(id, o);
     candidates.push({

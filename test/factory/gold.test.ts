@@ -6,11 +6,13 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { testSuiteMatch } from '../../src/sql/testsuite.ts';
-import { goldPairs, readGoldSql, realizableForm, summarizeGold, tidySql } from '../../src/factory/gold.ts';
+import { resultsMatch } from '../../src/sql/compare.ts';
+import { goldPairs, readGoldSql, realizableForm, rootAtCounted, summarizeGold, tidySql } from '../../src/factory/gold.ts';
 import { astFromSql } from '../../src/factory/from-sql.ts';
 import { databaseLanguage, loadSchema } from '../../src/factory/pipeline.ts';
 import { makeParseEnv, parseQuestion } from '../../src/factory/language/general-parse.ts';
 import { printQuery } from '../../src/factory/print.ts';
+import type { SelectAst } from '../../src/factory/ast.ts';
 import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
 import { tmpDir } from './fixtures.ts';
 
@@ -21,13 +23,57 @@ test('tidySql: one space where the SQL had whitespace, quoted text and comments 
   assert.equal(tidySql('SELECT T1.name FROM t AS T1'), 'SELECT T1.name FROM t AS T1');
 });
 
-test('realizableForm: a grouped query names its group first, as the realizer reads it', () => {
+test('realizableForm: the group first, SELECT * as its columns, count(*) > k as >= k + 1, an unshown group by its shown column', async () => {
   const schema = loadSchema(db.path);
-  const r = astFromSql('SELECT count(*), genre_id FROM tracks GROUP BY genre_id', schema, buildSchemaGraph(schema));
-  assert.ok(r.ok);
-  const q = realizableForm(r.ast);
-  assert.ok(q.kind === 'select' && q.columns[0].kind === 'col' && q.columns[0].column === 'genre_id' && q.columns[1].kind === 'agg');
-  assert.deepEqual(realizableForm(q), q, 'already in form');
+  const graph = buildSchemaGraph(schema);
+  const form = (sql: string) => {
+    const r = astFromSql(sql, schema, graph);
+    assert.ok(r.ok, sql);
+    const q = realizableForm(r.ast, schema, graph);
+    assert.deepEqual(realizableForm(q, schema, graph), q, 'a second pass changes nothing');
+    return q as SelectAst;
+  };
+  const a = form('SELECT count(*), genre_id FROM tracks GROUP BY genre_id HAVING count(*) > 3');
+  assert.deepEqual(a.columns.map((e) => e.kind), ['col', 'agg']);
+  assert.deepEqual(a.having[0].kind === 'cmp' && [a.having[0].op, a.having[0].right], ['>=', { kind: 'lit', value: 4 }]);
+  assert.deepEqual(form('SELECT * FROM genres').columns.map((e) => e.kind === 'col' && e.column), ['genre_id', 'name']);
+  const b = form('SELECT T2.name FROM tracks AS T1 JOIN genres AS T2 ON T1.genre_id = T2.genre_id GROUP BY T1.genre_id ORDER BY count(*) DESC LIMIT 1');
+  assert.deepEqual(b.groupBy, [{ kind: 'col', alias: 'T2', table: 'genres', column: 'name' }]);
+  const c = form('SELECT name FROM tracks WHERE bytes > 1 AND milliseconds >= 2 GROUP BY name HAVING count(*) > 1.5');
+  assert.deepEqual(c.having[0].kind === 'cmp' && c.having[0].op, '>', 'only a whole k');
+  // The first three say the same query: the rewritten AST printed gives the SQL's result.
+  const pool = new SqlPool({ size: 1 });
+  try {
+    for (const sql of ['SELECT count(*), genre_id FROM tracks GROUP BY genre_id HAVING count(*) > 3', 'SELECT * FROM genres WHERE name LIKE \'%o%\'']) {
+      const [x, y] = await Promise.all([pool.execute(db.path, sql), pool.execute(db.path, printQuery(form(sql)))]);
+      assert.ok(x.ok && y.ok && x.rows.length > 0 && resultsMatch(y.rows, x.rows, { mode: 'spider' }), sql);
+    }
+  } finally {
+    await pool.close();
+  }
+});
+
+test('rootAtCounted: a join that counts rows is rooted at the table whose rows it counts, with the same result', async () => {
+  const schema = loadSchema(db.path);
+  const graph = buildSchemaGraph(schema);
+  const ast = (sql: string) => {
+    const r = astFromSql(sql, schema, graph);
+    assert.ok(r.ok && r.ast.kind === 'select', sql);
+    return r.ast as SelectAst;
+  };
+  const chain = 'SELECT T1.name, count(*) FROM artists AS T1 JOIN albums AS T2 ON T1.artist_id = T2.artist_id JOIN tracks AS T3 ON T2.album_id = T3.album_id GROUP BY T1.name';
+  const q = rootAtCounted(ast(chain), graph);
+  assert.deepEqual([q.from.table, ...q.joins.map((j) => j.table)], ['tracks', 'albums', 'artists']);
+  assert.ok(q.joins.every((j, k) => j.on.every((p) => p.right.alias === j.alias && [q.from.alias, ...q.joins.slice(0, k).map((x) => x.alias)].includes(p.left.alias))), 'each ON names an earlier table first');
+  const plain = ast('SELECT T1.name FROM artists AS T1 JOIN albums AS T2 ON T1.artist_id = T2.artist_id');
+  assert.equal(rootAtCounted(plain, graph), plain, 'nothing counted: as it was');
+  const pool = new SqlPool({ size: 1 });
+  try {
+    const [x, y] = await Promise.all([pool.execute(db.path, chain), pool.execute(db.path, printQuery(q))]);
+    assert.ok(x.ok && y.ok && x.rows.length > 0 && resultsMatch(y.rows, x.rows, { mode: 'spider' }));
+  } finally {
+    await pool.close();
+  }
 });
 
 test('goldPairs: queries that convert and pass the round trip are kept with the human SQL; the rest say where they stopped', async () => {
