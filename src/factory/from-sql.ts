@@ -177,7 +177,7 @@ class SqlParser {
 
   private fromList(): RawFrom[] {
     if (this.punct('(')) throw new Unsupported('derived_table');
-    const out: RawFrom[] = [this.tableRef(null)];
+    const out: RawFrom[] = [this.tableRef()];
     for (;;) {
       if (this.punct(',')) throw new Unsupported('comma_join');
       if (this.kw('LEFT') || this.kw('RIGHT') || this.kw('FULL')) throw new Unsupported('outer_join');
@@ -186,7 +186,7 @@ class SqlParser {
       this.eatKw('INNER');
       this.expectKw('JOIN');
       if (this.punct('(')) throw new Unsupported('derived_table');
-      const ref = this.tableRef(null);
+      const ref = this.tableRef();
       if (this.kw('USING')) throw new Unsupported('join_using');
       if (!this.eatKw('ON')) throw new Unsupported('join_without_on');
       ref.on = this.expr();
@@ -194,7 +194,7 @@ class SqlParser {
     }
   }
 
-  private tableRef(on: Node | null): RawFrom {
+  private tableRef(): RawFrom {
     // Any word names a table here (IMDb's table is called `cast`).
     const t = this.peek();
     if (!t || (t.kind !== 'word' && t.kind !== 'qid') || isWord(t, 'SELECT')) throw new Unsupported('syntax');
@@ -204,7 +204,7 @@ class SqlParser {
     let alias: string | null = null;
     if (this.eatKw('AS')) alias = this.name();
     else if (this.isName(this.peek())) alias = this.name();
-    return { table, alias, on };
+    return { table, alias, on: null };
   }
 
   // ---- expressions, loosest first
@@ -369,6 +369,9 @@ class SqlParser {
 
 // ---------------------------------------------------------------- names resolved against the schema
 
+/** Where an expression stands, for SQLite's rule on result-column aliases. */
+type Place = 'select' | 'clause' | 'order';
+
 interface ScopeTable {
   /** The AST alias (T1, T2, ... outside; S1, S2, ... in a subquery). */
   alias: string;
@@ -419,15 +422,15 @@ class Resolver {
       joins.push(this.joinStep(f.on!, scope, scope.tables[i]));
     }
     for (const it of q.items) if (it.alias) scope.aliases.set(it.alias.toLowerCase(), it.e);
-    const columns: Expr[] = q.items.map((it) => this.expr(it.e, scope, false));
+    const columns: Expr[] = q.items.map((it) => this.expr(it.e, scope, 'select'));
     const groupBy = q.groupBy.map((g) => {
-      const e = this.expr(g, scope, true);
+      const e = this.expr(g, scope, 'clause');
       if (e.kind !== 'col') throw new Unsupported('group_by_expression');
       return e;
     });
     const orderBy: OrderItem[] = q.orderBy.map((o) => {
       if (o.e.t === 'num') throw new Unsupported('order_by_position');
-      return { expr: this.expr(o.e, scope, true), dir: o.dir };
+      return { expr: this.expr(o.e, scope, 'order'), dir: o.dir };
     });
     const first = scope.tables[0];
     return {
@@ -450,8 +453,8 @@ class Resolver {
     const pairs: JoinStep['on'] = [];
     for (const p of parts) {
       if (p.t !== 'cmp' || (p.op !== '=' && p.op !== '==')) throw new Unsupported('join_condition');
-      const a = this.expr(p.l, scope, false);
-      const b = this.expr(p.r, scope, false);
+      const a = this.expr(p.l, scope, 'select');
+      const b = this.expr(p.r, scope, 'select');
       if (a.kind !== 'col' || b.kind !== 'col') throw new Unsupported('join_condition');
       const [left, right] = b.alias === self.alias ? [a, b] : a.alias === self.alias ? [b, a] : [null, null];
       if (!left || !right || left.alias === self.alias) throw new Unsupported('join_condition');
@@ -481,33 +484,33 @@ class Resolver {
       case 'exists':
         throw new Unsupported('exists');
       case 'cmp':
-        return [{ kind: 'cmp', left: this.expr(n.l, scope, true), op: cmpOp(n.op), right: this.expr(n.r, scope, true) }];
+        return [{ kind: 'cmp', left: this.expr(n.l, scope, 'clause'), op: cmpOp(n.op), right: this.expr(n.r, scope, 'clause') }];
       case 'between': {
         if (n.not) throw new Unsupported('not_between');
-        const e = this.expr(n.e, scope, true);
+        const e = this.expr(n.e, scope, 'clause');
         return [
-          { kind: 'cmp', left: e, op: '>=', right: this.expr(n.lo, scope, true) },
-          { kind: 'cmp', left: e, op: '<=', right: this.expr(n.hi, scope, true) },
+          { kind: 'cmp', left: e, op: '>=', right: this.expr(n.lo, scope, 'clause') },
+          { kind: 'cmp', left: e, op: '<=', right: this.expr(n.hi, scope, 'clause') },
         ];
       }
       case 'like': {
         if (n.not) throw new Unsupported('not_like');
-        const e = this.expr(n.l, scope, true);
-        const p = this.expr(n.r, scope, true);
+        const e = this.expr(n.l, scope, 'clause');
+        const p = this.expr(n.r, scope, 'clause');
         if (e.kind !== 'col') throw new Unsupported('like_on_expression');
         if (p.kind !== 'lit' || typeof p.value !== 'string') throw new Unsupported('like_pattern');
         return [{ kind: 'like', expr: e, pattern: p.value }];
       }
       case 'isnull': {
-        const e = this.expr(n.e, scope, true);
+        const e = this.expr(n.e, scope, 'clause');
         if (e.kind !== 'col') throw new Unsupported('null_test_on_expression');
         return [{ kind: 'null', expr: e, negated: n.not }];
       }
       case 'in': {
-        const e = this.expr(n.l, scope, true);
+        const e = this.expr(n.l, scope, 'clause');
         if (n.list) {
           if (n.list.length !== 1) throw new Unsupported('in_list');
-          return [{ kind: 'cmp', left: e, op: n.not ? '<>' : '=', right: this.expr(n.list[0], scope, true) }];
+          return [{ kind: 'cmp', left: e, op: n.not ? '<>' : '=', right: this.expr(n.list[0], scope, 'clause') }];
         }
         if (e.kind !== 'col') throw new Unsupported('in_on_expression');
         const sub = this.query(n.sub!, scope, 'S');
@@ -520,8 +523,8 @@ class Resolver {
     }
   }
 
-  /** A value expression; `late`: ORDER BY, GROUP BY, HAVING and WHERE, where a result column's alias may be named. */
-  private expr(n: Node, scope: Scope, late: boolean): Expr {
+  /** A value expression; `at` says where, for a result column's alias (not in the SELECT list; first in ORDER BY, last elsewhere). */
+  private expr(n: Node, scope: Scope, at: Place): Expr {
     switch (n.t) {
       case 'num':
         return { kind: 'lit', value: n.v };
@@ -530,7 +533,7 @@ class Resolver {
       case 'null':
         return { kind: 'lit', value: null };
       case 'neg': {
-        const e = this.expr(n.e, scope, late);
+        const e = this.expr(n.e, scope, at);
         if (e.kind === 'lit' && typeof e.value === 'number') return { kind: 'lit', value: -e.value };
         throw new Unsupported('unary_minus');
       }
@@ -538,13 +541,13 @@ class Resolver {
         if (n.qual) throw new Unsupported('qualified_star');
         return { kind: 'star' };
       case 'id':
-        return this.column(n, scope, late);
+        return this.column(n, scope, at);
       case 'bin': {
         if (!['+', '-', '*', '/'].includes(n.op)) throw new Unsupported(n.op === '||' ? 'concatenation' : 'modulo');
-        return { kind: 'arith', op: n.op as ArithOp, left: this.expr(n.l, scope, late), right: this.expr(n.r, scope, late) };
+        return { kind: 'arith', op: n.op as ArithOp, left: this.expr(n.l, scope, at), right: this.expr(n.r, scope, at) };
       }
       case 'fn':
-        return this.call(n, scope, late);
+        return this.call(n, scope, at);
       case 'sub': {
         const q = this.query(n.q, scope, 'S');
         if (q.kind !== 'select') throw new Unsupported('scalar_set_operation');
@@ -556,24 +559,24 @@ class Resolver {
     }
   }
 
-  private call(n: Extract<Node, { t: 'fn' }>, scope: Scope, late: boolean): Expr {
+  private call(n: Extract<Node, { t: 'fn' }>, scope: Scope, at: Place): Expr {
     const agg = AGGS[n.name];
     if (agg) {
       if (n.args.length !== 1) throw new Unsupported(`function_${n.name}_arity`);
-      const arg = this.expr(n.args[0], scope, late);
+      const arg = this.expr(n.args[0], scope, at);
       if (arg.kind === 'star' && (agg !== 'COUNT' || n.distinct)) throw new Unsupported('star_argument');
       if (arg.kind === 'agg' || arg.kind === 'scalar') throw new Unsupported('nested_aggregate');
       return { kind: 'agg', fn: agg, arg, distinct: n.distinct };
     }
     if (n.name === 'strftime' && n.args.length === 2 && n.args[0].t === 'str' && (n.args[0].v === '%Y' || n.args[0].v === '%m')) {
-      const arg = this.expr(n.args[1], scope, late);
+      const arg = this.expr(n.args[1], scope, at);
       if (arg.kind !== 'col') throw new Unsupported('function_strftime');
       return { kind: 'datepart', part: n.args[0].v === '%Y' ? 'year' : 'month', arg };
     }
     throw new Unsupported(`function_${n.name}`);
   }
 
-  private column(n: Extract<Node, { t: 'id' }>, scope: Scope, late: boolean): Expr {
+  private column(n: Extract<Node, { t: 'id' }>, scope: Scope, at: Place): Expr {
     const name = n.name.toLowerCase();
     if (n.qual) {
       const q = n.qual.toLowerCase();
@@ -588,8 +591,9 @@ class Resolver {
       throw new Unsupported('unknown_alias');
     }
     // SQLite: in ORDER BY a result column's alias comes first; elsewhere a table's column does.
-    const aliased = late ? scope.aliases.get(name) : undefined;
-    if (aliased && aliased.t !== 'id') return this.expr(aliased, { ...scope, aliases: new Map() }, late);
+    const aliased = at === 'select' ? undefined : scope.aliases.get(name);
+    const bare = { ...scope, aliases: new Map<string, Node>() };
+    if (aliased && at === 'order') return this.expr(aliased, bare, at);
     for (let s: Scope | null = scope; s; s = s.outer) {
       const hits = s.tables.filter((t) => t.columns.has(name));
       if (hits.length > 1) throw new Unsupported('ambiguous_column');
@@ -598,7 +602,7 @@ class Resolver {
         return { kind: 'col', alias: hits[0].alias, table: hits[0].table, column: hits[0].columns.get(name)! };
       }
     }
-    if (aliased) return this.expr(aliased, { ...scope, aliases: new Map() }, late);
+    if (aliased) return this.expr(aliased, bare, at);
     // SQLite's lenient rule: a double-quoted name that names no column is a string.
     if (n.dq) return { kind: 'lit', value: n.name };
     throw new Unsupported('unknown_column');

@@ -80,7 +80,7 @@ export interface PretrainReport {
   config: PretrainConfig;
   databases: { dbId: string; pairs: number; heldOut: boolean; skipped?: string; goldPairs?: number }[];
   /** With --gold: what became of the human queries (converted, kept, by shape), and the episodes they gave. */
-  gold?: GoldSummary & { file: string; otherDatabases: number; episodes: number };
+  gold?: GoldSummary & { file: string; otherDatabases: number; skippedDatabases: number; episodes: number };
   episodes?: { train: number; heldOut: number; lookup: number; verify: number; meanTokens: number };
   tokenizer?: { vocabSize: number };
   sft?: { steps: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number };
@@ -128,14 +128,18 @@ function goldByDatabase(items: GoldSql[], dbs: readonly { dbId: string }[]): { b
 function goldReport(dir: string, gold: { byDb: Map<string, GoldSql[]>; otherDatabases: number }, file: string, episodes: number): NonNullable<PretrainReport['gold']> {
   const outcomes: GoldOutcome[] = [];
   const pairs: SynthPair[] = [];
-  for (const dbId of gold.byDb.keys()) {
+  let skippedDatabases = 0;
+  for (const [dbId, items] of gold.byDb) {
     const f = join(dir, `${dbId}.json`);
-    if (!existsSync(f)) continue; // a database the factory skipped
+    if (!existsSync(f)) {
+      skippedDatabases += items.length; // a database the factory skipped (no rows, no tables)
+      continue;
+    }
     const r = JSON.parse(readFileSync(f, 'utf8')) as { pairs: SynthPair[]; outcomes: GoldOutcome[] };
     outcomes.push(...r.outcomes);
     pairs.push(...r.pairs);
   }
-  return { file, otherDatabases: gold.otherDatabases, episodes, ...summarizeGold(outcomes, pairs) };
+  return { file, otherDatabases: gold.otherDatabases, skippedDatabases, episodes, ...summarizeGold(outcomes, pairs) };
 }
 
 export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHooks = {}): Promise<PretrainReport> {

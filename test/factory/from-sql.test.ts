@@ -33,6 +33,7 @@ const select = (sql: string, env = music): SelectAst => {
 /** Queries the AST can say, in the ways people write them (aliases, case, double-quoted values, BETWEEN ...). */
 const CONVERTIBLE: Array<[string, string]> = [
   ['music_store', 'SELECT count(*) FROM tracks WHERE milliseconds  >  300000'],
+  ['music_store', 'SELECT name AS composer, composer AS name FROM tracks WHERE composer IS NOT NULL AND name LIKE \'%e%\' ORDER BY composer, name LIMIT 7'],
   ['music_store', 'select name, composer from TRACKS where unit_price >= 0.99 and composer is not null order by name limit 5'],
   ['music_store', 'SELECT T1.title FROM albums AS T1 JOIN artists AS T2 ON T1.artist_id = T2.artist_id WHERE T2.country = "USA"'],
   ['music_store', 'SELECT DISTINCT T2.name FROM tracks AS T1 JOIN genres AS T2 ON T2.genre_id = T1.genre_id WHERE T1.bytes BETWEEN 1000000 AND 5000000'],
@@ -89,6 +90,9 @@ test('from SQL: BETWEEN, one-value IN and != are said as the AST says them; a re
   const o = select('SELECT genre_id, count(*) AS n FROM tracks GROUP BY genre_id ORDER BY n DESC LIMIT 2');
   assert.deepEqual(o.orderBy, [{ expr: { kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false }, dir: 'DESC' }]);
   assert.equal(o.limit, 2);
+  // SQLite: in ORDER BY a result alias wins over a column of the same name; elsewhere the column does.
+  const shadow = select('SELECT name AS composer FROM tracks WHERE composer IS NOT NULL ORDER BY composer');
+  assert.deepEqual([shadow.orderBy[0].expr.kind === 'col' && shadow.orderBy[0].expr.column, shadow.where[0].kind === 'null' && shadow.where[0].expr.column], ['name', 'composer']);
   const sub = select('SELECT name FROM artists WHERE artist_id IN (SELECT artist_id FROM albums WHERE release_year > 2000)');
   const c = sub.where[0];
   assert.ok(c.kind === 'in' && !c.negated && c.query.from.alias === 'S1' && c.query.where.length === 1);

@@ -85,6 +85,7 @@ test('agro pretrain --gold: human gold SQL asked in the factory words gives extr
   const g = report.gold!;
   assert.equal(g.queries, gold.length - 1);
   assert.equal(g.otherDatabases, 1);
+  assert.equal(g.skippedDatabases, 0);
   assert.equal(g.dropped['convert:or'], 1);
   assert.ok(g.kept >= 4, JSON.stringify(g));
   assert.equal(report.databases.reduce((a, d) => a + (d.goldPairs ?? 0), 0), g.kept);
