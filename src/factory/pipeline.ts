@@ -216,6 +216,32 @@ function readCheckpoint(file: string, meta: string): { report: StageReport; item
   }
 }
 
+/**
+ * What the factory knows of a database before it writes anything: the schema graph (declared keys, or
+ * inferred ones when none are declared), the column profiles, and the lexicon with its category values and
+ * dates. Shared with the human gold SQL's realization (gold.ts), so both speak the same words.
+ */
+export async function databaseLanguage(
+  schema: DbSchema,
+  executor: SqlExecutor,
+  timeoutMs: number,
+  docs?: FactoryConfig['docs'],
+): Promise<{ graph: SchemaGraph; inferred: number; profiles: ReturnType<typeof profileSchema>['profiles']; skipped: Skipped[]; lex: Lexicon }> {
+  let graph: SchemaGraph = buildSchemaGraph(schema);
+  let inferred = 0;
+  if (graph.edges.length === 0) {
+    const fks = await inferForeignKeys(schema, executor, timeoutMs);
+    inferred = fks.length;
+    graph = buildSchemaGraph(schema, fks);
+  }
+  const names = buildLexicon(schema, docs);
+  const { profiles, skipped } = profileSchema(schema, graph, names, await longTextColumns(schema, executor, timeoutMs));
+  // Questions may name a category by its value ("Operational plants in France"): the lexicon learns the values.
+  const dates = [...profiles.values()].flatMap((p) => p.columns.filter((c) => c.role === 'date').map((c) => colKey(c.table, c.column)));
+  const lex = withData(names, await categoryValues(schema, profiles, executor, timeoutMs, PROFILE_ROWS), dates, docs);
+  return { graph, inferred, profiles, skipped, lex };
+}
+
 export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOptions = {}): Promise<FactoryResult> {
   const cfg = parseWith(factoryConfigSchema, input, 'factory config', 'usage');
   const dbPath = resolve(cfg.db);
@@ -247,19 +273,8 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   const reports: StageReport[] = [];
   const cost = new QueryCost(dbPath, schema);
   try {
-    // Stage 1: the schema graph (declared keys, or inferred ones when none are declared).
-    let graph: SchemaGraph = buildSchemaGraph(schema);
-    let inferred = 0;
-    if (graph.edges.length === 0) {
-      const fks = await inferForeignKeys(schema, executor, cfg.timeoutMs);
-      inferred = fks.length;
-      graph = buildSchemaGraph(schema, fks);
-    }
-    const names = buildLexicon(schema, cfg.docs);
-    const { profiles, skipped } = profileSchema(schema, graph, names, await longTextColumns(schema, executor, cfg.timeoutMs));
-    // Questions may name a category by its value ("Operational plants in France"): the lexicon learns the values.
-    const dates = [...profiles.values()].flatMap((p) => p.columns.filter((c) => c.role === 'date').map((c) => colKey(c.table, c.column)));
-    const lex = withData(names, await categoryValues(schema, profiles, executor, cfg.timeoutMs, PROFILE_ROWS), dates, cfg.docs);
+    // Stage 1: the schema graph, the column profiles and the lexicon.
+    const { graph, inferred, profiles, skipped, lex } = await databaseLanguage(schema, executor, cfg.timeoutMs, cfg.docs);
 
     const ctxFor = (name: string, variants: string[]): StageContext => {
       const counts = (rejections[name] ??= {});

@@ -58,7 +58,7 @@ const sameSet = (a: Row[], b: Row[]) => {
   return x.size === y.size && [...x].every((k) => y.has(k));
 };
 
-function isEmptyAggregate(q: QueryAst, rows: Row[]): boolean {
+export function isEmptyAggregate(q: QueryAst, rows: Row[]): boolean {
   if (q.kind !== 'select' || q.groupBy.length || rows.length !== 1) return false;
   return q.columns.some((e, i) => (e.kind === 'agg' || e.kind === 'pct') && (rows[0][i] === null || (e.kind === 'agg' && e.fn === 'COUNT' && rows[0][i] === 0)));
 }

@@ -17,6 +17,7 @@ import { readJsonl, writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
 import { Rng } from '../util/rng.ts';
 import { fnv1a } from '../util/hash.ts';
 import { runFactory } from '../factory/pipeline.ts';
+import { goldPairs, readGoldSql, summarizeGold, type GoldOutcome, type GoldSql, type GoldSummary } from '../factory/gold.ts';
 import { createExecutor } from '../sql/executor.ts';
 import { findDocs } from '../sql/docs.ts';
 import { SqlEnvironment } from '../agent/sql-env.ts';
@@ -24,7 +25,7 @@ import { promptContractFiles } from '../agent/prompt-contract.ts';
 import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import type { SqlTask } from '../agent/sql-env.ts';
-import type { DatasetRow } from '../factory/types.ts';
+import type { DatasetRow, SynthPair } from '../factory/types.ts';
 import { addNoise } from '../factory/language/noise.ts';
 import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
 import type { ChatMessage } from '../agent/types.ts';
@@ -62,6 +63,11 @@ export const pretrainConfigSchema = z.strictObject({
   /** The prompt the base is trained on: grounded, wide enough to show several tables with their columns. */
   schemaChars: z.number().int().min(200).default(600),
   seed: z.number().int().min(0).default(0),
+  /**
+   * Human gold SQL (JSON lines with db_id and query, e.g. Spider's train gold) asked in the factory's words
+   * (factory/gold.ts): each query that survives the round trip is one more pair of its database. None by default.
+   */
+  gold: z.string().min(1).optional(),
   backend: z.enum(['wasm', 'cpu']).optional(),
 });
 export type PretrainConfig = z.infer<typeof pretrainConfigSchema>;
@@ -72,7 +78,9 @@ const TURN_TOKENS = 96;
 
 export interface PretrainReport {
   config: PretrainConfig;
-  databases: { dbId: string; pairs: number; heldOut: boolean; skipped?: string }[];
+  databases: { dbId: string; pairs: number; heldOut: boolean; skipped?: string; goldPairs?: number }[];
+  /** With --gold: what became of the human queries (converted, kept, by shape), and the episodes they gave. */
+  gold?: GoldSummary & { file: string; otherDatabases: number; skippedDatabases: number; episodes: number };
   episodes?: { train: number; heldOut: number; lookup: number; verify: number; meanTokens: number };
   tokenizer?: { vocabSize: number };
   sft?: { steps: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number };
@@ -106,6 +114,36 @@ export function heldOutDatabases(ids: readonly string[], n: number, seed: number
   return new Set([...ids].sort((a, b) => (fnv1a(a, seed) - fnv1a(b, seed)) || a.localeCompare(b)).slice(0, Math.min(n, ids.length - 1)));
 }
 
+/** The gold queries on the listed databases, by database, and how many name a database that is not listed. */
+function goldByDatabase(items: GoldSql[], dbs: readonly { dbId: string }[]): { byDb: Map<string, GoldSql[]>; otherDatabases: number } {
+  const listed = new Set(dbs.map((d) => d.dbId));
+  const byDb = new Map<string, GoldSql[]>();
+  let otherDatabases = 0;
+  for (const it of items) {
+    if (!listed.has(it.dbId)) otherDatabases++;
+    else byDb.set(it.dbId, [...(byDb.get(it.dbId) ?? []), it]);
+  }
+  return { byDb, otherDatabases };
+}
+
+/** The gold run's coverage from its per-database files (a resumed run reads them again). */
+function goldReport(dir: string, gold: { byDb: Map<string, GoldSql[]>; otherDatabases: number }, file: string, episodes: number): NonNullable<PretrainReport['gold']> {
+  const outcomes: GoldOutcome[] = [];
+  const pairs: SynthPair[] = [];
+  let skippedDatabases = 0;
+  for (const [dbId, items] of gold.byDb) {
+    const f = join(dir, `${dbId}.json`);
+    if (!existsSync(f)) {
+      skippedDatabases += items.length; // a database the factory skipped (no rows, no tables)
+      continue;
+    }
+    const r = JSON.parse(readFileSync(f, 'utf8')) as { pairs: SynthPair[]; outcomes: GoldOutcome[] };
+    outcomes.push(...r.outcomes);
+    pairs.push(...r.pairs);
+  }
+  return { file, otherDatabases: gold.otherDatabases, skippedDatabases, episodes, ...summarizeGold(outcomes, pairs) };
+}
+
 export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHooks = {}): Promise<PretrainReport> {
   const cfg = parseWith(pretrainConfigSchema, input, 'pretrain config');
   const log = hooks.log ?? (() => {});
@@ -126,7 +164,9 @@ export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHoo
   try {
     // ---- 1. the factory on every database (each one kept as it finishes) ----
     const episodesPath = join(out, 'episodes.jsonl');
-    type Episode = { dbId: string; heldOut: boolean; kind: string; messages: ChatMessage[] };
+    type Episode = { dbId: string; heldOut: boolean; kind: string; messages: ChatMessage[]; source?: 'gold' };
+    const goldDir = join(out, 'gold');
+    const gold = cfg.gold ? goldByDatabase(readGoldSql(resolve(cfg.gold)), dbs) : null;
     if (!existsSync(episodesPath)) {
       const all: Episode[] = [];
       const noiseRng = new Rng(cfg.seed ^ 0x5eed);
@@ -151,13 +191,34 @@ export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHoo
         const tasks = items.flatMap((it, k) => withPhrasings(sqlTaskOf(it, db.path, []), rows[k].paraphrases)).map(noisy);
         const trajs = await synthesizeTrajectories(tasks, env, { verifyShare: cfg.verifyShare, seed: cfg.seed + i });
         for (const t of trajs) all.push({ dbId: db.dbId, heldOut: held.has(db.dbId), kind: t.kind, messages: t.messages });
-        report.databases.push({ dbId: db.dbId, pairs: items.length, heldOut: held.has(db.dbId) });
+        const entry: PretrainReport['databases'][number] = { dbId: db.dbId, pairs: items.length, heldOut: held.has(db.dbId) };
+        const mine = gold?.byDb.get(db.dbId);
+        if (mine) {
+          // The human queries of this database, asked by the factory; kept as they finish, like its synthesis.
+          const file = join(goldDir, `${db.dbId}.json`);
+          if (!existsSync(file)) {
+            log(`[1/3] ${i + 1}/${dbs.length} ${db.dbId}: asking ${mine.length} human gold queries in the factory's words ...`);
+            const docs = findDocs(db.path)?.docs;
+            const r = await goldPairs(db, mine, { executor: pool, seed: cfg.seed, phrasings: cfg.phrasings, ...(docs ? { docs } : {}) });
+            writeJsonAtomic(file, r);
+          }
+          const { pairs } = JSON.parse(readFileSync(file, 'utf8')) as { pairs: SynthPair[] };
+          const goldTasks = pairs
+            .flatMap((p, k) => withPhrasings(sqlTaskOf({ index: k, questionId: p.id, dbId: db.dbId, question: p.question, evidence: p.evidence, gold: p.sql, difficulty: p.difficulty }, db.path, []), p.paraphrases))
+            .map(noisy);
+          // Their own draws, so the factory's episodes are the same with and without --gold.
+          const goldTrajs = await synthesizeTrajectories(goldTasks, env, { verifyShare: cfg.verifyShare, seed: (cfg.seed + i) ^ 0x601d });
+          for (const t of goldTrajs) all.push({ dbId: db.dbId, heldOut: held.has(db.dbId), kind: t.kind, messages: t.messages, source: 'gold' });
+          entry.goldPairs = pairs.length;
+        }
+        report.databases.push(entry);
         save();
       }
       if (all.length === 0) throw new AgroError('invalid_input', `the factory wrote no pairs for any database in ${cfg.dbs.join(', ')}`);
       writeFileAtomic(episodesPath, all.map((e) => JSON.stringify(e)).join('\n') + '\n');
     }
     const episodes = readJsonl<Episode>(episodesPath);
+    if (gold) report.gold = goldReport(goldDir, gold, cfg.gold!, episodes.filter((e) => e.source === 'gold').length);
     if (report.databases.length === 0) {
       const byDb = new Map<string, number>();
       for (const e of episodes) byDb.set(e.dbId, (byDb.get(e.dbId) ?? 0) + 1);
@@ -165,7 +226,7 @@ export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHoo
     }
     const train = episodes.filter((e) => !e.heldOut);
     const valid = episodes.filter((e) => e.heldOut);
-    log(`[1/3] ${episodes.length} episodes from ${report.databases.filter((d) => d.pairs > 0).length} databases (${valid.length} on ${held.size} held-out databases); ${episodes.filter((e) => e.kind === 'lookup').length} value lookups, ${episodes.filter((e) => e.kind === 'verify').length} checks`);
+    log(`[1/3] ${episodes.length} episodes from ${report.databases.filter((d) => d.pairs > 0).length} databases (${valid.length} on ${held.size} held-out databases); ${episodes.filter((e) => e.kind === 'lookup').length} value lookups, ${episodes.filter((e) => e.kind === 'verify').length} checks${report.gold ? `; ${report.gold.episodes} from ${report.gold.kept} of ${report.gold.queries} human gold queries` : ''}`);
 
     // ---- 2. one tokenizer for every schema and question ----
     const tokPath = join(out, 'tokenizer.json');

@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, existsSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { tidySql } from '../../src/factory/gold.ts';
 import { heldOutDatabases, listDatabases, type PretrainReport } from '../../src/pipeline/pretrain.ts';
 import { readPromptContract } from '../../src/agent/prompt-contract.ts';
 import { floatToHalf, halfToFloat, readSafetensors } from '../../src/model/safetensors.ts';
@@ -64,4 +65,60 @@ test('agro pretrain: the factory on every database, one tokenizer, SFT with the 
   const other = spawnSync(process.execPath, [...args.slice(0, -1), '--pairs', '31'], { encoding: 'utf8' });
   assert.equal(other.status, 2);
   assert.match(other.stderr, /^agro: .* holds a pretraining run with other settings/);
+});
+
+test('agro pretrain --gold: human gold SQL asked in the factory words gives extra episodes of its database, held out with it; a rerun resumes', { timeout: 600_000 }, () => {
+  const root = mkdtempSync(join(tmpdir(), 'agro-pretrain-gold-'));
+  const dbs = join(root, 'dbs');
+  for (const id of ['music_store', 'school']) {
+    mkdirSync(join(dbs, id), { recursive: true });
+    symlinkSync(resolve('data', 'databases', id, `${id}.sqlite`), join(dbs, id, `${id}.sqlite`));
+  }
+  const gold: Array<[string, string]> = [
+    ['music_store', 'SELECT count(*) FROM tracks WHERE milliseconds  >  300000'],
+    ['music_store', 'SELECT name FROM artists WHERE country = "USA"'],
+    ['music_store', 'SELECT billing_country, count(*) FROM invoices GROUP BY billing_country'],
+    ['music_store', "SELECT name FROM artists WHERE country = 'USA' OR country = 'Japan'"],
+    ['school', 'SELECT title FROM courses WHERE credits = 4'],
+    ['school', 'SELECT count(*) FROM students WHERE enrollment_year >= 2021'],
+    ['school', 'SELECT T2.name, avg(T1.salary) FROM instructors AS T1 JOIN departments AS T2 ON T1.dept_id = T2.dept_id GROUP BY T2.name'],
+    ['retail', 'SELECT count(*) FROM products'], // a database not listed: counted, never read
+  ];
+  const goldFile = join(root, 'gold.jsonl');
+  writeFileSync(goldFile, gold.map(([db_id, query]) => JSON.stringify({ db_id, query })).join('\n') + '\n');
+  const out = join(root, 'run');
+  const args = [BIN, 'pretrain', '--dbs', dbs, '--out', out, '--gold', goldFile, '--pairs', '10', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '400', '--steps', '2', '--batch-size', '2', '--checkpoint-every', '1', '--eval-every', '1', '--backend', 'cpu', '--json'];
+  const first = spawnSync(process.execPath, args, { encoding: 'utf8' });
+  assert.equal(first.status, 0, first.stderr);
+  const report = JSON.parse(first.stdout) as PretrainReport;
+  const g = report.gold!;
+  assert.equal(g.queries, gold.length - 1);
+  assert.equal(g.otherDatabases, 1);
+  assert.equal(g.skippedDatabases, 0);
+  assert.equal(g.dropped['convert:or'], 1);
+  assert.ok(g.kept >= 4, JSON.stringify(g));
+  assert.equal(report.databases.reduce((a, d) => a + (d.goldPairs ?? 0), 0), g.kept);
+  const episodes = readFileSync(join(out, 'episodes.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { dbId: string; heldOut: boolean; source?: string; messages: Array<{ content: string }> });
+  const fromGold = episodes.filter((e) => e.source === 'gold');
+  // Every kept query gives an episode, its paraphrases more; the factory's episodes are there besides them.
+  assert.equal(fromGold.length, g.episodes);
+  assert.ok(g.episodes >= g.kept && episodes.length > fromGold.length);
+  const held = new Map(report.databases.map((d) => [d.dbId, d.heldOut]));
+  assert.ok(fromGold.every((e) => e.heldOut === held.get(e.dbId)), 'gold episodes follow their database into or out of the held-out split');
+  const human = new Set(gold.map(([, q]) => tidySql(q)));
+  assert.ok(fromGold.every((e) => [...human].some((q) => e.messages.at(-1)!.content.includes(q))), 'the answer is the human SQL');
+  const final = join(out, 'sft', 'checkpoints', 'step-2');
+  const weights = readFileSync(join(final, 'model.safetensors'));
+
+  rmSync(final, { recursive: true });
+  const again = spawnSync(process.execPath, args.slice(0, -1), { encoding: 'utf8' });
+  assert.equal(again.status, 0, again.stderr);
+  assert.match(again.stderr, /resuming from .*step-1/);
+  assert.doesNotMatch(again.stderr, /synthesizing|human gold queries in the factory|training a \d+-token tokenizer/, 'finished stages are not redone');
+  assert.ok(readFileSync(join(final, 'model.safetensors')).equals(weights), 'resumed weights differ');
+
+  // The same folder without --gold is another run's settings.
+  const other = spawnSync(process.execPath, args.slice(0, -1).filter((a, i, all) => a !== '--gold' && all[i - 1] !== '--gold'), { encoding: 'utf8' });
+  assert.equal(other.status, 2);
+  assert.match(other.stderr, /holds a pretraining run with other settings/);
 });

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { resolveModelPath } from '../../model/builtin.ts';
 import { AgroError } from '../../errors.ts';
 import { initBackend } from '../../model/backend.ts';
 import { loadCheckpoint } from '../../model/checkpoint.ts';
@@ -83,9 +84,10 @@ export function register(program: Command): void {
   exp
     .command('gguf')
     .description('An f32 GGUF for llama.cpp (and LM Studio, Ollama, node-llama-cpp) with the chat template and end-of-turn token in its metadata')
-    .argument('<checkpoint>', 'checkpoint folder')
+    .argument('<checkpoint>', 'checkpoint folder, or base (the built-in base model)')
     .argument('<out>', 'output .gguf file')
-    .action(async (ckpt: string, out: string) => {
+    .action(async (given: string, out: string) => {
+      const ckpt = resolveModelPath(given);
       if (!/\.gguf$/i.test(out)) throw new AgroError('usage', `export gguf: the output file must end in .gguf, got ${out}`);
       prepareOutFile({ flag: 'export gguf: <out>', path: out }, [{ flag: '<checkpoint>', path: ckpt }]);
       await initBackend();
