@@ -1,4 +1,6 @@
-// `npm run bench -- human [--sets spider,kaggle] [--dbs a,b] [--seeds 0,1] [--small] [--out runs/bench-human] [--examples 0]`
+// `npm run bench -- human [--sets spider,kaggle] [--dbs a,b] [--seeds 0,1] [--small] [--from base|scratch|DIR] [--out runs/bench-human] [--examples 0]`
+// `npm run bench -- human --zero-shot [--policy base|DIR]`: no training at all, the policy (default: the built-in
+// base model) on every database's human questions.
 // The end measure, run as a user would: `agro quickstart --db <db>` on each database alone (its documentation
 // found beside it, as for any user's database), then `agro predict --policy <checkpoint>` at its defaults (the
 // checkpoint's own prompt contract) with the SFT and the final RL checkpoint over the questions people wrote
@@ -9,7 +11,7 @@
 // its own process and resumes: a rerun reuses finished quickstarts and predictions.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { queryShape, schemaItems } from '../src/factory/realism.ts';
 import { introspectSchema } from '../src/sql/introspect.ts';
 import { tokenize } from '../src/sql/lexer.ts';
@@ -110,6 +112,7 @@ export interface HumanRow {
 const pct = (c: number, n: number): string => `${((100 * c) / Math.max(1, n)).toFixed(1)}%`;
 
 export async function run(args: string[]): Promise<void> {
+  if (args.includes('--zero-shot')) return zeroShot(args);
   const sets = flag(args, '--sets', 'spider,kaggle').split(',').filter(Boolean) as SetName[];
   for (const s of sets) if (!(s in SETS)) throw new Error(`bench human: unknown set ${s} (have: ${Object.keys(SETS).join(', ')})`);
   const only = flag(args, '--dbs', '').split(',').filter(Boolean);
@@ -117,6 +120,7 @@ export async function run(args: string[]): Promise<void> {
   const small = args.includes('--small');
   const outRoot = resolve(flag(args, '--out', 'runs/bench-human'));
   const nExamples = num(args, '--examples', 0);
+  const from = flag(args, '--from', 'base');
   const results: HumanRow[] = [];
   for (const set of sets) {
     const { root, questions } = SETS[set];
@@ -126,15 +130,15 @@ export async function run(args: string[]): Promise<void> {
     for (const db of dbs) {
       for (const seed of seeds) {
         const dbPath = join(root, 'database', db, `${db}.sqlite`);
-        const out = join(outRoot, set, `${db}${small ? '-small' : ''}-s${seed}`);
+        const out = join(outRoot, set, `${db}${small ? '-small' : ''}${from === 'base' ? '' : `-from-${basename(from)}`}-s${seed}`);
         mkdirSync(out, { recursive: true });
         const log = join(out, 'bench.log');
         const loadBefore = load();
         const finished = (): boolean => existsSync(join(out, 'report.json')) && 'rl' in (JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as object);
         let qsSecs: number | null = null;
         if (!finished()) {
-          console.log(`${set}/${db} seed ${seed}: agro quickstart${small ? ' --small' : ''} (load ${loadBefore}) ...`);
-          qsSecs = agro(['quickstart', '--db', dbPath, '--out', out, '--seed', String(seed), ...(small ? ['--small'] : [])], log);
+          console.log(`${set}/${db} seed ${seed}: agro quickstart --from ${from}${small ? ' --small' : ''} (load ${loadBefore}) ...`);
+          qsSecs = agro(['quickstart', '--db', dbPath, '--out', out, '--seed', String(seed), '--from', from, ...(small ? ['--small'] : [])], log);
         }
         const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as {
           synth: { rows: number };
@@ -201,4 +205,56 @@ function examples(out: string, mine: Human[], seed: number, n: number): void {
   const have = new Set(synth.map((p) => queryShape(p.SQL)));
   const missed = mine.filter((h) => !have.has(queryShape(h.query)));
   console.log(`  human queries whose shape no synthesized query has: ${missed.length} of ${mine.length}`);
+}
+
+/** The questions of each open database, with where its databases are. */
+function humanSets(args: string[]): { set: SetName; root: string; db: string; mine: Human[] }[] {
+  const sets = flag(args, '--sets', 'spider,kaggle').split(',').filter(Boolean) as SetName[];
+  const only = flag(args, '--dbs', '').split(',').filter(Boolean);
+  const out: { set: SetName; root: string; db: string; mine: Human[] }[] = [];
+  for (const set of sets) {
+    if (!(set in SETS)) throw new Error(`bench human: unknown set ${set} (have: ${Object.keys(SETS).join(', ')})`);
+    const { root, questions } = SETS[set];
+    if (!existsSync(root)) throw new Error(`bench human: ${root} is missing (../shared beside the repository)`);
+    const humans = JSON.parse(readFileSync(join(root, questions), 'utf8')) as Human[];
+    for (const db of readdirSync(join(root, 'database')).sort().filter((d) => only.length === 0 || only.includes(d))) {
+      out.push({ set, root, db, mine: humans.filter((h) => h.db_id === db) });
+    }
+  }
+  return out;
+}
+
+/**
+ * Zero-shot: `agro predict --policy <policy>` on every open database's human questions, nothing trained on the
+ * database first. The base model's goal is stated on this figure (mean over the Spider dev databases).
+ */
+async function zeroShot(args: string[]): Promise<void> {
+  const policy = flag(args, '--policy', 'base');
+  const outRoot = resolve(flag(args, '--out', `runs/bench-human/zero-shot-${basename(policy)}`));
+  const rows: string[][] = [['set', 'database', 'questions', 'zero-shot EX', 'unrunnable SQL', 'misses: unrunnable/structure/column/value/other', 'min', 'load']];
+  const results: { set: SetName; db: string; outcome: PredictOutcome; failures: Record<FailureKind, number> }[] = [];
+  for (const { set, root, db, mine } of humanSets(args)) {
+    const out = join(outRoot, set, db);
+    mkdirSync(out, { recursive: true });
+    const dataFile = join(out, 'human_questions.json');
+    writeFileSync(dataFile, JSON.stringify(mine, null, 1));
+    const dir = join(out, 'predict');
+    const loadBefore = load();
+    const secs = existsSync(join(dir, 'report.json')) ? null : agro(['predict', '--policy', policy, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--out', dir], join(out, 'bench.log'));
+    const o = outcome(dir);
+    const fails = failures(dir, introspectSchema(join(root, 'database', db, `${db}.sqlite`)));
+    writeJsonAtomic(join(out, 'failures.json'), fails.examples);
+    results.push({ set, db, outcome: o, failures: fails.counts });
+    console.log(`${set}/${db}: zero-shot EX ${pct(o.correct, o.n)} (${o.errors} of ${o.n} unrunnable)`);
+    rows.push([set, db, String(o.n), pct(o.correct, o.n), `${o.errors}/${o.n}`, FAILURE_KINDS.map((k) => fails.counts[k]).join('/'), secs === null ? 'reused' : (secs / 60).toFixed(1), loadBefore]);
+  }
+  for (const set of new Set(results.map((r) => r.set))) {
+    const mine = results.filter((r) => r.set === set);
+    const mean = mine.reduce((a, r) => a + r.outcome.correct / Math.max(1, r.outcome.n), 0) / mine.length;
+    rows.push([set, `mean of ${mine.length}`, String(mine.reduce((a, r) => a + r.outcome.n, 0)), pct(mean, 1), '', FAILURE_KINDS.map((k) => mine.reduce((a, r) => a + r.failures[k], 0)).join('/'), '', '']);
+  }
+  console.log('');
+  table(rows);
+  writeJsonAtomic(join(outRoot, 'summary.json'), { date: new Date().toISOString(), policy, results });
+  console.log(`\nsummary: ${join(outRoot, 'summary.json')}`);
 }

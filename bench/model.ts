@@ -1,4 +1,4 @@
-// `npm run bench -- model [--size bench|tiny|small|50m] [--rounds N] [--steps N] [--backends wasm,cpu]
+// `npm run bench -- model [--size bench|base|tiny|small|50m] [--rounds N] [--steps N] [--backends wasm,cpu]
 //                          [--configs all|shipped] [--new-tokens N] [--ref-threads 1,2] [--no-ref] [--profile]`
 // Side by side in one run, same architecture (default `bench`: 4 layers, 128 wide, GQA 4/2 heads,
 // vocab 4096, tied embeddings; `tiny` and `small` are the presets, `50m` a ~50M-parameter model; all
@@ -33,6 +33,7 @@ export type Arch = typeof ARCH;
 
 const SIZES: Record<string, Arch> = {
   bench: ARCH,
+  base: ARCH, // config.ts PRESETS.base, with agro pretrain's 4k vocabulary: the shape agro's base model trains at
   tiny: { ...ARCH, hidden: 64, intermediate: 172, layers: 2, heads: 4, kvHeads: 2 }, // config.ts PRESETS.tiny
   small: { ...ARCH, hidden: 256, intermediate: 688, layers: 8, heads: 8, kvHeads: 4 }, // PRESETS.small (~8M)
   '50m': { ...ARCH, hidden: 512, intermediate: 1376, layers: 16, heads: 8, kvHeads: 4 }, // ~50M parameters

@@ -5,7 +5,7 @@
 //    tokens, skip_special_tokens keeps the protocol tags;
 //  - llama.cpp (node-llama-cpp): `agro export gguf` loads with no warning, the chat template is in the
 //    metadata, and generation ends at the end-of-turn token.
-// Default checkpoint: the quickstart's final policy (runs/quickstart/grpo/checkpoints/step-60).
+// Default checkpoint: the built-in base model (models/base); its prompt contract sets the schema budget.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,12 +19,14 @@ import { CHAT_TOKENS, renderChatText, renderPrompt, type ChatMessage } from '../
 import { sampleGroups } from '../src/model/generate.ts';
 import { exportGguf } from '../src/model/gguf.ts';
 import { SqlEnvironment } from '../src/agent/sql-env.ts';
+import { readPromptContract } from '../src/agent/prompt-contract.ts';
+import { resolveModelPath } from '../src/model/builtin.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 
 export async function run(args: string[]): Promise<void> {
-  const ckpt = flag(args, '--ckpt', 'runs/quickstart/grpo/checkpoints/step-60');
+  const ckpt = resolveModelPath(flag(args, '--ckpt', 'base'));
   const python = flag(args, '--python', 'python3');
-  const schemaChars = Number(flag(args, '--schema-chars', '200'));
+  const schemaChars = Number(flag(args, '--schema-chars', String(readPromptContract(ckpt)?.schemaChars ?? 200)));
   if (!existsSync(ckpt)) {
     console.log(`open: no checkpoint at ${ckpt} (run agro quickstart first, or pass --ckpt DIR)`);
     return;
