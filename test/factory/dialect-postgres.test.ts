@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { col, emptySelect, lit, type Cond, type Expr, type QueryAst, type SelectAst } from '../../src/factory/ast.ts';
+import { col, emptySelect, lit, type Expr, type QueryAst, type SelectAst } from '../../src/factory/ast.ts';
 import { printQuery, printSelect } from '../../src/factory/print.ts';
 import { isNotTrue, nameIn } from '../../src/sql/dialect.ts';
 import { createExecutor, databaseValueIndex, introspectDatabase } from '../../src/sql/executor.ts';
