@@ -14,6 +14,7 @@ import { resultsMatch, hasOrderBy } from '../../src/sql/compare.ts';
 import { copySqliteToPostgres, runAdminSql } from '../../src/sql/pg-copy.ts';
 import { sandboxRoleSql } from '../../src/sql/pg-setup.ts';
 import type { SqlExecutor } from '../../src/sql/types.ts';
+import { SqlEnvironment } from '../../src/agent/sql-env.ts';
 import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
 import { tempDir } from '../sql/helpers.ts';
 
@@ -147,5 +148,18 @@ describe('the factory dialect on both engines', { skip: PG.skip }, () => {
     for (const question of ['tracks by velvet wolfs', 'customers in sao paulo', 'rock albums from the usa', 'invoices billed in berlin']) {
       assert.deepEqual(b.lookup(question), a.lookup(question), question);
     }
+  });
+
+  test("the agent's grounded prompt is the same on both engines; a server is read by prepare() only", async () => {
+    const env = new SqlEnvironment(exec, { schemaChars: 900 });
+    const question = 'How many tracks by velvet wolfs were bought by customers in sao paulo?';
+    assert.throws(() => env.promptSchema(url, question), /prepare\(\)/);
+    await env.prepare(url);
+    const lite = env.promptSchema(MUSIC, question);
+    assert.match(lite, /Values: .*'Sao Paulo'/);
+    assert.equal(env.promptSchema(url, question), lite);
+    // An episode prepares its own database: a fresh environment starts on the server without being told.
+    const ep = await new SqlEnvironment(exec).start({ id: '1', dbId: 'music_store', dbPath: url, question, goldSql: 'SELECT 1' });
+    assert.match(ep.opening[0].content, /tracks\(track_id/);
   });
 });
