@@ -11,7 +11,7 @@
  *  - LIKE: SQLite's LIKE ignores ASCII case, PostgreSQL's does not, so PostgreSQL gets ILIKE;
  *  - a condition that is false or NULL: `IS NOT 1` in SQLite, `IS NOT TRUE` in PostgreSQL.
  */
-import { quoteIdent, SQL_KEYWORDS } from './lexer.ts';
+import { quoteIdent, sqlName, SQL_KEYWORDS } from './lexer.ts';
 import { isPostgresUrl } from './postgres.ts';
 import type { SqlDialect } from './guard.ts';
 
@@ -45,7 +45,7 @@ export function dialectOf(db: string): SqlDialect {
 /** A table or column name as written in SQL for the engine: bare when unambiguous, else double-quoted. */
 export function nameIn(name: string, d: SqlDialect = 'sqlite'): string {
   if (d === 'postgres') return /^[a-z_][a-z0-9_]*$/.test(name) && !PG_KEYWORDS.has(name) && !SQL_KEYWORDS.has(name) ? name : quoteIdent(name);
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && !SQL_KEYWORDS.has(name.toLowerCase()) ? name : quoteIdent(name);
+  return sqlName(name);
 }
 
 /** `expr` as a double, so that a division of integers does not truncate. */

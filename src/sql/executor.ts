@@ -4,6 +4,7 @@
  * engine runs. Each engine's executor starts on its first query (a run on SQLite never opens a socket).
  */
 import { AgroError } from '../errors.ts';
+import { dialectOf, type SqlDialect } from './dialect.ts';
 import { SqlPool, type SqlPoolOptions } from './pool.ts';
 import { PgExecutor, isPostgresUrl } from './postgres.ts';
 import { introspectSchema, type IntrospectOptions } from './introspect.ts';
@@ -17,8 +18,8 @@ import type { DbSchema, ExecOptions, ExecResult, SqlExecutor } from './types.ts'
 export type ExecutorOptions = SqlPoolOptions;
 
 /** The engine a database string names. */
-export function engineOf(db: string): 'sqlite' | 'postgres' {
-  return isPostgresUrl(db) ? 'postgres' : 'sqlite';
+export function engineOf(db: string): SqlDialect {
+  return dialectOf(db);
 }
 
 export class EngineRouter implements SqlExecutor {
