@@ -80,7 +80,7 @@ export async function run(args: string[]): Promise<void> {
   try {
     for (const db of sample) {
       const path = join(ROOT, 'database', db, `${db}.sqlite`);
-      const schema = loadSchema(path);
+      const schema = await loadSchema(path);
       const t0 = performance.now();
       let r;
       try {

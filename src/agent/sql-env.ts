@@ -3,12 +3,21 @@
  * its evidence; each <sql> tool call runs read-only through the pool and comes back as a compact,
  * truncated table (or the error message); an <answer> ends the episode and is scored by execution on the
  * original database and on every variant database of the task (test-suite reward).
+ *
+ * A database is a SQLite file or a postgres:// URL. Its schema, documentation and value index are read
+ * once (prepare(), asynchronously: a server is read over the network) and kept; the prompt is then made
+ * synchronously from them. start() prepares its task's database; a SQLite file not yet prepared is read
+ * synchronously where a prompt asks for it, a server's must be prepared first.
  */
 import { z } from 'zod';
 import { parseAction, SQL_AGENT_ACTIONS, formatAction, formatObservation } from './protocol.ts';
 import { HINT_TIERS, scafSqlHint } from './hints.ts';
 import type { ChatMessage, Environment, Episode, EpisodeContext, RewardContext, RewardDeps, StepResult, TaskBase, Transcript } from './types.ts';
 import { introspectSchema } from '../sql/introspect.ts';
+import { databaseDocs, databaseValueIndex, introspectDatabase } from '../sql/executor.ts';
+import { dialectOf } from '../sql/dialect.ts';
+import { redactUrl } from '../sql/postgres.ts';
+import { AgroError } from '../errors.ts';
 import { renderSchema } from '../sql/render.ts';
 import { groundedSchema } from '../sql/grounded.ts';
 import { findDocs } from '../sql/docs.ts';
@@ -79,8 +88,8 @@ export function formatResultTable(r: ExecResult, maxRows: number, maxChars: numb
 }
 
 export interface SqlEnvDeps {
-  /** A database's documentation; default: the one found beside the file (src/sql/docs.ts findDocs). */
-  docsFor?: (dbPath: string) => DbDocs | undefined;
+  /** A database's documentation; default: the one found beside a file (src/sql/docs.ts findDocs), a server's COMMENTs. */
+  docsFor?: (dbPath: string) => DbDocs | undefined | Promise<DbDocs | undefined>;
 }
 
 /** Grounded prompts differ per question: they are kept for this many questions (RL starts an episode many times). */
@@ -95,7 +104,8 @@ export class SqlEnvironment implements Environment<SqlTask> {
   private readonly docs = new Map<string, DbDocs | undefined>();
   private readonly indexes = new Map<string, ValueIndex>();
   private readonly grounded = new Map<string, string>();
-  private readonly docsFor: (dbPath: string) => DbDocs | undefined;
+  private readonly preparing = new Map<string, Promise<void>>();
+  private readonly docsFor: (dbPath: string) => DbDocs | undefined | Promise<DbDocs | undefined>;
 
   constructor(
     private readonly executor: SqlExecutor,
@@ -103,20 +113,57 @@ export class SqlEnvironment implements Environment<SqlTask> {
     deps: SqlEnvDeps = {},
   ) {
     this.config = sqlEnvConfigSchema.parse(config);
-    this.docsFor = deps.docsFor ?? ((p) => findDocs(p)?.docs);
+    this.docsFor = deps.docsFor ?? ((p) => (dialectOf(p) === 'postgres' ? databaseDocs(p) : findDocs(p)?.docs));
+  }
+
+  /**
+   * Reads a database's schema, documentation and value index once (concurrent callers share the read), so
+   * the prompt can be made synchronously afterwards. Needed before a prompt on a server; optional on SQLite.
+   */
+  prepare(dbPath: string): Promise<void> {
+    let p = this.preparing.get(dbPath);
+    if (!p) {
+      p = (async () => {
+        if (!this.schemas.has(dbPath)) this.schemas.set(dbPath, await introspectDatabase(dbPath));
+        if (this.config.docs && !this.docs.has(dbPath)) this.docs.set(dbPath, await this.docsFor(dbPath));
+        if (this.wantsIndex() && !this.indexes.has(dbPath)) this.indexes.set(dbPath, await databaseValueIndex(dbPath));
+      })();
+      this.preparing.set(dbPath, p);
+      p.catch(() => this.preparing.delete(dbPath));
+    }
+    return p;
+  }
+
+  private wantsIndex(): boolean {
+    return this.config.schemaFormat === 'grounded' && this.config.valueHints > 0;
+  }
+
+  /** A server's schema, docs and values are read by prepare() only (asynchronously). */
+  private unprepared(dbPath: string): AgroError {
+    return new AgroError('internal', `the schema of ${redactUrl(dbPath)} was not read: call SqlEnvironment.prepare() before making its prompt`);
   }
 
   /** The documentation of a database, read once per path (undefined when it has none or docs are off). */
   docsOf(dbPath: string): DbDocs | undefined {
     if (!this.config.docs) return undefined;
-    if (!this.docs.has(dbPath)) this.docs.set(dbPath, this.docsFor(dbPath));
+    if (!this.docs.has(dbPath)) {
+      const docs = this.docsFor(dbPath);
+      if (docs instanceof Promise) {
+        docs.catch(() => undefined);
+        throw this.unprepared(dbPath);
+      }
+      this.docs.set(dbPath, docs);
+    }
     return this.docs.get(dbPath);
   }
 
   /** The value index of a database, built once per path (bounded memory: src/sql/value-index.ts). */
   private indexOf(dbPath: string): ValueIndex {
     let index = this.indexes.get(dbPath);
-    if (!index) this.indexes.set(dbPath, (index = buildValueIndex(dbPath)));
+    if (!index) {
+      if (dialectOf(dbPath) === 'postgres') throw this.unprepared(dbPath);
+      this.indexes.set(dbPath, (index = buildValueIndex(dbPath)));
+    }
     return index;
   }
 
@@ -142,7 +189,10 @@ export class SqlEnvironment implements Environment<SqlTask> {
   /** A database's schema, introspected once per path. */
   schemaOf(dbPath: string): DbSchema {
     let schema = this.schemas.get(dbPath);
-    if (!schema) this.schemas.set(dbPath, (schema = introspectSchema(dbPath)));
+    if (!schema) {
+      if (dialectOf(dbPath) === 'postgres') throw this.unprepared(dbPath);
+      this.schemas.set(dbPath, (schema = introspectSchema(dbPath)));
+    }
     return schema;
   }
 
@@ -179,6 +229,7 @@ export class SqlEnvironment implements Environment<SqlTask> {
   }
 
   async start(task: SqlTask): Promise<Episode> {
+    await this.prepare(task.dbPath);
     const opening = this.openingFor(task);
     const cfg = this.config;
     const executor = this.executor;

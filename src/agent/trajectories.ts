@@ -46,6 +46,7 @@ export async function synthesizeTrajectories(
   for (const task of tasks) {
     const sql = task.goldSql.trim();
     const plan = planNote(sql);
+    await env.prepare(task.dbPath);
     const opening = env.openingFor(task);
     const answer = (think: string): ChatMessage => ({ role: 'assistant', content: formatAction({ kind: 'answer', content: sql, think }) });
     // A value asked for in other words than stored: look it up, read the stored form, answer with it.

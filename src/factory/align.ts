@@ -17,7 +17,7 @@ import { QUESTION_STYLES } from './types.ts';
 export async function roundTrip(ctx: StageContext, env: ParseEnv, p: SynthPair): Promise<'ok' | 'roundtrip_unparsed' | 'roundtrip_mismatch'> {
   let sql: string;
   try {
-    sql = printQuery(parseQuestion(p.question, env));
+    sql = printQuery(parseQuestion(p.question, env), ctx.dialect);
   } catch (e) {
     if (e instanceof ParseError) return 'roundtrip_unparsed';
     throw e;
@@ -39,7 +39,7 @@ export function alignStage(env: ParseEnv): Stage<SynthPair, SynthPair> {
           const first = r;
           const style = QUESTION_STYLES[(QUESTION_STYLES.indexOf(p.style) + 1) % QUESTION_STYLES.length];
           try {
-            realizePair(p, style, 1, env.lex, false);
+            realizePair(p, style, 1, env.lex, false, false, ctx.dialect);
             r = await roundTrip(ctx, env, p);
           } catch {
             r = first; // no question of the general grammar says it

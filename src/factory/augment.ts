@@ -232,7 +232,7 @@ export async function humanizeRanking(ctx: StageContext, p: SynthPair): Promise<
   const tieFree: SelectAst = { ...q, orderBy: [q.orderBy[0]] };
   for (const alt of [bare, tieFree]) {
     if (alt.orderBy.length === q.orderBy.length && alt.where.length === q.where.length) continue;
-    const sql = printQuery(alt);
+    const sql = printQuery(alt, ctx.dialect);
     const r = await testSuiteMatch(ctx.executor, sql, p.sql, [ctx.dbPath, ...ctx.variants], { mode: 'spider', timeoutMs: ctx.timeoutMs });
     if (r.match) {
       p.ast = alt;
@@ -254,7 +254,7 @@ export async function ambiguityReason(ctx: StageContext, p: SynthPair): Promise<
   ];
   for (const [name, alt] of alts) {
     if (!alt) continue;
-    const r = await testSuiteMatch(ctx.executor, printQuery(alt), p.sql, [ctx.dbPath, ...ctx.variants], { mode: 'spider', timeoutMs: ctx.timeoutMs });
+    const r = await testSuiteMatch(ctx.executor, printQuery(alt, ctx.dialect), p.sql, [ctx.dbPath, ...ctx.variants], { mode: 'spider', timeoutMs: ctx.timeoutMs });
     if (!r.match) return r.perDb[0].match ? `${name}_on_variant` : name;
   }
   return null;

@@ -11,10 +11,12 @@
  *  - a correlated subquery runs once per row of its outer loop, so its SEARCH through a non-PK
  *    index reads every child row of every outer row: its whole table (`NOT EXISTS (SELECT … WHERE
  *    child.fk = parent.id AND …)` over 50k parents and 400k children ran 1-1.5 s).
- * The database is opened read-only in this process; only plans are asked of it.
+ * The database is opened read-only in this process; only plans are asked of it. A PostgreSQL database
+ * is not checked here (its plans differ, and its role's statement_timeout bounds what a query costs).
  */
 import { openDatabase } from '../sql/open-database.mjs';
 import type { DbSchema } from '../sql/types.ts';
+import { dialectOf } from '../sql/dialect.ts';
 
 /** Rows a synthesized query may read (by the estimate above) on a database with big tables. */
 export const MAX_ROWS_READ = 250_000;
@@ -56,18 +58,18 @@ export function rowsRead(plan: PlanLine[], rowsOf: (name: string) => number): nu
 }
 
 export class QueryCost {
-  private readonly db: ReturnType<typeof openDatabase>;
+  private readonly db?: ReturnType<typeof openDatabase>;
   private readonly rows = new Map<string, number>();
   readonly active: boolean;
   constructor(dbPath: string, schema: DbSchema) {
     for (const t of schema.tables) this.rows.set(t.name.toLowerCase(), t.rowCount);
-    this.active = schema.tables.some((t) => t.rowCount > CHECK_FROM_ROWS);
-    this.db = openDatabase(dbPath, { readonly: true, fileMustExist: true });
+    this.active = dialectOf(dbPath) === 'sqlite' && schema.tables.some((t) => t.rowCount > CHECK_FROM_ROWS);
+    if (this.active) this.db = openDatabase(dbPath, { readonly: true, fileMustExist: true });
   }
 
   /** Estimated rows read; 0 on a database without big tables (not checked). */
   estimate(sql: string): number {
-    if (!this.active) return 0;
+    if (!this.active || !this.db) return 0;
     // Aliases (T1, S1) stand for the table named just before them.
     const alias = new Map<string, number>();
     for (const m of sql.matchAll(/\b(?:FROM|JOIN)\s+("(?:[^"]|"")+"|[\w$]+)(?:\s+AS\s+(\w+))?/gi)) {
@@ -85,6 +87,6 @@ export class QueryCost {
   }
 
   close(): void {
-    this.db.close();
+    this.db?.close();
   }
 }

@@ -161,7 +161,7 @@ export function rootAtCounted(s: SelectAst, graph: SchemaGraph): SelectAst {
 /** The gold queries of one database as verified pairs, and what became of each query. */
 export async function goldPairs(db: { dbId: string; path: string }, items: readonly GoldSql[], opts: GoldOptions): Promise<{ pairs: SynthPair[]; outcomes: GoldOutcome[] }> {
   const timeoutMs = opts.timeoutMs ?? 5000;
-  const schema = loadSchema(db.path);
+  const schema = await loadSchema(db.path);
   const { graph, lex } = await databaseLanguage(schema, opts.executor, timeoutMs, opts.docs);
   const outcomes = new Map<number, GoldOutcome>();
   const byId = new Map<string, GoldOutcome>();

@@ -3,13 +3,19 @@
  * (by reason), checkpoints every stage's output to <out>/.work/<stage>.jsonl (atomically), and on
  * a rerun with the same arguments continues after the last finished stage. Final outputs are
  * written atomically: dataset.jsonl, manifest.json, variants/<db_id>/variant-N.sqlite.
+ *
+ * The database is a SQLite file or a postgres:// URL: the stages print their SQL in its engine's dialect
+ * (StageContext.dialect) and run it there. Variant databases are made on SQLite only (a PostgreSQL run
+ * says so in one line and goes on without them), and a URL's password is never written.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
-import { introspectSchema } from '../sql/introspect.ts';
+import { introspectDatabase } from '../sql/executor.ts';
+import { dialectOf } from '../sql/dialect.ts';
+import { redactUrl } from '../sql/postgres.ts';
 import { dbDocsSchema } from '../sql/docs-types.ts';
 import { createExecutor } from '../sql/executor.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
@@ -121,6 +127,8 @@ export interface FactoryRunOptions {
   progress?: ProgressSink;
   /** Stop (as if interrupted) after this stage has been checkpointed: for tests of resume. */
   stopAfter?: string;
+  /** One-line notes on what the run does differently (no variant databases on PostgreSQL). */
+  log?: (line: string) => void;
 }
 
 function stageSeed(seed: number, name: string): number {
@@ -194,13 +202,15 @@ export function shortfallLine(want: number, got: number, stages: StageReport[], 
 /** Rows per table the factory profiles columns on (roles, distinct counts): a sample, so a million-row table is not scanned once per column. */
 export const PROFILE_ROWS = 20_000;
 
-export function loadSchema(db: string): DbSchema {
-  if (!existsSync(db)) throw new AgroError('not_found', `database not found: ${db}`);
+/** The schema and profile of a SQLite file or a PostgreSQL database (read over the network for a URL). */
+export async function loadSchema(db: string): Promise<DbSchema> {
+  const sqlite = dialectOf(db) === 'sqlite';
+  if (sqlite && !existsSync(db)) throw new AgroError('not_found', `database not found: ${db}`);
   try {
-    return introspectSchema(db, { statsRowLimit: PROFILE_ROWS });
+    return await introspectDatabase(db, { statsRowLimit: PROFILE_ROWS });
   } catch (e) {
     if (e instanceof AgroError) throw e;
-    throw new AgroError('invalid_input', `cannot read ${db} as a SQLite database: ${(e as Error).message}`);
+    throw new AgroError('invalid_input', `cannot read ${sqlite ? db : redactUrl(db)} as a ${sqlite ? 'SQLite' : 'PostgreSQL'} database: ${(e as Error).message}`);
   }
 }
 
@@ -244,17 +254,20 @@ export async function databaseLanguage(
 
 export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOptions = {}): Promise<FactoryResult> {
   const cfg = parseWith(factoryConfigSchema, input, 'factory config', 'usage');
-  const dbPath = resolve(cfg.db);
-  const schema = loadSchema(dbPath);
+  const dialect = dialectOf(cfg.db);
+  const dbPath = dialect === 'postgres' ? cfg.db : resolve(cfg.db);
+  // What is written (args.json, manifest.json) names a server without its password.
+  const dbShown = dialect === 'postgres' ? redactUrl(dbPath) : dbPath;
+  const schema = await loadSchema(dbPath);
   const tables = schema.tables.filter((t) => t.kind === 'table');
   if (!tables.some((t) => t.rowCount > 0)) {
     const why = tables.length === 0 ? 'has no tables' : `has ${tables.length} table${tables.length === 1 ? '' : 's'} but no rows`;
-    throw new AgroError('invalid_input', `${cfg.db} ${why}: nothing to synthesize from`);
+    throw new AgroError('invalid_input', `${dbShown} ${why}: nothing to synthesize from`);
   }
   const dbId = schema.dbId || basename(dbPath).replace(/\.(sqlite3?|db)$/i, '');
   const out = resolve(cfg.out);
   const work = join(out, '.work');
-  const argsKey = JSON.stringify({ ...cfg, db: dbPath, out });
+  const argsKey = JSON.stringify({ ...cfg, db: dbShown, out });
   const argsPath = join(work, 'args.json');
   const variantDir = join(out, 'variants', dbId);
   if (existsSync(argsPath) && readFileSync(argsPath, 'utf8').trim() !== argsKey) {
@@ -281,6 +294,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       return {
         dbId,
         dbPath,
+        dialect,
         schema,
         executor,
         rng: new Rng(stageSeed(cfg.seed, name)),
@@ -317,7 +331,9 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
 
     // The variants come first: synthesis probes them too, so a ranked query has no tie at its cut on any database.
     progress.start('variants', cfg.variants);
-    const variants = cfg.variants > 0 && profiles.size ? buildVariants(dbPath, schema, graph, { count: cfg.variants, seed: cfg.seed, dir: variantDir, maxRowsPerTable: cfg.variantRows }) : [];
+    // Variants are SQLite files made from the database's rows; on a server they would be databases to create.
+    if (dialect === 'postgres' && cfg.variants > 0) opts.log?.(`no variant databases on PostgreSQL (${cfg.variants} asked): pairs are checked on ${dbShown} alone`);
+    const variants = dialect === 'sqlite' && cfg.variants > 0 && profiles.size ? buildVariants(dbPath, schema, graph, { count: cfg.variants, seed: cfg.seed, dir: variantDir, maxRowsPerTable: cfg.variantRows }) : [];
     progress.tick(variants.length);
     progress.stop();
     const want = Math.ceil(cfg.n * cfg.oversample);
@@ -359,9 +375,9 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       .reduce((a, [, n]) => a + n, 0);
     const manifest: Manifest = {
       dbId,
-      db: dbPath,
+      db: dbShown,
       seed: cfg.seed,
-      args: cfg,
+      args: { ...cfg, db: dialect === 'postgres' ? dbShown : cfg.db },
       stages: reports,
       rejections,
       rows: rows.length,

@@ -1,8 +1,9 @@
-/** Prints the factory AST as SQLite SQL with correct identifier quoting. */
+/**
+ * Prints the factory AST as SQL in the engine's dialect (SQLite by default) with correct identifier
+ * quoting; src/sql/dialect.ts holds the spellings that differ between engines.
+ */
 import type { Cond, Expr, Literal, QueryAst, SelectAst } from './ast.ts';
-import { sqlName } from '../sql/lexer.ts';
-
-
+import { asReal, datePart, likeOp, nameIn, type SqlDialect } from '../sql/dialect.ts';
 
 export function printLiteral(v: Literal): string {
   if (v === null) return 'NULL';
@@ -13,12 +14,13 @@ export function printLiteral(v: Literal): string {
 /** Aliases are printed only when the query has more than one table occurrence in scope. */
 interface Scope {
   qualify: boolean;
+  d: SqlDialect;
 }
 
 function printExpr(e: Expr, s: Scope): string {
   switch (e.kind) {
     case 'col':
-      return s.qualify ? `${e.alias}.${sqlName(e.column)}` : sqlName(e.column);
+      return s.qualify ? `${e.alias}.${nameIn(e.column, s.d)}` : nameIn(e.column, s.d);
     case 'lit':
       return printLiteral(e.value);
     case 'star':
@@ -27,14 +29,14 @@ function printExpr(e: Expr, s: Scope): string {
       return `${e.fn}(${e.distinct ? 'DISTINCT ' : ''}${printExpr(e.arg, s)})`;
     case 'arith':
       // Division is made real so that integer columns do not truncate.
-      if (e.op === '/') return `CAST(${printExpr(e.left, s)} AS REAL) / ${printExpr(e.right, s)}`;
+      if (e.op === '/') return `${asReal(printExpr(e.left, s), s.d)} / ${printExpr(e.right, s)}`;
       return `${printExpr(e.left, s)} ${e.op} ${printExpr(e.right, s)}`;
     case 'datepart':
-      return `strftime('${e.part === 'year' ? '%Y' : '%m'}', ${printExpr(e.arg, s)})`;
+      return datePart(e.part, printExpr(e.arg, s), s.d);
     case 'pct':
-      return `CAST(SUM(CASE WHEN ${printCond(e.cond, s)} THEN 1 ELSE 0 END) AS REAL) * 100 / COUNT(*)`;
+      return `${asReal(`SUM(CASE WHEN ${printCond(e.cond, s)} THEN 1 ELSE 0 END)`, s.d)} * 100 / COUNT(*)`;
     case 'scalar':
-      return `(${printSelect(e.query)})`;
+      return `(${printSelect(e.query, false, s.d)})`;
   }
 }
 
@@ -43,13 +45,13 @@ function printCond(c: Cond, s: Scope): string {
     case 'cmp':
       return `${printExpr(c.left, s)} ${c.op} ${printExpr(c.right, s)}`;
     case 'like':
-      return `${printExpr(c.expr, s)} LIKE ${printLiteral(c.pattern)}`;
+      return `${printExpr(c.expr, s)} ${likeOp(s.d)} ${printLiteral(c.pattern)}`;
     case 'null':
       return `${printExpr(c.expr, s)} IS ${c.negated ? 'NOT ' : ''}NULL`;
     case 'in':
-      return `${printExpr(c.expr, s)} ${c.negated ? 'NOT ' : ''}IN (${printSelect(c.query)})`;
+      return `${printExpr(c.expr, s)} ${c.negated ? 'NOT ' : ''}IN (${printSelect(c.query, false, s.d)})`;
     case 'exists':
-      return `${c.negated ? 'NOT ' : ''}EXISTS (${printSelect(c.query, true)})`;
+      return `${c.negated ? 'NOT ' : ''}EXISTS (${printSelect(c.query, true, s.d)})`;
   }
 }
 
@@ -58,9 +60,9 @@ function hasCorrelated(q: SelectAst): boolean {
 }
 
 /** forceQualify: correlated subqueries must qualify their columns to reach the outer alias. */
-export function printSelect(q: SelectAst, forceQualify = false): string {
-  const s: Scope = { qualify: forceQualify || q.joins.length > 0 || hasCorrelated(q) };
-  const from = (t: string, a: string) => (s.qualify ? `${sqlName(t)} AS ${a}` : sqlName(t));
+export function printSelect(q: SelectAst, forceQualify = false, d: SqlDialect = 'sqlite'): string {
+  const s: Scope = { qualify: forceQualify || q.joins.length > 0 || hasCorrelated(q), d };
+  const from = (t: string, a: string) => (s.qualify ? `${nameIn(t, d)} AS ${a}` : nameIn(t, d));
   let sql = `SELECT ${q.distinct ? 'DISTINCT ' : ''}${q.columns.map((e) => printExpr(e, s)).join(', ')} FROM ${from(q.from.table, q.from.alias)}`;
   for (const j of q.joins) {
     const on = j.on.map((p) => `${printExpr(p.left, s)} = ${printExpr(p.right, s)}`).join(' AND ');
@@ -75,11 +77,11 @@ export function printSelect(q: SelectAst, forceQualify = false): string {
 }
 
 /** A condition printed as it would be inside `q` (same alias qualification). */
-export function printCondIn(q: SelectAst, c: Cond): string {
-  return printCond(c, { qualify: q.joins.length > 0 || hasCorrelated(q) });
+export function printCondIn(q: SelectAst, c: Cond, d: SqlDialect = 'sqlite'): string {
+  return printCond(c, { qualify: q.joins.length > 0 || hasCorrelated(q), d });
 }
 
-export function printQuery(q: QueryAst): string {
-  if (q.kind === 'select') return printSelect(q);
-  return `${printSelect(q.left)} ${q.op} ${printSelect(q.right)}`;
+export function printQuery(q: QueryAst, d: SqlDialect = 'sqlite'): string {
+  if (q.kind === 'select') return printSelect(q, false, d);
+  return `${printSelect(q.left, false, d)} ${q.op} ${printSelect(q.right, false, d)}`;
 }

@@ -1,6 +1,6 @@
 /** Which columns synthesis may use, and how (filter literal kind, aggregate, projection). */
 import type { Column, DbSchema, SqlExecutor, Table } from '../sql/types.ts';
-import { sqlName } from '../sql/lexer.ts';
+import { dialectOf, nameIn, textLength } from '../sql/dialect.ts';
 import type { SchemaGraph } from './schema-graph.ts';
 import { colKey, type Lexicon } from './language/names.ts';
 
@@ -94,11 +94,12 @@ export function profileSchema(schema: DbSchema, graph: SchemaGraph, lex: Lexicon
  */
 export async function longTextColumns(schema: DbSchema, exec: SqlExecutor, timeoutMs = 2000): Promise<Set<string>> {
   const out = new Set<string>();
+  const d = dialectOf(schema.path);
   for (const t of schema.tables) {
     if (t.kind !== 'table' || t.rowCount === 0) continue;
     const text = t.columns.filter((c) => c.affinity === 'TEXT' || c.affinity === 'BLOB' || c.type === '');
     if (!text.length) continue;
-    const sql = `SELECT ${text.map((c) => `MAX(length(${sqlName(c.name)}))`).join(', ')} FROM (SELECT * FROM ${sqlName(t.name)} LIMIT 1000)`;
+    const sql = `SELECT ${text.map((c) => `MAX(${textLength(nameIn(c.name, d), d)})`).join(', ')} FROM (SELECT * FROM ${nameIn(t.name, d)} LIMIT 1000)${d === 'postgres' ? ' AS s' : ''}`;
     const r = await exec.execute(schema.path, sql, { timeoutMs });
     if (!r.ok) continue;
     text.forEach((c, i) => {
@@ -113,11 +114,12 @@ export async function longTextColumns(schema: DbSchema, exec: SqlExecutor, timeo
  * `rowLimit` rows as profiling reads them, so a big table is not scanned: "table\u0000column" -> values.
  */
 export async function categoryValues(schema: DbSchema, profiles: Map<string, TableProfile>, exec: SqlExecutor, timeoutMs = 2000, rowLimit = 20_000): Promise<Map<string, string[]>> {
+  const d = dialectOf(schema.path);
   const cols = [...profiles.values()].flatMap((p) => p.columns.filter((c) => c.role === 'category'));
   const out = new Map<string, string[]>();
   await Promise.all(
     cols.map(async (c) => {
-      const sql = `SELECT DISTINCT ${sqlName(c.column)} FROM (SELECT ${sqlName(c.column)} FROM ${sqlName(c.table)} LIMIT ${rowLimit}) LIMIT 60`;
+      const sql = `SELECT DISTINCT ${nameIn(c.column, d)} FROM (SELECT ${nameIn(c.column, d)} FROM ${nameIn(c.table, d)} LIMIT ${rowLimit})${d === 'postgres' ? ' AS s' : ''} LIMIT 60`;
       const r = await exec.execute(schema.path, sql, { timeoutMs });
       if (r.ok) out.set(colKey(c.table, c.column), r.rows.map((x) => x[0]).filter((v): v is string => typeof v === 'string'));
     }),

@@ -169,19 +169,19 @@ export function realizeRegenerator(realize: NonNullable<BuiltinRoundTrip['realiz
 }
 
 /** Loads the other factory helpers' round trip, parser and realizer when they are present. */
-async function loadBuiltin(schema: DbSchema, graph: unknown): Promise<BuiltinRoundTrip | undefined> {
+async function loadBuiltin(schema: DbSchema, graph: unknown, dialect: StageContext['dialect']): Promise<BuiltinRoundTrip | undefined> {
   try {
     const align = (await import('./align.ts')) as unknown as {
       makeParseEnv: (s: DbSchema, g: unknown) => unknown;
       roundTrip: (ctx: StageContext, env: unknown, p: SynthPair) => Promise<string>;
       parseQuestion: (q: string, env: unknown) => unknown;
     };
-    const print = (await import('./print.ts')) as unknown as { printQuery: (q: unknown) => string };
+    const print = (await import('./print.ts')) as unknown as { printQuery: (q: unknown, d: StageContext['dialect']) => string };
     const realize = (await import('./language/realize.ts')) as unknown as { realizePair: (p: SynthPair, s: SynthPair['style'], v: number) => void };
     const env = align.makeParseEnv(schema, graph);
     return {
       roundTrip: (ctx, p) => align.roundTrip(ctx, env, p),
-      parse: (q) => print.printQuery(align.parseQuestion(q, env)),
+      parse: (q) => print.printQuery(align.parseQuestion(q, env), dialect),
       realize: realize.realizePair,
     };
   } catch {
@@ -195,7 +195,7 @@ export function refineStage(opts: RefineStageOptions): Stage<SynthPair, SynthPai
     name: 'refine',
     log,
     async run(items: SynthPair[], ctx: StageContext): Promise<SynthPair[]> {
-      const builtin = opts.builtin ?? (opts.graph ? await loadBuiltin(opts.schema ?? ctx.schema, opts.graph) : undefined);
+      const builtin = opts.builtin ?? (opts.graph ? await loadBuiltin(opts.schema ?? ctx.schema, opts.graph, ctx.dialect) : undefined);
       const llm = opts.llmUrl && opts.llmModel ? new LlmClient({ baseUrl: opts.llmUrl, model: opts.llmModel }) : undefined;
       const schemaText = llm ? renderSchema(ctx.schema, { maxChars: 6000 }) : '';
       let predictor = opts.predictor;

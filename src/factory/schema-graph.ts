@@ -7,7 +7,7 @@
  */
 import type { DbSchema, ForeignKey, SqlExecutor, Table } from '../sql/types.ts';
 import { col, type JoinStep } from './ast.ts';
-import { sqlName } from '../sql/lexer.ts';
+import { dialectOf, nameIn } from '../sql/dialect.ts';
 
 export interface SchemaGraph {
   tables: string[];
@@ -151,6 +151,7 @@ function singular(w: string): string {
  * query (every non-null value of the child column, in the first 5000 rows, exists in the parent).
  */
 export async function inferForeignKeys(schema: DbSchema, exec: SqlExecutor, timeoutMs = 2000): Promise<ForeignKey[]> {
+  const d = dialectOf(schema.path);
   const tables = schema.tables.filter((t) => t.kind === 'table');
   const byKey = new Map<string, Table>();
   for (const t of tables) {
@@ -171,8 +172,8 @@ export async function inferForeignKeys(schema: DbSchema, exec: SqlExecutor, time
           : parent.columns.find((pc) => pc.name.toLowerCase() === 'id' || pc.name.toLowerCase() === c.name.toLowerCase());
       if (!target || target.affinity !== c.affinity) continue;
       const sql =
-        `SELECT COUNT(*) FROM (SELECT ${sqlName(c.name)} AS v FROM ${sqlName(child.name)} WHERE ${sqlName(c.name)} IS NOT NULL LIMIT 5000) ` +
-        `WHERE v NOT IN (SELECT ${sqlName(target.name)} FROM ${sqlName(parent.name)})`;
+        `SELECT COUNT(*) FROM (SELECT ${nameIn(c.name, d)} AS v FROM ${nameIn(child.name, d)} WHERE ${nameIn(c.name, d)} IS NOT NULL LIMIT 5000)${d === 'postgres' ? ' AS s' : ''} ` +
+        `WHERE v NOT IN (SELECT ${nameIn(target.name, d)} FROM ${nameIn(parent.name, d)})`;
       const r = await exec.execute(schema.path, sql, { timeoutMs });
       if (r.ok && Number(r.rows[0]?.[0]) === 0 && child.rowCount > 0) {
         out.push({ fromTable: child.name, fromColumns: [c.name], toTable: parent.name, toColumns: [target.name], inferred: true });

@@ -66,8 +66,8 @@ async function frame(ctx: StageContext, env: SynthEnv, base: TableProfile, relat
     const probe: SelectAst = { ...q, columns: cols.map((c) => c.ref) };
     const offset = new Rng(fnv1a(cacheKey, env.rowSeed ?? 0)).int(Math.max(1, Math.min(base.table.rowCount, 5000) - SAMPLE_ROWS));
     pending = (async () => {
-      let r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT ${SAMPLE_ROWS} OFFSET ${offset}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
-      if (r.ok && r.rows.length === 0) r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT ${SAMPLE_ROWS}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
+      let r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe, false, ctx.dialect)} LIMIT ${SAMPLE_ROWS} OFFSET ${offset}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
+      if (r.ok && r.rows.length === 0) r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe, false, ctx.dialect)} LIMIT ${SAMPLE_ROWS}`, { timeoutMs: ctx.timeoutMs, maxRows: SAMPLE_ROWS });
       return r.ok ? r.rows : [];
     })();
     cache.set(cacheKey, pending);
@@ -190,7 +190,7 @@ const NOT_ADDITIVE = /(year|_id$|id$|code|zip|phone|number|_no$)/i;
 /** Group counts of a grouped query (at most 500 groups), to pick a HAVING threshold the data splits. */
 async function groupCounts(ctx: StageContext, q: SelectAst): Promise<number[]> {
   const probe: SelectAst = { ...q, distinct: false, columns: [{ kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false }], having: [], orderBy: [], limit: null };
-  const r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe)} LIMIT 500`, { timeoutMs: Math.min(ctx.timeoutMs, 1500), maxRows: 500 });
+  const r = await ctx.executor.execute(ctx.dbPath, `${printSelect(probe, false, ctx.dialect)} LIMIT 500`, { timeoutMs: Math.min(ctx.timeoutMs, 1500), maxRows: 500 });
   return r.ok ? r.rows.map((row) => Number(row[0])) : [];
 }
 
@@ -246,7 +246,7 @@ async function group(ctx: StageContext, env: SynthEnv, top: boolean): Promise<Qu
   }
   if (ctx.rng.next() < 0.45) {
     // A threshold the data splits: some groups reach it and some do not, so HAVING is never redundant.
-    if (ctx.tooCostly?.(printSelect(f.q))) return null;
+    if (ctx.tooCostly?.(printSelect(f.q, false, ctx.dialect))) return null;
     const counts = [...new Set(await groupCounts(ctx, f.q))].sort((a, b) => a - b);
     if (counts.length < 2) return null;
     const k = counts[1 + ctx.rng.int(Math.min(3, counts.length - 1))];
@@ -270,7 +270,7 @@ const RANK_PROBE = 6;
  */
 async function untiedLimit(ctx: StageContext, q: SelectAst, rank: Expr, dir: 'ASC' | 'DESC', want: number): Promise<number | null> {
   const probe: SelectAst = { ...q, distinct: false, columns: [rank], having: q.having, orderBy: [{ expr: rank, dir }], limit: RANK_PROBE };
-  const sql = printSelect(probe);
+  const sql = printSelect(probe, false, ctx.dialect);
   if (ctx.tooCostly?.(sql)) return null;
   const probeOn = (db: string) => ctx.executor.execute(db, sql, { timeoutMs: Math.min(ctx.timeoutMs, 1500), maxRows: RANK_PROBE });
   const ranked: SqlValue[][] = [];
@@ -723,7 +723,7 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
     const raw = await TEMPLATES[template]({ ...ctx, rng: new Rng(seed) }, env);
     const ast = raw && normalizeJoins(raw, env.graph);
     if (!ast || !verifyIf) return { template, ast };
-    const sql = printQuery(ast);
+    const sql = printQuery(ast, ctx.dialect);
     // Not for one the plan calls too costly: admission refuses it before anything runs.
     if (!verifyIf(sql, astShape(ast)) || planCostly?.(sql)) return { template, ast };
     const pair = pairOf(ast, sql, template);
@@ -746,7 +746,7 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
       ctx.reject({ template }, 'no_structure');
       return;
     }
-    const sql = printQuery(ast);
+    const sql = printQuery(ast, ctx.dialect);
     if (seen.has(sql)) {
       ctx.reject({ sql }, 'duplicate_sql');
       return;

@@ -4,6 +4,7 @@
  */
 import type { Rng } from '../util/rng.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
+import type { SqlDialect } from '../sql/dialect.ts';
 import type { QueryAst } from './ast.ts';
 
 /** BIRD's difficulty buckets, which the factory assigns from a query's structure. */
@@ -78,8 +79,10 @@ export const silentProgress: ProgressSink = { start() {}, tick() {}, stop() {} }
 
 export interface StageContext {
   dbId: string;
-  /** Original database file. */
+  /** Original database: a SQLite file or a postgres:// URL. */
   dbPath: string;
+  /** The engine dbPath names, whose SQL the stages print (absent: SQLite). */
+  dialect?: SqlDialect;
   schema: DbSchema;
   executor: SqlExecutor;
   rng: Rng;

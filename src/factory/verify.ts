@@ -9,6 +9,7 @@ import { resultsMatch } from '../sql/compare.ts';
 import type { ExecResult, Row } from '../sql/types.ts';
 import type { QueryAst, SelectAst } from './ast.ts';
 import { printCondIn, printQuery } from './print.ts';
+import { isNotTrue } from '../sql/dialect.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
 import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
 
@@ -66,7 +67,7 @@ export function isEmptyAggregate(q: QueryAst, rows: Row[]): boolean {
 /** Why the pair fails verification, or null when it passes. */
 export async function verifyPair(ctx: StageContext, p: SynthPair): Promise<string | null> {
   // Rejected from the text alone, before anything runs (on a big table each side can be a scan).
-  if (p.ast.kind === 'setop' && printQuery(p.ast.left) === printQuery(p.ast.right)) return 'identical_set_sides';
+  if (p.ast.kind === 'setop' && printQuery(p.ast.left, ctx.dialect) === printQuery(p.ast.right, ctx.dialect)) return 'identical_set_sides';
   const r = await run(ctx, p.sql);
   if (!r.ok) return r.error === 'timeout' ? 'timeout' : 'exec_error';
   if (r.truncated || r.rows.length > MAX_RESULT_ROWS) return 'result_too_large';
@@ -89,7 +90,7 @@ export async function verifyPair(ctx: StageContext, p: SynthPair): Promise<strin
 
 async function degenerate(ctx: StageContext, q: QueryAst, r: Ok, ordered: boolean): Promise<string | null> {
   if (q.kind === 'setop') {
-    for (const side of [printQuery(q.left), printQuery(q.right)]) {
+    for (const side of [printQuery(q.left, ctx.dialect), printQuery(q.right, ctx.dialect)]) {
       const s = await run(ctx, side);
       if (s.ok && sameSet(s.rows, r.rows)) return 'redundant_set_operation';
     }
@@ -98,7 +99,7 @@ async function degenerate(ctx: StageContext, q: QueryAst, r: Ok, ordered: boolea
   if (q.limit !== null && !q.orderBy.length) return 'limit_without_order';
   if (q.limit !== null) {
     // "the top 5" of a result that has 5 rows or fewer anyway: the LIMIT says nothing.
-    const all = await ctx.executor.execute(ctx.dbPath, printQuery({ ...q, limit: q.limit + 1 }), { timeoutMs: Math.min(ctx.timeoutMs, VERIFY_TIMEOUT_MS), maxRows: q.limit + 1 });
+    const all = await ctx.executor.execute(ctx.dbPath, printQuery({ ...q, limit: q.limit + 1 }, ctx.dialect), { timeoutMs: Math.min(ctx.timeoutMs, VERIFY_TIMEOUT_MS), maxRows: q.limit + 1 });
     if (all.ok && all.rows.length <= q.limit) return 'limit_not_needed';
   }
   const visible = visibleWhere(q);
@@ -107,14 +108,14 @@ async function degenerate(ctx: StageContext, q: QueryAst, r: Ok, ordered: boolea
       const without: SelectAst = { ...q, where: q.where.filter((_, j) => j !== i) };
       // Cheap first: is there any row the filter removes? (stops at the first one on big tables)
       const probe: SelectAst = { ...without, columns: [{ kind: 'lit', value: 1 }], distinct: false, groupBy: [], having: [], orderBy: [], limit: null };
-      const cond = printCondIn(q, q.where[i]);
-      const probeSql = `${printQuery(probe)} ${without.where.length ? 'AND' : 'WHERE'} (${cond}) IS NOT 1 LIMIT 1`;
+      const cond = printCondIn(q, q.where[i], ctx.dialect);
+      const probeSql = `${printQuery(probe, ctx.dialect)} ${without.where.length ? 'AND' : 'WHERE'} ${isNotTrue(cond, ctx.dialect)} LIMIT 1`;
       const pr = await run(ctx, probeSql);
       if (pr.ok && pr.rows.length === 0) return 'redundant_filter'; // same input rows, same result
       // A query that keeps every input row as an output row changes when a row is added.
       const rowPreserving = !q.distinct && !q.groupBy.length && q.limit === null && q.columns.every((e) => e.kind === 'col' || e.kind === 'arith');
       if (pr.ok && rowPreserving) continue;
-      const withoutSql = printQuery(without);
+      const withoutSql = printQuery(without, ctx.dialect);
       // Without its filter a query may read a whole big table: unverifiable in time, so dropped.
       if (ctx.tooCostly?.(withoutSql)) return 'too_costly_to_verify';
       const s = await run(ctx, withoutSql);
@@ -122,7 +123,7 @@ async function degenerate(ctx: StageContext, q: QueryAst, r: Ok, ordered: boolea
     }
   }
   if (q.having.length) {
-    const s = await run(ctx, printQuery({ ...q, having: [] }));
+    const s = await run(ctx, printQuery({ ...q, having: [] }, ctx.dialect));
     if (s.ok && !s.truncated && same(s.rows, r.rows, ordered)) return 'redundant_having';
   }
   return null;

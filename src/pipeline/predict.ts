@@ -13,6 +13,7 @@
  * Each question is scored as it ends with the evaluator itself (src/eval), so the running EX and the
  * final report are exactly what `agro eval --pred` on the written file gives.
  */
+import { isPostgresUrl, redactUrl } from '../sql/postgres.ts';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -218,7 +219,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
   if (cfg.mode === 'direct') prompt.maxTurns = 1;
   const envConfig = sqlEnvConfigSchema.parse({ ...prompt, execTimeoutMs: Math.min(cfg.execTimeoutMs, 10_000), compareMode: cfg.compare });
   // The prompt as run (contract and flags resolved) is part of the settings a rerun must match.
-  const runInfo = { version: 1, settings: { ...cfg, data: resolve(cfg.data), dbRoot: resolve(cfg.dbRoot), out: undefined, temperature, maxTurnTokens, prompt: promptContract(envConfig) }, policy: policy.name };
+  const runInfo = { version: 1, settings: { ...cfg, data: resolve(cfg.data), dbRoot: isPostgresUrl(cfg.dbRoot) ? redactUrl(cfg.dbRoot) : resolve(cfg.dbRoot), out: undefined, temperature, maxTurnTokens, prompt: promptContract(envConfig) }, policy: policy.name };
   const runPath = join(out, FILES.run);
   if (existsSync(runPath)) {
     const prev = JSON.parse(readFileSync(runPath, 'utf8')) as typeof runInfo;
@@ -323,7 +324,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
     data: dataset.path,
     pred: dataset.format === 'bird' ? files.bird : files.spider,
     // Where the databases came from: the factory output that named them, or the db-root.
-    dbRoot: cfg.factory ?? cfg.dbRoot,
+    dbRoot: cfg.factory ?? redactUrl(cfg.dbRoot),
     mode: cfg.compare,
     timeoutMs: cfg.execTimeoutMs,
     summary: summarize(questions, dataset.format),

@@ -6,6 +6,10 @@
  *   groups with a learning signal; the pool follows the policy as it learns) → evaluate.
  * Every stage writes into its own folder of the run directory and is skipped on a rerun once finished,
  * so an interrupted quickstart resumes where it stopped. report.json gathers what each stage produced.
+ *
+ * The database is a SQLite file or a postgres:// URL (`agro db copy` makes one): every query, the factory's and
+ * the agent's, runs on it; a server has no variant databases (the factory says so), and its password is never
+ * written or printed.
  */
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { basename, dirname, extname, join, relative, resolve } from 'node:path';
@@ -17,7 +21,10 @@ import { readJsonl, writeJsonAtomic, writeFileAtomic } from '../util/fs.ts';
 import { Rng } from '../util/rng.ts';
 import { runFactory, type Manifest } from '../factory/pipeline.ts';
 import type { DatasetRow } from '../factory/types.ts';
-import { createExecutor } from '../sql/executor.ts';
+import { createExecutor, databaseDocs } from '../sql/executor.ts';
+import { dialectOf } from '../sql/dialect.ts';
+import { redactUrl } from '../sql/postgres.ts';
+import { pgDbId } from '../sql/pg-introspect.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
 import { promptContractFiles, readPromptContract, resolvePromptSettings, type PromptSettings } from '../agent/prompt-contract.ts';
@@ -218,6 +225,8 @@ const STOP_SAMPLES = 256;
  * own when it is already laid out so, else a link to it inside the run folder.
  */
 function databaseRoot(db: string, dbId: string, out: string): string {
+  // A server's root is the database's URL: db_id names the database, which is this one.
+  if (dialectOf(db) === 'postgres') return db;
   if (basename(db) === `${dbId}.sqlite` && basename(dirname(db)) === dbId) return dirname(dirname(db));
   const root = join(out, 'databases');
   const link = join(root, dbId, `${dbId}.sqlite`);
@@ -302,40 +311,44 @@ export function rlAlgoOverrides(passRates: ReadonlyMap<string, PassRecord> | und
 export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
   const cfg = resolveQuickstartConfig(input);
   const log = hooks.log ?? (() => {});
-  const db = resolve(cfg.db);
-  if (!existsSync(db)) throw new AgroError('not_found', `database not found: ${cfg.db}`);
+  const server = dialectOf(cfg.db) === 'postgres';
+  const db = server ? cfg.db : resolve(cfg.db);
+  if (!server && !existsSync(db)) throw new AgroError('not_found', `database not found: ${cfg.db}`);
+  // What is written and printed names a server without its password.
+  const shown = (p: string): string => (dialectOf(p) === 'postgres' ? redactUrl(p) : p);
+  const written: QuickstartConfig = { ...cfg, db: shown(cfg.db) };
   const out = resolve(cfg.out);
   const reportPath = join(out, 'report.json');
-  const report: QuickstartReport = existsSync(reportPath) ? (JSON.parse(readFileSync(reportPath, 'utf8')) as QuickstartReport) : { config: cfg };
-  if (JSON.stringify(report.config) !== JSON.stringify(cfg)) {
+  const report: QuickstartReport = existsSync(reportPath) ? (JSON.parse(readFileSync(reportPath, 'utf8')) as QuickstartReport) : { config: written };
+  if (JSON.stringify(report.config) !== JSON.stringify(written)) {
     throw new AgroError('usage', `${out} holds a quickstart run with another configuration; choose another --out or delete it`);
   }
   const save = (): void => writeJsonAtomic(reportPath, report);
   const backend = await initBackend(cfg.backend as BackendName | undefined);
   const pool = createExecutor();
   // The same documentation for the factory's wording and the agent's prompt: given, else found beside the database.
-  const docs = cfg.docs ? readDocs(cfg.docs, basename(db, extname(db))) : findDocs(db)?.docs;
+  const docs = cfg.docs ? readDocs(cfg.docs, server ? pgDbId(db) : basename(db, extname(db))) : server ? await databaseDocs(db) : findDocs(db)?.docs;
   const start = startOf(cfg);
   const env = new SqlEnvironment(pool, start.prompt, docs ? { docsFor: () => docs } : {});
   try {
     // ---- 1. data factory ----
     const synthDir = join(out, 'synth');
     if (!report.synth) {
-      log(`[1/4] synthesizing ${cfg.pairs} verified pairs from ${cfg.db} ...`);
+      log(`[1/4] synthesizing ${cfg.pairs} verified pairs from ${shown(cfg.db)} ...`);
       const t0 = performance.now();
-      const res = await runFactory({ db, out: synthDir, n: cfg.pairs, seed: cfg.seed, variants: cfg.variants, phrasings: cfg.phrasings, ...(docs ? { docs } : {}) }, { executor: pool, ...(hooks.factoryProgress ? { progress: hooks.factoryProgress } : {}) });
+      const res = await runFactory({ db, out: synthDir, n: cfg.pairs, seed: cfg.seed, variants: cfg.variants, phrasings: cfg.phrasings, ...(docs ? { docs } : {}) }, { executor: pool, log: (line) => log(`[1/4] ${line}`), ...(hooks.factoryProgress ? { progress: hooks.factoryProgress } : {}) });
       const m: Manifest = res.manifest;
       report.synth = { rows: m.rows, difficulty: m.difficulty, variants: m.variants.length, caughtByVariants: m.caughtByVariants, seconds: Math.round((performance.now() - t0) / 100) / 10 };
       save();
     }
     log(`[1/4] data: ${report.synth.rows} pairs (${Object.entries(report.synth.difficulty).map(([k, v]) => `${k} ${v}`).join(', ')}), ${report.synth.variants} variant databases, ${report.synth.caughtByVariants} pairs rejected only thanks to the variants`);
     const rows = readJsonl<DatasetRow>(join(synthDir, 'dataset.jsonl'));
-    if (rows.length < 10) throw new AgroError('invalid_input', `the factory produced only ${rows.length} pairs from ${cfg.db}; the quickstart needs at least 10`);
+    if (rows.length < 10) throw new AgroError('invalid_input', `the factory produced only ${rows.length} pairs from ${shown(cfg.db)}; the quickstart needs at least 10`);
     const variantsDir = join(synthDir, 'variants');
     const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
     const toTask = (i: number): SqlTask => sqlTaskOf(items[i], db, report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, items[i].dbId) : []);
     const split = splitBySkeleton(rows.map((_, i) => i), (i) => rows[i].SQL, { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
-    if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${cfg.db} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
+    if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${shown(cfg.db)} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
     const heldOut = split.heldOut.map(toTask);
     // SFT reads every phrasing of its queries, a share of them with noise as people type (RL and the held-out
     // set keep the first, clean phrasing).
@@ -484,7 +497,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       log(`      ${d.padEnd(12)} ${a.correct}/${a.n} → ${b.correct}/${b.n}`);
     }
     // The same figure from the evaluator, from the predictions file.
-    const rel = (p: string): string => relative(process.cwd(), p) || '.';
+    const rel = (p: string): string => (dialectOf(p) === 'postgres' ? shown(p) : relative(process.cwd(), p) || '.');
     log(`run directory: ${rel(out)} (report.json, synth/, sft/, grpo/)`);
     log(`check with the evaluator: agro eval --data ${rel(join(out, 'held_out.jsonl'))} --pred ${rel(join(rlDir, 'predictions.json'))} --db-root ${rel(dbRoot)}${report.synth.variants > 0 ? ` --suite ${rel(variantsDir)}` : ''}`);
     // How to use the trained agent: the same prompt settings (schema budget) as in training.

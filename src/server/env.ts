@@ -27,7 +27,6 @@ import { AgroError, type ErrorKind } from '../errors.ts';
 import { SqlEnvironment, formatResultTable, type SqlEnvConfig, type SqlEnvDeps, type SqlTask } from '../agent/sql-env.ts';
 import { parseAction, SQL_AGENT_ACTIONS } from '../agent/protocol.ts';
 import type { DatabaseCatalog } from '../data/catalog.ts';
-import { introspectSchema } from '../sql/introspect.ts';
 import type { SqlExecutor, SqlValue } from '../sql/types.ts';
 import { LanedExecutor } from '../sql/lanes.ts';
 import { SessionStore, textBytes } from './env-sessions.ts';
@@ -204,11 +203,13 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
   );
   app.use('/v1/*', timeout(o.requestTimeoutMs, () => new HTTPException(504, { message: `request ran past ${o.requestTimeoutMs} ms` })));
 
-  app.get('/v1/schema', (c) => {
+  app.get('/v1/schema', async (c) => {
     const dbId = c.req.query('db_id');
     if (!dbId) throw new AgroError('usage', 'give ?db_id=');
     const db = catalog.resolve(dbId);
-    const schema = introspectSchema(db.path, { samples: 0 });
+    // The environment's own read of the database (once per database, a server's too): the prompt's schema and the tables.
+    await env.prepare(db.path);
+    const schema = env.schemaOf(db.path);
     return c.json({
       db_id: dbId,
       variants: db.variants.length,

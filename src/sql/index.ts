@@ -20,7 +20,9 @@ export { dbDocsSchema, type DbDocs, type TableDoc, type ColumnDoc } from './docs
 export { ValueIndex, buildValueIndex, buildValueIndexFrom, type ValueIndexOptions, type ValueMatch, type MatchKind, type LookupOptions } from './value-index.ts';
 export { linkSchema, type SchemaLink, type TableLink, type ColumnLink, type ValueHint, type LinkOptions } from './link.ts';
 export { groundedSchema, renderGrounded, type GroundedOptions } from './grounded.ts';
-export { createExecutor, introspectDatabase, engineOf, EngineRouter, type ExecutorOptions } from './executor.ts';
+export { createExecutor, introspectDatabase, databaseDocs, databaseValueIndex, engineOf, EngineRouter, type ExecutorOptions } from './executor.ts';
+export { dialectOf, nameIn, asReal, datePart, likeOp, isNotTrue, textLength } from './dialect.ts';
+export { buildValueIndexPostgres } from './pg-value-index.ts';
 export { PgExecutor, isPostgresUrl, redactUrl, type PgExecutorOptions } from './postgres.ts';
 export { introspectPostgres, pgDocs } from './pg-introspect.ts';
 export { copySqliteToPostgres, type CopyOptions, type CopyReport } from './pg-copy.ts';

@@ -41,7 +41,8 @@ interface RawColumn {
   comment: string | null;
 }
 
-async function connect(url: string): Promise<pg.Client> {
+/** One read-only connection (the session options of every agro connection), or a one-line AgroError. */
+export async function connect(url: string): Promise<pg.Client> {
   const c = new pg.Client({ connectionString: url, options: SESSION_OPTIONS, application_name: 'agro-introspect' } as pg.ClientConfig);
   c.on('error', () => undefined);
   try {
@@ -54,7 +55,7 @@ async function connect(url: string): Promise<pg.Client> {
   return c;
 }
 
-async function rows(c: pg.Client, text: string, values: unknown[] = []): Promise<SqlValue[][]> {
+export async function rows(c: pg.Client, text: string, values: unknown[] = []): Promise<SqlValue[][]> {
   const r = await c.query({ text, values, rowMode: 'array', types: typeParsers(false) });
   return r.rows as SqlValue[][];
 }

@@ -256,14 +256,24 @@ function isCode(v: string): boolean {
 }
 
 /** How many sampled values a column needs before its kind (free text, codes) is judged. */
-const PROBE_ROWS = 200;
+export const PROBE_ROWS = 200;
+
+/** Why a text column (its first PROBE_ROWS stored text values) is not indexed, or null when it is. */
+export function unindexedKind(probe: readonly string[], maxChars: number): 'not text' | 'free text' | 'codes' | null {
+  if (probe.length === 0) return 'not text';
+  if (probe.filter((v) => v.length > maxChars).length * 2 > probe.length) return 'free text';
+  if (probe.filter(isCode).length >= 0.9 * probe.length) return 'codes';
+  return null;
+}
+
+/** Index sizes from the options and the number of text columns (one home for the defaults of both engines). */
+export function indexLimits(opts: ValueIndexOptions): { perColumn: number; total: number; maxChars: number; scanRows: number } {
+  return { perColumn: opts.maxValuesPerColumn ?? 5000, total: opts.maxValues ?? 50_000, maxChars: opts.maxValueChars ?? 60, scanRows: opts.scanRows ?? 1_000_000 };
+}
 
 /** Builds the index of an open database (tables in name order; views are not indexed: they can be slow to run). */
 export function buildValueIndexFrom(db: Database.Database, opts: ValueIndexOptions = {}): ValueIndex {
-  const perColumn = opts.maxValuesPerColumn ?? 5000;
-  const total = opts.maxValues ?? 50_000;
-  const maxChars = opts.maxValueChars ?? 60;
-  const scanRows = opts.scanRows ?? 1_000_000;
+  const { perColumn, total, maxChars, scanRows } = indexLimits(opts);
   const index = new ValueIndex();
   const tables = db
     .prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name`)
@@ -276,9 +286,8 @@ export function buildValueIndexFrom(db: Database.Database, opts: ValueIndexOptio
     for (const column of cols) {
       const c = quoteIdent(column);
       const probe = db.prepare(`SELECT ${c} FROM ${quoteIdent(table)} WHERE typeof(${c}) = 'text' LIMIT ${PROBE_ROWS}`).pluck().all() as string[];
-      if (probe.length === 0) index.skip(table, column, 'not text');
-      else if (probe.filter((v) => v.length > maxChars).length * 2 > probe.length) index.skip(table, column, 'free text');
-      else if (probe.filter(isCode).length >= 0.9 * probe.length) index.skip(table, column, 'codes');
+      const why = unindexedKind(probe, maxChars);
+      if (why) index.skip(table, column, why);
       else textColumns.push({ table, column, from });
     }
   }

@@ -24,7 +24,7 @@ test('tidySql: one space where the SQL had whitespace, quoted text and comments 
 });
 
 test('realizableForm: the group first, SELECT * as its columns, count(*) > k as >= k + 1, an unshown group by its shown column', async () => {
-  const schema = loadSchema(db.path);
+  const schema = await loadSchema(db.path);
   const graph = buildSchemaGraph(schema);
   const form = (sql: string) => {
     const r = astFromSql(sql, schema, graph);
@@ -54,7 +54,7 @@ test('realizableForm: the group first, SELECT * as its columns, count(*) > k as 
 });
 
 test('rootAtCounted: a join that counts rows is rooted at the table whose rows it counts, with the same result', async () => {
-  const schema = loadSchema(db.path);
+  const schema = await loadSchema(db.path);
   const graph = buildSchemaGraph(schema);
   const ast = (sql: string) => {
     const r = astFromSql(sql, schema, graph);
@@ -98,7 +98,7 @@ test('goldPairs: queries that convert and pass the round trip are kept with the 
     assert.ok(pairs.length >= 5, `kept ${pairs.length}: ${JSON.stringify(outcomes)}`);
     assert.equal(pairs.length, outcomes.filter((o) => o.step === 'kept').length);
     // Each kept question (and paraphrase) leads back, by the factory's parser alone, to the human query's result.
-    const schema = loadSchema(db.path);
+    const schema = await loadSchema(db.path);
     const { graph, lex } = await databaseLanguage(schema, pool, 5000);
     const env = makeParseEnv(schema, graph, lex);
     for (const p of pairs) {

@@ -20,7 +20,7 @@ export function register(program: Command): void {
   program
     .command('quickstart')
     .description('The main job on one database: synthesize data → cold-start SFT from the built-in base model → GRPO → evaluate.')
-    .option('--db <path>', 'SQLite database (default: the bundled music_store)')
+    .option('--db <path>', 'SQLite database or postgres:// URL (default: the bundled music_store)')
     .option('--docs <path>', "the database's documentation: BIRD's database_description/ CSVs, a Spider/KaggleDBQA tables.json or agro's JSON (default: found beside the database)")
     .option('--out <dir>', 'run directory (default: runs/quickstart, or runs/quickstart-small with --small)')
     .option('--small', 'a CI-sized run: tiny model, few pairs and steps (a couple of minutes)')

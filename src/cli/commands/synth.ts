@@ -9,6 +9,8 @@ import { basename, extname } from 'node:path';
 import { stageBars } from '../progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
 import { createExecutor } from '../../sql/executor.ts';
+import { isPostgresUrl } from '../../sql/postgres.ts';
+import { pgDbId } from '../../sql/pg-introspect.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import { printOut, printErr } from '../print.ts';
 
@@ -69,8 +71,8 @@ async function run(raw: unknown): Promise<void> {
   try {
     const quiet = Boolean(o.json) || !process.stderr.isTTY;
     const r = await runFactory(
-      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout, templateWeights: parseWeights(o.templates), people: o.people, phrasings: o.phrasings, noise: o.noise, ...(o.docs ? { docs: readDocs(o.docs, basename(o.db, extname(o.db))) } : {}), ...(o.mix === 'even' ? { shapes: {} } : {}) },
-      { executor: exec, progress: stageBars(!quiet) },
+      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout, templateWeights: parseWeights(o.templates), people: o.people, phrasings: o.phrasings, noise: o.noise, ...(o.docs ? { docs: readDocs(o.docs, isPostgresUrl(o.db) ? pgDbId(o.db) : basename(o.db, extname(o.db))) } : {}), ...(o.mix === 'even' ? { shapes: {} } : {}) },
+      { executor: exec, progress: stageBars(!quiet), log: (line) => printErr(`agro: ${line}\n`) },
     );
     const m = r.manifest;
     // Fewer pairs than asked is said on one line (stderr), and is an error under --strict.
@@ -112,7 +114,7 @@ export function register(program: Command): void {
   program
     .command('synth')
     .description('Synthesize verified, aligned text-to-SQL pairs (and variant databases) from a SQLite database')
-    .requiredOption('--db <path>', 'SQLite database file')
+    .requiredOption('--db <path>', 'SQLite database file or postgres:// URL')
     .requiredOption('--out <dir>', 'output directory (dataset.jsonl, manifest.json, variants/)')
     .option('--n <count>', 'pairs wanted', '200')
     .option('--seed <n>', 'random seed', '0')

@@ -17,7 +17,7 @@ import type { Cond, Expr, QueryAst, SelectAst } from '../ast.ts';
 import { columnPhrase, spokenColumn, tablePlural, tableSingular, type Lexicon } from './names.ts';
 import { realizeIntent } from './intents.ts';
 import { printLiteral } from '../print.ts';
-import { sqlName } from '../../sql/lexer.ts';
+import { datePart, likeOp, nameIn, type SqlDialect } from '../../sql/dialect.ts';
 import type { QuestionStyle, Stage, SynthPair } from '../types.ts';
 import { QUESTION_STYLES } from '../types.ts';
 
@@ -180,7 +180,7 @@ function otherPhrasings(p: SynthPair, lex: Lexicon, k: number, rng: { int(n: num
 }
 
 /** Evidence: what each literal refers to and the formulas behind computed values. */
-export function realizeEvidence(q: QueryAst, lex?: Lexicon): string {
+export function realizeEvidence(q: QueryAst, lex?: Lexicon, d: SqlDialect = 'sqlite'): string {
   const say: Say = lex ? (t, c) => spokenColumn(lex, t, c) : columnPhrase;
   const notes: string[] = [];
   const seen = new Set<string>();
@@ -190,7 +190,7 @@ export function realizeEvidence(q: QueryAst, lex?: Lexicon): string {
       notes.push(s);
     }
   };
-  const colSql = (t: string, c: string) => `${sqlName(t)}.${sqlName(c)}`;
+  const colSql = (t: string, c: string) => `${nameIn(t, d)}.${nameIn(c, d)}`;
   const visitCond = (c: Cond) => {
     if (c.kind === 'cmp') {
       if (c.left.kind === 'col' && c.right.kind === 'lit' && typeof c.right.value === 'string') {
@@ -198,11 +198,11 @@ export function realizeEvidence(q: QueryAst, lex?: Lexicon): string {
       }
       if (c.left.kind === 'datepart') {
         const a = c.left.arg;
-        add(`the ${c.left.part} of ${say(a.table, a.column)} refers to strftime('${c.left.part === 'year' ? '%Y' : '%m'}', ${colSql(a.table, a.column)})`);
+        add(`the ${c.left.part} of ${say(a.table, a.column)} refers to ${datePart(c.left.part, colSql(a.table, a.column), d)}`);
       }
       if (c.right.kind === 'scalar') visitExpr(c.right);
     }
-    if (c.kind === 'like') add(`contains '${c.pattern.replace(/^%|%$/g, '')}' refers to ${colSql(c.expr.table, c.expr.column)} LIKE ${printLiteral(c.pattern)}`);
+    if (c.kind === 'like') add(`contains '${c.pattern.replace(/^%|%$/g, '')}' refers to ${colSql(c.expr.table, c.expr.column)} ${likeOp(d)} ${printLiteral(c.pattern)}`);
     if (c.kind === 'in' || c.kind === 'exists') visitSelect(c.query);
   };
   const visitExpr = (e: Expr) => {
@@ -229,14 +229,14 @@ export function realizeEvidence(q: QueryAst, lex?: Lexicon): string {
   return notes.join('; ');
 }
 
-export function realizePair(p: SynthPair, style: QuestionStyle, variant: number, lex?: Lexicon, intents = true, people = false): void {
+export function realizePair(p: SynthPair, style: QuestionStyle, variant: number, lex?: Lexicon, intents = true, people = false, d: SqlDialect = 'sqlite'): void {
   p.style = style;
   const w = worded(p.ast, style, variant, lex, intents, people);
   p.question = w.text;
   p.provenance.grammar = w.grammar;
   if (people && w.grammar === 'intent') p.provenance.people = true;
   else delete p.provenance.people;
-  p.evidence = realizeEvidence(p.ast, lex);
+  p.evidence = realizeEvidence(p.ast, lex, d);
 }
 
 export interface RealizeOptions {
@@ -256,7 +256,7 @@ export const realizeStage = (lex: Lexicon, opts: RealizeOptions = { people: 0, p
       try {
         // Drawn only when asked for, so a run without them draws what it drew before.
         const people = opts.people > 0 && ctx.rng.next() < opts.people;
-        realizePair(p, ctx.rng.pick(QUESTION_STYLES), ctx.rng.int(6), lex, true, people);
+        realizePair(p, ctx.rng.pick(QUESTION_STYLES), ctx.rng.int(6), lex, true, people, ctx.dialect);
         if (opts.phrasings > 1) p.paraphrases = otherPhrasings(p, lex, opts.phrasings - 1, ctx.rng);
       } catch {
         ctx.reject(p, 'unrealizable');
