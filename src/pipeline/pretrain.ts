@@ -18,7 +18,10 @@ import { Rng } from '../util/rng.ts';
 import { fnv1a } from '../util/hash.ts';
 import { runFactory } from '../factory/pipeline.ts';
 import { goldPairs, readGoldSql, summarizeGold, type GoldOutcome, type GoldSql, type GoldSummary } from '../factory/gold.ts';
-import { createExecutor } from '../sql/executor.ts';
+import { createExecutor, introspectDatabase } from '../sql/executor.ts';
+import type { DbSchema } from '../sql/types.ts';
+import { respellEpisode, respellings } from '../agent/identifier-forms.ts';
+import { resolveModelPath } from '../model/builtin.ts';
 import { findDocs } from '../sql/docs.ts';
 import { SqlEnvironment } from '../agent/sql-env.ts';
 import { promptContractFiles } from '../agent/prompt-contract.ts';
@@ -68,10 +71,24 @@ export const pretrainConfigSchema = z.strictObject({
    * (factory/gold.ts): each query that survives the round trip is one more pair of its database. None by default.
    */
   gold: z.string().min(1).optional(),
+  /**
+   * Share of training episodes whose table and column names are respelled (agent/identifier-forms.ts: case,
+   * snake/camel, a plural, a prefix) in the schema, SQL and observations but not the question, so the names
+   * must be copied from the prompt rather than remembered per database. 0 (default) = none.
+   */
+  respell: z.number().min(0).max(1).default(0),
+  /**
+   * Start from this checkpoint (or `base`) instead of a new model: its weights and tokenizer (no tokenizer is
+   * trained); preset and vocabSize do not apply.
+   */
+  init: z.string().min(1).optional(),
   backend: z.enum(['wasm', 'cpu']).optional(),
 });
 export type PretrainConfig = z.infer<typeof pretrainConfigSchema>;
 export type PretrainConfigInput = z.input<typeof pretrainConfigSchema>;
+
+/** Share of a respelled episode's names that change (the rest keep their spelling). */
+const RESPELL_NAMES = 0.5;
 
 /** Tokens per turn the base is sampled with (as the quickstart evaluates). */
 const TURN_TOKENS = 96;
@@ -81,7 +98,7 @@ export interface PretrainReport {
   databases: { dbId: string; pairs: number; heldOut: boolean; skipped?: string; goldPairs?: number }[];
   /** With --gold: what became of the human queries (converted, kept, by shape), and the episodes they gave. */
   gold?: GoldSummary & { file: string; otherDatabases: number; skippedDatabases: number; episodes: number };
-  episodes?: { train: number; heldOut: number; lookup: number; verify: number; meanTokens: number };
+  episodes?: { train: number; heldOut: number; lookup: number; verify: number; meanTokens: number; respelled?: number };
   tokenizer?: { vocabSize: number };
   sft?: { steps: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number };
   /** The finished base as agro ships it: F16 weights, tokenizer, prompt contract, no trainer state. */
@@ -151,8 +168,10 @@ export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHoo
   const reportPath = join(out, 'report.json');
   const dbs = listDatabases(cfg.dbs.map((d) => resolve(d)));
   if (existsSync(reportPath)) {
-    const prev = (JSON.parse(readFileSync(reportPath, 'utf8')) as PretrainReport).config;
-    const same = JSON.stringify({ ...prev, dbs: prev?.dbs.map((d) => resolve(d)) }) === JSON.stringify({ ...cfg, dbs: cfg.dbs.map((d) => resolve(d)) });
+    // Through the schema again: a setting added since the run began reads as its default, not as a change.
+    const parsed = pretrainConfigSchema.safeParse((JSON.parse(readFileSync(reportPath, 'utf8')) as PretrainReport).config);
+    const prev = parsed.success ? parsed.data : null;
+    const same = prev !== null && JSON.stringify({ ...prev, dbs: prev.dbs.map((d) => resolve(d)) }) === JSON.stringify({ ...cfg, dbs: cfg.dbs.map((d) => resolve(d)) });
     if (!same) throw new AgroError('usage', `${cfg.out} holds a pretraining run with other settings; choose another --out or delete it`);
   }
   const held = heldOutDatabases(dbs.map((d) => d.dbId), cfg.heldOutDbs, cfg.seed);
@@ -230,18 +249,31 @@ export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHoo
 
     // ---- 2. one tokenizer for every schema and question ----
     const tokPath = join(out, 'tokenizer.json');
+    const initDir = cfg.init ? resolve(resolveModelPath(cfg.init)) : null;
     let tokenizer: Tokenizer;
-    if (existsSync(tokPath)) tokenizer = Tokenizer.load(tokPath);
+    if (initDir) tokenizer = Tokenizer.load(join(initDir, 'tokenizer.json'));
+    else if (existsSync(tokPath)) tokenizer = Tokenizer.load(tokPath);
     else {
       log(`[2/3] training a ${cfg.vocabSize}-token tokenizer on ${train.length} episodes ...`);
       tokenizer = Tokenizer.train(train.flatMap((e) => e.messages.map((m) => m.content)), { vocabSize: cfg.vocabSize, specialTokens: [...AGENT_SPECIAL_TOKENS] });
       tokenizer.save(tokPath);
     }
     report.tokenizer = { vocabSize: tokenizer.vocabSize };
-    const samples = new Rng(cfg.seed).shuffle(train.map((e) => renderChat(tokenizer, e.messages)));
+    // Respelled names, drawn once per episode (the same on a rerun); held-out episodes keep the real names.
+    const respellRng = new Rng(cfg.seed ^ 0x7e5b);
+    const schemas = new Map<string, DbSchema>();
+    if (cfg.respell > 0) for (const db of dbs) if (train.some((e) => e.dbId === db.dbId)) schemas.set(db.dbId, await introspectDatabase(db.path));
+    let respelled = 0;
+    const trainText = train.map((e) => {
+      const schema = schemas.get(e.dbId);
+      if (!schema || respellRng.next() >= cfg.respell) return e.messages;
+      respelled++;
+      return respellEpisode(e.messages, respellings(schema, RESPELL_NAMES, respellRng));
+    });
+    const samples = new Rng(cfg.seed).shuffle(trainText.map((m) => renderChat(tokenizer, m)));
     const heldOut = valid.map((e) => renderChat(tokenizer, e.messages));
     const meanTokens = Math.round(samples.reduce((a, s) => a + s.ids.length, 0) / Math.max(1, samples.length));
-    report.episodes = { train: train.length, heldOut: valid.length, lookup: episodes.filter((e) => e.kind === 'lookup').length, verify: episodes.filter((e) => e.kind === 'verify').length, meanTokens };
+    report.episodes = { train: train.length, heldOut: valid.length, lookup: episodes.filter((e) => e.kind === 'lookup').length, verify: episodes.filter((e) => e.kind === 'verify').length, meanTokens, respelled };
     save();
 
     // ---- 3. SFT from scratch, resumable ----
@@ -254,8 +286,11 @@ export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHoo
       model = ck.model;
       resumeFrom = ck.trainerState ? { trainerState: ck.trainerState, optimizerState: ck.optimizerState } : undefined;
       log(`[3/3] resuming from ${latest.dir}`);
+    } else if (initDir) {
+      model = loadCheckpoint(initDir).model;
+      log(`[3/3] starting from ${cfg.init}`);
     } else model = new LlamaModel(resolveModelConfig({ preset: cfg.preset, vocabSize: tokenizer.vocabSize }), { seed: cfg.seed });
-    log(`[3/3] SFT of a ${cfg.preset} model on ${backend}: ${samples.length} episodes of ${meanTokens} tokens on average, ${cfg.steps} steps of ${cfg.batchSize} ...`);
+    log(`[3/3] SFT of ${initDir ? cfg.init : `a ${cfg.preset} model`} on ${backend}: ${samples.length} episodes of ${meanTokens} tokens on average, ${cfg.steps} steps of ${cfg.batchSize} ...`);
     const t0 = performance.now();
     let res: SftResult;
     try {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, existsSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, existsSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { tidySql } from '../../src/factory/gold.ts';
@@ -21,7 +21,7 @@ test('held-out databases are chosen by seed, the same on every call, never all o
   assert.deepEqual(listDatabases(['data/databases']).map((d) => d.dbId), ['music_store', 'retail', 'school']);
 });
 
-test('agro pretrain: the factory on every database, one tokenizer, SFT with the grounded prompt contract; a rerun resumes bit for bit', { timeout: 300_000 }, () => {
+test('agro pretrain: the factory on every database, one tokenizer, SFT with the grounded prompt contract; a rerun resumes bit for bit; a second stage starts from its model', { timeout: 900_000 }, () => {
   const out = join(mkdtempSync(join(tmpdir(), 'agro-pretrain-')), 'run');
   const args = [BIN, 'pretrain', '--dbs', 'data/databases', '--out', out, '--pairs', '30', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '500', '--steps', '4', '--batch-size', '4', '--checkpoint-every', '2', '--eval-every', '2', '--backend', 'cpu', '--json'];
   const first = spawnSync(process.execPath, args, { encoding: 'utf8' });
@@ -65,6 +65,18 @@ test('agro pretrain: the factory on every database, one tokenizer, SFT with the 
   const other = spawnSync(process.execPath, [...args.slice(0, -1), '--pairs', '31'], { encoding: 'utf8' });
   assert.equal(other.status, 2);
   assert.match(other.stderr, /^agro: .* holds a pretraining run with other settings/);
+
+  // A second stage from the first one's model (--init): its tokenizer, no new one; with --respell 1 every
+  // training episode has respelled names. The factory's output is reused (copied), as a rerun reuses it.
+  const out2 = join(out, '..', 'stage2');
+  cpSync(join(out, 'synth'), join(out2, 'synth'), { recursive: true });
+  const r2 = spawnSync(process.execPath, [BIN, 'pretrain', '--dbs', 'data/databases', '--out', out2, '--pairs', '30', '--held-out-dbs', '1', '--init', report.model!, '--respell', '1', '--steps', '2', '--batch-size', '4', '--eval-every', '0', '--backend', 'cpu', '--json'], { encoding: 'utf8' });
+  assert.equal(r2.status, 0, r2.stderr);
+  const rep2 = JSON.parse(r2.stdout) as PretrainReport;
+  assert.equal(rep2.episodes?.respelled, rep2.episodes?.train);
+  assert.equal(rep2.tokenizer?.vocabSize, report.tokenizer?.vocabSize);
+  assert.ok(!existsSync(join(out2, 'tokenizer.json')), 'no tokenizer is trained from a checkpoint');
+  assert.ok(existsSync(join(out2, 'model', 'model.safetensors')));
 });
 
 test('agro pretrain --gold: human gold SQL asked in the factory words gives extra episodes of its database, held out with it; a rerun resumes', { timeout: 600_000 }, () => {

@@ -21,6 +21,8 @@ interface PretrainCliOptions {
   schemaChars?: number;
   seed?: number;
   gold?: string;
+  respell?: number;
+  init?: string;
   backend?: 'wasm' | 'cpu';
   json?: boolean;
 }
@@ -42,12 +44,14 @@ export function register(program: Command): void {
     .option('--checkpoint-every <n>', 'checkpoint every N steps (default 500)', numberArg('--checkpoint-every', { min: 1, max: LIMITS.every }))
     .option('--schema-chars <n>', 'schema characters in the grounded prompt (default 600)', numberArg('--schema-chars', { min: 200 }))
     .option('--seed <n>', 'seed', seedArg())
+    .option('--respell <share>', 'share of training episodes whose table and column names are respelled (case, snake/camel, plural, prefix) everywhere but the question, so names are copied from the prompt (default 0)', numberArg('--respell', { integer: false, min: 0, max: 1 }))
+    .option('--init <checkpoint>', 'start from this checkpoint (or base) instead of a new model: its weights and tokenizer')
     .option('--gold <file.jsonl>', "human gold SQL (JSON lines with db_id and query) asked in the factory's words; queries that survive its round trip become extra episodes of their database (default: none)")
     .option('--backend <name>', 'TensorFlow.js backend: wasm or cpu (default: $AGRO_BACKEND or wasm)')
     .option('--json', 'print the report as JSON and no progress')
     .action(async (o: PretrainCliOptions) => {
       const cfg: PretrainConfigInput = { dbs: o.dbs, out: o.out };
-      for (const k of ['pairs', 'heldOutDbs', 'preset', 'vocabSize', 'steps', 'batchSize', 'lr', 'evalEvery', 'checkpointEvery', 'schemaChars', 'seed', 'gold', 'backend'] as const) {
+      for (const k of ['pairs', 'heldOutDbs', 'preset', 'vocabSize', 'steps', 'batchSize', 'lr', 'evalEvery', 'checkpointEvery', 'schemaChars', 'seed', 'gold', 'respell', 'init', 'backend'] as const) {
         if (o[k] !== undefined) (cfg as Record<string, unknown>)[k] = o[k];
       }
       // The whole configuration and the run directory are checked before any database is read.
