@@ -130,7 +130,7 @@ export async function run(args: string[]): Promise<void> {
   const sftSteps = num(args, '--sft-steps', quick ? 20 : scratch.sftSteps);
   const sftBatch = num(args, '--sft-batch', q.sftBatch);
   const sftLr = num(args, '--sft-lr', scratch.sftLr);
-  const steps = num(args, '--steps', quick ? 2 : q.rlSteps);
+  const steps = num(args, '--steps', quick ? 2 : scratch.rlSteps);
   const prompts = num(args, '--prompts', q.promptsPerStep);
   const group = num(args, '--group', q.groupSize);
   const rlLr = num(args, '--lr', q.rlLr);

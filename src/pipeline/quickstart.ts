@@ -127,7 +127,8 @@ export const quickstartConfigSchema = z.strictObject({
    * steps, 400 steps at 3e-4 on the filtered pool: +3.6 on seeds 0 and 1 (34.2 → 37.8, 30.6 → 34.2); on the
    * active pool (rlPool) +5.5 over seeds 0–2 (+4.8 with the intent questions of #15).
    */
-  rlSteps: z.number().int().min(1).default(400),
+  /** Default: 400 from scratch, FROM_CHECKPOINT.rlSteps from a checkpoint (a bigger model's step costs more). */
+  rlSteps: z.number().int().min(1).optional(),
   groupSize: z.number().int().min(2).default(4),
   promptsPerStep: z.number().int().min(1).default(4),
   rlLr: z.number().positive().default(3e-4),
@@ -199,22 +200,26 @@ export interface QuickstartHooks {
 }
 
 /** From scratch: the tiny model's recipe measured above. */
-const FROM_SCRATCH = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200 };
-/** From a pretrained checkpoint: fine-tuning needs far fewer, gentler steps than learning from nothing. */
-const FROM_CHECKPOINT = { sftSteps: 600, sftLr: 1e-3 };
+const FROM_SCRATCH = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200, rlSteps: 400 };
+/**
+ * From a pretrained checkpoint: fine-tuning needs fewer, gentler steps than learning from nothing, and each
+ * step of the base preset costs ~6× one of `tiny` (2026-11-26, 2 cores shared: 600 SFT steps took 326 s, a GRPO
+ * step ~2 s), so the budget is cut to keep the quickstart within minutes.
+ */
+const FROM_CHECKPOINT = { sftSteps: 300, sftLr: 1e-3, rlSteps: 100 };
 
 /**
  * What the run starts from, and the settings that follow from it: the checkpoint's folder and prompt
  * contract (its schema budget and format become the environment's), SFT steps and learning rate.
  */
-export function startOf(cfg: QuickstartConfig): { dir: string | null; prompt: Partial<PromptSettings>; sftSteps: number; sftLr: number } {
+export function startOf(cfg: QuickstartConfig): { dir: string | null; prompt: Partial<PromptSettings>; sftSteps: number; sftLr: number; rlSteps: number } {
   if (cfg.from === 'scratch') {
-    return { dir: null, prompt: { schemaChars: cfg.schemaChars ?? FROM_SCRATCH.schemaChars }, sftSteps: cfg.sftSteps ?? FROM_SCRATCH.sftSteps, sftLr: cfg.sftLr ?? FROM_SCRATCH.sftLr };
+    return { dir: null, prompt: { schemaChars: cfg.schemaChars ?? FROM_SCRATCH.schemaChars }, sftSteps: cfg.sftSteps ?? FROM_SCRATCH.sftSteps, sftLr: cfg.sftLr ?? FROM_SCRATCH.sftLr, rlSteps: cfg.rlSteps ?? FROM_SCRATCH.rlSteps };
   }
   const dir = resolve(resolveModelPath(cfg.from));
   if (!existsSync(join(dir, 'config.json'))) throw new AgroError('not_found', `--from ${cfg.from}: no checkpoint there (expected base, scratch or a checkpoint folder)`);
   const { settings } = resolvePromptSettings(readPromptContract(dir), cfg.schemaChars !== undefined ? { schemaChars: cfg.schemaChars } : {});
-  return { dir, prompt: settings, sftSteps: cfg.sftSteps ?? FROM_CHECKPOINT.sftSteps, sftLr: cfg.sftLr ?? FROM_CHECKPOINT.sftLr };
+  return { dir, prompt: settings, sftSteps: cfg.sftSteps ?? FROM_CHECKPOINT.sftSteps, sftLr: cfg.sftLr ?? FROM_CHECKPOINT.sftLr, rlSteps: cfg.rlSteps ?? FROM_CHECKPOINT.rlSteps };
 }
 
 /** Questions the early-stopping loss is measured on: enough for a steady loss, few enough to be cheap every sftEvalEvery steps. */
@@ -439,7 +444,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           : `the ${rlTasks.length} ${rlTasks === kept ? 'in between' : 'candidates'}`;
         log(`[3/4] RL questions the SFT policy gets right in 0..${cfg.passSamples} of ${cfg.passSamples} samples: ${byCorrect.join(' / ')}; training on ${training}`);
       }
-      log(`[3/4] ${cfg.algo}: ${cfg.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts on questions SFT never saw, reward = execution on the original and ${report.synth.variants} variant databases ...`);
+      log(`[3/4] ${cfg.algo}: ${start.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts on questions SFT never saw, reward = execution on the original and ${report.synth.variants} variant databases ...`);
       const t0 = performance.now();
       const rewards: number[] = [];
       const zero: number[] = [];
@@ -455,7 +460,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           // Dynamic sampling re-checks every group as training goes: a question the policy now always (or
           // never) gets right is dropped and replaced, so each step trains on groups with a signal.
           algoOverrides: rlAlgoOverrides(passRates, cfg.rlRecheck),
-          steps: cfg.rlSteps,
+          steps: start.rlSteps,
           promptsPerStep: cfg.promptsPerStep,
           groupSize: cfg.groupSize,
           lr: cfg.rlLr,
@@ -470,7 +475,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
         onStep: (r: StepRecord) => {
           rewards.push(r.reward);
           zero.push(r.zero_signal);
-          hooks.onStep?.('rl', r.step, cfg.rlSteps, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2) });
+          hooks.onStep?.('rl', r.step, start.rlSteps, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2) });
         },
       });
       if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during RL; run it again to continue');
