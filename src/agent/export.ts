@@ -2,6 +2,7 @@
 import { splitBySkeleton } from '../data/splits.ts';
 import type { ExportRow, ExportSplits } from '../data/export-formats.ts';
 import type { SqlEnvironment, SqlTask } from './sql-env.ts';
+import { redactUrl } from '../sql/postgres.ts';
 
 export function exportRow(env: SqlEnvironment, task: SqlTask): ExportRow {
   return {
@@ -11,7 +12,8 @@ export function exportRow(env: SqlEnvironment, task: SqlTask): ExportRow {
     evidence: task.evidence?.trim() ?? '',
     difficulty: task.difficulty ?? '',
     goldSql: task.goldSql,
-    dbPath: task.dbPath,
+    // A server's URL without its password: the rows are training data, and the trainer's tool names databases by db_id.
+    dbPath: redactUrl(task.dbPath),
     variantPaths: task.variantPaths ?? [],
     prompt: env.openingFor(task).map((m) => ({ role: m.role, content: m.content })),
   };

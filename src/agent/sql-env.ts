@@ -134,6 +134,11 @@ export class SqlEnvironment implements Environment<SqlTask> {
     return p;
   }
 
+  /** prepare() for each distinct database, before prompts are made synchronously for many tasks (sft, export). */
+  async prepareAll(dbPaths: Iterable<string>): Promise<void> {
+    for (const p of new Set(dbPaths)) await this.prepare(p);
+  }
+
   private wantsIndex(): boolean {
     return this.config.schemaFormat === 'grounded' && this.config.valueHints > 0;
   }

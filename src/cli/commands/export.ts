@@ -50,6 +50,8 @@ async function runExport(raw: unknown): Promise<void> {
   try {
     // Prompts as the policy to be trained reads them: --prompt-from's contract, then the flags.
     const env = new SqlEnvironment(pool, promptFromCli(null, o), envDepsFromCli(o));
+    // A server's schema, docs and values are read once per database before the prompts are made.
+    await env.prepareAll(tasks.map((t) => t.dbPath));
     const splits = splitRows(tasks.map((t) => exportRow(env, t)), o.val, o.seed);
     const result = writeExport(o.format, o.out, splits, {
       version: 1,

@@ -78,12 +78,29 @@ const noExecution = {
   close: async (): Promise<void> => {},
 };
 
+/** A db_id's database: under a db-root, or from a catalog. */
+function dbPathResolver(databases: string | DatabaseCatalog): (dbId: string) => string {
+  return (dbId) => (typeof databases === 'string' ? resolveDatabase(databases, dbId) : databases.resolve(dbId).path);
+}
+
+/** The distinct databases of the rows made from a question (rows of ready messages and malformed rows name none). */
+export function rowDatabases(rows: { value: unknown }[], databases: string | DatabaseCatalog): string[] {
+  const dbPathOf = dbPathResolver(databases);
+  const ids = new Set<string>();
+  for (const { value } of rows) {
+    if (messagesRow.safeParse(value).success) continue;
+    const r = sqlRow.safeParse(value);
+    if (r.success) ids.add(r.data.db_id);
+  }
+  return [...ids].map(dbPathOf);
+}
+
 /**
  * Dataset rows to chat conversations: the SQL agent's opening + one answer turn, or the row's messages.
  * `databases` is a db-root (`<dir>/<db_id>/<db_id>.sqlite`) or a catalog (a factory output names its own).
  */
 export function rowsToConversations(rows: { line: number; value: unknown }[], databases: string | DatabaseCatalog, label: string, env = new SqlEnvironment(noExecution)): ChatMessage[][] {
-  const dbPathOf = (dbId: string): string => (typeof databases === 'string' ? resolveDatabase(databases, dbId) : databases.resolve(dbId).path);
+  const dbPathOf = dbPathResolver(databases);
   return rows.map(({ line, value }) => {
     const asMessages = messagesRow.safeParse(value);
     if (asMessages.success) return asMessages.data.messages;
@@ -154,7 +171,10 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   const env = new SqlEnvironment(noExecution, promptFromCli(startDir && existsSync(startDir) ? readPromptContract(startDir) : null, o), envDepsFromCli(o));
   // A factory output (its folder, or its dataset.jsonl beside manifest.json) names its own database.
   const source = resolveTaskSource(o.data, { dbRoot: o.dbRoot, defaultDbRoot: DEFAULT_DB_ROOT });
-  const conversations = rowsToConversations(readRows(source.dataPath), source.catalog, o.data, env);
+  const rows = readRows(source.dataPath);
+  // A server's schema, docs and values are read once per database before the prompts are made.
+  await env.prepareAll(rowDatabases(rows, source.catalog));
+  const conversations = rowsToConversations(rows, source.catalog, o.data, env);
   if (conversations.length === 0) throw new AgroError('invalid_input', `${o.data}: the dataset is empty`);
   prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--data', path: o.data }, ...(o.init ? [{ flag: '--init', path: o.init }] : [])]);
   const existing = listCheckpoints(o.out);
