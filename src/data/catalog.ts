@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { resolveDatabase, suiteVariants } from './databases.ts';
 import { assertReadableDatabase } from '../sql/introspect.ts';
-import { isPostgresUrl, redactUrl } from '../sql/postgres.ts';
+import { isPostgresUrl, redactUrl, withoutRedactedPassword } from '../sql/postgres.ts';
 
 export interface CatalogEntry {
   dbId: string;
@@ -62,21 +62,6 @@ export function factoryOutputOf(data: string): string | undefined {
   return undefined;
 }
 
-/**
- * A server a manifest names: the factory writes its URL without the password (`***`), so the password comes
- * from where `pg` looks when a URL has none (PGPASSWORD, ~/.pgpass); `--db-root <url>` names the server instead.
- */
-function manifestServerUrl(url: string, manifestPath: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new AgroError('invalid_input', `${manifestPath}: "db" is not a valid postgres:// URL`);
-  }
-  if (u.password === '***') u.password = '';
-  return u.toString();
-}
-
 /** A factory output folder: its manifest's database under its db_id, its variants/ folder. */
 export function catalogFromFactoryOutput(dir: string): DatabaseCatalog {
   const manifestPath = join(dir, 'manifest.json');
@@ -91,7 +76,8 @@ export function catalogFromFactoryOutput(dir: string): DatabaseCatalog {
   const m = manifestSchema.safeParse(raw);
   if (!m.success) throw new AgroError('invalid_input', `${manifestPath}: expected "dbId" and "db" (the database path)`);
   let path: string;
-  if (isPostgresUrl(m.data.db)) path = manifestServerUrl(m.data.db, manifestPath);
+  // A server's URL is written without its password: it comes from PGPASSWORD or ~/.pgpass (or give --db-root <url>).
+  if (isPostgresUrl(m.data.db)) path = withoutRedactedPassword(m.data.db);
   else {
     path = resolve(dir, m.data.db);
     if (!existsSync(path)) throw new AgroError('not_found', `${manifestPath} names database ${path}, which does not exist`);

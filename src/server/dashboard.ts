@@ -22,6 +22,7 @@ import { streamSSE } from 'hono/streaming';
 import { bodyLimit } from 'hono/body-limit';
 import { AgroError, oneLine } from '../errors.ts';
 import type { SqlExecutor } from '../sql/types.ts';
+import { isPostgresUrl, redactUrl, withoutRedactedPassword } from '../sql/postgres.ts';
 import type { DatabaseInfo, MetricsEvent, RunDetail, RunInfo } from './dashboard/api-types.ts';
 import { loadDataset } from './dashboard/data.ts';
 import { compareQuestion, evalLabel, loadEval } from './dashboard/evals.ts';
@@ -54,6 +55,8 @@ export interface DashboardOptions {
   playground?: PlaygroundBackend;
   /** Folders of `<db_id>/<db_id>.sqlite` databases offered in the Playground; default the bundled ones. */
   databaseRoots?: string[];
+  /** More databases offered in the Playground and the SQL runner: SQLite files or postgres:// URLs (`agro dashboard --db`). */
+  databases?: string[];
   /** How often the live stream looks at metrics files. */
   pollMs?: number;
 }
@@ -101,6 +104,15 @@ function readJsonOr(path: string): unknown {
   }
 }
 
+/** A server database's name (the URL's path), for a label. */
+function dbNameOf(url: string): string {
+  try {
+    return decodeURIComponent(new URL(url).pathname.slice(1)) || redactUrl(url);
+  } catch {
+    return redactUrl(url);
+  }
+}
+
 /** The route group, and close() for the Playground's open models (the executor stays the caller's). */
 export type DashboardRoutes = Hono & { close(): Promise<void> };
 
@@ -129,9 +141,21 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
         if (existsSync(p)) out.set(p, { id: p, label: id, path: p });
       }
     }
+    // A server is listed under its URL without the password (the id goes to the browser); the path keeps it.
+    const server = (url: string, label: string): void => {
+      const id = redactUrl(url);
+      if (!out.has(id)) out.set(id, { id, label, path: url });
+    };
+    for (const db of opts.databases ?? []) {
+      if (isPostgresUrl(db)) server(db, `${dbNameOf(db)} (${redactUrl(db)})`);
+      else if (existsSync(db) && !out.has(resolve(db))) out.set(resolve(db), { id: resolve(db), label: basename(db, extname(db)), path: resolve(db) });
+    }
     for (const d of scan().datasets) {
       const db = (readJsonOr(join(d.dir, 'manifest.json')) as { db?: unknown } | null)?.db;
-      if (typeof db === 'string' && existsSync(db) && !out.has(resolve(db))) out.set(resolve(db), { id: resolve(db), label: `${basename(db, extname(db))} (${d.id})`, path: resolve(db) });
+      if (typeof db !== 'string') continue;
+      // A factory output made on a server names it without the password: PGPASSWORD or ~/.pgpass gives it.
+      if (isPostgresUrl(db)) server(withoutRedactedPassword(db), `${dbNameOf(db)} (${d.id})`);
+      else if (existsSync(db) && !out.has(resolve(db))) out.set(resolve(db), { id: resolve(db), label: `${basename(db, extname(db))} (${d.id})`, path: resolve(db) });
     }
     return [...out.values()];
   };
@@ -245,11 +269,11 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
     });
   });
 
-  app.get('/api/dataset', (c) => {
+  app.get('/api/dataset', async (c) => {
     try {
       const d = scan().datasets.find((x) => x.id === c.req.query('id'));
       if (!d) throw new AgroError('not_found', `no dataset '${c.req.query('id') ?? ''}' in ${root}`);
-      return c.json(loadDataset(d.id, d.dir));
+      return c.json(await loadDataset(d.id, d.dir));
     } catch (err) {
       return fail(c, err);
     }

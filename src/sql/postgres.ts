@@ -42,6 +42,23 @@ export function redactUrl(url: string): string {
   }
 }
 
+/**
+ * A URL agro wrote redacted (`***`: a factory manifest, a report) as one without a password, which `pg`
+ * then reads from PGPASSWORD or ~/.pgpass. Anything else is returned as it is.
+ */
+export function withoutRedactedPassword(url: string): string {
+  if (!isPostgresUrl(url)) return url;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return url;
+  }
+  if (u.password !== '***') return url;
+  u.password = '';
+  return u.toString();
+}
+
 /** Session settings every connection starts with (libpq `options`): read-only, plain strings, ISO dates in UTC. */
 export const SESSION_OPTIONS = ['default_transaction_read_only=on', 'standard_conforming_strings=on', 'DateStyle=ISO', 'TimeZone=UTC', 'IntervalStyle=postgres', 'idle_in_transaction_session_timeout=60000']
   .map((s) => `-c ${s}`)

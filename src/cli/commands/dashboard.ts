@@ -2,7 +2,9 @@ import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
 import { serve } from '@hono/node-server';
 import { AgroError } from '../../errors.ts';
+import { existsSync } from 'node:fs';
 import { createExecutor } from '../../sql/executor.ts';
+import { isPostgresUrl } from '../../sql/postgres.ts';
 import { dashboardRoutes, MAX_API_BODY, webBundleBuilt } from '../../server/dashboard.ts';
 import { assertTokenForHost, guard, guardedApp } from '../../server/guard.ts';
 import { numberArg, repeatable } from '../options.ts';
@@ -28,6 +30,7 @@ interface DashboardCliOptions extends PolicyCliOptions {
   token?: string;
   allowedHost: string[];
   cors: string[];
+  db: string[];
 }
 
 export function register(program: Command): void {
@@ -40,6 +43,7 @@ export function register(program: Command): void {
     policy: 'Playground: also a checkpoint folder or .gguf file from elsewhere',
     llmUrl: 'Playground: also an OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1)',
   })
+    .option('--db <database>', 'Playground and SQL runner: also this database, a SQLite file or a postgres:// URL (beside the bundled ones and those the folder\'s factory outputs name); repeatable', repeatable, [])
     .option('--port <n>', 'port (0 = any free one)', numberArg('--port', { min: 0 }), 8321)
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
     .option('--no-open', 'do not launch a browser')
@@ -62,8 +66,9 @@ export function register(program: Command): void {
       // Bad --allowed-host, --cors or --token values stop here, before anything starts.
       guard(access);
       if (!webBundleBuilt()) throw new AgroError('not_found', 'the dashboard app is not built: run `npm run build:web` (npm install does it)');
+      for (const db of opts.db) if (!isPostgresUrl(db) && !existsSync(db)) throw new AgroError('not_found', `--db: database not found: ${db}`);
       const pool = createExecutor();
-      const app = dashboardRoutes({ dir, executor: pool, policies: playgroundPolicies(opts) });
+      const app = dashboardRoutes({ dir, executor: pool, policies: playgroundPolicies(opts), databases: opts.db });
       const guarded = guardedApp(app, access);
       const server = serve({ fetch: guarded.fetch, port: opts.port, hostname: opts.host });
       await new Promise<void>((res, rej) => {

@@ -86,7 +86,7 @@ export interface DatasetDetail {
   manifest: unknown;
   /** Whether the database the data came from is there to run queries on. */
   dbAvailable: boolean;
-  /** Its id for api/sql (an absolute path), when available. */
+  /** Its id for api/sql (an absolute path, or a server's URL without its password), when available. */
   db: string | null;
   coverage: ColumnCoverage[];
   pairs: PairRow[];

@@ -4,7 +4,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { introspectSchema } from '../../sql/introspect.ts';
+import { introspectDatabase } from '../../sql/executor.ts';
+import { isPostgresUrl, redactUrl, withoutRedactedPassword } from '../../sql/postgres.ts';
 import { tablesRead, tokenize } from '../../sql/lexer.ts';
 import type { DbSchema } from '../../sql/types.ts';
 import type { ColumnCoverage, DatasetDetail, PairRow } from './api-types.ts';
@@ -56,33 +57,38 @@ export function schemaCoverage(schema: Pick<DbSchema, 'tables'>, pairs: readonly
   return cov;
 }
 
-const schemaCache = new Map<string, DbSchema>();
+const schemaCache = new Map<string, Promise<DbSchema>>();
 
 /** Table and column names are all coverage needs: profile few rows. */
-function schemaOf(db: string): DbSchema {
+function schemaOf(db: string): Promise<DbSchema> {
   let s = schemaCache.get(db);
   if (!s) {
-    s = introspectSchema(db, { samples: 0, statsRowLimit: 100 });
+    s = introspectDatabase(db, { samples: 0, statsRowLimit: 100 });
     schemaCache.set(db, s);
+    s.catch(() => schemaCache.delete(db));
   }
   return s;
 }
 
-export function loadDataset(id: string, dir: string): DatasetDetail {
+export async function loadDataset(id: string, dir: string): Promise<DatasetDetail> {
   const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { dbId?: string; db?: string };
   const pairs = readFileSync(join(dir, 'dataset.jsonl'), 'utf8')
     .split('\n')
     .filter((l) => l.trim())
     .map((l, i) => toPairRow(JSON.parse(l) as RawRow, i));
   const db = manifest.db;
-  const dbAvailable = typeof db === 'string' && existsSync(db);
+  // A server (named without its password: PGPASSWORD or ~/.pgpass gives it) is available when it answers;
+  // its id is the one the database list gives it, the URL without a password.
+  const onServer = typeof db === 'string' && isPostgresUrl(db);
+  let dbAvailable = typeof db === 'string' && (onServer || existsSync(db));
   let coverage: ColumnCoverage[] = [];
   if (dbAvailable) {
     try {
-      coverage = schemaCoverage(schemaOf(db), pairs);
+      coverage = schemaCoverage(await schemaOf(onServer ? withoutRedactedPassword(db!) : db!), pairs);
     } catch {
       // An unreadable database: the page shows the data without coverage.
+      if (onServer) dbAvailable = false;
     }
   }
-  return { info: { id, dbId: manifest.dbId ?? pairs[0]?.db_id ?? '', rows: pairs.length }, manifest, dbAvailable, db: dbAvailable ? resolve(db) : null, coverage, pairs };
+  return { info: { id, dbId: manifest.dbId ?? pairs[0]?.db_id ?? '', rows: pairs.length }, manifest, dbAvailable, db: !dbAvailable || typeof db !== 'string' ? null : onServer ? redactUrl(withoutRedactedPassword(db)) : resolve(db), coverage, pairs };
 }

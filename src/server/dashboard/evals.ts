@@ -12,6 +12,7 @@ import { resolveDatabase } from '../../data/databases.ts';
 import { evaluate } from '../../eval/run.ts';
 import type { EvalReport } from '../../eval/types.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
+import { isPostgresUrl, withoutRedactedPassword } from '../../sql/postgres.ts';
 import type { CompareResult, EvalDetail, EvalInfo } from './api-types.ts';
 import { diffRows, toResultTable } from './results.ts';
 import type { FoundEval } from './scan.ts';
@@ -70,7 +71,8 @@ async function scorePredictions(file: string, exec: SqlExecutor): Promise<EvalRe
   let dbRoot = 'data/databases';
   try {
     const qs = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as { config?: { db?: string } };
-    if (qs.config?.db) dbRoot = dirname(dirname(qs.config.db));
+    // A server's URL is its own root (the db_id is its database); written without the password, which PGPASSWORD or ~/.pgpass gives.
+    if (qs.config?.db) dbRoot = isPostgresUrl(qs.config.db) ? withoutRedactedPassword(qs.config.db) : dirname(dirname(qs.config.db));
   } catch {
     // No report.json: the bundled databases' root.
   }
@@ -94,7 +96,7 @@ const COMPARE_ROWS = 500;
 export async function compareQuestion(ev: LoadedEval, index: number, exec: SqlExecutor): Promise<CompareResult | null> {
   const q = ev.detail.questions.find((x) => x.index === index);
   if (!q) return null;
-  const db = resolveDatabase(ev.dbRoot, q.dbId);
+  const db = resolveDatabase(withoutRedactedPassword(ev.dbRoot), q.dbId);
   const opts = { timeoutMs: Math.min(ev.timeoutMs, 30_000), maxRows: COMPARE_ROWS + 1 };
   const [p, g] = await Promise.all([exec.execute(db, q.pred, opts), exec.execute(db, q.gold, opts)]);
   const pred = toResultTable(p, COMPARE_ROWS);

@@ -194,6 +194,8 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
         const entry = find(policyId);
         const env = envFor(entry);
         const task: SqlTask = { id: 'playground', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, goldSql: '' };
+        // A server's schema, docs and values are read (once) before the prompt is made.
+        await env.prepare(dbPath);
         emit({ type: 'start', policy: policyId, db: dbPath, messages: env.openingFor(task) });
         const got = await acquire(entry);
         release = got.release;
@@ -225,7 +227,9 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
       }
     },
     async prompt(policyId, dbPath, question = '') {
-      return envFor(find(policyId)).openingFor({ id: 'schema', dbId: '', dbPath, question, goldSql: '' })[0].content;
+      const env = envFor(find(policyId));
+      await env.prepare(dbPath);
+      return env.openingFor({ id: 'schema', dbId: '', dbPath, question, goldSql: '' })[0].content;
     },
     async close() {
       const l = local;
