@@ -133,7 +133,7 @@ export async function run(args: string[]): Promise<void> {
   const steps = num(args, '--steps', quick ? 2 : scratch.rlSteps);
   const prompts = num(args, '--prompts', q.promptsPerStep);
   const group = num(args, '--group', q.groupSize);
-  const rlLr = num(args, '--lr', q.rlLr);
+  const rlLr = num(args, '--lr', scratch.rlLr);
   const minLrRatio = num(args, '--min-lr-ratio', q.rlMinLrRatio);
   const verifyShare = num(args, '--verify-share', q.verifyShare);
   const schemaChars = num(args, '--schema-chars', scratch.prompt.schemaChars!);

@@ -131,7 +131,8 @@ export const quickstartConfigSchema = z.strictObject({
   rlSteps: z.number().int().min(1).optional(),
   groupSize: z.number().int().min(2).default(4),
   promptsPerStep: z.number().int().min(1).default(4),
-  rlLr: z.number().positive().default(3e-4),
+  /** Default: 3e-4 from scratch, FROM_CHECKPOINT.rlLr from a checkpoint. */
+  rlLr: z.number().positive().optional(),
   /**
    * The RL learning rate decays by a cosine to rlLr × this at the last step (1 = constant). Measured on
    * music_store (2,400 pairs, active pool, 400 steps, same SFT checkpoints), held-out EX points from RL on
@@ -200,26 +201,28 @@ export interface QuickstartHooks {
 }
 
 /** From scratch: the tiny model's recipe measured above. */
-const FROM_SCRATCH = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200, rlSteps: 400 };
+const FROM_SCRATCH = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200, rlSteps: 400, rlLr: 3e-4, rlCandidates: Infinity };
 /**
  * From a pretrained checkpoint: fine-tuning needs fewer, gentler steps than learning from nothing, and each
  * step of the base preset costs ~6× one of `tiny` (2026-11-26, 2 cores shared: 600 SFT steps took 326 s, a GRPO
- * step ~2 s), so the budget is cut to keep the quickstart within minutes.
+ * step ~2 s), so the budget is cut to keep the quickstart within minutes: 100 GRPO steps visit 400 prompts, so
+ * 400 RL candidates are sampled for the pool instead of all of them. On music_store (seed 0, 2026-11-26) GRPO at
+ * the scratch recipe's 3e-4 lost 4.4 points after SFT (33.1% → 28.6%, mean reward falling 0.58 → 0.36).
  */
-const FROM_CHECKPOINT = { sftSteps: 300, sftLr: 1e-3, rlSteps: 100 };
+const FROM_CHECKPOINT = { sftSteps: 300, sftLr: 1e-3, rlSteps: 100, rlLr: 1e-4, rlCandidates: 400 };
 
 /**
  * What the run starts from, and the settings that follow from it: the checkpoint's folder and prompt
  * contract (its schema budget and format become the environment's), SFT steps and learning rate.
  */
-export function startOf(cfg: QuickstartConfig): { dir: string | null; prompt: Partial<PromptSettings>; sftSteps: number; sftLr: number; rlSteps: number } {
-  if (cfg.from === 'scratch') {
-    return { dir: null, prompt: { schemaChars: cfg.schemaChars ?? FROM_SCRATCH.schemaChars }, sftSteps: cfg.sftSteps ?? FROM_SCRATCH.sftSteps, sftLr: cfg.sftLr ?? FROM_SCRATCH.sftLr, rlSteps: cfg.rlSteps ?? FROM_SCRATCH.rlSteps };
-  }
+export function startOf(cfg: QuickstartConfig): { dir: string | null; prompt: Partial<PromptSettings>; sftSteps: number; sftLr: number; rlSteps: number; rlLr: number; rlCandidates: number } {
+  const recipe = cfg.from === 'scratch' ? FROM_SCRATCH : FROM_CHECKPOINT;
+  const steps = { sftSteps: cfg.sftSteps ?? recipe.sftSteps, sftLr: cfg.sftLr ?? recipe.sftLr, rlSteps: cfg.rlSteps ?? recipe.rlSteps, rlLr: cfg.rlLr ?? recipe.rlLr, rlCandidates: recipe.rlCandidates };
+  if (cfg.from === 'scratch') return { dir: null, prompt: { schemaChars: cfg.schemaChars ?? FROM_SCRATCH.schemaChars }, ...steps };
   const dir = resolve(resolveModelPath(cfg.from));
   if (!existsSync(join(dir, 'config.json'))) throw new AgroError('not_found', `--from ${cfg.from}: no checkpoint there (expected base, scratch or a checkpoint folder)`);
   const { settings } = resolvePromptSettings(readPromptContract(dir), cfg.schemaChars !== undefined ? { schemaChars: cfg.schemaChars } : {});
-  return { dir, prompt: settings, sftSteps: cfg.sftSteps ?? FROM_CHECKPOINT.sftSteps, sftLr: cfg.sftLr ?? FROM_CHECKPOINT.sftLr, rlSteps: cfg.rlSteps ?? FROM_CHECKPOINT.rlSteps };
+  return { dir, prompt: settings, ...steps };
 }
 
 /** Questions the early-stopping loss is measured on: enough for a steady loss, few enough to be cheap every sftEvalEvery steps. */
@@ -360,7 +363,9 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     const noiseRng = new Rng(cfg.seed ^ 0x5eed);
     const noisy = (t: SqlTask): SqlTask => (noiseRng.next() < cfg.noise ? { ...t, question: addNoise(t.question, noiseRng).text } : t);
     const train = split.sft.flatMap((i) => withPhrasings(toTask(i), rows[i].paraphrases)).map(noisy);
-    const rlCandidates = split.rl.map(toTask);
+    // A recipe with few RL steps samples the pass rates of as many RL questions as its steps visit, not all.
+    const rlAll = split.rl.map(toTask);
+    const rlCandidates = rlAll.length > start.rlCandidates ? new Rng(cfg.seed ^ 0x41).shuffle([...rlAll]).slice(0, start.rlCandidates) : rlAll;
     report.split = { sft: split.sft.length, sftQuestions: train.length, rl: rlCandidates.length, heldOut: heldOut.length };
     const writeRows = (name: string, idx: number[]): void => writeFileAtomic(join(out, name), idx.map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
     writeRows('held_out.jsonl', split.heldOut);
@@ -369,7 +374,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     const heldOutPath = join(out, 'held_out.jsonl');
     const suiteDir = report.synth.variants > 0 ? variantsDir : undefined;
     const dbRoot = databaseRoot(db, items[0].dbId, out);
-    log(`[1/4] split by SQL skeleton (no held-out skeleton is trained on): SFT ${split.sft.length} queries (${train.length} questions with their paraphrases), RL ${rlCandidates.length}, held out ${heldOut.length}`);
+    log(`[1/4] split by SQL skeleton (no held-out skeleton is trained on): SFT ${split.sft.length} queries (${train.length} questions with their paraphrases), RL ${rlCandidates.length}${rlCandidates.length < rlAll.length ? ` (sampled from ${rlAll.length})` : ''}, held out ${heldOut.length}`);
 
     // ---- 2. diversity-aware cold start ----
     const sftDir = join(out, 'sft');
@@ -463,7 +468,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           steps: start.rlSteps,
           promptsPerStep: cfg.promptsPerStep,
           groupSize: cfg.groupSize,
-          lr: cfg.rlLr,
+          lr: start.rlLr,
           minLrRatio: cfg.rlMinLrRatio,
           maxTurnTokens: evalOpts.maxTurnTokens,
           maxResponseTokens: evalOpts.maxResponseTokens,

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rlPoolPlan, type QuickstartReport } from '../../src/pipeline/quickstart.ts';
+import { rlPoolPlan, startOf, type QuickstartReport } from '../../src/pipeline/quickstart.ts';
 import { skeletonKey } from '../../src/data/splits.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
@@ -54,7 +54,8 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   assert.equal(trainCfg.tasks, split.rl);
   for (const m of rlLog) assert.equal((m.hooks as unknown as Record<string, number>).active_known, split.rl);
   // The RL learning rate decays by a cosine from rlLr to rlLr × rlMinLrRatio at the last step.
-  const { rlLr, rlMinLrRatio } = report.config;
+  const { rlMinLrRatio } = report.config;
+  const { rlLr } = startOf(report.config);
   assert.ok(rlMinLrRatio < 1);
   assert.ok(Math.abs(rlLog[0].lr - (rlLr * rlMinLrRatio + (rlLr - rlLr * rlMinLrRatio) * 0.5 * (1 + Math.cos(Math.PI / 3)))) < 1e-12, `step 1 lr ${rlLog[0].lr}`);
   assert.ok(Math.abs(rlLog[2].lr - rlLr * rlMinLrRatio) < 1e-12, `last lr ${rlLog[2].lr}`);
