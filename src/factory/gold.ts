@@ -23,7 +23,7 @@ import { makeParseEnv } from './language/general-parse.ts';
 import { realizeStage } from './language/realize.ts';
 import { databaseLanguage, loadSchema } from './pipeline.ts';
 import { queryShape } from './realism.ts';
-import { difficultyOf } from './synthesize.ts';
+import { draftPair } from './synthesize.ts';
 import { silentProgress, STAGE_CONCURRENCY, type StageContext, type SynthPair } from './types.ts';
 import { isEmptyAggregate, MAX_RESULT_ROWS, VERIFY_TIMEOUT_MS } from './verify.ts';
 
@@ -178,17 +178,7 @@ export async function goldPairs(db: { dbId: string; path: string }, items: reado
     const ast = realizableForm(conv.ast, schema, graph);
     const id = `gold-${it.index}`;
     byId.set(id, o);
-    candidates.push({
-      id,
-      dbId: db.dbId,
-      sql,
-      ast,
-      question: '',
-      evidence: '',
-      style: 'formal',
-      difficulty: difficultyOf(ast).difficulty,
-      provenance: { stages: ['gold'], checks: [], template: 'human-gold' },
-    });
+    candidates.push(draftPair(id, db.dbId, ast, sql, 'gold', 'human-gold'));
   }
   const ctx: StageContext = {
     dbId: db.dbId,

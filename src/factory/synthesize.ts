@@ -729,17 +729,7 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
     const pair = pairOf(ast, sql, template);
     return { template, ast, early: { pair, failed: verifyPair(ctx, pair) } };
   };
-  const pairOf = (ast: QueryAst, sql: string, template: string): SynthPair => ({
-    id: '',
-    dbId: ctx.dbId,
-    sql,
-    ast,
-    question: '',
-    evidence: '',
-    style: 'formal',
-    difficulty: difficultyOf(ast).difficulty,
-    provenance: { stages: ['synthesize'], checks: [], template },
-  });
+  const pairOf = (ast: QueryAst, sql: string, template: string): SynthPair => draftPair('', ctx.dbId, ast, sql, 'synthesize', template);
   /** Admits a draft (in launch order): distinct, affordable, of an accepted shape, and verified when asked. */
   const admit = async ({ template, ast, early }: Draft, accept: (shape: string) => boolean, verify: boolean): Promise<void> => {
     if (!ast) {
@@ -824,4 +814,9 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
   }
   ctx.progress.stop();
   return out;
+}
+
+/** A pair before it is worded: its query, its difficulty, where it came from (a stage and a template). */
+export function draftPair(id: string, dbId: string, ast: QueryAst, sql: string, stage: string, template: string): SynthPair {
+  return { id, dbId, sql, ast, question: '', evidence: '', style: 'formal', difficulty: difficultyOf(ast).difficulty, provenance: { stages: [stage], checks: [], template } };
 }
