@@ -93,8 +93,9 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   const contract = JSON.parse(readFileSync(join(ask[1], 'prompt_contract.json'), 'utf8')) as { schemaChars: number; decoding: { maxTurnTokens: number } };
   assert.equal(contract.schemaChars, report.config.schemaChars);
   const asked = spawnSync(process.execPath, [BIN, 'ask', '--policy', ask[1], '--db', ask[2], '--json', ask[3].replace(/'\\''/g, "'")], { encoding: 'utf8' });
-  assert.equal(asked.status, 0, asked.stderr);
-  assert.equal(asked.stderr, '', 'no warning: nothing contradicts the contract');
+  // 0 when the agent's answer runs, 6 (SQL error) when it does not: the command ran as printed either way.
+  assert.ok(asked.status === 0 || asked.status === 6, `exit ${asked.status}: ${asked.stderr}`);
+  assert.doesNotMatch(asked.stderr, /contract differs|warning/i, 'no warning: nothing contradicts the contract');
   const episode = JSON.parse(asked.stdout) as { turns: { completionTokens: number }[]; endReason: string };
   assert.ok(episode.turns.length >= 1 && episode.endReason.length > 0);
   assert.ok(episode.turns.every((t) => t.completionTokens <= contract.decoding.maxTurnTokens + 1), 'the contract\'s tokens per turn');
