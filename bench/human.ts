@@ -114,54 +114,45 @@ const pct = (c: number, n: number): string => `${((100 * c) / Math.max(1, n)).to
 export async function run(args: string[]): Promise<void> {
   if (args.includes('--zero-shot')) return zeroShot(args);
   const sets = flag(args, '--sets', 'spider,kaggle').split(',').filter(Boolean) as SetName[];
-  for (const s of sets) if (!(s in SETS)) throw new Error(`bench human: unknown set ${s} (have: ${Object.keys(SETS).join(', ')})`);
-  const only = flag(args, '--dbs', '').split(',').filter(Boolean);
   const seeds = flag(args, '--seeds', '0').split(',').map(Number);
   const small = args.includes('--small');
   const outRoot = resolve(flag(args, '--out', 'runs/bench-human'));
   const nExamples = num(args, '--examples', 0);
   const from = flag(args, '--from', 'base');
   const results: HumanRow[] = [];
-  for (const set of sets) {
-    const { root, questions } = SETS[set];
-    if (!existsSync(root)) throw new Error(`bench human: ${root} is missing (../shared beside the repository)`);
-    const humans = JSON.parse(readFileSync(join(root, questions), 'utf8')) as Human[];
-    const dbs = readdirSync(join(root, 'database')).sort().filter((d) => only.length === 0 || only.includes(d));
-    for (const db of dbs) {
-      for (const seed of seeds) {
-        const dbPath = join(root, 'database', db, `${db}.sqlite`);
-        const out = join(outRoot, set, `${db}${small ? '-small' : ''}${from === 'base' ? '' : `-from-${basename(from)}`}-s${seed}`);
-        mkdirSync(out, { recursive: true });
-        const log = join(out, 'bench.log');
-        const loadBefore = load();
-        const finished = (): boolean => existsSync(join(out, 'report.json')) && 'rl' in (JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as object);
-        let qsSecs: number | null = null;
-        if (!finished()) {
-          console.log(`${set}/${db} seed ${seed}: agro quickstart --from ${from}${small ? ' --small' : ''} (load ${loadBefore}) ...`);
-          qsSecs = agro(['quickstart', '--db', dbPath, '--out', out, '--seed', String(seed), '--from', from, ...(small ? ['--small'] : [])], log);
-        }
-        const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as {
-          synth: { rows: number };
-          sft: { checkpoint: string; eval: { accuracy: number } };
-          rl: { checkpoint: string; eval: { accuracy: number } };
-        };
-        const mine = humans.filter((h) => h.db_id === db);
-        const dataFile = join(out, 'human_questions.json');
-        writeFileSync(dataFile, JSON.stringify(mine, null, 1));
-        const human = {} as HumanRow['human'];
-        for (const [name, ck] of [['sft', report.sft.checkpoint], ['rl', report.rl.checkpoint]] as const) {
-          const dir = join(out, `human-${name}`);
-          // No prompt flags: the checkpoint's prompt contract is what a user gets.
-          if (!existsSync(join(dir, 'report.json'))) agro(['predict', '--policy', ck, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--out', dir], log);
-          human[name] = outcome(dir);
-        }
-        const fails = failures(join(out, 'human-rl'), introspectSchema(dbPath));
-        writeJsonAtomic(join(out, 'human-rl-failures.json'), fails.examples);
-        const row: HumanRow = { set, db, seed, questions: mine.length, synthRows: report.synth.rows, heldOut: { sft: report.sft.eval.accuracy, rl: report.rl.eval.accuracy }, human, failures: fails.counts, quickstartSeconds: qsSecs, load: loadBefore };
-        results.push(row);
-        console.log(`${set}/${db} seed ${seed}: human EX ${pct(human.sft.correct, human.sft.n)} → ${pct(human.rl.correct, human.rl.n)} (held-out synthetic ${pct(report.sft.eval.accuracy, 1)} → ${pct(report.rl.eval.accuracy, 1)})`);
-        if (nExamples > 0) examples(out, mine, seed, nExamples);
+  for (const { set, root, db, mine } of humanSets(args)) {
+    for (const seed of seeds) {
+      const dbPath = join(root, 'database', db, `${db}.sqlite`);
+      const out = join(outRoot, set, `${db}${small ? '-small' : ''}${from === 'base' ? '' : `-from-${basename(from)}`}-s${seed}`);
+      mkdirSync(out, { recursive: true });
+      const log = join(out, 'bench.log');
+      const loadBefore = load();
+      const finished = (): boolean => existsSync(join(out, 'report.json')) && 'rl' in (JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as object);
+      let qsSecs: number | null = null;
+      if (!finished()) {
+        console.log(`${set}/${db} seed ${seed}: agro quickstart --from ${from}${small ? ' --small' : ''} (load ${loadBefore}) ...`);
+        qsSecs = agro(['quickstart', '--db', dbPath, '--out', out, '--seed', String(seed), '--from', from, ...(small ? ['--small'] : [])], log);
       }
+      const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as {
+        synth: { rows: number };
+        sft: { checkpoint: string; eval: { accuracy: number } };
+        rl: { checkpoint: string; eval: { accuracy: number } };
+      };
+      const dataFile = join(out, 'human_questions.json');
+      writeFileSync(dataFile, JSON.stringify(mine, null, 1));
+      const human = {} as HumanRow['human'];
+      for (const [name, ck] of [['sft', report.sft.checkpoint], ['rl', report.rl.checkpoint]] as const) {
+        const dir = join(out, `human-${name}`);
+        // No prompt flags: the checkpoint's prompt contract is what a user gets.
+        if (!existsSync(join(dir, 'report.json'))) agro(['predict', '--policy', ck, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--out', dir], log);
+        human[name] = outcome(dir);
+      }
+      const fails = failures(join(out, 'human-rl'), introspectSchema(dbPath));
+      writeJsonAtomic(join(out, 'human-rl-failures.json'), fails.examples);
+      const row: HumanRow = { set, db, seed, questions: mine.length, synthRows: report.synth.rows, heldOut: { sft: report.sft.eval.accuracy, rl: report.rl.eval.accuracy }, human, failures: fails.counts, quickstartSeconds: qsSecs, load: loadBefore };
+      results.push(row);
+      console.log(`${set}/${db} seed ${seed}: human EX ${pct(human.sft.correct, human.sft.n)} → ${pct(human.rl.correct, human.rl.n)} (held-out synthetic ${pct(report.sft.eval.accuracy, 1)} → ${pct(report.rl.eval.accuracy, 1)})`);
+      if (nExamples > 0) examples(out, mine, seed, nExamples);
     }
   }
   const rows: string[][] = [['set', 'database', 'seed', 'questions', 'synthetic held-out EX SFT → RL', 'human EX SFT → RL', 'RL Δ', 'unrunnable SQL (RL)', 'tool fixed/broke (RL)', 'RL misses: unrunnable/structure/column/value/other', 'quickstart min', 'load']];

@@ -262,7 +262,8 @@ export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHoo
     // Respelled names, drawn once per episode (the same on a rerun); held-out episodes keep the real names.
     const respellRng = new Rng(cfg.seed ^ 0x7e5b);
     const schemas = new Map<string, DbSchema>();
-    if (cfg.respell > 0) for (const db of dbs) if (train.some((e) => e.dbId === db.dbId)) schemas.set(db.dbId, await introspectDatabase(db.path));
+    const trained = new Set(train.map((e) => e.dbId));
+    if (cfg.respell > 0) for (const db of dbs) if (trained.has(db.dbId)) schemas.set(db.dbId, await introspectDatabase(db.path));
     let respelled = 0;
     const trainText = train.map((e) => {
       const schema = schemas.get(e.dbId);

@@ -52,8 +52,9 @@ export function isKeyword(word: string): boolean {
 /** Multi-character operators first, so `<>` is one token and not `<` then `>`. */
 const OPS = ['<>', '!=', '<=', '>=', '==', '||', '<<', '>>', '->>', '->', '=', '<', '>', '+', '-', '*', '/', '%', '&', '|', '~'].sort((a, b) => b.length - a.length);
 const NUMBER = /^(?:0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)/;
-const WORD_START = /[A-Za-z_\u0080-\uffff]/;
-const WORD_PART = /[A-Za-z0-9_$\u0080-\uffff]/;
+/** Where a bare word starts and what continues it: the same in SQLite and PostgreSQL (pg-lexer.ts). */
+export const WORD_START = /[A-Za-z_\u0080-\uffff]/;
+export const WORD_PART = /[A-Za-z0-9_$\u0080-\uffff]/;
 
 export function tokenize(sql: string): Token[] {
   const out: Token[] = [];

@@ -7,10 +7,8 @@
  * name and never see the call to f.
  * Same token shape as lexer.ts; never throws (an unterminated quote runs to the end; the server refuses it).
  */
-import type { Token } from './lexer.ts';
+import { WORD_PART, WORD_START, type Token } from './lexer.ts';
 
-const WORD_START = /[A-Za-z_\u0080-\uffff]/;
-const WORD_PART = /[A-Za-z0-9_$\u0080-\uffff]/;
 const DOLLAR_TAG = /^\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/;
 
 export function tokenizePg(sql: string): Token[] {
