@@ -221,7 +221,7 @@ function humanSets(args: string[]): { set: SetName; root: string; db: string; mi
  */
 async function zeroShot(args: string[]): Promise<void> {
   const policy = flag(args, '--policy', 'base');
-  const outRoot = resolve(flag(args, '--out', `runs/bench-human/zero-shot-${basename(policy)}`));
+  const outRoot = resolve(flag(args, '--out', `runs/bench-human/zero-shot-${basename(policy)}${args.includes('--no-constrain') ? '-free' : ''}`));
   const rows: string[][] = [['set', 'database', 'questions', 'zero-shot EX', 'unrunnable SQL', 'misses: unrunnable/structure/column/value/other', 'min', 'load']];
   const results: { set: SetName; db: string; outcome: PredictOutcome; failures: Record<FailureKind, number> }[] = [];
   for (const { set, root, db, mine } of humanSets(args)) {
@@ -231,7 +231,7 @@ async function zeroShot(args: string[]): Promise<void> {
     writeFileSync(dataFile, JSON.stringify(mine, null, 1));
     const dir = join(out, 'predict');
     const loadBefore = load();
-    const secs = existsSync(join(dir, 'report.json')) ? null : agro(['predict', '--policy', policy, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--out', dir], join(out, 'bench.log'));
+    const secs = existsSync(join(dir, 'report.json')) ? null : agro(['predict', '--policy', policy, ...(args.includes('--no-constrain') ? ['--no-constrain'] : []), '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--out', dir], join(out, 'bench.log'));
     const o = outcome(dir);
     const fails = failures(dir, introspectSchema(join(root, 'database', db, `${db}.sqlite`)));
     writeJsonAtomic(join(out, 'failures.json'), fails.examples);

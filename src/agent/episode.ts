@@ -132,6 +132,7 @@ export async function runEpisode<T extends TaskBase>(env: Environment<T>, task: 
           maxTokens: opts.maxTurnTokens,
           temperature: opts.temperature,
           ...(opts.topP !== undefined ? { topP: opts.topP } : {}),
+          ...(ep.names ? { names: ep.names } : {}),
           seed: (((opts.seed ?? 0) * 1000003) ^ (turn * 7919)) >>> 0,
           onText: (delta) => emit({ type: 'text', turn, delta }),
           signal: ctrl.signal,

@@ -12,7 +12,8 @@
 import { z } from 'zod';
 import { parseAction, SQL_AGENT_ACTIONS, formatAction, formatObservation } from './protocol.ts';
 import { HINT_TIERS, scafSqlHint } from './hints.ts';
-import type { ChatMessage, Environment, Episode, EpisodeContext, RewardContext, RewardDeps, StepResult, TaskBase, Transcript } from './types.ts';
+import { schemaNames } from './sql-names.ts';
+import type { ChatMessage, Environment, Episode, EpisodeContext, RewardContext, RewardDeps, SchemaNames, StepResult, TaskBase, Transcript } from './types.ts';
 import { introspectSchema } from '../sql/introspect.ts';
 import { databaseDocs, databaseValueIndex, introspectDatabase } from '../sql/executor.ts';
 import { dialectOf } from '../sql/dialect.ts';
@@ -100,6 +101,7 @@ export class SqlEnvironment implements Environment<SqlTask> {
   readonly config: SqlEnvConfig;
   private readonly schemaText = new Map<string, string>();
   private readonly schemas = new Map<string, DbSchema>();
+  private readonly names = new Map<string, SchemaNames>();
   private readonly goldCache = new Map<string, Promise<ExecResult>>();
   private readonly docs = new Map<string, DbDocs | undefined>();
   private readonly indexes = new Map<string, ValueIndex>();
@@ -191,6 +193,13 @@ export class SqlEnvironment implements Environment<SqlTask> {
     return text;
   }
 
+  /** A database's tables and columns (constrained decoding), once per path. */
+  namesOf(dbPath: string): SchemaNames {
+    let v = this.names.get(dbPath);
+    if (!v) this.names.set(dbPath, (v = schemaNames(this.schemaOf(dbPath))));
+    return v;
+  }
+
   /** A database's schema, introspected once per path. */
   schemaOf(dbPath: string): DbSchema {
     let schema = this.schemas.get(dbPath);
@@ -241,6 +250,7 @@ export class SqlEnvironment implements Environment<SqlTask> {
     let turns = 0;
     return {
       opening,
+      names: this.namesOf(task.dbPath),
       async step(policyText: string): Promise<StepResult> {
         turns++;
         const action = parseAction(policyText, SQL_AGENT_ACTIONS);

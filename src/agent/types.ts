@@ -31,8 +31,15 @@ export type StepResult =
 export interface Episode {
   /** The opening conversation (system prompt with the schema or tool list, then the user turn). */
   readonly opening: ChatMessage[];
+  /** The database's names: a local policy can keep the SQL it writes to them (src/agent/sql-names.ts). */
+  readonly names?: SchemaNames;
   /** Feed the policy's raw text for one turn. */
   step(policyText: string): Promise<StepResult>;
+}
+
+/** The tables and columns of an episode's database, for constrained decoding. */
+export interface SchemaNames {
+  readonly tables: readonly { readonly name: string; readonly columns: readonly string[] }[];
 }
 
 /** One finished episode, as the trainer and the reward functions see it. */

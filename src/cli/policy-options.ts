@@ -16,6 +16,8 @@ export interface PolicyCliOptions {
   toolRole?: 'tool' | 'user';
   threads?: number;
   batch?: number;
+  /** false with --no-constrain. */
+  constrain?: boolean;
 }
 
 /** `policy` and `llmUrl` replace those flags' help where the command uses them differently. */
@@ -24,7 +26,8 @@ export function addPolicyOptions(cmd: Command, opts: { endpoint?: boolean; polic
     .option('--policy <path>', opts.policy ?? 'an agro checkpoint folder, any .gguf file, or base (the built-in base model; the default)')
     .addOption(new Option('--engine <name>', 'engine for an agro checkpoint').choices([...ENGINE_NAMES]))
     .option('--threads <n>', 'llama.cpp CPU threads', numberArg('--threads', { min: 1 }))
-    .option('--batch <n>', 'turns sampled together by a local engine (default 8; GGUF: sequences, default 4)', numberArg('--batch', { min: 1 }));
+    .option('--batch <n>', 'turns sampled together by a local engine (default 8; GGUF: sequences, default 4)', numberArg('--batch', { min: 1 }))
+    .option('--no-constrain', "an agro checkpoint writes SQL freely (by default its SQL's bare words are held to SQL's own and the database's names)");
   if (opts.endpoint !== false) addEndpointOptions(cmd, opts.llmUrl);
   return cmd;
 }
@@ -41,7 +44,7 @@ export function addEndpointOptions(cmd: Command, url = 'an OpenAI-compatible end
 
 /** The dashboard's Playground policies from the same flags: --policy and --llm-url are offered beside the folder's (both may be given). */
 export function playgroundPolicies(o: PolicyCliOptions, served?: Policy): NonNullable<DashboardOptions['policies']> {
-  const local: Pick<PolicySpec, 'engine' | 'threads' | 'maxBatch'> = { engine: o.engine, threads: o.threads, maxBatch: o.batch };
+  const local: Pick<PolicySpec, 'engine' | 'threads' | 'maxBatch' | 'constrain'> = { engine: o.engine, threads: o.threads, maxBatch: o.batch, constrain: o.constrain };
   const extra: { spec: PolicySpec }[] = [];
   if (o.policy && !served) extra.push({ spec: { ...local, path: o.policy } });
   if (o.llmUrl) extra.push({ spec: { llmUrl: o.llmUrl, llmModel: o.llmModel, apiKey: o.apiKey, llmTimeoutMs: o.llmTimeout, toolRole: o.toolRole } });
@@ -55,6 +58,7 @@ export function openPolicyFromCli(o: PolicyCliOptions, concurrency?: number): Pr
     engine: o.engine,
     threads: o.threads,
     maxBatch: o.batch,
+    constrain: o.constrain,
     llmUrl: o.llmUrl,
     llmModel: o.llmModel,
     apiKey: o.apiKey,

@@ -7,7 +7,7 @@
  *   loaded lazily so that nothing else pays for the native addon.
  */
 import { Rng } from '../util/rng.ts';
-import { drawToken, logSoftmaxAt, sampleGroups, type CheckedSampleOptions, type Sample, type SampleOptions } from './generate.ts';
+import { drawAllowed, logSoftmaxAt, rowRngs, sampleGroups, type TokenFilter, type CheckedSampleOptions, type Sample, type SampleOptions } from './generate.ts';
 export { checkSampleRequest, logSoftmaxAt, type CheckedSampleOptions } from './generate.ts';
 import type { LlamaModel } from './llama.ts';
 
@@ -43,13 +43,14 @@ export class TfjsEngine implements RolloutEngine {
 }
 
 /**
- * Per-row decoding state with generate.ts's rules: row s = p * G + g draws with `new Rng(seed).fork(s)`,
+ * Per-row decoding state with generate.ts's rules: row s = p * G + g draws with rowRngs (`new Rng(seed).fork(s)`, or its prompt's seed),
  * logprobs are log softmax at temperature 1, a stop id ends the row (and is kept).
  */
 export class RowSampler {
   readonly out: Sample[][];
   private readonly rngs: Rng[];
   private readonly stops: Set<number>;
+  private readonly filters: (TokenFilter | undefined)[];
   constructor(
     private readonly o: CheckedSampleOptions,
     prompts: number,
@@ -58,13 +59,17 @@ export class RowSampler {
     this.out = Array.from({ length: prompts }, () =>
       Array.from({ length: G }, () => ({ tokens: [] as number[], logprobs: [] as number[], finish: 'length' as Sample['finish'] })),
     );
-    const base = new Rng(o.seed);
-    this.rngs = Array.from({ length: prompts * G }, (_, r) => base.fork(r));
+    this.rngs = rowRngs(o, prompts, G);
     this.stops = new Set(o.stopTokenIds);
+    this.filters = Array.from({ length: prompts * G }, (_, r) => o.filter?.(Math.floor(r / G)));
   }
-  /** Draw row s's next token from its full logits (generate.ts's drawToken); `more` is false once the row has stopped or is full. */
+  /** Whether any row decodes under a filter (which needs full logits: no engine-side sampler). */
+  get filtered(): boolean {
+    return this.filters.some((f) => f !== undefined);
+  }
+  /** Draw row s's next token from its full logits (generate.ts's drawAllowed); `more` is false once the row has stopped or is full. */
   step(s: number, logits: Float32Array): { token: number; more: boolean } {
-    const tok = drawToken(logits, this.o, this.rngs[s]);
+    const tok = drawAllowed(logits, this.o, this.rngs[s], this.filters[s]);
     return { token: tok, more: this.record(s, tok, logSoftmaxAt(logits, tok)) };
   }
   /** A seed for an engine that draws row s's tokens itself (its own sampler, seeded from the row's rng). */

@@ -20,6 +20,27 @@ export interface SampleOptions {
   /** Generation stops after one of these is produced (it is included in `tokens`). */
   stopTokenIds?: number[];
   seed?: number;
+  /**
+   * One seed per prompt, in place of `seed`: prompt p's rows draw with `new Rng(promptSeeds[p]).fork(g)`,
+   * so what a prompt gets does not depend on the prompts batched with it (a policy batching concurrent
+   * requests stays reproducible).
+   */
+  promptSeeds?: number[];
+  /**
+   * Constrained decoding: prompt p's rows draw only tokens their filter allows (each row gets its own
+   * filter, fed every token it draws). Undefined for a prompt = unconstrained.
+   */
+  filter?: (prompt: number) => TokenFilter | undefined;
+}
+
+/**
+ * What a row may draw next. The model layer knows no grammar: the caller's filter does (the SQL
+ * agent's is src/agent/sql-names.ts). A rejected draw is redrawn from the rest of the distribution.
+ */
+export interface TokenFilter {
+  allows(token: number): boolean;
+  /** The row drew `token` (allowed or, when nothing near the top was, the model's own choice). */
+  push(token: number): void;
 }
 
 export interface Sample {
@@ -51,6 +72,8 @@ export interface CheckedSampleOptions {
   topK: number;
   stopTokenIds: number[];
   seed: number;
+  promptSeeds?: number[];
+  filter?: SampleOptions['filter'];
 }
 
 /** Validation and defaults of a sampling request, shared by every engine (one-line AgroErrors). */
@@ -72,7 +95,19 @@ export function checkSampleRequest(prompts: number[][], groupSize: number, o: Sa
     if (p.length + o.maxNewTokens > maxPositions)
       bad(`prompt ${i} (${p.length} tokens) + maxNewTokens ${o.maxNewTokens} exceeds maxPositions ${maxPositions}`);
   });
-  return { maxNewTokens: o.maxNewTokens, temperature, topP, topK, stopTokenIds: o.stopTokenIds ?? [], seed: o.seed ?? 0 };
+  if (o.promptSeeds && (o.promptSeeds.length !== prompts.length || !o.promptSeeds.every((x) => Number.isInteger(x) && x >= 0)))
+    bad(`promptSeeds must hold one non-negative integer per prompt (${prompts.length})`);
+  return {
+    maxNewTokens: o.maxNewTokens, temperature, topP, topK, stopTokenIds: o.stopTokenIds ?? [], seed: o.seed ?? 0,
+    ...(o.promptSeeds ? { promptSeeds: o.promptSeeds } : {}),
+    ...(o.filter ? { filter: o.filter } : {}),
+  };
+}
+
+/** Each sample row's rng: row s = p * G + g forks `seed` at s, or prompt p's own seed at g. */
+export function rowRngs(o: CheckedSampleOptions, P: number, G: number): Rng[] {
+  const base = new Rng(o.seed);
+  return Array.from({ length: P * G }, (_, s) => (o.promptSeeds ? new Rng(o.promptSeeds[Math.floor(s / G)]).fork(s % G) : base.fork(s)));
 }
 
 /** log softmax(logits)[tok] at temperature 1: the logprob every engine reports. */
@@ -132,6 +167,44 @@ export function drawToken(
   return ids ? ids[keep - 1] : keep - 1;
 }
 
+/** How many of the model's top choices a refused draw is redrawn from (when any of them is allowed). */
+const FILTER_CANDIDATES = 256;
+
+/**
+ * drawToken under a filter. When the first draw is refused, the row draws again (the same rng, so the
+ * draws stay seeded) from the allowed tokens among the model's top FILTER_CANDIDATES, renormalized under
+ * the same temperature, top-k and top-p; greedy takes the best allowed. Where none of those is allowed,
+ * the best allowed token of the whole vocabulary is taken (a word's next letter is always a token, so a
+ * filter that accepts the prefix it is in always allows something); only where nothing at all is
+ * allowed does the first draw stand.
+ */
+export function drawAllowed(
+  logits: Float32Array,
+  opts: { temperature: number; topP: number; topK: number },
+  rng: Rng,
+  filter: TokenFilter | undefined,
+): number {
+  let tok = drawToken(logits, opts, rng);
+  if (filter && !filter.allows(tok)) {
+    const first = tok;
+    const greedy = opts.temperature === 0 || opts.topK === 1;
+    const order = Array.from({ length: logits.length }, (_, i) => i).sort((a, b) => logits[b] - logits[a] || a - b);
+    const allowed: number[] = [];
+    for (let i = 0; i < order.length; i++) {
+      if ((i >= FILTER_CANDIDATES || greedy) && allowed.length > 0) break;
+      if (order[i] !== first && filter.allows(order[i])) allowed.push(order[i]);
+    }
+    if (allowed.length === 1 || (greedy && allowed.length > 0)) tok = allowed[0];
+    else if (allowed.length > 1) {
+      const masked = new Float32Array(logits.length).fill(-Infinity);
+      for (const t of allowed) masked[t] = logits[t];
+      tok = drawToken(masked, opts, rng);
+    }
+  }
+  filter?.push(tok);
+  return tok;
+}
+
 function disposeCache(c: KvCache): void {
   for (const t of c.k) t.dispose();
   for (const t of c.v) t.dispose();
@@ -187,8 +260,8 @@ export async function sampleGroups(
   const Lp = Math.max(...prompts.map((p) => p.length));
   const pad = prompts.map((p) => Lp - p.length);
   const V = cfg.vocabSize;
-  const base = new Rng(o.seed);
-  const rngs = Array.from({ length: P * G }, (_, r) => base.fork(r));
+  const rngs = rowRngs(o, P, G);
+  const filters = Array.from({ length: P * G }, (_, r) => o.filter?.(Math.floor(r / G)));
 
   // Prefill: left-padded prompts at their real positions; forwardHidden hides the padding (padLeft).
   const idsD = new Int32Array(P * Lp);
@@ -227,14 +300,15 @@ export async function sampleGroups(
     const logprobs = new Float64Array(rows.length);
     rows.forEach((s, r) => {
       const lg = logitsOf(r);
-      tokens[r] = drawToken(lg, o, rngs[s]);
+      tokens[r] = drawAllowed(lg, o, rngs[s], filters[s]);
       logprobs[r] = logSoftmaxAt(lg, tokens[r]);
     });
     return { tokens, logprobs };
   };
   // Without top-k and top-p the native step draws the tokens itself (only tokens and log-probs come
   // back, not [rows, V] logits); drawToken's top-k 1 is greedy and draws no uniform.
-  const plain = o.topP === 1 && (o.topK === 0 || o.topK === 1 || o.topK >= V);
+  // A filter needs the logits back to redraw from.
+  const plain = o.topP === 1 && (o.topK === 0 || o.topK === 1 || o.topK >= V) && filters.every((f) => f === undefined);
   const temperature = o.topK === 1 ? 0 : o.temperature;
   const prefillLogits = logitsD;
   let drawn = drawJs((r) => {

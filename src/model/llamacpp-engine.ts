@@ -165,7 +165,7 @@ export class LlamaCppEngine implements RolloutEngine {
     const seqs = assignSequences(L.seqs, prompts);
     const V = L.cfg.vocabSize;
     await sharePrompts(seqs, prompts);
-    const native = this.sampling === 'native' ? nativeSamplerFits(o, V) : null;
+    const native = this.sampling === 'native' && !rs.filtered ? nativeSamplerFits(o, V) : null;
     if (native !== null) return this.decodeNative(seqs, prompts, rows, rs, native);
     // JS draws from full logits. Issued in the same tick, node-llama-cpp gathers the rows' tokens into one llama_decode.
     let logits = await Promise.all(rows.map((_, i) => prefill(seqs[i], prompts[i], V)));

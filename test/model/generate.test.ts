@@ -59,6 +59,21 @@ test('seeded sampling is reproducible; another seed differs; groups share the pr
   assert.ok(new Set(a[0].map((s) => s.tokens.join(','))).size > 1);
 });
 
+test('per-prompt seeds: what a prompt draws does not depend on the prompts batched with it', async () => {
+  const opts = { maxNewTokens: 8, temperature: 1.2 };
+  const alone = await Promise.all(prompts.map((p, i) => sampleGroups(model, [p], 2, { ...opts, promptSeeds: [100 + i] })));
+  const together = await sampleGroups(model, prompts, 2, { ...opts, promptSeeds: prompts.map((_, i) => 100 + i) });
+  const reversed = await sampleGroups(model, [...prompts].reverse(), 2, { ...opts, promptSeeds: prompts.map((_, i) => 100 + i).reverse() });
+  prompts.forEach((_, i) => {
+    assert.deepEqual(together[i].map((s) => s.tokens), alone[i][0].map((s) => s.tokens), `prompt ${i}`);
+    assert.deepEqual(reversed[prompts.length - 1 - i].map((s) => s.tokens), together[i].map((s) => s.tokens), `prompt ${i} reversed`);
+  });
+  // A shared seed forks by batch position instead: the same prompt draws differently in another place.
+  const shared = await sampleGroups(model, [prompts[1], prompts[1]], 1, { ...opts, seed: 5 });
+  assert.notDeepEqual(shared[0][0].tokens, shared[1][0].tokens);
+  await assert.rejects(sampleGroups(model, prompts, 1, { ...opts, promptSeeds: [1] }), /promptSeeds must hold one/);
+});
+
 test('returned log-probs equal recomputed sequence log-probs; stop tokens end a sample', async () => {
   const stop = 6;
   const out = await sampleGroups(model, prompts, 3, { maxNewTokens: 10, temperature: 1.5, seed: 3, stopTokenIds: [stop] });

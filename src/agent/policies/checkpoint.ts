@@ -11,7 +11,10 @@ import { loadCheckpoint } from '../../model/checkpoint.ts';
 import type { EngineName, RolloutEngine } from '../../model/engine.ts';
 import { createEngine } from '../../model/engines.ts';
 import type { Tokenizer } from '../../model/tokenizer.ts';
+import type { TokenFilter } from '../../model/generate.ts';
+import { sqlNameFilter } from '../sql-names.ts';
 import { Batcher } from './batcher.ts';
+import type { SchemaNames } from '../types.ts';
 import type { Policy, TurnReply, TurnRequest } from './types.ts';
 import { readPromptContract, type PromptContract } from '../prompt-contract.ts';
 
@@ -21,6 +24,11 @@ export interface CheckpointPolicyOptions {
   maxBatch?: number;
   /** llama.cpp CPU threads (default 1). */
   threads?: number;
+  /**
+   * Keep the bare words of its SQL to the episode's vocabulary (SQL's words, the database's tables and
+   * columns; src/agent/sql-names.ts). Default true.
+   */
+  constrain?: boolean;
 }
 
 interface Job {
@@ -29,6 +37,7 @@ interface Job {
   temperature: number;
   topP: number;
   seed: number;
+  filter?: () => TokenFilter;
 }
 
 export class CheckpointPolicy implements Policy {
@@ -46,6 +55,7 @@ export class CheckpointPolicy implements Policy {
     maxBatch: number,
     private readonly release: () => void,
     contract: PromptContract | null,
+    private readonly constrain: boolean,
   ) {
     this.promptContract = contract;
     this.name = basename(resolve(dir));
@@ -54,10 +64,13 @@ export class CheckpointPolicy implements Policy {
     this.batcher = new Batcher(
       async (jobs) => {
         const j = jobs[0];
-        const out = await engine.sampleGroups(jobs.map((x) => x.prompt), 1, { maxNewTokens: j.maxNew, temperature: j.temperature, topP: j.topP, seed: j.seed, stopTokenIds: stops });
+        const filter = jobs.some((x) => x.filter) ? (p: number) => jobs[p].filter?.() : undefined;
+        // Each prompt keeps its own seed: what a turn draws does not depend on the turns batched with it.
+        const promptSeeds = jobs.map((x) => x.seed);
+        const out = await engine.sampleGroups(jobs.map((x) => x.prompt), 1, { maxNewTokens: j.maxNew, temperature: j.temperature, topP: j.topP, promptSeeds, stopTokenIds: stops, ...(filter ? { filter } : {}) });
         return out.map(([s]) => ({ tokens: s.finish === 'stop' ? s.tokens.slice(0, -1) : s.tokens, finish: s.finish }));
       },
-      (j) => `${j.maxNew}|${j.temperature}|${j.topP}|${j.temperature === 0 ? 0 : j.seed}`,
+      (j) => `${j.maxNew}|${j.temperature}|${j.topP}`,
       maxBatch,
     );
   }
@@ -80,17 +93,25 @@ export class CheckpointPolicy implements Policy {
     // llama.cpp holds its own copy of the weights: the TF.js one is no longer needed.
     if (engineName !== 'tfjs') ck.model.dispose();
     const release = engineName === 'tfjs' ? () => ck.model.dispose() : () => {};
-    return new CheckpointPolicy(dir, engine, ck.tokenizer, ck.model.config.maxPositions, maxBatch, release, contract);
+    return new CheckpointPolicy(dir, engine, ck.tokenizer, ck.model.config.maxPositions, maxBatch, release, contract, opts.constrain ?? true);
   }
 
   async complete(req: TurnRequest): Promise<TurnReply> {
     const prompt = renderPrompt(this.tokenizer, req.messages);
     const maxNew = Math.min(req.maxTokens, this.maxPositions - prompt.length);
     if (maxNew <= 0) return { text: '', finish: 'length', promptTokens: prompt.length, completionTokens: 0 };
-    const r = await this.batcher.submit({ prompt, maxNew, temperature: req.temperature, topP: req.topP ?? 1, seed: req.seed ?? 0 });
+    const filter = this.constrain && req.names ? this.filterFor(req.names) : undefined;
+    const r = await this.batcher.submit({ prompt, maxNew, temperature: req.temperature, topP: req.topP ?? 1, seed: req.seed ?? 0, ...(filter ? { filter } : {}) });
     const text = this.tokenizer.decode(r.tokens);
     req.onText?.(text);
     return { text, finish: r.finish, promptTokens: prompt.length, completionTokens: r.tokens.length + (r.finish === 'stop' ? 1 : 0) };
+  }
+
+  /** One filter factory per database (an environment hands the same names to every episode of a database). */
+  private readonly filters = new WeakMap<SchemaNames, (() => TokenFilter) | undefined>();
+  private filterFor(names: SchemaNames): (() => TokenFilter) | undefined {
+    if (!this.filters.has(names)) this.filters.set(names, sqlNameFilter(this.tokenizer, names));
+    return this.filters.get(names);
   }
 
   async close(): Promise<void> {

@@ -16,6 +16,8 @@ export interface PolicySpec {
   /** Local engines: turns sampled together at most. */
   maxBatch?: number;
   threads?: number;
+  /** An agro checkpoint holds its SQL's bare words to the episode's vocabulary (default true). */
+  constrain?: boolean;
   llmUrl?: string;
   llmModel?: string;
   apiKey?: string;
@@ -35,7 +37,7 @@ export async function openPolicy(spec: PolicySpec): Promise<Policy> {
   if (!existsSync(path)) throw new AgroError('not_found', `policy not found: ${path}`);
   if (statSync(path).isDirectory()) {
     if (!existsSync(join(path, 'config.json'))) throw new AgroError('invalid_input', `${path} is not a checkpoint: it has no config.json (expected an agro/Hugging Face checkpoint folder or a .gguf file)`);
-    return CheckpointPolicy.open(path, { engine: spec.engine, maxBatch: spec.maxBatch, threads: spec.threads });
+    return CheckpointPolicy.open(path, { engine: spec.engine, maxBatch: spec.maxBatch, threads: spec.threads, constrain: spec.constrain });
   }
   if (isGgufFile(path)) {
     if (spec.engine && spec.engine !== 'llama.cpp') throw new AgroError('usage', `${path} is a GGUF file: it runs on llama.cpp only (drop --engine ${spec.engine})`);

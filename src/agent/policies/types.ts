@@ -6,6 +6,7 @@
  */
 import type { ChatMessage } from '../../model/chat.ts';
 import type { PromptContract } from '../prompt-contract.ts';
+import type { SchemaNames } from '../types.ts';
 
 export const POLICY_KINDS = ['checkpoint', 'gguf', 'endpoint'] as const;
 export type PolicyKind = (typeof POLICY_KINDS)[number];
@@ -18,6 +19,8 @@ export interface TurnRequest {
   temperature: number;
   topP?: number;
   seed?: number;
+  /** The episode's database names (Episode.names): a policy that can constrain its decoding keeps its SQL to them. */
+  names?: SchemaNames;
   /** Text as it is produced: token chunks where the engine streams, the whole turn at once elsewhere. */
   onText?: (delta: string) => void;
   /** Asks the policy to stop early (an endpoint call is aborted; a local engine finishes its batch). */

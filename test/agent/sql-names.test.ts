@@ -1,0 +1,162 @@
+/**
+ * Constrained decoding (src/agent/sql-names.ts, generate.ts's drawAllowed): inside <sql>/<answer> a bare
+ * word must be SQL's own, one of the database's names, an alias or a number; everything else is free.
+ * Checked token by token on the base model's tokenizer, then on real sampling and a real agent run.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
+import { drawAllowed, sampleGroups, type TokenFilter } from '../../src/model/generate.ts';
+import { LlamaModel } from '../../src/model/llama.ts';
+import { resolveModelConfig } from '../../src/model/config.ts';
+import { initBackend } from '../../src/model/backend.ts';
+import { Rng } from '../../src/util/rng.ts';
+import { introspectSchema } from '../../src/sql/introspect.ts';
+import { isKeyword, tokenize } from '../../src/sql/lexer.ts';
+import { schemaNames, sqlNameFilter } from '../../src/agent/sql-names.ts';
+import { SqlEnvironment } from '../../src/agent/sql-env.ts';
+import { SqlPool } from '../../src/sql/pool.ts';
+import { CheckpointPolicy } from '../../src/agent/policies/checkpoint.ts';
+import { runEpisode } from '../../src/agent/episode.ts';
+import { builtinModelDir } from '../../src/model/builtin.ts';
+
+const DB = fileURLToPath(new URL('../../data/databases/music_store/music_store.sqlite', import.meta.url));
+const tk = Tokenizer.load(fileURLToPath(new URL('../../models/base/tokenizer.json', import.meta.url)));
+const names = schemaNames(introspectSchema(DB));
+const known = new Set(names.tables.flatMap((t) => [t.name, ...t.columns]).map((n) => n.toLowerCase()));
+const make = sqlNameFilter(tk, names)!;
+
+/** Feed `text` token by token; the index of the first refused token, or -1. */
+function firstRefused(text: string): number {
+  const f = make();
+  const ids = tk.encode(text);
+  for (let i = 0; i < ids.length; i++) {
+    if (!f.allows(ids[i])) return i;
+    f.push(ids[i]);
+  }
+  return -1;
+}
+
+test('the filter lets through queries in the schema, and everything outside a SQL block or inside quotes', () => {
+  assert.ok(make, 'the base tokenizer has the protocol tags');
+  for (const ok of [
+    '<think>tbl_publication and whatever_else</think>\n<sql>SELECT name FROM artists</sql>',
+    "<answer>SELECT COUNT(*) FROM tracks WHERE name = 'tbl_x zzqy' AND unit_price > 0.99 LIMIT 10</answer>",
+    '<answer>SELECT T1.title FROM albums AS T1 JOIN artists AS T2 ON T1.artist_id = T2.artist_id</answer>',
+    '<answer>SELECT COUNT(*) FROM albums AS al WHERE al.album_id > 3</answer>',
+    '<answer>SELECT "Weird Name" FROM `invoices` WHERE CAST(strftime(\'%Y\', invoice_date) AS INTEGER) = 2010</answer>',
+    '<answer>select Name from ARTISTS</answer>',
+    '<answer>SELECT T1.title, albums.album_id, T2.name FROM albums AS T1 JOIN artists AS T2 ON T1.artist_id = T2.artist_id</answer>',
+    '<answer>SELECT "Name" FROM "artists" AS T1 WHERE T1."name" != "not a name" AND T1.name = `x y`</answer>',
+  ])
+    assert.equal(firstRefused(ok), -1, ok);
+});
+
+test('the filter refuses a name the database does not have, at the token that makes it one', () => {
+  for (const [bad, word] of [
+    ['<answer>SELECT name FROM tbl_artists</answer>', 'tbl_artists'],
+    ['<sql>SELECT publication_title FROM albums</sql>', 'publication_title'],
+    ['<answer>SELECT title FROM albums_table</answer>', 'albums_table'],
+    // Short words are no loophole: only T1, T2, … may qualify a column before FROM declares them.
+    ['<answer>SELECT name FROM tb20</answer>', 'tb20'],
+    ['<answer>SELECT x.name FROM artists AS x</answer>', 'x'],
+    // Where a word stands: a table after FROM or JOIN, a column after a dot.
+    ['<answer>SELECT COUNT(*) FROM text</answer>', 'text'],
+    ['<answer>SELECT name FROM artists JOIN name</answer>', 'JOIN name'],
+    ['<answer>SELECT T1.sum FROM artists AS T1</answer>', 'T1.sum'],
+    ['<answer>SELECT T1.name FROM artists AS T1 WHERE T1.albums = 2</answer>', 'T1.albums'],
+    // After a table or its alias, a column of that table; no number where a table must stand.
+    ['<answer>SELECT T2.title FROM albums AS T1 JOIN artists AS T2 ON T2.title = T1.title</answer>', 'T2.title ='],
+    ['<answer>SELECT artists.title FROM artists</answer>', 'artists.title'],
+    ['<answer>SELECT name FROM 100</answer>', '10'],
+    // Quoting is no loophole where a name must stand, nor is half a UTF-8 character.
+    ['<answer>SELECT COUNT(*) FROM "match"</answer>', '"ma'],
+    ['<answer>SELECT T1."sum" FROM artists AS T1</answer>', '"su'],
+    ['<answer>SELECT name FROM artists JOIN CArt\u00e1 AS T2</answer>', 'CArt'],
+  ]) {
+    const ids = tk.encode(bad);
+    const at = firstRefused(bad);
+    assert.ok(at >= 0, bad);
+    const before = tk.decode(ids.slice(0, at + 1));
+    assert.ok(before.includes(word.slice(0, 2)), `refused at "${before}"`);
+    assert.ok(!tk.decode(ids.slice(0, at)).includes(word), `not later than the word: ${tk.decode(ids.slice(0, at))}`);
+  }
+  // Another protocol tag may not open inside a block, and a block closes with its own tag.
+  assert.ok(firstRefused('<answer>SELECT name FROM artists<sql>') >= 0);
+  assert.ok(firstRefused('<answer>SELECT name FROM artists</sql>') >= 0);
+  // Nor inside quotes, nor with punctuation where a table must stand.
+  assert.ok(firstRefused('<answer>SELECT name FROM "artists</answer>') >= 0);
+  assert.ok(firstRefused("<answer>SELECT name FROM artists WHERE name = 'x</answer>") >= 0);
+  assert.ok(firstRefused('<answer>SELECT name FROM ! ORDER BY name</answer>') >= 0);
+  assert.equal(firstRefused('<answer>SELECT COUNT(*) FROM (SELECT name FROM artists)</answer>'), -1);
+  // A block may not close on the prefix of a name.
+  assert.ok(firstRefused('<answer>SELECT title FROM albu</answer>') >= 0);
+  // The same text outside a block is free.
+  assert.equal(firstRefused('<think>SELECT name FROM tbl_artists</think>'), -1);
+});
+
+test('drawAllowed: a refused draw is redrawn from the rest; nothing allowed near the top leaves the first draw', () => {
+  const logits = Float32Array.from([0, 5, 4, 3, 2]);
+  const pushed: number[] = [];
+  const only = (ok: (t: number) => boolean): TokenFilter => ({ allows: ok, push: (t) => pushed.push(t) });
+  const greedy = { temperature: 0, topP: 1, topK: 0 };
+  assert.equal(drawAllowed(logits, greedy, new Rng(1), only((t) => t === 3 || t === 4)), 3);
+  assert.equal(drawAllowed(logits, greedy, new Rng(1), only(() => false)), 1);
+  assert.equal(drawAllowed(logits, greedy, new Rng(1), undefined), 1);
+  assert.deepEqual(pushed, [3, 1]);
+  for (let s = 0; s < 50; s++) assert.equal(drawAllowed(logits, { temperature: 1, topP: 1, topK: 0 }, new Rng(s), only((t) => t % 2 === 0)) % 2, 0);
+});
+
+test('sampleGroups: every token a filtered row draws is allowed, greedy and sampled; other prompts stay free', async () => {
+  await initBackend();
+  const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: 64 }), { seed: 3 });
+  try {
+    const even = (): TokenFilter => ({ allows: (t) => t % 2 === 0, push: () => {} });
+    for (const temperature of [0, 1]) {
+      const out = await sampleGroups(model, [[1, 2, 3], [4, 5]], 3, { maxNewTokens: 12, temperature, seed: 7, filter: (p) => (p === 0 ? even() : undefined) });
+      for (const s of out[0]) assert.deepEqual(s.tokens.filter((t) => t % 2 !== 0), [], `temperature ${temperature}`);
+      assert.ok(out[1].some((s) => s.tokens.some((t) => t % 2 !== 0)), 'the unfiltered prompt draws odd tokens too');
+    }
+  } finally {
+    model.dispose();
+  }
+});
+
+test('the base model answering on music_store: constrained, every bare word of its SQL is SQL or the schema', { timeout: 120_000 }, async () => {
+  await initBackend();
+  const pool = new SqlPool({ size: 1 });
+  const env = new SqlEnvironment(pool, { maxTurns: 1 });
+  const policy = await CheckpointPolicy.open(builtinModelDir('base'));
+  const free = await CheckpointPolicy.open(builtinModelDir('base'), { constrain: false });
+  const questions = ['How many artists are there?', 'List the titles of the albums of each artist.', 'Which customers live in Berlin?', 'What is the most expensive track?', 'Show the invoices of 2010 and their totals.', 'How many employees report to each manager?'];
+  let strays = 0;
+  try {
+    for (const [i, question] of questions.entries()) {
+      const task = { id: String(i), dbPath: DB, question, goldSql: 'SELECT 1' };
+      const aliases = (sql: string): Set<string> => {
+        const t = tokenize(sql);
+        return new Set(t.flatMap((x, j) => (j > 0 && /^as$/i.test(t[j - 1].text) ? [x.text.toLowerCase()] : [])));
+      };
+      // Bare names: words that are no keyword and call no function.
+      const words = (sql: string): string[] => {
+        const t = tokenize(sql);
+        return t.filter((x, j) => x.kind === 'word' && !isKeyword(x.text) && t[j + 1]?.text !== '(').map((x) => x.text.toLowerCase());
+      };
+      const r = await runEpisode(env, task, policy, { mode: 'direct', maxTurnTokens: 160, temperature: 0 });
+      const f = await runEpisode(env, task, free, { mode: 'direct', maxTurnTokens: 160, temperature: 0 });
+      if (r.answer) {
+        const al = aliases(r.answer);
+        const off = words(r.answer).filter((w) => !known.has(w) && !al.has(w) && !/^t\d+$/.test(w));
+        assert.deepEqual(off, [], r.answer);
+      }
+      if (f.answer) strays += words(f.answer).filter((w) => !known.has(w) && !aliases(f.answer!).has(w)).length;
+    }
+  } finally {
+    await policy.close();
+    await free.close();
+    await pool.close();
+  }
+  // The check above can fail: the same model decoding freely writes names music_store does not have.
+  assert.ok(strays > 0, 'free decoding wrote only schema names: the test shows nothing');
+});
