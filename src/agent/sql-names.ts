@@ -125,7 +125,7 @@ class Grammar {
     this.tables = new Words(names.tables.map((t) => t.name));
     this.columns = new Words(names.tables.flatMap((t) => t.columns));
     for (const t of names.tables) this.columnsOf.set(t.name.toLowerCase(), new Words(t.columns));
-    this.nonAscii = names.tables.some((t) => [t.name, ...t.columns].some((n) => /[^\x00-\x7f]/.test(n)));
+    this.nonAscii = names.tables.some((t) => [t.name, ...t.columns].some((n) => /[^ -~]/.test(n)));
   }
   isTable(w: string): boolean {
     return this.tables.all.has(w);
