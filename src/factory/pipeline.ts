@@ -333,7 +333,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     progress.start('variants', cfg.variants);
     // Variants are SQLite files made from the database's rows; on a server they would be databases to create.
     if (dialect === 'postgres' && cfg.variants > 0) opts.log?.(`no variant databases on PostgreSQL (${cfg.variants} asked): pairs are checked on ${dbShown} alone`);
-    const variants = dialect === 'sqlite' && cfg.variants > 0 && profiles.size ? buildVariants(dbPath, schema, graph, { count: cfg.variants, seed: cfg.seed, dir: variantDir, maxRowsPerTable: cfg.variantRows }) : [];
+    const variants = dialect === 'sqlite' && cfg.variants > 0 && profiles.size ? await buildVariants(dbPath, schema, graph, { count: cfg.variants, seed: cfg.seed, dir: variantDir, maxRowsPerTable: cfg.variantRows }) : [];
     progress.tick(variants.length);
     progress.stop();
     const want = Math.ceil(cfg.n * cfg.oversample);
