@@ -39,7 +39,7 @@ import { astShape, synthesize } from './synthesize.ts';
 import { silentProgress, toDatasetRow, type DatasetRow, type ProgressSink, type Stage, type StageContext, type SynthPair } from './types.ts';
 import { verifyStage } from './verify.ts';
 import { CachingExecutor } from './exec-cache.ts';
-import { QueryCost } from './cost.ts';
+import { costGate, MAX_ROWS_READ } from './cost.ts';
 
 export const factoryConfigSchema = z.object({
   db: z.string().min(1),
@@ -54,6 +54,11 @@ export const factoryConfigSchema = z.object({
   /** Candidates synthesized per wanted pair (verification and alignment drop some). */
   oversample: z.number().positive().default(2.5),
   timeoutMs: z.number().int().positive().default(5000),
+  /**
+   * Rows a candidate query may read on a database with a table over 20,000 rows (cost.ts): estimated from
+   * SQLite's plan, or PostgreSQL's planner cost at 0.04 per row. A query over it is dropped as too_costly.
+   */
+  maxRowsRead: z.number().int().positive().default(MAX_ROWS_READ),
   /** Rows per table in a variant database. */
   variantRows: z.number().int().positive().default(2000),
   /** Relative weight of each synthesis template (see TEMPLATE_NAMES); unnamed ones keep their default. */
@@ -284,7 +289,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   const progress = opts.progress ?? silentProgress;
   const rejections: Record<string, Record<string, number>> = {};
   const reports: StageReport[] = [];
-  const cost = new QueryCost(dbPath, schema);
+  const cost = costGate(dbPath, schema, cfg.maxRowsRead);
   try {
     // Stage 1: the schema graph, the column profiles and the lexicon.
     const { graph, inferred, profiles, skipped, lex } = await databaseLanguage(schema, executor, cfg.timeoutMs, cfg.docs);
@@ -301,7 +306,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
         progress,
         variants,
         timeoutMs: cfg.timeoutMs,
-        ...(cost.active ? { tooCostly: (sql: string) => cost.tooCostly(sql) } : {}),
+        ...(cost.tooCostly ? { tooCostly: cost.tooCostly } : {}),
         reject: (_item, reason) => {
           counts[reason] = (counts[reason] ?? 0) + 1;
         },
@@ -399,7 +404,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     writeJsonAtomic(manifestPath, manifest);
     return { manifest, lex, rows, pairs: items, datasetPath, manifestPath };
   } finally {
-    cost.close();
+    await cost.close();
     await executor.close();
     if (ownExecutor) await pool.close();
   }
