@@ -9,9 +9,11 @@
  * The variants then (a) screen pairs whose question leaves a reading open (rule below) and
  * (b) form a test suite for evaluation (`agro eval --suite <out>/variants/<db_id>`) and rewards.
  */
-import { ensureDir } from '../util/fs.ts';
+import { ensureDir, writeFileAtomic } from '../util/fs.ts';
+import { buildPgVariant, dropVariantSchemas, existingSchemas, variantSchemaName, variantUrl } from '../sql/pg-variants.ts';
 import { openDatabase } from '../sql/open-database.mjs';
-import { existsSync, renameSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { testSuiteMatch } from '../sql/testsuite.ts';
 import type { DbSchema, SqlValue, VariantWriter } from '../sql/types.ts';
@@ -175,6 +177,50 @@ export async function buildVariants(srcPath: string, schema: DbSchema, graph: Sc
     paths.push(out);
   }
   return paths;
+}
+
+/**
+ * The variants of a PostgreSQL database: schemas on its server (sql/pg-variants.ts), each named in
+ * `<dir>/variant-N.pg` (its schema's name: what agro's test-suite readers, data/databases.ts suiteVariants,
+ * turn back into a URL with the database's own, password and all). Reused when its file and schema both
+ * exist, as a SQLite variant's file is; kept after the run as those files are (`agro db drop-variants`
+ * drops them). Returns their URLs.
+ */
+export async function buildServerVariants(url: string, schema: DbSchema, graph: SchemaGraph, opts: AugmentOptions & { tag: string }): Promise<string[]> {
+  ensureDir(opts.dir);
+  const names = Array.from({ length: opts.count }, (_, k) => variantSchemaName(opts.tag, k + 1));
+  const have = await existingSchemas(url, names);
+  const tables = schema.tables.filter((t) => t.kind === 'table').map((t) => t.name);
+  for (const [k, name] of names.entries()) {
+    const file = join(opts.dir, `variant-${k + 1}.pg`);
+    if (!(have.has(name) && existsSync(file))) {
+      // A schema without its file is another run's (its output folder removed): its rows may be another seed's.
+      if (have.has(name)) await dropVariantSchemas(url, [name]);
+      await buildPgVariant(url, name, tables, (w) => fillVariant(w, schema, graph, variantRng(opts.seed, k + 1), opts));
+      writeFileAtomic(file, `${name}\n`);
+    }
+  }
+  return names.map((n) => variantUrl(url, n));
+}
+
+/** The schemas' tag of one factory output's variants of one database: its folder and db_id, hashed. */
+export function variantTag(out: string, dbId: string): string {
+  return createHash('sha256').update(`${out}\u0000${dbId}`).digest('hex').slice(0, 10);
+}
+
+/** Drops the variant schemas `<dir>/variant-N.pg` name (a rerun with other arguments rebuilds them). */
+export async function dropServerVariants(url: string, dir: string, log?: (line: string) => void): Promise<void> {
+  const names = existsSync(dir)
+    ? readdirSync(dir)
+        .filter((f) => f.endsWith('.pg'))
+        .map((f) => readFileSync(join(dir, f), 'utf8').trim())
+    : [];
+  if (!names.length) return;
+  try {
+    await dropVariantSchemas(url, names);
+  } catch (err) {
+    log?.(`old variant schemas left on the server: ${(err as Error).message}`);
+  }
 }
 
 /** The random stream of variant i (from 1) for a seed: the same on both engines. */
