@@ -83,6 +83,17 @@ const READ_TYPES: pg.CustomTypesConfig = {
 
 const param = (v: SqlValue): unknown => (typeof v === 'bigint' ? v.toString() : v instanceof Uint8Array ? Buffer.from(v) : v);
 
+/** The roles granted SELECT on a table (as GRANT names them: quoted, or PUBLIC), from its ACL. */
+async function readersOf(c: pg.Client, table: string): Promise<string[]> {
+  const r = await c.query<{ role: string }>(
+    `SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END AS role
+     FROM pg_class t CROSS JOIN LATERAL aclexplode(t.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
+     WHERE t.oid = to_regclass(quote_ident($1)) AND a.privilege_type = 'SELECT' AND a.grantee <> t.relowner ORDER BY 1`,
+    [table],
+  );
+  return r.rows.map((x) => x.role);
+}
+
 /** Parameters per INSERT statement (the protocol allows 65,535). */
 const MAX_PARAMS = 30_000;
 
@@ -91,7 +102,8 @@ const MAX_PARAMS = 30_000;
  * copies, then `fill` writes their rows, all in one transaction. The copies keep columns, types, NOT NULL,
  * primary keys and unique indexes (so a clashing row is skipped, as SQLite's INSERT OR IGNORE skips it);
  * CHECK constraints, defaults, foreign keys and views are left out: a variant's rows are perturbed and keys
- * are made consistent by construction (SQLite's variants do not enforce foreign keys either).
+ * are made consistent by construction (SQLite's variants do not enforce foreign keys either). The roles that
+ * may read an original table may read its copy.
  */
 export async function buildPgVariant(url: string, schema: string, tables: readonly string[], fill: (w: VariantWriter) => Promise<void>): Promise<void> {
   const c = await connectWriter(url);
@@ -106,7 +118,14 @@ export async function buildPgVariant(url: string, schema: string, tables: readon
   try {
     await c.query('BEGIN READ WRITE');
     await c.query(`CREATE SCHEMA ${s}`);
-    for (const t of tables) await c.query(`CREATE TABLE ${s}.${quoteIdent(t)} (LIKE ${quoteIdent(t)} INCLUDING INDEXES)`);
+    for (const t of tables) {
+      await c.query(`CREATE TABLE ${s}.${quoteIdent(t)} (LIKE ${quoteIdent(t)} INCLUDING INDEXES)`);
+      // Whoever may read the original table may read its variant (the sandboxed role the reward runs as, say).
+      for (const role of await readersOf(c, t)) {
+        await c.query(`GRANT USAGE ON SCHEMA ${s} TO ${role}`);
+        await c.query(`GRANT SELECT ON ${s}.${quoteIdent(t)} TO ${role}`);
+      }
+    }
     await fill({
       readOriginal: (table, cols, limit) => select(quoteIdent(table), cols, ` LIMIT ${Math.floor(limit)}`),
       readVariant: (table, cols) => select(`${s}.${quoteIdent(table)}`, cols),

@@ -77,6 +77,8 @@ describe('variant databases on a PostgreSQL server', { skip: PG.skip }, () => {
       // The session is still read-only on a variant's URL.
       assert.equal(await one(u, "SELECT current_setting('default_transaction_read_only')"), 'on');
     }
+    // The sandboxed role reads the original's tables, so it reads the variants' (the reward may run as it).
+    for (const [s] of made) assert.equal(await one(variantUrl(reader, s), 'SELECT SUM(price) FROM products'), await one(urls[made.findIndex(([x]) => x === s)], 'SELECT SUM(price) FROM products'));
     // Every written pair ran on every variant (the ambiguity stage requires it).
     for (const row of r.rows.slice(0, 10)) for (const u of urls) assert.ok((await exec.execute(u, row.SQL)).ok, row.SQL);
     // Test-suite comparison (what the reward and `agro eval --suite` do): a constant right on the original is wrong on a variant.
