@@ -198,7 +198,7 @@ function fromRun(run: string, pool: SqlPool, heldOutN: number): Setup {
   const db = resolve(report.config.db);
   const variants = join(run, 'synth', 'variants');
   const tasks = (file: string): SqlTask[] =>
-    readDataset(join(run, file)).items.map((it) => sqlTaskOf(it, db, (report.synth?.variants ?? 0) > 0 ? suiteVariants(variants, it.dbId) : []));
+    readDataset(join(run, file)).items.map((it) => sqlTaskOf(it, db, (report.synth?.variants ?? 0) > 0 ? suiteVariants(variants, it.dbId, db) : []));
   const env = new SqlEnvironment(pool, { schemaChars: report.config.schemaChars });
   const heldOut = tasks('held_out.jsonl').slice(0, heldOutN);
   // The quickstart's own evaluation settings.
@@ -237,7 +237,7 @@ async function builtHere(args: string[], quick: boolean, pool: SqlPool, work: st
   const env = new SqlEnvironment(pool, { schemaChars: 500 });
   const synthDir = join(resolve('runs/bench-rl'), `synth-${pairs}`);
   if (!existsSync(join(synthDir, 'dataset.jsonl'))) await runFactory({ db, out: synthDir, n: pairs, seed: 0, variants: 1 }, { executor: pool });
-  const tasks = readDataset(join(synthDir, 'dataset.jsonl')).items.map((it) => sqlTaskOf(it, db, suiteVariants(join(synthDir, 'variants'), it.dbId)));
+  const tasks = readDataset(join(synthDir, 'dataset.jsonl')).items.map((it) => sqlTaskOf(it, db, suiteVariants(join(synthDir, 'variants'), it.dbId, db)));
   const order = new Rng(0x5eed).shuffle(tasks.map((_, i) => i));
   const nHeld = Math.min(heldOutN, Math.floor(tasks.length / 3));
   const heldOut = order.slice(0, nHeld).map((i) => tasks[i]);

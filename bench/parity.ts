@@ -162,7 +162,7 @@ export async function run(args: string[]): Promise<void> {
       mkdirSync(join(suiteRoot, id), { recursive: true });
       symlinkSync(src, join(suiteRoot, id, `${id}.sqlite`));
       const schema = introspectSchema(src);
-      buildVariants(src, schema, buildSchemaGraph(schema), { count: nVariants, seed: 1, dir: join(suiteRoot, id) });
+      await buildVariants(src, schema, buildSchemaGraph(schema), { count: nVariants, seed: 1, dir: join(suiteRoot, id) });
     }
     if (ids.length > 0) console.log(`test suite: ${ids.length} databases x (1 + ${nVariants} variants) built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     const keep = items.flatMap((r, i) => (ids.includes(r.db_id) ? [i] : []));

@@ -159,7 +159,7 @@ export async function run(args: string[]): Promise<void> {
       if (!existsSync(join(synthDir, 'dataset.jsonl'))) await runFactory({ db, out: synthDir, n: pairs, seed: 0, variants: q.variants }, { executor: pool });
       time('synth', secs(t0));
       const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
-      const tasks = items.map((it) => sqlTaskOf(it, db, suiteVariants(join(synthDir, 'variants'), it.dbId)));
+      const tasks = items.map((it) => sqlTaskOf(it, db, suiteVariants(join(synthDir, 'variants'), it.dbId, db)));
       const split = splitBySkeleton(tasks, (t) => t.goldSql, { sft: 1 - heldOutShare - rlShare, rl: rlShare, heldOut: heldOutShare }, 0x5eed);
       const humanTasks = human ? loadSqlTasks(human, resolve('../shared/data/kaggledbqa/database')).filter((t) => t.dbPath === db) : [];
       console.log(`\n${dbName}: ${tasks.length} verified pairs (${secs(t0).toFixed(0)}s, cached in ${synthDir}); SFT ${split.sft.length}, RL ${split.rl.length}, held out ${split.heldOut.length}${humanTasks.length ? `; ${humanTasks.length} human questions` : ''}`);

@@ -27,7 +27,7 @@ export function sqlTaskOf(it: EvalItem, dbPath: string, variantPaths: string[]):
 export function loadSqlTasks(dataPath: string, dbRoot: string, variantsDir?: string): SqlTask[] {
   const ds = readDataset(dataPath);
   const dbs = resolveDatabases(dbRoot, ds.items.map((it) => it.dbId));
-  return ds.items.map((it) => sqlTaskOf(it, dbs.get(it.dbId) as string, variantsDir ? suiteVariants(variantsDir, it.dbId) : []));
+  return ds.items.map((it) => sqlTaskOf(it, dbs.get(it.dbId) as string, variantsDir ? suiteVariants(variantsDir, it.dbId, dbs.get(it.dbId) as string) : []));
 }
 
 /** Every question of a data file, each with its database and variants from a catalog (db-root or factory output). */

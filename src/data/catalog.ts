@@ -38,7 +38,7 @@ export function catalogFromDbRoot(dbRoot: string, variantsDir?: string): Databas
         const path = resolveDatabase(dbRoot, dbId);
         // A PostgreSQL database is checked by its first query (that needs the server).
         if (!isPostgresUrl(path)) assertReadableDatabase(path);
-        e = { dbId, path, variants: variantsDir ? suiteVariants(variantsDir, dbId) : [] };
+        e = { dbId, path, variants: variantsDir ? suiteVariants(variantsDir, dbId, path) : [] };
         cache.set(dbId, e);
       }
       return e;
@@ -83,7 +83,7 @@ export function catalogFromFactoryOutput(dir: string): DatabaseCatalog {
     if (!existsSync(path)) throw new AgroError('not_found', `${manifestPath} names database ${path}, which does not exist`);
     assertReadableDatabase(path);
   }
-  const entry: CatalogEntry = { dbId: m.data.dbId, path, variants: suiteVariants(join(dir, 'variants'), m.data.dbId) };
+  const entry: CatalogEntry = { dbId: m.data.dbId, path, variants: suiteVariants(join(dir, 'variants'), m.data.dbId, path) };
   return {
     describe: `factory output ${dir}`,
     resolve(dbId) {

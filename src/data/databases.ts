@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { AgroError } from '../errors.ts';
 import { isPostgresUrl } from '../sql/postgres.ts';
+import { variantUrl } from '../sql/pg-variants.ts';
 import { assertReadableDatabase } from '../sql/introspect.ts';
 
 function isDir(p: string): boolean {
@@ -62,15 +63,20 @@ export function assertDir(flag: string, dir: string): void {
   if (!isPostgresUrl(dir) && !isDir(dir)) throw new AgroError('not_found', `${flag}: folder not found: ${dir}`);
 }
 
-/** Test-suite variants of one database: `<suiteDir>/<db_id>/*.sqlite`, sorted; none when the folder is absent. */
-export function suiteVariants(suiteDir: string, dbId: string): string[] {
+/**
+ * Test-suite variants of database `db` (its db_id `dbId`): `<suiteDir>/<db_id>/*.sqlite`, and for a server
+ * database `*.pg` files, each naming a schema of it that the factory made (factory/augment.ts), as `db`'s
+ * URL with that schema as its search_path. Sorted; none when the folder is absent.
+ */
+export function suiteVariants(suiteDir: string, dbId: string, db: string): string[] {
   if (isPostgresUrl(suiteDir)) return [];
   const dir = join(suiteDir, dbId);
   if (!isDir(dir)) return [];
+  const server = isPostgresUrl(db);
   return readdirSync(dir)
-    .filter((f) => f.endsWith('.sqlite'))
+    .filter((f) => f.endsWith('.sqlite') || (server && f.endsWith('.pg')))
     .sort()
-    .map((f) => resolve(dir, f));
+    .map((f) => (f.endsWith('.pg') ? variantUrl(db, readFileSync(join(dir, f), 'utf8').trim()) : resolve(dir, f)));
 }
 
 /**

@@ -182,7 +182,7 @@ export async function evaluate(dataset: Dataset, predictions: readonly string[],
   const ids = dataset.items.map((it) => it.dbId);
   const dbs = options.databases ? new Map(ids.map((id) => [id, options.databases!(id)])) : resolveDatabases(s.dbRoot, ids);
   const variants = new Map(
-    [...dbs].map(([id, path]) => [id, [...(s.mode === 'spider' ? folderDatabases(path) : []), ...(s.suiteDir ? suiteVariants(s.suiteDir, id) : [])]]),
+    [...dbs].map(([id, path]) => [id, [...(s.mode === 'spider' ? folderDatabases(path) : []), ...(s.suiteDir ? suiteVariants(s.suiteDir, id, path) : [])]]),
   );
   let done = 0;
   const questions = await mapLimit(dataset.items, s.concurrency, async (item, i) => {

@@ -9,12 +9,14 @@
  * The variants then (a) screen pairs whose question leaves a reading open (rule below) and
  * (b) form a test suite for evaluation (`agro eval --suite <out>/variants/<db_id>`) and rewards.
  */
-import { ensureDir } from '../util/fs.ts';
+import { ensureDir, writeFileAtomic } from '../util/fs.ts';
+import { buildPgVariant, dropVariantSchemas, existingSchemas, variantSchemaName, variantUrl } from '../sql/pg-variants.ts';
 import { openDatabase } from '../sql/open-database.mjs';
-import { existsSync, renameSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { testSuiteMatch } from '../sql/testsuite.ts';
-import type { DbSchema, SqlValue } from '../sql/types.ts';
+import type { DbSchema, SqlValue, VariantWriter } from '../sql/types.ts';
 import { Rng } from '../util/rng.ts';
 import { col, isRankGuard, type Expr, type QueryAst, type SelectAst } from './ast.ts';
 import { printQuery } from './print.ts';
@@ -44,11 +46,86 @@ function perturb(v: SqlValue, rng: Rng, intLike: boolean): SqlValue {
   return intLike ? Math.round(x) : Math.round(x * 100) / 100;
 }
 
-/** Builds one variant database file (atomically: temp file, then rename). */
-export function buildVariant(srcPath: string, schema: DbSchema, graph: SchemaGraph, outPath: string, rng: Rng, opts: AugmentOptions): void {
+/**
+ * Fills a variant whose tables exist and are empty: table by table in foreign-key order, the rows the
+ * header describes. The writer reads and writes one engine (a SQLite file below, a PostgreSQL schema in
+ * sql/pg-variants.ts); the rows, for a seed, are decided here alone.
+ */
+export async function fillVariant(w: VariantWriter, schema: DbSchema, graph: SchemaGraph, rng: Rng, opts: Omit<AugmentOptions, 'count' | 'seed' | 'dir'>): Promise<void> {
   const maxRows = opts.maxRowsPerTable ?? 2000;
   const copyShare = opts.copyShare ?? 0.3;
   const nullShare = opts.nullShare ?? 0.1;
+  const keysOf = new Map<string, SqlValue[][]>(); // table -> rows of key columns, filled lazily
+  const keyTuples = async (table: string, cols: string[]): Promise<SqlValue[][]> => {
+    const k = `${table}\u0000${cols.join('\u0000')}`;
+    if (!keysOf.has(k)) keysOf.set(k, await w.readVariant(table, cols));
+    return keysOf.get(k)!;
+  };
+  const done = new Set<string>();
+  for (const tname of graph.topoOrder) {
+    const table = schema.tables.find((t) => t.name === tname && t.kind === 'table');
+    if (!table) continue;
+    const colNames = table.columns.map((c) => c.name);
+    const source = await w.readOriginal(tname, colNames, READ_LIMIT);
+    done.add(tname);
+    if (!source.length) continue;
+    const fks = graph.edges.filter((e) => e.fromTable === tname);
+    const target = Math.min(table.rowCount, maxRows);
+    const nCopy = Math.round(target * copyShare);
+    const intLike = colNames.map((_, j) => source.every((r) => r[j] === null || (typeof r[j] === 'number' && Number.isInteger(r[j]))));
+    const pkIdx = table.primaryKey.length === 1 ? colNames.indexOf(table.primaryKey[0]) : -1;
+    let nextId = 1 + Math.max(0, ...source.map((r) => (pkIdx >= 0 && typeof r[pkIdx] === 'number' ? (r[pkIdx] as number) : 0)));
+    const rows: SqlValue[][] = [];
+    for (const r of rng.shuffle([...source]).slice(0, nCopy)) rows.push([...r]);
+    for (let k = rows.length; k < target; k++) {
+      const row = colNames.map((_, j) => {
+        const c = table.columns[j];
+        const v = rng.pick(source)[j];
+        if (!c.notNull && c.pk === 0 && rng.next() < nullShare) return null;
+        return perturb(v, rng, intLike[j]);
+      });
+      if (pkIdx >= 0) {
+        if (intLike[pkIdx]) row[pkIdx] = nextId++;
+        else row[pkIdx] = `${String(rng.pick(source)[pkIdx])}-${k}`;
+      }
+      rows.push(row);
+    }
+    // Point every foreign key at a parent row that exists in this variant.
+    for (const fk of fks) {
+      const idx = fk.fromColumns.map((c) => colNames.indexOf(c));
+      if (idx.some((i) => i < 0)) continue;
+      const selfRef = fk.toTable === tname;
+      const parentReady = done.has(fk.toTable) && !selfRef;
+      const parents = parentReady ? await keyTuples(fk.toTable, fk.toColumns) : [];
+      const present = new Set(parents.map((p) => JSON.stringify(p)));
+      const nullable = idx.every((i) => !table.columns[i].notNull);
+      for (const row of rows) {
+        const cur = idx.map((i) => row[i]);
+        if (cur.every((v) => v === null)) continue;
+        if (selfRef) {
+          // a self-reference points at a row of this table (copied keys) or nothing
+          if (nullable && rng.next() < 0.3) idx.forEach((i) => (row[i] = null));
+          continue;
+        }
+        if (!parentReady) {
+          if (nullable) idx.forEach((i) => (row[i] = null));
+          continue;
+        }
+        if (present.has(JSON.stringify(cur)) && rng.next() < 0.7) continue;
+        if (!parents.length) {
+          if (nullable) idx.forEach((i) => (row[i] = null));
+          continue;
+        }
+        const p = rng.pick(parents);
+        idx.forEach((i, j) => (row[i] = p[j]));
+      }
+    }
+    await w.insert(tname, colNames, rows);
+  }
+}
+
+/** Builds one variant database file (atomically: temp file, then rename). */
+export async function buildVariant(srcPath: string, schema: DbSchema, graph: SchemaGraph, outPath: string, rng: Rng, opts: AugmentOptions): Promise<void> {
   const tmp = `${outPath}.${process.pid}.tmp`;
   rmSync(tmp, { force: true });
   const src = openDatabase(srcPath, { readonly: true, fileMustExist: true });
@@ -57,90 +134,32 @@ export function buildVariant(srcPath: string, schema: DbSchema, graph: SchemaGra
   dst.pragma('foreign_keys = OFF');
   dst.pragma('journal_mode = OFF');
   dst.pragma('synchronous = OFF');
+  const select = (db: typeof src, table: string, cols: string[], limit = ''): SqlValue[][] =>
+    db
+      .prepare(`SELECT ${cols.map(sqlName).join(', ')} FROM ${sqlName(table)}${limit}`)
+      .raw()
+      .all() as SqlValue[][];
   try {
     const ddl = src
       .prepare("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'view' THEN 2 ELSE 3 END, rowid")
       .all() as Array<{ type: string; name: string; sql: string }>;
     for (const d of ddl) if (d.type !== 'trigger') dst.exec(d.sql);
-    const keysOf = new Map<string, SqlValue[][]>(); // table -> rows of key columns, filled lazily
-    const keyTuples = (table: string, cols: string[]): SqlValue[][] => {
-      const k = `${table}\u0000${cols.join('\u0000')}`;
-      if (!keysOf.has(k)) {
-        const rows = dst
-          .prepare(`SELECT ${cols.map(sqlName).join(', ')} FROM ${sqlName(table)}`)
-          .raw()
-          .all() as SqlValue[][];
-        keysOf.set(k, rows);
-      }
-      return keysOf.get(k)!;
-    };
-    const done = new Set<string>();
-    for (const tname of graph.topoOrder) {
-      const table = schema.tables.find((t) => t.name === tname && t.kind === 'table');
-      if (!table) continue;
-      const colNames = table.columns.map((c) => c.name);
-      const source = src
-        .prepare(`SELECT ${colNames.map(sqlName).join(', ')} FROM ${sqlName(tname)} LIMIT ${READ_LIMIT}`)
-        .raw()
-        .all() as SqlValue[][];
-      done.add(tname);
-      if (!source.length) continue;
-      const fks = graph.edges.filter((e) => e.fromTable === tname);
-      const target = Math.min(table.rowCount, maxRows);
-      const nCopy = Math.round(target * copyShare);
-      const intLike = colNames.map((_, j) => source.every((r) => r[j] === null || (typeof r[j] === 'number' && Number.isInteger(r[j]))));
-      const pkIdx = table.primaryKey.length === 1 ? colNames.indexOf(table.primaryKey[0]) : -1;
-      let nextId = 1 + Math.max(0, ...source.map((r) => (pkIdx >= 0 && typeof r[pkIdx] === 'number' ? (r[pkIdx] as number) : 0)));
-      const insert = dst.prepare(`INSERT OR IGNORE INTO ${sqlName(tname)} (${colNames.map(sqlName).join(', ')}) VALUES (${colNames.map(() => '?').join(', ')})`);
-      const rows: SqlValue[][] = [];
-      for (const r of rng.shuffle([...source]).slice(0, nCopy)) rows.push([...r]);
-      for (let k = rows.length; k < target; k++) {
-        const row = colNames.map((_, j) => {
-          const c = table.columns[j];
-          const v = rng.pick(source)[j];
-          if (!c.notNull && c.pk === 0 && rng.next() < nullShare) return null;
-          return perturb(v, rng, intLike[j]);
-        });
-        if (pkIdx >= 0) {
-          if (intLike[pkIdx]) row[pkIdx] = nextId++;
-          else row[pkIdx] = `${String(rng.pick(source)[pkIdx])}-${k}`;
-        }
-        rows.push(row);
-      }
-      // Point every foreign key at a parent row that exists in this variant.
-      for (const fk of fks) {
-        const idx = fk.fromColumns.map((c) => colNames.indexOf(c));
-        if (idx.some((i) => i < 0)) continue;
-        const selfRef = fk.toTable === tname;
-        const parentReady = done.has(fk.toTable) && !selfRef;
-        const parents = parentReady ? keyTuples(fk.toTable, fk.toColumns) : [];
-        const present = new Set(parents.map((p) => JSON.stringify(p)));
-        const nullable = idx.every((i) => !table.columns[i].notNull);
-        for (const row of rows) {
-          const cur = idx.map((i) => row[i]);
-          if (cur.every((v) => v === null)) continue;
-          if (selfRef) {
-            // a self-reference points at a row of this table (copied keys) or nothing
-            if (nullable && rng.next() < 0.3) idx.forEach((i) => (row[i] = null));
-            continue;
-          }
-          if (!parentReady) {
-            if (nullable) idx.forEach((i) => (row[i] = null));
-            continue;
-          }
-          if (present.has(JSON.stringify(cur)) && rng.next() < 0.7) continue;
-          if (!parents.length) {
-            if (nullable) idx.forEach((i) => (row[i] = null));
-            continue;
-          }
-          const p = rng.pick(parents);
-          idx.forEach((i, j) => (row[i] = p[j]));
-        }
-      }
-      dst.transaction(() => {
-        for (const r of rows) insert.run(...r);
-      })();
-    }
+    await fillVariant(
+      {
+        readOriginal: async (table, cols, limit) => select(src, table, cols, ` LIMIT ${limit}`),
+        readVariant: async (table, cols) => select(dst, table, cols),
+        insert: async (table, cols, rows) => {
+          const insert = dst.prepare(`INSERT OR IGNORE INTO ${sqlName(table)} (${cols.map(sqlName).join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`);
+          dst.transaction(() => {
+            for (const r of rows) insert.run(...r);
+          })();
+        },
+      },
+      schema,
+      graph,
+      rng,
+      opts,
+    );
   } finally {
     src.close();
     dst.close();
@@ -149,16 +168,63 @@ export function buildVariant(srcPath: string, schema: DbSchema, graph: SchemaGra
 }
 
 /** Builds (or reuses, when already complete) opts.count variants; returns their paths. */
-export function buildVariants(srcPath: string, schema: DbSchema, graph: SchemaGraph, opts: AugmentOptions): string[] {
+export async function buildVariants(srcPath: string, schema: DbSchema, graph: SchemaGraph, opts: AugmentOptions): Promise<string[]> {
   ensureDir(opts.dir);
   const paths: string[] = [];
   for (let i = 1; i <= opts.count; i++) {
     const out = join(opts.dir, `variant-${i}.sqlite`);
-    if (!existsSync(out)) buildVariant(srcPath, schema, graph, out, new Rng(opts.seed * 1000 + i), opts);
+    if (!existsSync(out)) await buildVariant(srcPath, schema, graph, out, variantRng(opts.seed, i), opts);
     paths.push(out);
   }
   return paths;
 }
+
+/**
+ * The variants of a PostgreSQL database: schemas on its server (sql/pg-variants.ts), each named in
+ * `<dir>/variant-N.pg` (its schema's name: what agro's test-suite readers, data/databases.ts suiteVariants,
+ * turn back into a URL with the database's own, password and all). Reused when its file and schema both
+ * exist, as a SQLite variant's file is; kept after the run as those files are (`agro db drop-variants`
+ * drops them). Returns their URLs.
+ */
+export async function buildServerVariants(url: string, schema: DbSchema, graph: SchemaGraph, opts: AugmentOptions & { tag: string }): Promise<string[]> {
+  ensureDir(opts.dir);
+  const names = Array.from({ length: opts.count }, (_, k) => variantSchemaName(opts.tag, k + 1));
+  const have = await existingSchemas(url, names);
+  const tables = schema.tables.filter((t) => t.kind === 'table').map((t) => t.name);
+  for (const [k, name] of names.entries()) {
+    const file = join(opts.dir, `variant-${k + 1}.pg`);
+    if (!(have.has(name) && existsSync(file))) {
+      // A schema without its file is another run's (its output folder removed): its rows may be another seed's.
+      if (have.has(name)) await dropVariantSchemas(url, [name]);
+      await buildPgVariant(url, name, tables, (w) => fillVariant(w, schema, graph, variantRng(opts.seed, k + 1), opts));
+      writeFileAtomic(file, `${name}\n`);
+    }
+  }
+  return names.map((n) => variantUrl(url, n));
+}
+
+/** The schemas' tag of one factory output's variants of one database: its folder and db_id, hashed. */
+export function variantTag(out: string, dbId: string): string {
+  return createHash('sha256').update(`${out}\u0000${dbId}`).digest('hex').slice(0, 10);
+}
+
+/** Drops the variant schemas `<dir>/variant-N.pg` name (a rerun with other arguments rebuilds them). */
+export async function dropServerVariants(url: string, dir: string, log?: (line: string) => void): Promise<void> {
+  const names = existsSync(dir)
+    ? readdirSync(dir)
+        .filter((f) => f.endsWith('.pg'))
+        .map((f) => readFileSync(join(dir, f), 'utf8').trim())
+    : [];
+  if (!names.length) return;
+  try {
+    await dropVariantSchemas(url, names);
+  } catch (err) {
+    log?.(`old variant schemas left on the server: ${(err as Error).message}`);
+  }
+}
+
+/** The random stream of variant i (from 1) for a seed: the same on both engines. */
+export const variantRng = (seed: number, i: number): Rng => new Rng(seed * 1000 + i);
 
 function flipTieBreakers(q: SelectAst): SelectAst | null {
   if (q.orderBy.length < 2) return null;

@@ -11,18 +11,32 @@
  *  - a correlated subquery runs once per row of its outer loop, so its SEARCH through a non-PK
  *    index reads every child row of every outer row: its whole table (`NOT EXISTS (SELECT … WHERE
  *    child.fk = parent.id AND …)` over 50k parents and 400k children ran 1-1.5 s).
- * The database is opened read-only in this process; only plans are asked of it. A PostgreSQL database
- * is not checked here (its plans differ, and its role's statement_timeout bounds what a query costs).
+ * The database is opened read-only in this process; only plans are asked of it.
+ *
+ * On PostgreSQL the planner prices the query itself (`EXPLAIN (FORMAT JSON)`'s total cost, sql/pg-plan.ts,
+ * through the sandbox): the same limit in rows read is turned into its units at PG_COST_PER_ROW.
  */
 import { openDatabase } from '../sql/open-database.mjs';
 import type { DbSchema } from '../sql/types.ts';
 import { dialectOf } from '../sql/dialect.ts';
+import { PgPlanner } from '../sql/pg-plan.ts';
 
 /** Rows a synthesized query may read (by the estimate above) on a database with big tables. */
 export const MAX_ROWS_READ = 250_000;
 
 /** Databases whose largest table is at most this big are never checked: every query on them is cheap. */
 export const CHECK_FROM_ROWS = 20_000;
+
+/**
+ * PostgreSQL planner cost per row a query may read. A sequential scan costs about 0.02 a row (a page of
+ * ~100 short rows at seq_page_cost 1, plus cpu_tuple_cost 0.01: 2,831 for 150,000 rows of 4 columns); twice
+ * that leaves room for the work done on what is read (filters, hashes, aggregates at cpu_operator_cost
+ * 0.0025 each), so the default limit is 10,000: a hash join of a 150,000-row table to a small one (3,630)
+ * passes, a self-join of a 30,000-row table on a 50-value column (248,876) or a cross join does not.
+ */
+export const PG_COST_PER_ROW = 0.04;
+
+const hasBigTable = (schema: DbSchema): boolean => schema.tables.some((t) => t.rowCount > CHECK_FROM_ROWS);
 
 export interface PlanLine {
   id: number;
@@ -61,9 +75,13 @@ export class QueryCost {
   private readonly db?: ReturnType<typeof openDatabase>;
   private readonly rows = new Map<string, number>();
   readonly active: boolean;
-  constructor(dbPath: string, schema: DbSchema) {
+  constructor(
+    dbPath: string,
+    schema: DbSchema,
+    private readonly maxRowsRead = MAX_ROWS_READ,
+  ) {
     for (const t of schema.tables) this.rows.set(t.name.toLowerCase(), t.rowCount);
-    this.active = dialectOf(dbPath) === 'sqlite' && schema.tables.some((t) => t.rowCount > CHECK_FROM_ROWS);
+    this.active = dialectOf(dbPath) === 'sqlite' && hasBigTable(schema);
     if (this.active) this.db = openDatabase(dbPath, { readonly: true, fileMustExist: true });
   }
 
@@ -83,10 +101,45 @@ export class QueryCost {
   }
 
   tooCostly(sql: string): boolean {
-    return this.active && this.estimate(sql) > MAX_ROWS_READ;
+    return this.active && this.estimate(sql) > this.maxRowsRead;
   }
 
   close(): void {
     this.db?.close();
   }
+}
+
+/** The planner's verdict on PostgreSQL: a query whose plan costs more than maxRowsRead rows' worth is too costly. */
+export class PgQueryCost {
+  private readonly planner?: PgPlanner;
+  readonly active: boolean;
+  readonly maxCost: number;
+  constructor(url: string, schema: DbSchema, maxRowsRead = MAX_ROWS_READ) {
+    this.active = dialectOf(url) === 'postgres' && hasBigTable(schema);
+    this.maxCost = maxRowsRead * PG_COST_PER_ROW;
+    if (this.active) this.planner = new PgPlanner(url);
+  }
+
+  /** The plan's total cost; 0 when not checked or not plannable (running it will say why). */
+  async estimate(sql: string): Promise<number> {
+    return (this.active && (await this.planner?.totalCost(sql))) || 0;
+  }
+
+  async tooCostly(sql: string): Promise<boolean> {
+    return this.active && (await this.estimate(sql)) > this.maxCost;
+  }
+
+  async close(): Promise<void> {
+    await this.planner?.close();
+  }
+}
+
+/** The cost gate of a database on either engine, as StageContext.tooCostly wants it; absent when its tables are all small. */
+export function costGate(db: string, schema: DbSchema, maxRowsRead = MAX_ROWS_READ): { tooCostly?: (sql: string) => Promise<boolean>; close(): Promise<void> } {
+  if (dialectOf(db) === 'postgres') {
+    const pg = new PgQueryCost(db, schema, maxRowsRead);
+    return { ...(pg.active ? { tooCostly: (sql: string) => pg.tooCostly(sql) } : {}), close: () => pg.close() };
+  }
+  const lite = new QueryCost(db, schema, maxRowsRead);
+  return { ...(lite.active ? { tooCostly: async (sql: string) => lite.tooCostly(sql) } : {}), close: async () => lite.close() };
 }

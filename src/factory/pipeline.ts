@@ -2,11 +2,12 @@
  * Stage 7: the factory pipeline. Runs the stages in order, counts what each kept and rejected
  * (by reason), checkpoints every stage's output to <out>/.work/<stage>.jsonl (atomically), and on
  * a rerun with the same arguments continues after the last finished stage. Final outputs are
- * written atomically: dataset.jsonl, manifest.json, variants/<db_id>/variant-N.sqlite.
+ * written atomically: dataset.jsonl, manifest.json, variants/<db_id>/variant-N.sqlite (variant-N.pg on a server: its schema).
  *
  * The database is a SQLite file or a postgres:// URL: the stages print their SQL in its engine's dialect
- * (StageContext.dialect) and run it there. Variant databases are made on SQLite only (a PostgreSQL run
- * says so in one line and goes on without them), and a URL's password is never written.
+ * (StageContext.dialect) and run it there. On a server the variant databases are schemas of its database
+ * (augment.ts buildServerVariants), made when the URL's role may create them (else the run says so in one
+ * line and goes on without them), and a URL's password is never written.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
@@ -23,7 +24,8 @@ import { readJsonl, writeFileAtomic, writeJsonAtomic, ensureDir } from '../util/
 import { Rng } from '../util/rng.ts';
 import { alignStage } from './align.ts';
 import { makeParseEnv } from './language/general-parse.ts';
-import { ambiguityStage, buildVariants } from './augment.ts';
+import { ambiguityStage, buildServerVariants, buildVariants, dropServerVariants, variantTag } from './augment.ts';
+import { canCreateSchemas } from '../sql/pg-variants.ts';
 import { buildLexicon, colKey, withData, type Lexicon } from './language/names.ts';
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
@@ -39,7 +41,7 @@ import { astShape, synthesize } from './synthesize.ts';
 import { silentProgress, toDatasetRow, type DatasetRow, type ProgressSink, type Stage, type StageContext, type SynthPair } from './types.ts';
 import { verifyStage } from './verify.ts';
 import { CachingExecutor } from './exec-cache.ts';
-import { QueryCost } from './cost.ts';
+import { costGate, MAX_ROWS_READ } from './cost.ts';
 
 export const factoryConfigSchema = z.object({
   db: z.string().min(1),
@@ -54,6 +56,11 @@ export const factoryConfigSchema = z.object({
   /** Candidates synthesized per wanted pair (verification and alignment drop some). */
   oversample: z.number().positive().default(2.5),
   timeoutMs: z.number().int().positive().default(5000),
+  /**
+   * Rows a candidate query may read on a database with a table over 20,000 rows (cost.ts): estimated from
+   * SQLite's plan, or PostgreSQL's planner cost at 0.04 per row. A query over it is dropped as too_costly.
+   */
+  maxRowsRead: z.number().int().positive().default(MAX_ROWS_READ),
   /** Rows per table in a variant database. */
   variantRows: z.number().int().positive().default(2000),
   /** Relative weight of each synthesis template (see TEMPLATE_NAMES); unnamed ones keep their default. */
@@ -127,7 +134,7 @@ export interface FactoryRunOptions {
   progress?: ProgressSink;
   /** Stop (as if interrupted) after this stage has been checkpointed: for tests of resume. */
   stopAfter?: string;
-  /** One-line notes on what the run does differently (no variant databases on PostgreSQL). */
+  /** One-line notes on what the run does differently (no variant databases on a server whose role may not create them). */
   log?: (line: string) => void;
 }
 
@@ -272,6 +279,8 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   const variantDir = join(out, 'variants', dbId);
   if (existsSync(argsPath) && readFileSync(argsPath, 'utf8').trim() !== argsKey) {
     rmSync(work, { recursive: true, force: true });
+    // A server's variants are schemas: the ones this folder names go with it.
+    if (dialect === 'postgres') await dropServerVariants(dbPath, variantDir, opts.log);
     rmSync(variantDir, { recursive: true, force: true });
   }
   ensureDir(work);
@@ -284,7 +293,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   const progress = opts.progress ?? silentProgress;
   const rejections: Record<string, Record<string, number>> = {};
   const reports: StageReport[] = [];
-  const cost = new QueryCost(dbPath, schema);
+  const cost = costGate(dbPath, schema, cfg.maxRowsRead);
   try {
     // Stage 1: the schema graph, the column profiles and the lexicon.
     const { graph, inferred, profiles, skipped, lex } = await databaseLanguage(schema, executor, cfg.timeoutMs, cfg.docs);
@@ -301,7 +310,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
         progress,
         variants,
         timeoutMs: cfg.timeoutMs,
-        ...(cost.active ? { tooCostly: (sql: string) => cost.tooCostly(sql) } : {}),
+        ...(cost.tooCostly ? { tooCostly: cost.tooCostly } : {}),
         reject: (_item, reason) => {
           counts[reason] = (counts[reason] ?? 0) + 1;
         },
@@ -331,9 +340,15 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
 
     // The variants come first: synthesis probes them too, so a ranked query has no tie at its cut on any database.
     progress.start('variants', cfg.variants);
-    // Variants are SQLite files made from the database's rows; on a server they would be databases to create.
-    if (dialect === 'postgres' && cfg.variants > 0) opts.log?.(`no variant databases on PostgreSQL (${cfg.variants} asked): pairs are checked on ${dbShown} alone`);
-    const variants = dialect === 'sqlite' && cfg.variants > 0 && profiles.size ? buildVariants(dbPath, schema, graph, { count: cfg.variants, seed: cfg.seed, dir: variantDir, maxRowsPerTable: cfg.variantRows }) : [];
+    // Variants are SQLite files made from the database's rows, or on a server schemas of its database (augment.ts).
+    const variantOpts = { count: cfg.variants, seed: cfg.seed, dir: variantDir, maxRowsPerTable: cfg.variantRows };
+    let variants: string[] = [];
+    if (cfg.variants > 0 && profiles.size && dialect === 'sqlite') variants = await buildVariants(dbPath, schema, graph, variantOpts);
+    else if (cfg.variants > 0 && profiles.size) {
+      const may = await canCreateSchemas(dbPath);
+      if (may.ok) variants = await buildServerVariants(dbPath, schema, graph, { ...variantOpts, tag: variantTag(out, dbId) });
+      else opts.log?.(`no variant databases on PostgreSQL (${cfg.variants} asked; ${may.why}): pairs are checked on ${dbShown} alone`);
+    }
     progress.tick(variants.length);
     progress.stop();
     const want = Math.ceil(cfg.n * cfg.oversample);
@@ -388,7 +403,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       coverage: cov,
       llm,
       refine: refineLog,
-      variants,
+      variants: variants.map(redactUrl),
       schema: { tables: schema.tables.length, foreignKeys: graph.edges.length, inferredForeignKeys: inferred },
       skipped,
       unused: unusedSchema(schema, items, skipped),
@@ -399,7 +414,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     writeJsonAtomic(manifestPath, manifest);
     return { manifest, lex, rows, pairs: items, datasetPath, manifestPath };
   } finally {
-    cost.close();
+    await cost.close();
     await executor.close();
     if (ownExecutor) await pool.close();
   }

@@ -246,7 +246,7 @@ async function group(ctx: StageContext, env: SynthEnv, top: boolean): Promise<Qu
   }
   if (ctx.rng.next() < 0.45) {
     // A threshold the data splits: some groups reach it and some do not, so HAVING is never redundant.
-    if (ctx.tooCostly?.(printSelect(f.q, false, ctx.dialect))) return null;
+    if (await ctx.tooCostly?.(printSelect(f.q, false, ctx.dialect))) return null;
     const counts = [...new Set(await groupCounts(ctx, f.q))].sort((a, b) => a - b);
     if (counts.length < 2) return null;
     const k = counts[1 + ctx.rng.int(Math.min(3, counts.length - 1))];
@@ -271,7 +271,7 @@ const RANK_PROBE = 6;
 async function untiedLimit(ctx: StageContext, q: SelectAst, rank: Expr, dir: 'ASC' | 'DESC', want: number): Promise<number | null> {
   const probe: SelectAst = { ...q, distinct: false, columns: [rank], having: q.having, orderBy: [{ expr: rank, dir }], limit: RANK_PROBE };
   const sql = printSelect(probe, false, ctx.dialect);
-  if (ctx.tooCostly?.(sql)) return null;
+  if (await ctx.tooCostly?.(sql)) return null;
   const probeOn = (db: string) => ctx.executor.execute(db, sql, { timeoutMs: Math.min(ctx.timeoutMs, 1500), maxRows: RANK_PROBE });
   const ranked: SqlValue[][] = [];
   // No two equal values among the first k + 1: a tie inside the k would reorder the answer too.
@@ -725,7 +725,7 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
     if (!ast || !verifyIf) return { template, ast };
     const sql = printQuery(ast, ctx.dialect);
     // Not for one the plan calls too costly: admission refuses it before anything runs.
-    if (!verifyIf(sql, astShape(ast)) || planCostly?.(sql)) return { template, ast };
+    if (!verifyIf(sql, astShape(ast)) || (await planCostly?.(sql))) return { template, ast };
     const pair = pairOf(ast, sql, template);
     return { template, ast, early: { pair, failed: verifyPair(ctx, pair) } };
   };
@@ -741,7 +741,7 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
       ctx.reject({ sql }, 'duplicate_sql');
       return;
     }
-    if (ctx.tooCostly?.(sql)) {
+    if (await ctx.tooCostly?.(sql)) {
       // Judged from the plan alone: it would read too much of a big table to verify in time.
       seen.add(sql);
       ctx.reject({ sql }, 'too_costly');
@@ -766,7 +766,7 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
   ctx.progress.start('synthesize', n);
   // Attempts judged too costly from the plan cost no execution, so they do not use up the budget (up to twice it).
   let costly = 0;
-  if (planCostly) ctx = { ...ctx, tooCostly: (sql) => (planCostly(sql) ? (costly++, true) : false) };
+  if (planCostly) ctx = { ...ctx, tooCostly: async (sql) => ((await planCostly(sql)) ? (costly++, true) : false) };
   for (let i = 0; i < Math.min(n * 6 + costly, n * 12) && out.length < n; ) {
     const k = Math.min(DRAFT_WINDOW, Math.min(n * 6 + costly, n * 12) - i);
     const launched = Array.from({ length: k }, () => draft(drawTemplate(ctx.rng, names, w), ctx.rng.int(2 ** 32)));

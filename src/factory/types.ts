@@ -93,8 +93,8 @@ export interface StageContext {
   reject(item: unknown, reason: string): void;
   /** Per-query execution limit. */
   timeoutMs: number;
-  /** True when a query would read too much of a big database to run (cost.ts); absent: everything may run. */
-  tooCostly?: (sql: string) => boolean;
+  /** True when a query would read too much of a big database to run (cost.ts, from its plan); absent: everything may run. */
+  tooCostly?: (sql: string) => Promise<boolean>;
 }
 
 /**

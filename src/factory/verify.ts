@@ -117,7 +117,7 @@ async function degenerate(ctx: StageContext, q: QueryAst, r: Ok, ordered: boolea
       if (pr.ok && rowPreserving) continue;
       const withoutSql = printQuery(without, ctx.dialect);
       // Without its filter a query may read a whole big table: unverifiable in time, so dropped.
-      if (ctx.tooCostly?.(withoutSql)) return 'too_costly_to_verify';
+      if (await ctx.tooCostly?.(withoutSql)) return 'too_costly_to_verify';
       const s = await run(ctx, withoutSql);
       if (s.ok && !s.truncated && same(s.rows, r.rows, ordered)) return 'redundant_filter';
     }

@@ -8,8 +8,8 @@
  * so an interrupted quickstart resumes where it stopped. report.json gathers what each stage produced.
  *
  * The database is a SQLite file or a postgres:// URL (`agro db copy` makes one): every query, the factory's and
- * the agent's, runs on it; a server has no variant databases (the factory says so), and its password is never
- * written or printed.
+ * the agent's, runs on it; a server's variant databases are schemas the factory makes when the URL's role may
+ * (else it says so and there are none), and its password is never written or printed.
  */
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { basename, dirname, extname, join, relative, resolve } from 'node:path';
@@ -354,7 +354,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     if (rows.length < 10) throw new AgroError('invalid_input', `the factory produced only ${rows.length} pairs from ${shown(cfg.db)}; the quickstart needs at least 10`);
     const variantsDir = join(synthDir, 'variants');
     const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
-    const toTask = (i: number): SqlTask => sqlTaskOf(items[i], db, report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, items[i].dbId) : []);
+    const toTask = (i: number): SqlTask => sqlTaskOf(items[i], db, report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, items[i].dbId, db) : []);
     const split = splitBySkeleton(rows.map((_, i) => i), (i) => rows[i].SQL, { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
     if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${shown(cfg.db)} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
     const heldOut = split.heldOut.map(toTask);

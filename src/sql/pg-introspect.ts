@@ -13,7 +13,7 @@ import { AgroError } from '../errors.ts';
 import type { DbDocs } from './docs-types.ts';
 import { affinityOf, summarizeValue, type IntrospectOptions } from './introspect.ts';
 import { quoteIdent } from './lexer.ts';
-import { SESSION_OPTIONS, errorKindOf, redactUrl, typeParsers } from './postgres.ts';
+import { errorKindOf, pgClientConfig, redactUrl, typeParsers } from './postgres.ts';
 import type { Column, ColumnStats, DbSchema, ForeignKey, SqlValue, Table } from './types.ts';
 
 /** SQLite's affinity of a PostgreSQL type, so prompts and the factory read both engines' columns alike. */
@@ -43,7 +43,7 @@ interface RawColumn {
 
 /** One read-only connection (the session options of every agro connection), or a one-line AgroError. */
 export async function connect(url: string): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: url, options: SESSION_OPTIONS, application_name: 'agro-introspect' } as pg.ClientConfig);
+  const c = new pg.Client(pgClientConfig(url, 'agro-introspect'));
   c.on('error', () => undefined);
   try {
     await c.connect();

@@ -65,6 +65,27 @@ export const SESSION_OPTIONS = ['default_transaction_read_only=on', 'standard_co
   .join(' ');
 
 /**
+ * A pg client's settings for a URL: its libpq `options` (`?options=-c%20search_path%3Dx`, how a variant
+ * database names its schema: pg-variants.ts) first, then `session` (default SESSION_OPTIONS), whose later
+ * `-c` wins. pg would otherwise let the URL's `options` replace the session's, read-only setting included.
+ */
+export function pgClientConfig(url: string, application_name: string, session: string = SESSION_OPTIONS): pg.ClientConfig {
+  let connectionString = url;
+  let own = '';
+  try {
+    const u = new URL(url);
+    own = u.searchParams.get('options') ?? '';
+    if (u.searchParams.has('options')) {
+      u.searchParams.delete('options');
+      connectionString = u.toString();
+    }
+  } catch {
+    // not a parsable URL: pg reports it when it connects
+  }
+  return { connectionString, options: own ? `${own} ${session}` : session, application_name } as pg.ClientConfig;
+}
+
+/**
  * statement_timeout is the limit itself: the server stops its own runaway with no other process to wake
  * (which matters on a saturated machine). agro's clock, AGRO_STOP_AFTER_MS later, is the backstop for
  * what statement_timeout does not count (the transfer of a large result after the statement ended, a
@@ -160,7 +181,7 @@ export class PgExecutor implements SqlExecutor {
   private server(url: string): Server {
     let s = this.servers.get(url);
     if (!s) {
-      const pool = new pg.Pool({ connectionString: url, max: this.size, options: SESSION_OPTIONS, idleTimeoutMillis: 30_000, application_name: 'agro' } as pg.PoolConfig);
+      const pool = new pg.Pool({ ...pgClientConfig(url, 'agro'), max: this.size, idleTimeoutMillis: 30_000 } as pg.PoolConfig);
       // An idle connection the server drops (restart, terminate) must not crash the process.
       pool.on('error', () => undefined);
       s = { pool, local: isLocal(url) };
@@ -173,7 +194,7 @@ export class PgExecutor implements SqlExecutor {
 
   private control(url: string, s: Server): Promise<pg.Client> {
     if (!s.control) {
-      const c = new pg.Client({ connectionString: url, options: SESSION_OPTIONS, application_name: 'agro-control' } as pg.ClientConfig);
+      const c = new pg.Client(pgClientConfig(url, 'agro-control'));
       c.on('error', () => {
         s.control = undefined;
       });

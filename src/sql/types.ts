@@ -65,6 +65,19 @@ export type ExecResult =
 export type TimeLimit = 'wall' | 'cpu' | 'wait';
 
 /** Runs read-only SQL against database files. The pool implementation is in pool.ts. */
+/**
+ * A variant database being filled (factory/augment.ts decides the rows): a SQLite file, or a schema on a
+ * PostgreSQL server (pg-variants.ts). Tables are named as the original's.
+ */
+export interface VariantWriter {
+  /** Up to `limit` rows of the original table's columns, in its stored order. */
+  readOriginal(table: string, columns: string[], limit: number): Promise<SqlValue[][]>;
+  /** What the variant's table holds so far (the columns asked), in insertion order. */
+  readVariant(table: string, columns: string[]): Promise<SqlValue[][]>;
+  /** Inserts the rows in order; a row a key or constraint refuses is skipped (SQLite's INSERT OR IGNORE). */
+  insert(table: string, columns: string[], rows: SqlValue[][]): Promise<void>;
+}
+
 export interface SqlExecutor {
   execute(dbPath: string, sql: string, opts?: ExecOptions): Promise<ExecResult>;
   close(): Promise<void>;

@@ -137,5 +137,5 @@ test('databases resolve as <root>/<db_id>/<db_id>.sqlite; unknown ones fail clea
   assertOneLineError(() => resolveDatabase(root, 'hospital'), 'not_found', join(root, 'hospital', 'hospital.sqlite'), /unknown db_id "hospital"/);
   assertOneLineError(() => resolveDatabase(join(tmp, 'no-root'), 'school'), 'not_found', join(tmp, 'no-root'), /database root not found/);
   assertOneLineError(() => resolveDatabase(root, '../retail'), 'invalid_input', '../retail', /not a plain name/);
-  assert.deepEqual(suiteVariants(join(tmp, 'no-suite'), 'school'), []);
+  assert.deepEqual(suiteVariants(join(tmp, 'no-suite'), 'school', join(tmp, 'school.sqlite')), []);
 });

@@ -14,13 +14,13 @@ import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
 import { silentProgress, type StageContext, type SynthPair } from '../../src/factory/types.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 
-test('variants keep the schema, keep foreign keys consistent, and are written atomically', () => {
+test('variants keep the schema, keep foreign keys consistent, and are written atomically', async () => {
   const dir = tmpDir();
   const path = makeShopDb(dir);
   const schema = introspectSchema(path);
   const graph = buildSchemaGraph(schema);
   const vdir = join(dir, 'variants', 'shop');
-  const paths = buildVariants(path, schema, graph, { count: 2, seed: 5, dir: vdir, maxRowsPerTable: 200 });
+  const paths = await buildVariants(path, schema, graph, { count: 2, seed: 5, dir: vdir, maxRowsPerTable: 200 });
   assert.deepEqual(readdirSync(vdir).sort(), ['variant-1.sqlite', 'variant-2.sqlite']); // no temp files left
   const ddl = (p: string) => {
     const db = new Database(p, { readonly: true });
@@ -51,7 +51,7 @@ test('variants keep the schema, keep foreign keys consistent, and are written at
   }
   orig.close();
   // deterministic for a seed: rebuilding into another directory gives identical contents
-  const again = buildVariants(path, schema, graph, { count: 1, seed: 5, dir: join(dir, 'again'), maxRowsPerTable: 200 });
+  const again = await buildVariants(path, schema, graph, { count: 1, seed: 5, dir: join(dir, 'again'), maxRowsPerTable: 200 });
   const dump = (p: string) => {
     const db = new Database(p, { readonly: true });
     const rows = db.prepare('SELECT * FROM order_items ORDER BY order_id, product_id').raw().all();
@@ -72,7 +72,7 @@ test('augmentation exposes an accidentally-right query', async () => {
   for (let i = 1; i <= 30; i++) ins.run(i, `p${i}`, 11 + (i % 10));
   db.close();
   const schema = introspectSchema(path);
-  const variants = buildVariants(path, schema, buildSchemaGraph(schema), { count: 3, seed: 1, dir: join(dir, 'v'), maxRowsPerTable: 100 });
+  const variants = await buildVariants(path, schema, buildSchemaGraph(schema), { count: 3, seed: 1, dir: join(dir, 'v'), maxRowsPerTable: 100 });
   const gold = 'SELECT name FROM player WHERE score > 10';
   const accidental = 'SELECT name FROM player';
   const pool = new SqlPool({ size: 2 });
@@ -94,7 +94,7 @@ test('ambiguity rule: ties at a LIMIT and join-inflated counts are rejected', as
   const path = makeShopDb(dir);
   const schema = introspectSchema(path);
   const graph = buildSchemaGraph(schema);
-  const variants = buildVariants(path, schema, graph, { count: 2, seed: 2, dir: join(dir, 'v'), maxRowsPerTable: 300 });
+  const variants = await buildVariants(path, schema, graph, { count: 2, seed: 2, dir: join(dir, 'v'), maxRowsPerTable: 300 });
   const pool = new SqlPool({ size: 2 });
   const ctx: StageContext = { dbId: 'shop', dbPath: path, schema, executor: pool, rng: new Rng(1), progress: silentProgress, variants, reject() {}, timeoutMs: 3000 };
   const mk = (ast: SynthPair['ast']): SynthPair => ({ id: 'x', dbId: 'shop', sql: printQuery(ast), ast, question: '', evidence: '', style: 'formal', difficulty: 'simple', provenance: { stages: [], checks: [] } });

@@ -36,7 +36,7 @@ test('ranked queries are synthesized with no tie at or above their LIMIT on the 
   const dir = tmpDir();
   const path = makeTiedDb(dir);
   const { schema, graph, profiles } = synthInputs(path);
-  const variants = buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
+  const variants = await buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
   const pool = new SqlPool({ size: 2 });
   try {
     const ctx: StageContext = { dbId: 'songs', dbPath: path, schema, executor: pool, rng: new Rng(5), progress: silentProgress, variants, reject() {}, timeoutMs: 3000 };
@@ -91,7 +91,7 @@ test('synthesis drafts concurrently but its output does not depend on which quer
   const dir = tmpDir();
   const path = makeShopDb(dir);
   const { schema, graph, profiles } = synthInputs(path);
-  const variants = buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
+  const variants = await buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
   const pool = new SqlPool({ size: 2 });
   try {
     // Each run delays every answer by its own random 0-3 ms, so drafts and verifications finish in a different order.

@@ -2,10 +2,11 @@ import type { Command } from 'commander';
 import { AgroError } from '../../errors.ts';
 import { copySqliteToPostgres, runAdminSql } from '../../sql/pg-copy.ts';
 import { sandboxRoleSql } from '../../sql/pg-setup.ts';
+import { dropVariantSchemas } from '../../sql/pg-variants.ts';
 import { isPostgresUrl, redactUrl } from '../../sql/postgres.ts';
 
 export function register(program: Command): void {
-  const db = program.command('db').description('Move databases between engines.');
+  const db = program.command('db').description('Move databases between engines, and drop the variant databases a server holds.');
   db.command('copy')
     .description('Load a SQLite database into PostgreSQL (types mapped, primary and foreign keys kept), creating the database when missing.')
     .argument('<sqlite>', 'SQLite database file')
@@ -26,5 +27,13 @@ export function register(program: Command): void {
         process.stdout.write(`role ${opts.reader} may read ${database} (read-only)\n`);
       }
       process.stdout.write(`copied ${r.tables.length} tables into ${redactUrl(url)} in ${(r.elapsedMs / 1000).toFixed(1)} s\n`);
+    });
+  db.command('drop-variants')
+    .description('Drop the variant databases `agro synth` made on a server (every agro_variant_* schema of the database).')
+    .argument('<url>', 'postgres://user:password@host:port/database (the role that made them, or the owner)')
+    .action(async (url: string) => {
+      if (!isPostgresUrl(url)) throw new AgroError('usage', `not a postgres:// URL: ${url}`);
+      const dropped = await dropVariantSchemas(url);
+      process.stdout.write(`dropped ${dropped.length} variant schema${dropped.length === 1 ? '' : 's'} from ${redactUrl(url)}${dropped.length ? `: ${dropped.join(', ')}` : ''}\n`);
     });
 }

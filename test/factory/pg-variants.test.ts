@@ -1,0 +1,129 @@
+// Issue 34, the factory on a server: variant databases as schemas of the database (sql/pg-variants.ts,
+// factory/augment.ts buildServerVariants), made by a role that may create them, skipped with one line by one
+// that may not, read back through the sandbox by URL.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runFactory } from '../../src/factory/pipeline.ts';
+import { suiteVariants } from '../../src/data/databases.ts';
+import { createExecutor, introspectDatabase } from '../../src/sql/executor.ts';
+import { copySqliteToPostgres, runAdminSql } from '../../src/sql/pg-copy.ts';
+import { sandboxRoleSql } from '../../src/sql/pg-setup.ts';
+import { buildPgVariant, dropVariantSchemas, variantUrl } from '../../src/sql/pg-variants.ts';
+import { testSuiteMatch } from '../../src/sql/testsuite.ts';
+import type { SqlExecutor } from '../../src/sql/types.ts';
+import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
+import { makeShopDb, tmpDir } from './fixtures.ts';
+
+describe('variant databases on a PostgreSQL server', { skip: PG.skip }, () => {
+  let server: PgServer;
+  let maker: string; // may create schemas in shop (and read its tables)
+  let reader: string; // the sandboxed role: read grants only
+  let exec: SqlExecutor;
+  const schemas = async (): Promise<Array<[string, number]>> =>
+    (await server.admin(`SELECT nspname, oid::int FROM pg_namespace WHERE nspname LIKE 'agro\\_variant\\_%' ORDER BY nspname`, 'shop')) as Array<[string, number]>;
+
+  before(async () => {
+    server = await startPostgres();
+    await copySqliteToPostgres(makeShopDb(tmpDir()), server.adminUrl('shop'));
+    await runAdminSql(server.adminUrl('shop'), [
+      ...sandboxRoleSql({ role: 'agro_r', password: 'r-pw', database: 'shop' }),
+      "CREATE ROLE agro_maker LOGIN PASSWORD 'm-pw'",
+      'GRANT CONNECT, CREATE ON DATABASE shop TO agro_maker',
+      'GRANT USAGE ON SCHEMA public TO agro_maker',
+      'GRANT SELECT ON ALL TABLES IN SCHEMA public TO agro_maker',
+    ]);
+    maker = server.url('agro_maker', 'm-pw', 'shop');
+    reader = server.url('agro_r', 'r-pw', 'shop');
+    exec = createExecutor({ size: 2 });
+  });
+  after(async () => {
+    await exec?.close();
+    await server?.stop();
+  });
+
+  test('a role that may create schemas gets variants: same tables, other rows, recorded, reused, and the test suite compares on them', async () => {
+    const out = join(tmpDir(), 'out');
+    const logs: string[] = [];
+    const r = await runFactory({ db: maker, out, n: 30, seed: 1, variants: 2, variantRows: 200 }, { executor: exec, log: (l) => logs.push(l) });
+    assert.deepEqual(logs, []);
+    const made = await schemas();
+    assert.equal(made.length, 2);
+    // The manifest names each variant by the database's URL with its schema as search_path, without the password.
+    assert.equal(r.manifest.variants.length, 2);
+    for (const [i, v] of r.manifest.variants.entries()) {
+      assert.ok(v.startsWith('postgres://agro_maker:***@'), v);
+      assert.match(v, new RegExp(`options=-c%20search_path%3D${made[i][0]}$`));
+    }
+    assert.ok(!readFileSync(join(out, 'manifest.json'), 'utf8').includes('m-pw'));
+    // What the suite readers find: the same URLs, with the password of the database's URL.
+    const urls = suiteVariants(join(out, 'variants'), r.manifest.dbId, maker);
+    assert.deepEqual(urls, made.map(([s]) => variantUrl(maker, s)));
+    // The same tables and columns as the original, read through the sandboxed executor by URL.
+    const shape = (s: Awaited<ReturnType<typeof introspectDatabase>>) => s.tables.map((t) => `${t.name}(${t.columns.map((c) => c.name).join(',')})`);
+    const original = await introspectDatabase(maker);
+    for (const u of urls) assert.deepEqual(shape(await introspectDatabase(u)), shape(original));
+    // Other rows: perturbed prices, foreign keys pointing at rows the variant has.
+    const one = async (db: string, sql: string) => {
+      const x = await exec.execute(db, sql);
+      assert.ok(x.ok, x.ok ? '' : x.message);
+      return x.rows[0][0];
+    };
+    const sum = await one(maker, 'SELECT SUM(price) FROM products');
+    for (const u of urls) {
+      assert.notEqual(await one(u, 'SELECT SUM(price) FROM products'), sum);
+      assert.equal(await one(u, 'SELECT COUNT(*) FROM orders WHERE customer_id NOT IN (SELECT customer_id FROM customers)'), 0);
+      // The session is still read-only on a variant's URL.
+      assert.equal(await one(u, "SELECT current_setting('default_transaction_read_only')"), 'on');
+    }
+    // The sandboxed role reads the original's tables, so it reads the variants' (the reward may run as it).
+    for (const [s] of made) assert.equal(await one(variantUrl(reader, s), 'SELECT SUM(price) FROM products'), await one(urls[made.findIndex(([x]) => x === s)], 'SELECT SUM(price) FROM products'));
+    // Every written pair ran on every variant (the ambiguity stage requires it).
+    for (const row of r.rows.slice(0, 10)) for (const u of urls) assert.ok((await exec.execute(u, row.SQL)).ok, row.SQL);
+    // Test-suite comparison (what the reward and `agro eval --suite` do): a constant right on the original is wrong on a variant.
+    const lit = await testSuiteMatch(exec, `SELECT ${String(sum)}`, 'SELECT SUM(price) FROM products', [maker, ...urls], { mode: 'spider' });
+    assert.equal(lit.perDb[0].match, true);
+    assert.equal(lit.match, false);
+    assert.equal((await testSuiteMatch(exec, 'SELECT SUM(T1.price) FROM products AS T1', 'SELECT SUM(price) FROM products', [maker, ...urls], { mode: 'spider' })).match, true);
+    // A rerun with the same arguments reuses them; other arguments rebuild them.
+    await runFactory({ db: maker, out, n: 30, seed: 1, variants: 2, variantRows: 200 }, { executor: exec });
+    assert.deepEqual(await schemas(), made);
+    await runFactory({ db: maker, out, n: 30, seed: 2, variants: 1, variantRows: 200 }, { executor: exec });
+    const remade = await schemas();
+    assert.equal(remade.length, 1);
+    assert.notEqual(remade[0][1], made[0][1]);
+    assert.deepEqual(await dropVariantSchemas(maker), [remade[0][0]]);
+    assert.deepEqual(await schemas(), []);
+  });
+
+  test('the sandboxed role may not create schemas: one line says so, and the pairs are checked on the original alone', async () => {
+    const logs: string[] = [];
+    const r = await runFactory({ db: reader, out: join(tmpDir(), 'out'), n: 20, seed: 1, variants: 2 }, { executor: exec, log: (l) => logs.push(l) });
+    assert.equal(logs.length, 1);
+    assert.match(logs[0], /^no variant databases on PostgreSQL \(2 asked; role agro_r may not CREATE schemas in database shop\): pairs are checked on postgres:\/\/agro_r:\*\*\*@/);
+    assert.deepEqual(r.manifest.variants, []);
+    assert.ok(r.rows.length > 0);
+    assert.deepEqual(await schemas(), []);
+  });
+
+  test('a variant whose making fails leaves nothing behind (one transaction)', async () => {
+    await assert.rejects(
+      buildPgVariant(maker, 'agro_variant_broken_1', ['customers'], async (w) => {
+        await w.insert('customers', ['customer_id', 'name'], [[1, 'a']]);
+        throw new Error('interrupted');
+      }),
+      /cannot make variant agro_variant_broken_1 .*interrupted/,
+    );
+    assert.deepEqual(await schemas(), []);
+  });
+
+  test('a URL\'s own options come before the session\'s: they cannot turn the read-only session off', async () => {
+    // agro_maker's role sets nothing: the session's options alone keep it read-only.
+    const u = new URL(maker);
+    u.search = `?options=${encodeURIComponent('-c default_transaction_read_only=off -c search_path=pg_catalog,public')}`;
+    const x = await exec.execute(u.toString(), "SELECT current_setting('default_transaction_read_only'), current_setting('search_path')");
+    assert.ok(x.ok, x.ok ? '' : x.message);
+    assert.deepEqual(x.rows[0], ['on', 'pg_catalog,public']);
+  });
+});
