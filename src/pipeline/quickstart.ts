@@ -69,6 +69,11 @@ export const quickstartConfigSchema = z.strictObject({
   /** Samples per question for pass@k (headroom) and for the RL prompt filter. */
   passSamples: z.number().int().min(2).default(4),
   /**
+   * Held-out questions the headroom (pass@k before and after RL) is sampled on: the same seeded subset both
+   * times. A diagnostic, so a subset: all 360 questions × 4 samples, twice, were ~2 of the quickstart's minutes.
+   */
+  headroomQuestions: z.number().int().min(1).default(120),
+  /**
    * Which RL questions train, after sampling each passSamples times with the SFT policy. 'filtered': only those it
    * got right sometimes (0 < correct < passSamples: the only groups with a learning signal), all through RL. 'active'
    * (the active-pool sampler, src/rl/hooks.ts): every RL question, starting from those counts; a question leaves the
@@ -187,8 +192,9 @@ export interface QuickstartReport {
   /** RL questions by how many of passSamples samples the SFT policy got right, and how many were kept. */
   rlFilter?: { candidates: number; kept: number; byCorrect: number[] };
   coldStart?: { candidates: number; selected: number; verify: number; lookup?: number; structures: number; randomStructures: number };
-  sft?: { steps: number; bestStep?: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number> };
-  rl?: { steps: number; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number>; firstReward: number; lastReward: number; zeroSignal: number };
+  /** passAt: pass@k on `passOn` held-out questions (headroomQuestions of them, all when fewer). */
+  sft?: { steps: number; bestStep?: number; finalLoss: number | null; heldOutLoss: number | null; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number>; passOn?: number };
+  rl?: { steps: number; checkpoint: string; seconds: number; eval: PolicyEval; passAt?: Record<number, number>; passOn?: number; firstReward: number; lastReward: number; zeroSignal: number };
 }
 
 export interface QuickstartHooks {
@@ -273,6 +279,7 @@ async function predictEval(checkpoint: string, data: string, dbRoot: string, sui
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+const onQuestions = (on: number | undefined, n: number): string => (on !== undefined && on < n ? ` on ${on} of them` : '');
 const passText = (p: Record<number, number> | undefined): string => (p ? Object.entries(p).map(([k, v]) => `pass@${k} ${pct(v)}`).join(', ') : '-');
 
 /**
@@ -358,6 +365,8 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     const split = splitBySkeleton(rows.map((_, i) => i), (i) => rows[i].SQL, { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
     if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${shown(cfg.db)} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
     const heldOut = split.heldOut.map(toTask);
+    // The same seeded subset before and after RL, so the two headrooms compare.
+    const headroomSet = new Rng(cfg.seed ^ 0x4ead).shuffle([...heldOut]).slice(0, cfg.headroomQuestions);
     // SFT reads every phrasing of its queries, a share of them with noise as people type (RL and the held-out
     // set keep the first, clean phrasing).
     const noiseRng = new Rng(cfg.seed ^ 0x5eed);
@@ -423,13 +432,13 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
       const ev = await predictEval(res.checkpoint, heldOutPath, dbRoot, suiteDir, join(sftDir, 'predict'), pool, hooks.signal);
       writeJsonAtomic(join(sftDir, 'predictions.json'), ev.predictions);
-      const headroom = await samplePassRates(env, heldOut, model, tokenizer, { ...evalOpts, samples: cfg.passSamples });
-      report.sft = { steps: res.steps, ...(res.best ? { bestStep: res.best.step } : {}), finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev, passAt: headroom.passAt };
+      const headroom = await samplePassRates(env, headroomSet, model, tokenizer, { ...evalOpts, samples: cfg.passSamples });
+      report.sft = { steps: res.steps, ...(res.best ? { bestStep: res.best.step } : {}), finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev, passAt: headroom.passAt, passOn: headroomSet.length };
       save();
       model.dispose();
     }
     const stopped = report.sft.bestStep !== undefined ? `stopped at step ${report.sft.steps}, kept step ${report.sft.bestStep} (validation loss ${report.sft.heldOutLoss?.toFixed(3)})` : `held-out loss ${report.sft.heldOutLoss?.toFixed(3) ?? '-'}`;
-    log(`[2/4] after SFT: ${stopped}, execution accuracy ${pct(report.sft.eval.accuracy)} on ${report.sft.eval.n} held-out questions (${report.sft.seconds}s); headroom ${passText(report.sft.passAt)}`);
+    log(`[2/4] after SFT: ${stopped}, execution accuracy ${pct(report.sft.eval.accuracy)} on ${report.sft.eval.n} held-out questions (${report.sft.seconds}s); headroom${onQuestions(report.sft.passOn, report.sft.eval.n)} ${passText(report.sft.passAt)}`);
 
     // ---- 3. GRPO ----
     const rlDir = join(out, 'grpo');
@@ -487,14 +496,14 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
       const ev = await predictEval(res.checkpoint, heldOutPath, dbRoot, suiteDir, join(rlDir, 'predict'), pool, hooks.signal);
       writeJsonAtomic(join(rlDir, 'predictions.json'), ev.predictions);
-      const after = await samplePassRates(env, heldOut, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples });
+      const after = await samplePassRates(env, headroomSet, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples });
       const k = Math.max(1, Math.floor(rewards.length / 3));
       const avg = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-      report.rl = { steps: res.steps, checkpoint: res.checkpoint, seconds, eval: ev, passAt: after.passAt, firstReward: avg(rewards.slice(0, k)), lastReward: avg(rewards.slice(-k)), zeroSignal: avg(zero) };
+      report.rl = { steps: res.steps, checkpoint: res.checkpoint, seconds, eval: ev, passAt: after.passAt, passOn: headroomSet.length, firstReward: avg(rewards.slice(0, k)), lastReward: avg(rewards.slice(-k)), zeroSignal: avg(zero) };
       save();
       ck.model.dispose();
     }
-    log(`[3/4] after ${cfg.algo}: execution accuracy ${pct(report.rl.eval.accuracy)}, ${passText(report.rl.passAt)} (tool calls per episode ${report.rl.eval.toolCalls.toFixed(2)}), mean reward ${report.rl.firstReward.toFixed(3)} → ${report.rl.lastReward.toFixed(3)}, zero-signal groups ${pct(report.rl.zeroSignal ?? 0)} (${report.rl.seconds}s)`);
+    log(`[3/4] after ${cfg.algo}: execution accuracy ${pct(report.rl.eval.accuracy)}, headroom${onQuestions(report.rl.passOn, report.rl.eval.n)} ${passText(report.rl.passAt)} (tool calls per episode ${report.rl.eval.toolCalls.toFixed(2)}), mean reward ${report.rl.firstReward.toFixed(3)} → ${report.rl.lastReward.toFixed(3)}, zero-signal groups ${pct(report.rl.zeroSignal ?? 0)} (${report.rl.seconds}s)`);
 
     // ---- 4. summary ----
     const gain = 100 * (report.rl.eval.accuracy - report.sft.eval.accuracy);
