@@ -39,7 +39,19 @@ const SQL_FUNCTION_WORDS =
   'cume_dist integer int real text numeric float double precision varchar boolean bigint smallint decimal ' +
   'timestamp unbounded preceding following current top';
 
-const SQL_WORDS: readonly string[] = [...SQL_KEYWORDS, ...SQL_FUNCTION_WORDS.split(' ')];
+/**
+ * SQLite keywords that only statements other than a query use (DDL, transactions, pragmas): a read-only
+ * query never holds them, and a model short of a name reaches for them (`SELECT foreign FROM customers`).
+ */
+const NOT_IN_QUERIES = new Set(
+  ('abort action add after alter analyze attach autoincrement before begin cascade check commit conflict ' +
+    'constraint create database default deferrable deferred delete detach drop each exclusive explain fail ' +
+    'foreign ignore immediate index indexed initially insert instead key no nothing plan pragma primary query ' +
+    'raise references reindex release rename restrict rollback savepoint set table temp temporary ' +
+    'transaction trigger update vacuum view virtual without').split(' '),
+);
+
+const SQL_WORDS: readonly string[] = [...[...SQL_KEYWORDS].filter((w) => !NOT_IN_QUERIES.has(w)), ...SQL_FUNCTION_WORDS.split(' ')];
 
 /** The alias a query may use before declaring it: T1, T2, … (lower case here). */
 const NUMBERED_ALIAS = /^t\d+$/;

@@ -70,6 +70,8 @@ test('the filter refuses a name the database does not have, at the token that ma
     ['<answer>SELECT T2.title FROM albums AS T1 JOIN artists AS T2 ON T2.title = T1.title</answer>', 'T2.title ='],
     ['<answer>SELECT artists.title FROM artists</answer>', 'artists.title'],
     ['<answer>SELECT name FROM 100</answer>', '10'],
+    // A keyword no query uses is no loophole either.
+    ['<answer>SELECT foreign FROM customers</answer>', 'foreign'],
     // Quoting is no loophole where a name must stand, nor is half a UTF-8 character.
     ['<answer>SELECT COUNT(*) FROM "match"</answer>', '"ma'],
     ['<answer>SELECT T1."sum" FROM artists AS T1</answer>', '"su'],
