@@ -30,13 +30,22 @@ export function isPostgresUrl(db: string): boolean {
   return /^postgres(?:ql)?:\/\//i.test(db);
 }
 
+/**
+ * A URL as written again after an edit: WHATWG serialization percent-encodes the braces of a database root's
+ * `{db_id}` placeholder (`postgres://u:p@host/bird_{db_id}`, data/databases.ts), which then names no placeholder.
+ */
+function serialize(u: URL, original: string): string {
+  const s = u.toString();
+  return original.includes('{db_id}') ? s.replaceAll('%7Bdb_id%7D', '{db_id}') : s;
+}
+
 /** The URL without its password, for messages and reports (anything else is returned as it is). */
 export function redactUrl(url: string): string {
   if (!isPostgresUrl(url)) return url;
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
-    return u.toString();
+    return serialize(u, url);
   } catch {
     return url.replace(/:[^:@/]*@/, ':***@');
   }
@@ -56,7 +65,7 @@ export function withoutRedactedPassword(url: string): string {
   }
   if (u.password !== '***') return url;
   u.password = '';
-  return u.toString();
+  return serialize(u, url);
 }
 
 /** Session settings every connection starts with (libpq `options`): read-only, plain strings, ISO dates in UTC. */

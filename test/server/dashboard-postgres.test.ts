@@ -1,8 +1,12 @@
 // The dashboard on PostgreSQL: a server database given to it (`agro dashboard --db <url>`) and a factory output made
 // on a server (its manifest names the URL without the password, which PGPASSWORD gives) are listed without the
 // password, and the SQL runner, the Playground (prompt and episode) and the Data page's coverage run on the server.
+// The Evaluations page, served by `agro dashboard` on loopback: a quickstart's predictions made on a server are
+// scored there as `agro eval --db-root <url>` scores them, and an `agro eval --db-root <url>` report's side-by-side
+// results are the server's rows; no response holds the password.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { copySqliteToPostgres, runAdminSql } from '../../src/sql/pg-copy.ts';
@@ -11,9 +15,11 @@ import { redactUrl, withoutRedactedPassword } from '../../src/sql/postgres.ts';
 import { createExecutor } from '../../src/sql/executor.ts';
 import { dashboardRoutes } from '../../src/server/dashboard.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
-import type { DatasetDetail, PlaygroundEvent } from '../../src/server/dashboard/api-types.ts';
+import { resolveQuickstartConfig } from '../../src/pipeline/quickstart.ts';
+import type { EvalReport } from '../../src/eval/types.ts';
+import type { CompareResult, DatasetDetail, EvalDetail, PlaygroundEvent } from '../../src/server/dashboard/api-types.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
-import { DEV, MUSIC, tempDir } from '../adversarial/support.ts';
+import { BIN, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
 import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
 
 const PASSWORD = 'dash-pg-secret';
@@ -98,5 +104,140 @@ describe('dashboard on PostgreSQL', { skip: PG.skip }, () => {
       await llm.close();
       await exec.close();
     }
+  });
+});
+
+/** `agro dashboard <dir> ...args` on a free loopback port, with `env`; its base URL, and stop() (SIGINT, as a user's Ctrl-C). */
+async function startDashboard(dir: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ url: string; output: () => string; stop: () => Promise<number | null> }> {
+  const child = spawn(process.execPath, [BIN, 'dashboard', dir, '--no-open', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  let out = '';
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const url = await new Promise<string>((res, rej) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      if (m) res(m[1]);
+    });
+    child.once('exit', (code) => rej(new Error(`agro dashboard exited ${code}: ${out}`)));
+  });
+  return {
+    url,
+    output: () => out,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGINT');
+      return exited;
+    },
+  };
+}
+
+describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
+  let server: PgServer;
+  const tmp = tempDir();
+  const DB = 'bird_shop';
+  // A genre only the server has: rows and counts that come from the bundled SQLite file would lack it.
+  const SERVER_ONLY = 'Server Only';
+  // Predictions and gold SQL of a quickstart's held-out file (db_id: the server database's name, as quickstart
+  // writes it). #2's prediction is PostgreSQL's own (`~*`), an error on SQLite.
+  const QUESTIONS: { question: string; gold: string; pred: string }[] = [
+    { question: 'How many genres are there?', gold: 'SELECT COUNT(*) FROM genres', pred: 'SELECT COUNT(*) FROM genres' },
+    { question: 'Genres from id 11 on?', gold: 'SELECT name FROM genres WHERE genre_id >= 11 ORDER BY genre_id', pred: 'SELECT name FROM genres WHERE genre_id BETWEEN 11 AND 12' },
+    { question: 'How many tracks have signals in their name?', gold: "SELECT COUNT(*) FROM tracks WHERE name ILIKE '%signals%'", pred: "SELECT COUNT(*) FROM tracks WHERE name ~* 'signals'" },
+    { question: 'Which genre is Jazz?', gold: "SELECT genre_id FROM genres WHERE name = 'Jazz'", pred: 'SELECT nope FROM genres' },
+    { question: 'How many media types?', gold: 'SELECT COUNT(*) FROM media_types', pred: 'DELETE FROM genres' },
+  ];
+
+  before(async () => {
+    server = await startPostgres();
+    await copySqliteToPostgres(MUSIC, server.adminUrl(DB));
+    await server.admin(`INSERT INTO genres (genre_id, name) VALUES (13, '${SERVER_ONLY}')`, DB);
+    await runAdminSql(server.adminUrl(DB), sandboxRoleSql({ role: 'agro_evals', password: PASSWORD, database: DB }));
+  });
+  after(async () => {
+    await server?.stop();
+    tmp.cleanup();
+  });
+
+  test('a quickstart\'s predictions made on a server are scored as `agro eval` scores them; side by side, the server\'s rows', { timeout: 240_000 }, async () => {
+    const url = server.url('agro_evals', PASSWORD, DB);
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.PGPASSWORD;
+    const runs = join(tmp.dir, 'evals');
+    // The quickstart's layout: report.json (its config names the server without the password), held_out.jsonl, grpo/predictions.json.
+    const qs = join(runs, 'qs');
+    mkdirSync(join(qs, 'grpo'), { recursive: true });
+    writeFileSync(join(qs, 'report.json'), JSON.stringify({ config: { ...resolveQuickstartConfig({ db: url, out: qs }), db: redactUrl(url) } }));
+    const rows = (dbId: string) => QUESTIONS.map((q, i) => JSON.stringify({ question_id: i, db_id: dbId, question: q.question, evidence: '', SQL: q.gold, difficulty: 'simple' })).join('\n') + '\n';
+    writeFileSync(join(qs, 'held_out.jsonl'), rows(DB));
+    writeFileSync(join(qs, 'grpo', 'predictions.json'), JSON.stringify(QUESTIONS.map((q) => q.pred)));
+    // The same questions under db_id `shop`, for a root that puts it where `{db_id}` is: bird_{db_id}.
+    writeFileSync(join(tmp.dir, 'shop.jsonl'), rows('shop'));
+
+    const agroEval = (data: string, dbRoot: string, out: string): EvalReport => {
+      const r = spawnSync(process.execPath, [BIN, 'eval', '--data', data, '--pred', join(qs, 'grpo', 'predictions.json'), '--db-root', dbRoot, '--timeout', '10000', '--out', out], { encoding: 'utf8', env, timeout: 120_000 });
+      assert.equal(r.status, 0, r.stderr);
+      return JSON.parse(readFileSync(out, 'utf8')) as EvalReport;
+    };
+    const plain = agroEval(join(qs, 'held_out.jsonl'), url, join(runs, 'eval', 'report.json'));
+    const template = agroEval(join(tmp.dir, 'shop.jsonl'), server.url('agro_evals', PASSWORD, 'bird_{db_id}'), join(runs, 'eval-template', 'report.json'));
+    const expected = [['match'], ['mismatch'], ['match'], ['pred_error', 'syntax'], ['pred_error', 'refused']];
+    for (const report of [plain, template]) assert.deepEqual(report.questions.map((q) => (q.errorKind ? [q.outcome, q.errorKind] : [q.outcome])), expected);
+    // The reports name their root without the password, the `{db_id}` root as one.
+    assert.equal(plain.dbRoot, redactUrl(url));
+    assert.match(template.dbRoot, /^postgres:\/\/agro_evals:\*\*\*@127\.0\.0\.1:\d+\/bird_\{db_id\}$/);
+
+    // The reports name the server without the password: the dashboard has it from PGPASSWORD. The URL with the
+    // password is given too (the SQL runner's database), so a response could leak it.
+    const dash = await startDashboard(runs, ['--db', url], { ...env, PGPASSWORD: PASSWORD });
+    const bodies: string[] = [];
+    const get = async <T>(path: string): Promise<T> => {
+      const res = await fetch(dash.url + path);
+      const text = await res.text();
+      bodies.push(text);
+      assert.equal(res.status, 200, `${path}: ${text}`);
+      return JSON.parse(text) as T;
+    };
+    let exit: number | null;
+    try {
+      const ov = await get<{ evals: { id: string; source: string }[] }>('api/overview');
+      assert.deepEqual(ov.evals.map((e) => [e.id, e.source]).sort(), [['eval-template/report.json', 'report'], ['eval/report.json', 'report'], ['qs/grpo/predictions.json', 'predictions']]);
+
+      // (1) The quickstart's predictions, scored on demand on the server: agro eval's outcome for every question.
+      const scored = await get<EvalDetail>(`api/eval?id=${encodeURIComponent('qs/grpo/predictions.json')}`);
+      assert.deepEqual(
+        scored.questions.map((q) => [q.index, q.outcome, q.errorKind ?? null]),
+        plain.questions.map((q) => [q.index, q.outcome, q.errorKind ?? null]),
+      );
+      assert.deepEqual([scored.summary.count, scored.summary.correct], [plain.summary.count, plain.summary.correct]);
+      assert.equal(scored.questions[1].question, QUESTIONS[1].question);
+
+      // (2) Side by side, for the quickstart's scoring and both reports: the rows are the server's.
+      const serverGenres = Number((await server.admin('SELECT COUNT(*) FROM genres', DB))[0][0]);
+      assert.equal(serverGenres, 13);
+      for (const id of ['qs/grpo/predictions.json', 'eval/report.json', 'eval-template/report.json']) {
+        const compare = (i: number) => get<CompareResult>(`api/eval/compare?${new URLSearchParams({ id, index: String(i) })}`);
+        const count = await compare(0);
+        assert.ok(count.pred.ok && count.gold.ok, `${id} #0: ${JSON.stringify(count)}`);
+        assert.deepEqual([count.pred.rows, count.gold.rows], [[[serverGenres]], [[serverGenres]]], id);
+        const names = await compare(1);
+        assert.deepEqual(names.gold.rows, [['Latin'], ['Soundtrack'], [SERVER_ONLY]], id);
+        assert.deepEqual(names.pred.rows, [['Latin'], ['Soundtrack']], id);
+        assert.deepEqual([names.predExtra, names.goldMissing], [[false, false], [false, false, true]], id);
+        // PostgreSQL's own operator runs there.
+        const regex = await compare(2);
+        assert.ok(regex.pred.ok, `${id} #2: ${JSON.stringify(regex.pred)}`);
+        assert.deepEqual(regex.pred.rows, regex.gold.rows, id);
+        assert.ok(Number(regex.gold.rows[0][0]) > 0, id);
+        // The write is refused by the guard, not run: the server's genres are as they were.
+        const write = await compare(4);
+        assert.equal(write.pred.ok, false, id);
+      }
+      assert.equal(Number((await server.admin('SELECT COUNT(*) FROM genres', DB))[0][0]), serverGenres);
+    } finally {
+      exit = await dash.stop();
+    }
+    assert.equal(exit, 0, dash.output());
+    for (const body of bodies) assert.ok(!body.includes(PASSWORD), `a response holds the password: ${body.slice(0, 300)}`);
+    assert.ok(!dash.output().includes(PASSWORD), 'the dashboard printed the password');
   });
 });

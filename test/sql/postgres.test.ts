@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createExecutor, engineOf, introspectDatabase } from '../../src/sql/executor.ts';
 import { pgDocs } from '../../src/sql/pg-introspect.ts';
 import { sandboxRoleSql } from '../../src/sql/pg-setup.ts';
-import { isPostgresUrl, PgExecutor } from '../../src/sql/postgres.ts';
+import { isPostgresUrl, PgExecutor, redactUrl, withoutRedactedPassword } from '../../src/sql/postgres.ts';
 import { renderSchema } from '../../src/sql/render.ts';
 import type { ExecResult, SqlExecutor } from '../../src/sql/types.ts';
 import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
@@ -22,6 +22,16 @@ test('a database string is a SQLite path or a postgres:// URL', () => {
   assert.equal(engineOf('postgres://u:p@127.0.0.1:5432/shop'), 'postgres');
   assert.equal(engineOf('postgresql://127.0.0.1/shop'), 'postgres');
   assert.equal(isPostgresUrl('./postgres/file.sqlite'), false);
+});
+
+test('a URL without its password: redacted for reports, then without one (PGPASSWORD gives it); a {db_id} root stays one', () => {
+  assert.equal(redactUrl('postgres://u:secret@h:5432/shop?sslmode=disable'), 'postgres://u:***@h:5432/shop?sslmode=disable');
+  assert.equal(withoutRedactedPassword('postgres://u:***@h:5432/shop'), 'postgres://u@h:5432/shop');
+  assert.equal(withoutRedactedPassword('postgres://u:pw@h/shop'), 'postgres://u:pw@h/shop');
+  assert.equal(redactUrl('/data/shop.sqlite'), '/data/shop.sqlite');
+  // An `agro eval --db-root 'postgres://u:p@h/bird_{db_id}'` report is read back as that root (the dashboard's side by side).
+  assert.equal(redactUrl('postgres://u:secret@h/bird_{db_id}'), 'postgres://u:***@h/bird_{db_id}');
+  assert.equal(withoutRedactedPassword(redactUrl('postgres://u:secret@h/bird_{db_id}')), 'postgres://u@h/bird_{db_id}');
 });
 
 describe('PostgreSQL executor and introspection', { skip: PG.skip }, () => {
