@@ -127,10 +127,13 @@ describe('PostgreSQL executor and introspection', { skip: PG.skip }, () => {
   });
 
   test('a runaway stops at its wall or CPU limit', async () => {
-    const wall = await exec.execute(url, 'SELECT pg_sleep(5)', { timeoutMs: 200 });
+    // 50 ms past the limit, scaled on an oversubscribed machine (see pg-sandbox.test.ts). A stop that was
+    // late once runs again: a cancel that does not work is late every time, a burst of load delays one run.
+    const bound = (): number => 200 + 50 * Math.max(1, loadavg()[0] / availableParallelism());
+    let wall = await exec.execute(url, 'SELECT pg_sleep(5)', { timeoutMs: 200 });
+    if (wall.elapsedMs >= bound()) wall = await exec.execute(url, 'SELECT pg_sleep(5)', { timeoutMs: 200 });
     assert.ok(!wall.ok && wall.error === 'timeout' && wall.limit === 'wall', JSON.stringify(wall));
-    // 50 ms past the limit, scaled on an oversubscribed machine (see pg-sandbox.test.ts).
-    assert.ok(wall.elapsedMs < 200 + 50 * Math.max(1, loadavg()[0] / availableParallelism()), String(wall.elapsedMs));
+    assert.ok(wall.elapsedMs < bound(), String(wall.elapsedMs));
     const cpu = await exec.execute(url, 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r', { timeoutMs: 10_000, cpuMs: 150 });
     assert.ok(!cpu.ok && cpu.error === 'timeout' && cpu.limit === 'cpu', JSON.stringify(cpu));
     assert.ok(cpu.elapsedMs < 1000, String(cpu.elapsedMs));
