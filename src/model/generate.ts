@@ -494,7 +494,7 @@ class NativeDecoder implements Decoder {
 export async function sequenceLogProbs(
   model: LlamaModel,
   seqs: number[][],
-  opts: { batchSize?: number } = {},
+  opts: { batchSize?: number; temperature?: number } = {},
 ): Promise<number[][]> {
   const cfg = model.config;
   checkSequences(seqs, cfg.vocabSize, cfg.maxPositions);
@@ -517,7 +517,7 @@ export async function sequenceLogProbs(
     });
     const ids = tf.tensor2d(idsD, [chunk.length, T], 'int32');
     const tg = tf.tensor2d(tgD, [chunk.length, T], 'int32');
-    const lp = tf.tidy(() => model.tokenLogProbs(ids, tg).logp);
+    const lp = tf.tidy(() => model.tokenLogProbs(ids, tg, { temperature: opts.temperature }).logp);
     const d = (await lp.data()) as Float32Array;
     ids.dispose();
     tg.dispose();

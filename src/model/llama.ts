@@ -493,16 +493,23 @@ export class LlamaModel {
     });
   }
 
-  /** Per-token log-probs of targets, differentiable (call inside tf.variableGrads). ids/targets: int32 [B,T]. */
+  /**
+   * Per-token log-probs of targets, differentiable (call inside tf.variableGrads). ids/targets: int32 [B,T].
+   * temperature (default 1) divides the logits first: the distribution a sampler at that temperature draws from,
+   * as TRL and verl score their rollouts.
+   */
   tokenLogProbs(
     ids: tf.Tensor2D,
     targets: tf.Tensor2D,
-    opts: { withEntropy?: boolean; attention?: ForwardOptions['attention'] } = {},
+    opts: { withEntropy?: boolean; attention?: ForwardOptions['attention']; temperature?: number } = {},
   ): { logp: tf.Tensor2D; entropy?: tf.Tensor2D } {
     const [B, T] = ids.shape;
     if (targets.shape[0] !== B || targets.shape[1] !== T)
       throw new AgroError('invalid_input', `targets shape [${targets.shape}] differs from ids shape [${ids.shape}]`);
-    const logits = this.logits(this.forwardHidden(ids, { attention: opts.attention }).hidden);
+    const raw = this.logits(this.forwardHidden(ids, { attention: opts.attention }).hidden);
+    const temperature = opts.temperature ?? 1;
+    if (!(temperature > 0)) throw new AgroError('invalid_input', `temperature must be > 0, got ${temperature}`);
+    const logits = temperature === 1 ? raw : (tf.div(raw, temperature) as tf.Tensor2D);
     // Out-of-range targets (e.g. -1 padding) would read outside the wasm heap: clamp them; callers mask those positions.
     const tg = tf.clipByValue(tf.reshape(targets, [-1]), 0, this.config.vocabSize - 1) as tf.Tensor1D;
     const logp = tf.reshape(selectLogProbs(logits, tg), [B, T]) as tf.Tensor2D;

@@ -145,6 +145,8 @@ export const quickstartConfigSchema = z.strictObject({
    * late steps, on few informative groups, no longer undo what the early ones learned.
    */
   rlMinLrRatio: z.number().min(0).max(1).default(0.1),
+  /** Sampling temperature of the RL rollouts (the loss reads the policy at the same temperature). */
+  rlTemperature: z.number().positive().default(1),
   /**
    * Schema characters in the agent's prompt: the prompt dominates the compute of every step. Default: the
    * starting checkpoint's prompt contract (what it was trained to read), 200 from scratch.
@@ -479,6 +481,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           groupSize: cfg.groupSize,
           lr: start.rlLr,
           minLrRatio: cfg.rlMinLrRatio,
+          temperature: cfg.rlTemperature,
           maxTurnTokens: evalOpts.maxTurnTokens,
           maxResponseTokens: evalOpts.maxResponseTokens,
           checkpointEvery: 0,

@@ -112,14 +112,22 @@ export function select(algo: AlgoConfig, groups: Scored[][], rewards: readonly (
 // ---------------------------------------------------------------- log-probs
 
 /**
+ * The temperature the loss reads the policy at: the rollouts' own, so that the ratio and the gradient are those of
+ * the distribution the episodes were drawn from (TRL and verl divide the logits by it too). Greedy rollouts
+ * (temperature 0) are scored at 1.
+ */
+export const scoringTemperature = (rollout: number): number => (rollout > 0 ? rollout : 1);
+
+/**
  * The batch's per-token log-probs under the policy before the update (needed for several PPO epochs and for KL in
  * the reward) and under the reference (whenever there is one: the KL to it is logged even at coefficient 0).
  */
 export async function logProbs<T extends TaskBase>(c: Pick<StepContext<T>, 'cfg' | 'algo' | 'model' | 'reference'>, trajs: readonly Trajectory[]): Promise<{ old: number[][] | null; ref: number[][] | null }> {
   const seqs = trajs.map((t) => t.ids);
+  const opts = { temperature: scoringTemperature(c.cfg.temperature) };
   return {
-    old: c.cfg.ppoEpochs > 1 || c.algo.klInReward.enabled ? await sequenceLogProbs(c.model, seqs) : null,
-    ref: c.reference ? await sequenceLogProbs(c.reference, seqs) : null,
+    old: c.cfg.ppoEpochs > 1 || c.algo.klInReward.enabled ? await sequenceLogProbs(c.model, seqs, opts) : null,
+    ref: c.reference ? await sequenceLogProbs(c.reference, seqs, opts) : null,
   };
 }
 
@@ -349,7 +357,7 @@ export async function update<T extends TaskBase>(
       let computed: { value: tf.Scalar; grads: tf.NamedTensorMap };
       try {
         computed = tf.variableGrads(() => {
-          const { logp, entropy } = model.tokenLogProbs(t.ids, t.targets, { withEntropy: true });
+          const { logp, entropy } = model.tokenLogProbs(t.ids, t.targets, { withEntropy: true, temperature: scoringTemperature(cfg.temperature) });
           const r = computePolicyLoss(
             { logp, oldLogp: t.old ?? stopGradient(logp), advantages: t.adv, mask: t.mask, refLogp: t.ref ?? undefined, entropy, groupIds: idx.map((i) => groupIds[i]) },
             lossCfg,

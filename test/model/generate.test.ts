@@ -159,6 +159,28 @@ test('tokenLogProbs clamps padding targets (-1) instead of reading out of bounds
   ids.dispose();
 });
 
+test('tokenLogProbs and sequenceLogProbs at a temperature are the log-softmax of the logits divided by it', async () => {
+  const seq = [3, 9, 14, 2, 7];
+  const ids = tf.tensor2d([seq.slice(0, -1)], [1, 4], 'int32');
+  const tg = tf.tensor2d([seq.slice(1)], [1, 4], 'int32');
+  const V = cfg.vocabSize;
+  const logits = fullLogits(seq.slice(0, -1));
+  for (const T of [0.5, 1, 1.7]) {
+    const got = tf.tidy(() => model.tokenLogProbs(ids, tg, { temperature: T }).logp.arraySync()[0]);
+    const rows = await sequenceLogProbs(model, [seq], { temperature: T });
+    for (let t = 0; t < 4; t++) {
+      const z = Array.from(logits.subarray(t * V, (t + 1) * V), (x) => x / T);
+      const m = Math.max(...z);
+      const want = z[seq[t + 1]] - m - Math.log(z.reduce((a, x) => a + Math.exp(x - m), 0));
+      assert.ok(Math.abs(got[t] - want) < 1e-4, `T=${T} t=${t}: ${got[t]} vs ${want}`);
+      assert.ok(Math.abs(rows[0][t] - want) < 1e-4);
+    }
+  }
+  assert.throws(() => model.tokenLogProbs(ids, tg, { temperature: 0 }), /temperature must be > 0/);
+  ids.dispose();
+  tg.dispose();
+});
+
 test('the native decoding step samples what the TF.js steps sample (biases, untied head, ragged sizes, finished rows)', { skip: !nativeDecodeActive() && 'addon off' }, async () => {
   // Sizes off the kernels' tiles (H 40, I 37, V 53, head dim 10) and rows that stop at different steps.
   const c = resolveModelConfig({

@@ -126,6 +126,30 @@ test('GRPO raises the reward of a learnable task and logs every step', async () 
   model.dispose();
 });
 
+test('rollouts at a temperature are scored at it: old and new log-probs agree (ratio 1) and the entropy is the tempered one', async () => {
+  const run = async (temperature: number): Promise<StepRecord> => {
+    const model = tinyModel(9);
+    const records: StepRecord[] = [];
+    await runGrpo({
+      outDir: join(dir, `temp-${temperature}`),
+      env: new ShortAnswerEnv(),
+      tasks: [{ id: 'a' }, { id: 'b' }],
+      model,
+      tokenizer: TOK,
+      // Two PPO epochs store the old log-probs; a vanishing lr keeps the second epoch's policy the first's.
+      config: { ...shortAlgo, steps: 1, promptsPerStep: 2, groupSize: 4, lr: 1e-12, ppoEpochs: 2, temperature, maxTurnTokens: 9, maxResponseTokens: 9, checkpointEvery: 0, seed: 3 },
+      onStep: (r) => records.push(r),
+    });
+    model.dispose();
+    return records[0];
+  };
+  const cool = await run(0.25);
+  const plain = await run(1);
+  for (const r of [cool, plain]) assert.ok(Math.abs(r.approx_kl) < 1e-6 && r.clip_frac_low + r.clip_frac_high === 0, `ratio off 1: ${JSON.stringify(r)}`);
+  // An untrained model is near uniform at temperature 1; a quarter of it sharpens every row.
+  assert.ok(cool.entropy < plain.entropy - 0.3, `entropy at 0.25 ${cool.entropy} vs at 1 ${plain.entropy}`);
+});
+
 test('an interrupted run resumes exactly where it stopped', async () => {
   const cfg = { ...shortAlgo, steps: 3, promptsPerStep: 2, groupSize: 4, lr: 1e-2, maxTurnTokens: 6, maxResponseTokens: 6, checkpointEvery: 1, seed: 2 };
   const tasks = [{ id: 'a' }, { id: 'b' }, { id: 'c' }];
