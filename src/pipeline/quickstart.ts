@@ -449,7 +449,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       let rlTasks = rlCandidates.length ? rlCandidates : train;
       let passRates: Map<string, PassRecord> | undefined;
       if (cfg.rlPool !== 'all' && rlCandidates.length) {
-        const rates = await samplePassRates(env, rlCandidates, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples, seed: cfg.seed + 1 });
+        const rates = await samplePassRates(env, rlCandidates, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples, seed: cfg.seed + 1, temperature: cfg.rlTemperature });
         const byCorrect = Array.from({ length: cfg.passSamples + 1 }, (_, c) => rates.correct.filter((x) => x === c).length);
         const { tasks, kept, passRates: prior } = rlPoolPlan(cfg.rlPool, rlCandidates, rates.correct, cfg, cfg.algo);
         report.rlFilter = { candidates: rlCandidates.length, kept: kept.length, byCorrect };
