@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng } from '../src/util/rng.ts';
-import { writeJsonAtomic } from '../src/util/fs.ts';
+import { displayPath, writeJsonAtomic } from '../src/util/fs.ts';
 
 test('Rng is reproducible for a seed and restorable from its state', () => {
   const a = new Rng(42);
@@ -32,4 +32,11 @@ test('writeJsonAtomic leaves only the final file behind', () => {
   writeJsonAtomic(p, { a: 2 });
   assert.deepEqual(JSON.parse(readFileSync(p, 'utf8')), { a: 2 });
   assert.deepEqual(readdirSync(join(dir, 'sub')), ['x.json']);
+});
+
+test('displayPath: relative inside the working directory, absolute outside it', () => {
+  assert.equal(displayPath(join(process.cwd(), 'runs', 'x')), join('runs', 'x'));
+  assert.equal(displayPath(process.cwd()), '.');
+  assert.equal(displayPath(join(tmpdir(), 'agro-run')), join(tmpdir(), 'agro-run'));
+  assert.equal(displayPath(join(process.cwd(), '..', 'elsewhere')), join(process.cwd(), '..', 'elsewhere').replace(/\/[^/]+\/\.\./, ''));
 });

@@ -12,12 +12,12 @@
  * (else it says so and there are none), and its password is never written or printed.
  */
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
-import { basename, dirname, extname, join, relative, resolve } from 'node:path';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 import { findDocs, readDocs } from '../sql/docs.ts';
 import { addNoise } from '../factory/language/noise.ts';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
-import { readJsonl, writeJsonAtomic, writeFileAtomic } from '../util/fs.ts';
+import { displayPath, readJsonl, writeJsonAtomic, writeFileAtomic } from '../util/fs.ts';
 import { Rng } from '../util/rng.ts';
 import { runFactory, type Manifest } from '../factory/pipeline.ts';
 import type { DatasetRow } from '../factory/types.ts';
@@ -405,7 +405,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const from = start.dir ? loadCheckpoint(start.dir) : null;
       const tokenizer = from?.tokenizer ?? Tokenizer.train(chosen.flatMap((t) => t.messages.map((m) => m.content)), { vocabSize: cfg.vocabSize, specialTokens: [...AGENT_SPECIAL_TOKENS] });
       const model = from?.model ?? new LlamaModel(resolveModelConfig({ preset: cfg.preset, vocabSize: tokenizer.vocabSize }), { seed: cfg.seed });
-      const what = start.dir ? `${cfg.from} (${relative(process.cwd(), start.dir) || '.'})` : `a new ${cfg.preset} model`;
+      const what = start.dir ? `${cfg.from} (${displayPath(start.dir)})` : `a new ${cfg.preset} model`;
       const samples = chosen.map((t) => renderChat(tokenizer, t.messages));
       const meanLen = Math.round(samples.reduce((a, s) => a + s.ids.length, 0) / samples.length);
       // Early stopping watches questions of skeletons SFT never trains on: the RL ones (the held-out
@@ -519,14 +519,15 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       log(`      ${d.padEnd(12)} ${a.correct}/${a.n} → ${b.correct}/${b.n}`);
     }
     // The same figure from the evaluator, from the predictions file.
-    const rel = (p: string): string => (dialectOf(p) === 'postgres' ? shown(p) : relative(process.cwd(), p) || '.');
+    // Quoted for the shell where needed, so that a printed command can be pasted as it is.
+    const sh = (w: string): string => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
+    const rel = (p: string): string => sh(dialectOf(p) === 'postgres' ? shown(p) : displayPath(p));
     log(`run directory: ${rel(out)} (report.json, synth/, sft/, grpo/)`);
     log(`check with the evaluator: agro eval --data ${rel(join(out, 'held_out.jsonl'))} --pred ${rel(join(rlDir, 'predictions.json'))} --db-root ${rel(dbRoot)}${report.synth.variants > 0 ? ` --suite ${rel(variantsDir)}` : ''}`);
     // How to use the trained agent: the same prompt settings (schema budget) as in training.
     const ck = rel(report.rl.checkpoint);
     const sample = heldOut[0]?.question ?? 'How many rows are there?';
-    const quoted = `'${sample.replace(/'/g, `'\\''`)}'`;
-    log(`ask your agent:   agro ask --policy ${ck} --db ${rel(db)} ${quoted}`);
+    log(`ask your agent:   agro ask --policy ${ck} --db ${rel(db)} ${sh(sample)}`);
     log(`run it on a file: agro predict --policy ${ck} --data ${rel(join(out, 'held_out.jsonl'))} --db-root ${rel(dbRoot)}${suiteDir ? ` --suite ${rel(suiteDir)}` : ''} --out ${rel(join(out, 'predict'))}`);
     log(`serve it:         agro serve --policy ${ck}   (OpenAI API on http://127.0.0.1:8000/v1; then agro predict --llm-url http://127.0.0.1:8000/v1 ...)`);
     save();

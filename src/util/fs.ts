@@ -1,6 +1,16 @@
 import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync, rmSync, statSync } from 'node:fs';
-import { dirname, basename, join, relative, resolve } from 'node:path';
+import { dirname, basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { AgroError } from '../errors.ts';
+
+/**
+ * A path as printed for the user: relative to the working directory when it lies inside it (short, and a printed
+ * command runs from there), else absolute ("../../tmp/run" says less than "/tmp/run").
+ */
+export function displayPath(p: string): string {
+  const r = relative(process.cwd(), p);
+  if (r === '') return '.';
+  return r.startsWith('..') || isAbsolute(r) ? resolve(p) : r;
+}
 
 /** Why a path cannot be used for writing, in words (errno codes a user can act on); undefined for others. */
 function writeProblem(err: unknown): string | undefined {
