@@ -135,11 +135,13 @@ async function evaluateOne(item: EvalItem, pred: string, dbPath: string, variant
   const bad = results.findIndex((r) => r.verdict.outcome !== 'match');
   if (bad < 0) return { ...head, variantsChecked: variants.length };
   const v = results[bad].verdict;
+  // A server variant's URL is the database's, password and all: never into a report.
+  const where = redactUrl(variants[bad]);
   return {
     ...head,
     ...v,
-    message: `on ${variants[bad]}: ${v.message ?? 'results differ on a variant database'}`,
-    failedVariant: variants[bad],
+    message: `on ${where}: ${v.message ?? 'results differ on a variant database'}`,
+    failedVariant: where,
     variantsChecked: variants.length,
   };
 }

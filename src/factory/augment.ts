@@ -186,17 +186,21 @@ export async function buildVariants(srcPath: string, schema: DbSchema, graph: Sc
  * exist, as a SQLite variant's file is; kept after the run as those files are (`agro db drop-variants`
  * drops them). Returns their URLs.
  */
-export async function buildServerVariants(url: string, schema: DbSchema, graph: SchemaGraph, opts: AugmentOptions & { tag: string }): Promise<string[]> {
+export async function buildServerVariants(url: string, schema: DbSchema, graph: SchemaGraph, opts: AugmentOptions & { tag: string; log?: (line: string) => void }): Promise<string[]> {
   ensureDir(opts.dir);
   const names = Array.from({ length: opts.count }, (_, k) => variantSchemaName(opts.tag, k + 1));
   const have = await existingSchemas(url, names);
   const tables = schema.tables.filter((t) => t.kind === 'table').map((t) => t.name);
+  // Views come too, made again over the variant's tables (as a SQLite variant's file keeps its CREATE VIEW).
+  const views = schema.tables.filter((t) => t.kind === 'view').map((t) => t.name);
   for (const [k, name] of names.entries()) {
     const file = join(opts.dir, `variant-${k + 1}.pg`);
     if (!(have.has(name) && existsSync(file))) {
       // A schema without its file is another run's (its output folder removed): its rows may be another seed's.
       if (have.has(name)) await dropVariantSchemas(url, [name]);
-      await buildPgVariant(url, name, tables, (w) => fillVariant(w, schema, graph, variantRng(opts.seed, k + 1), opts));
+      const skipped = await buildPgVariant(url, name, tables, (w) => fillVariant(w, schema, graph, variantRng(opts.seed, k + 1), opts), views);
+      // Pairs over a view left out fail on the variant and are dropped, as before views were copied.
+      for (const v of skipped) opts.log?.(`variant ${name}: view ${v.view} left out (${v.why})`);
       writeFileAtomic(file, `${name}\n`);
     }
   }

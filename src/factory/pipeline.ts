@@ -346,7 +346,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     if (cfg.variants > 0 && profiles.size && dialect === 'sqlite') variants = await buildVariants(dbPath, schema, graph, variantOpts);
     else if (cfg.variants > 0 && profiles.size) {
       const may = await canCreateSchemas(dbPath);
-      if (may.ok) variants = await buildServerVariants(dbPath, schema, graph, { ...variantOpts, tag: variantTag(out, dbId) });
+      if (may.ok) variants = await buildServerVariants(dbPath, schema, graph, { ...variantOpts, tag: variantTag(out, dbId), ...(opts.log ? { log: opts.log } : {}) });
       else opts.log?.(`no variant databases on PostgreSQL (${cfg.variants} asked; ${may.why}): pairs are checked on ${dbShown} alone`);
     }
     progress.tick(variants.length);

@@ -66,12 +66,21 @@ export class CappedQuery extends EventEmitter implements pg.Submittable {
 
   submit(connection: pg.Connection): void {
     const con = connection as unknown as Wire;
-    con.parse({ text: this.text, types: [] }, true);
-    con.bind({ portal: '', statement: '', values: [] }, true);
-    con.describe({ type: 'P', name: '' }, true);
-    // Execute's 0 means "all rows": the cap + 1 is at least 1, and the extra row tells a cut result.
-    con.execute({ portal: '', rows: this.caps.maxRows + 1 }, true);
-    con.sync();
+    // pg writes each message to the socket as it is made, and the socket sends at once (no Nagle): corked, the
+    // five go out in one write, as pg's own extended-protocol queries do. Five writes cost more client time
+    // than the rest of a point lookup (37% of direct pg's throughput before, the bench's profile).
+    const stream = (connection as unknown as { stream?: { cork?: () => void; uncork?: () => void } }).stream;
+    stream?.cork?.();
+    try {
+      con.parse({ text: this.text, types: [] }, true);
+      con.bind({ portal: '', statement: '', values: [] }, true);
+      con.describe({ type: 'P', name: '' }, true);
+      // Execute's 0 means "all rows": the cap + 1 is at least 1, and the extra row tells a cut result.
+      con.execute({ portal: '', rows: this.caps.maxRows + 1 }, true);
+      con.sync();
+    } finally {
+      stream?.uncork?.();
+    }
   }
 
   handleRowDescription(msg: { fields: Array<{ name: string; dataTypeID: number }> }): void {

@@ -134,3 +134,24 @@ test('ambiguity rule: ties at a LIMIT and join-inflated counts are rejected', as
     await pool.close();
   }
 });
+
+test('a view comes with the variant and reads the variant\'s rows (what the PostgreSQL variants match: pg-variants.test.ts)', async () => {
+  const dir = tmpDir();
+  const path = makeShopDb(dir);
+  const db = new Database(path);
+  db.exec('CREATE VIEW category_prices AS SELECT category, SUM(price) AS total FROM products GROUP BY category');
+  db.close();
+  const schema = introspectSchema(path);
+  const [variant] = await buildVariants(path, schema, buildSchemaGraph(schema), { count: 1, seed: 4, dir: join(dir, 'v'), maxRowsPerTable: 100 });
+  const sum = (p: string, sql: string) => {
+    const x = new Database(p, { readonly: true });
+    const v = (x.prepare(sql).raw().get() as number[])[0];
+    x.close();
+    return v;
+  };
+  const viaView = 'SELECT SUM(total) FROM category_prices';
+  const viaTable = 'SELECT SUM(price) FROM products';
+  // The same sum in another order: equal to float rounding.
+  assert.ok(Math.abs(sum(variant, viaView) - sum(variant, viaTable)) < 1e-6);
+  assert.ok(Math.abs(sum(variant, viaView) - sum(path, viaView)) > 1);
+});

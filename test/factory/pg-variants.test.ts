@@ -13,6 +13,11 @@ import { sandboxRoleSql } from '../../src/sql/pg-setup.ts';
 import { buildPgVariant, dropVariantSchemas, variantUrl } from '../../src/sql/pg-variants.ts';
 import { testSuiteMatch } from '../../src/sql/testsuite.ts';
 import type { SqlExecutor } from '../../src/sql/types.ts';
+import { col, emptySelect, lit } from '../../src/factory/ast.ts';
+import { ambiguityReason } from '../../src/factory/augment.ts';
+import { printQuery } from '../../src/factory/print.ts';
+import { silentProgress, type StageContext, type SynthPair } from '../../src/factory/types.ts';
+import { Rng } from '../../src/util/rng.ts';
 import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 
@@ -95,6 +100,87 @@ describe('variant databases on a PostgreSQL server', { skip: PG.skip }, () => {
     assert.notEqual(remade[0][1], made[0][1]);
     assert.deepEqual(await dropVariantSchemas(maker), [remade[0][0]]);
     assert.deepEqual(await schemas(), []);
+  });
+
+  test('views come with the variants: made again over the variant\'s tables in dependency order, read by the sandboxed role, dropped with the variant', async () => {
+    // A database of its own (shopv), with views: one over the tables, one over that view (named so that it sorts
+    // first: made in dependency order, not name order), a materialized view, and one whose definition must name
+    // the original's table with its schema (a CTE takes its name): that one cannot read the variant's rows.
+    await copySqliteToPostgres(makeShopDb(tmpDir()), server.adminUrl('shopv'));
+    const spendSql = `SELECT c.customer_id, c.name, SUM(p.price * i.quantity) AS spent
+      FROM customers c JOIN orders o ON o.customer_id = c.customer_id JOIN order_items i ON i.order_id = o.order_id JOIN products p ON p.product_id = i.product_id
+      GROUP BY c.customer_id, c.name`;
+    await runAdminSql(server.adminUrl('shopv'), [
+      `CREATE VIEW customer_spend AS ${spendSql}`,
+      'CREATE VIEW big_spenders AS SELECT name, spent FROM customer_spend WHERE spent > 100',
+      'CREATE MATERIALIZED VIEW category_prices AS SELECT category, SUM(price) AS total FROM products GROUP BY category',
+      'CREATE VIEW odd_count AS WITH customers AS (SELECT 1 AS x) SELECT (SELECT COUNT(*) FROM public.customers) AS n FROM customers',
+      ...sandboxRoleSql({ role: 'agro_vr', password: 'vr-pw', database: 'shopv' }),
+      "CREATE ROLE agro_vm LOGIN PASSWORD 'vm-pw'",
+      'GRANT CONNECT, CREATE ON DATABASE shopv TO agro_vm',
+      'GRANT USAGE ON SCHEMA public TO agro_vm',
+      'GRANT SELECT ON ALL TABLES IN SCHEMA public TO agro_vm',
+    ]);
+    const makerV = server.url('agro_vm', 'vm-pw', 'shopv');
+    const readerV = server.url('agro_vr', 'vr-pw', 'shopv');
+    const out = join(tmpDir(), 'out');
+    const logs: string[] = [];
+    const r = await runFactory({ db: makerV, out, n: 20, seed: 3, variants: 2, variantRows: 200 }, { executor: exec, log: (l) => logs.push(l) });
+    const urls = suiteVariants(join(out, 'variants'), r.manifest.dbId, makerV);
+    assert.equal(urls.length, 2);
+    const made = (await server.admin(`SELECT nspname FROM pg_namespace WHERE nspname LIKE 'agro\\_variant\\_%' ORDER BY nspname`, 'shopv')).map((x) => String(x[0]));
+    assert.deepEqual(
+      logs,
+      made.map((s) => `variant ${s}: view odd_count left out (it would read the original's public.customers)`),
+    );
+    // The variant has the original's tables and views (odd_count aside), by name and kind.
+    const shape = (s: Awaited<ReturnType<typeof introspectDatabase>>) => s.tables.filter((t) => t.name !== 'odd_count').map((t) => `${t.kind} ${t.name}(${t.columns.map((c) => c.name).join(',')})`);
+    const original = shape(await introspectDatabase(makerV));
+    assert.ok(original.includes('view customer_spend(customer_id,name,spent)') && original.includes('view category_prices(category,total)'), original.join('; '));
+    for (const u of urls) assert.deepEqual(shape(await introspectDatabase(u)), original);
+
+    const one = async (db: string, sql: string) => {
+      const x = await exec.execute(db, sql);
+      assert.ok(x.ok, x.ok ? '' : `${sql}: ${x.message}`);
+      return x.rows[0][0];
+    };
+    // Each view reads the variant's rows: what it gives equals its definition run on the variant's tables, and differs from the original's.
+    const checks: Array<[string, string]> = [
+      ['SELECT SUM(spent) FROM customer_spend', `SELECT SUM(spent) FROM (${spendSql}) s`],
+      ['SELECT COUNT(*) FROM big_spenders', `SELECT COUNT(*) FROM (${spendSql}) s WHERE spent > 100`],
+      ['SELECT SUM(total) FROM category_prices', 'SELECT SUM(price) FROM products'],
+    ];
+    for (const [viaView, viaTables] of checks) {
+      const onOriginal = await one(makerV, viaView);
+      assert.equal(onOriginal, await one(makerV, viaTables));
+      for (const [i, u] of urls.entries()) {
+        const v = await one(u, viaView);
+        assert.equal(v, await one(u, viaTables), `${viaView} on variant ${i + 1}`);
+        assert.notEqual(v, onOriginal, `${viaView} on variant ${i + 1} gives the original's answer`);
+        // The sandboxed role reads the original's views, so it reads the variants' (read-only session and all).
+        assert.equal(await one(variantUrl(readerV, made[i]), viaView), v);
+      }
+    }
+    assert.equal(await one(variantUrl(readerV, made[0]), "SELECT current_setting('default_transaction_read_only')"), 'on');
+
+    // A factory pair over a view survives the factory's checks on the variants (the ambiguity stage runs it on
+    // each, and the test suite compares it on all): it failed on every variant when the views were not copied.
+    const schema = await introspectDatabase(makerV);
+    const ctx: StageContext = { dbId: 'shopv', dbPath: makerV, dialect: 'postgres', schema, executor: exec, rng: new Rng(1), progress: silentProgress, variants: urls, reject() {}, timeoutMs: 5000 };
+    const big = emptySelect('customer_spend');
+    big.columns = [col('T1', 'customer_spend', 'name')];
+    big.where = [{ kind: 'cmp', left: col('T1', 'customer_spend', 'spent'), op: '>', right: lit(150) }];
+    const sql = printQuery(big, 'postgres');
+    const pair: SynthPair = { id: 'v', dbId: 'shopv', sql, ast: big, question: '', evidence: '', style: 'formal', difficulty: 'simple', provenance: { stages: [], checks: [] } };
+    assert.equal(await ambiguityReason(ctx, pair), null);
+    const viaTables = `SELECT name FROM (${spendSql}) s WHERE spent > 150`;
+    const suite = await testSuiteMatch(exec, sql, viaTables, [makerV, ...urls], { mode: 'spider' });
+    assert.deepEqual(suite.perDb.map((d) => d.match), [true, true, true]);
+
+    // Dropped with the variant (`agro db drop-variants`); the original's views stay.
+    assert.deepEqual(await dropVariantSchemas(makerV), made);
+    assert.deepEqual(await server.admin(`SELECT count(*)::int FROM pg_class WHERE relkind IN ('v', 'm') AND relnamespace <> 'public'::regnamespace AND relnamespace::regnamespace::text LIKE 'agro%'`, 'shopv'), [[0]]);
+    assert.deepEqual(await server.admin(`SELECT relname FROM pg_class WHERE relkind IN ('v', 'm') AND relnamespace = 'public'::regnamespace ORDER BY 1`, 'shopv'), [['big_spenders'], ['category_prices'], ['customer_spend'], ['odd_count']]);
   });
 
   test('the sandboxed role may not create schemas: one line says so, and the pairs are checked on the original alone', async () => {

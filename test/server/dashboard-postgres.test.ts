@@ -16,6 +16,9 @@ import { createExecutor } from '../../src/sql/executor.ts';
 import { dashboardRoutes } from '../../src/server/dashboard.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
 import { resolveQuickstartConfig } from '../../src/pipeline/quickstart.ts';
+import { buildServerVariants, variantTag } from '../../src/factory/augment.ts';
+import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
+import { introspectDatabase } from '../../src/sql/executor.ts';
 import type { EvalReport } from '../../src/eval/types.ts';
 import type { CompareResult, DatasetDetail, EvalDetail, PlaygroundEvent } from '../../src/server/dashboard/api-types.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
@@ -233,6 +236,117 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
         assert.equal(write.pred.ok, false, id);
       }
       assert.equal(Number((await server.admin('SELECT COUNT(*) FROM genres', DB))[0][0]), serverGenres);
+    } finally {
+      exit = await dash.stop();
+    }
+    assert.equal(exit, 0, dash.output());
+    for (const body of bodies) assert.ok(!body.includes(PASSWORD), `a response holds the password: ${body.slice(0, 300)}`);
+    assert.ok(!dash.output().includes(PASSWORD), 'the dashboard printed the password');
+  });
+});
+
+describe('dashboard Evaluations page on a quickstart with variant databases on PostgreSQL', { skip: PG.skip }, () => {
+  let server: PgServer;
+  const tmp = tempDir();
+  const DB = 'music_store';
+  const TOTAL_MS = 270351522; // SUM(milliseconds) of the original's tracks
+  // A quickstart's held-out questions and predictions. #1 is right on the original only (a constant); #4 reads a
+  // view, which the variants carry.
+  const QUESTIONS: { question: string; gold: string; pred: string }[] = [
+    { question: 'How many genres are there?', gold: 'SELECT COUNT(*) FROM genres', pred: 'SELECT COUNT(*) FROM genres' },
+    { question: 'How long are all tracks together, in milliseconds?', gold: 'SELECT SUM(milliseconds) FROM tracks', pred: `SELECT ${TOTAL_MS}` },
+    { question: 'Genres from id 11 on?', gold: 'SELECT name FROM genres WHERE genre_id >= 11', pred: 'SELECT name FROM genres WHERE genre_id > 11' },
+    { question: 'Which genre is Jazz?', gold: "SELECT genre_id FROM genres WHERE name = 'Jazz'", pred: 'SELECT nope FROM genres' },
+    { question: 'How many tracks have a genre?', gold: 'SELECT SUM(tracks) FROM genre_tracks', pred: 'SELECT COUNT(*) FROM tracks t JOIN genres g ON g.genre_id = t.genre_id' },
+  ];
+
+  before(async () => {
+    server = await startPostgres();
+    await copySqliteToPostgres(MUSIC, server.adminUrl(DB));
+    await runAdminSql(server.adminUrl(DB), [
+      'CREATE VIEW genre_tracks AS SELECT g.name, COUNT(*) AS tracks FROM genres g JOIN tracks t ON t.genre_id = g.genre_id GROUP BY g.name',
+      ...sandboxRoleSql({ role: 'agro_qsr', password: PASSWORD, database: DB }),
+      // The quickstart's role: it may create the variant schemas (the sandboxed one may not, and then a run has none).
+      `CREATE ROLE agro_qsm LOGIN PASSWORD '${PASSWORD}'`,
+      `GRANT CONNECT, CREATE ON DATABASE ${DB} TO agro_qsm`,
+      'GRANT USAGE ON SCHEMA public TO agro_qsm',
+      'GRANT SELECT ON ALL TABLES IN SCHEMA public TO agro_qsm',
+    ]);
+  });
+  after(async () => {
+    await server?.stop();
+    tmp.cleanup();
+  });
+
+  test('a quickstart\'s predictions are scored on its variant databases as `agro eval --suite` scores them', { timeout: 240_000 }, async () => {
+    const url = server.url('agro_qsm', PASSWORD, DB);
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.PGPASSWORD;
+    const runs = join(tmp.dir, 'evals');
+    const qs = join(runs, 'qs');
+    mkdirSync(join(qs, 'grpo'), { recursive: true });
+    writeFileSync(join(qs, 'report.json'), JSON.stringify({ config: { ...resolveQuickstartConfig({ db: url, out: qs }), db: redactUrl(url) }, synth: { variants: 2 } }));
+    writeFileSync(join(qs, 'held_out.jsonl'), QUESTIONS.map((q, i) => JSON.stringify({ question_id: i, db_id: DB, question: q.question, evidence: '', SQL: q.gold, difficulty: 'simple' })).join('\n') + '\n');
+    writeFileSync(join(qs, 'grpo', 'predictions.json'), JSON.stringify(QUESTIONS.map((q) => q.pred)));
+    // The variants as the quickstart's factory makes them: schemas of the database, named in synth/variants/<db_id>/variant-N.pg.
+    const schema = await introspectDatabase(url);
+    const synth = join(qs, 'synth');
+    await buildServerVariants(url, schema, buildSchemaGraph(schema), { count: 2, seed: 0, dir: join(synth, 'variants', DB), maxRowsPerTable: 300, tag: variantTag(synth, DB) });
+
+    // `agro eval --suite`, as the quickstart prints it, with the password in the root URL.
+    const evalOut = join(runs, 'eval-suite', 'report.json');
+    const r = spawnSync(process.execPath, [BIN, 'eval', '--data', join(qs, 'held_out.jsonl'), '--pred', join(qs, 'grpo', 'predictions.json'), '--db-root', url, '--suite', join(synth, 'variants'), '--timeout', '10000', '--out', evalOut], { encoding: 'utf8', env, timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(!r.stdout.includes(PASSWORD) && !r.stderr.includes(PASSWORD), 'agro eval printed the password');
+    const reportText = readFileSync(evalOut, 'utf8');
+    assert.ok(!reportText.includes(PASSWORD), 'the report holds the password');
+    const report = JSON.parse(reportText) as EvalReport;
+    assert.deepEqual(
+      report.questions.map((q) => (q.errorKind ? [q.outcome, q.errorKind] : [q.outcome])),
+      [['match'], ['mismatch'], ['mismatch'], ['pred_error', 'syntax'], ['match']],
+    );
+    assert.deepEqual(report.questions.map((q) => q.variantsChecked ?? null), [2, 2, null, null, 2]);
+    assert.match(report.questions[1].failedVariant ?? '', /^postgres:\/\/agro_qsm:\*\*\*@127\.0\.0\.1:\d+\/music_store\?options=-c%20search_path%3Dagro_variant_[0-9a-f]+_[12]$/);
+
+    const dash = await startDashboard(runs, [], { ...env, PGPASSWORD: PASSWORD });
+    const bodies: string[] = [];
+    const get = async <T>(path: string): Promise<T> => {
+      const res = await fetch(dash.url + path);
+      const text = await res.text();
+      bodies.push(text);
+      assert.equal(res.status, 200, `${path}: ${text}`);
+      return JSON.parse(text) as T;
+    };
+    let exit: number | null;
+    try {
+      const ov = await get<{ evals: { id: string; source: string }[] }>('api/overview');
+      assert.deepEqual(ov.evals.map((e) => [e.id, e.source]).sort(), [['eval-suite/report.json', 'report'], ['qs/grpo/predictions.json', 'predictions']]);
+      // The quickstart's predictions, scored on demand on the original and its variants: agro eval --suite's outcome for every question.
+      const key = (q: { index: number; outcome: string; errorKind?: string }) => [q.index, q.outcome, q.errorKind ?? null];
+      const scored = await get<EvalDetail>(`api/eval?id=${encodeURIComponent('qs/grpo/predictions.json')}`);
+      assert.deepEqual(scored.questions.map(key), report.questions.map(key));
+      assert.deepEqual([scored.summary.count, scored.summary.correct], [report.summary.count, report.summary.correct]);
+      assert.match(scored.questions[1].message ?? '', /search_path%3Dagro_variant_/);
+      const served = await get<EvalDetail>(`api/eval?id=${encodeURIComponent('eval-suite/report.json')}`);
+      assert.deepEqual(served.questions.map(key), report.questions.map(key));
+
+      // Side by side: #1's rows are those of the variant it failed on (on the original both give TOTAL_MS), the others' the original's.
+      for (const id of ['qs/grpo/predictions.json', 'eval-suite/report.json']) {
+        const compare = (i: number) => get<CompareResult>(`api/eval/compare?${new URLSearchParams({ id, index: String(i) })}`);
+        const failed = await compare(1);
+        assert.match(failed.variant ?? '', /search_path%3Dagro_variant_[0-9a-f]+_[12]$/, id);
+        const schemaName = /search_path%3D(agro_variant_\w+)$/.exec(failed.variant ?? '')![1];
+        const onVariant = Number((await server.admin(`SELECT SUM(milliseconds) FROM ${schemaName}.tracks`, DB))[0][0]);
+        assert.notEqual(onVariant, TOTAL_MS);
+        assert.deepEqual([failed.pred.rows, failed.gold.rows], [[[TOTAL_MS]], [[onVariant]]], id);
+        assert.deepEqual([failed.predExtra, failed.goldMissing], [[true], [true]], id);
+        const wrong = await compare(2);
+        assert.equal(wrong.variant, undefined, id);
+        assert.deepEqual(wrong.gold.rows, [['Latin'], ['Soundtrack']], id);
+        // The view, on the original.
+        const view = await compare(4);
+        assert.deepEqual(view.pred.rows, view.gold.rows, id);
+      }
     } finally {
       exit = await dash.stop();
     }

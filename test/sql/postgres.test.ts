@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { createExecutor, engineOf, introspectDatabase } from '../../src/sql/executor.ts';
 import { pgDocs } from '../../src/sql/pg-introspect.ts';
 import { sandboxRoleSql } from '../../src/sql/pg-setup.ts';
-import { isPostgresUrl, PgExecutor, redactUrl, withoutRedactedPassword } from '../../src/sql/postgres.ts';
+import { isPostgresUrl, PgExecutor, pgClientConfig, redactUrl, typeParsers, withoutRedactedPassword } from '../../src/sql/postgres.ts';
+import { CappedQuery } from '../../src/sql/pg-capped-query.ts';
+import pg from 'pg';
 import { renderSchema } from '../../src/sql/render.ts';
 import type { ExecResult, SqlExecutor } from '../../src/sql/types.ts';
 import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
@@ -105,6 +107,33 @@ describe('PostgreSQL executor and introspection', { skip: PG.skip }, () => {
     assert.ok(!r.ok && r.error === 'runtime' && /division by zero/.test(r.message), JSON.stringify(r));
     const rs = await Promise.all(Array.from({ length: 4 }, () => exec.execute(url, 'SELECT count(*) FROM customer')));
     for (const x of rs) assert.deepEqual(ok(x).rows, [[3]]);
+  });
+
+  test('a query goes out in one socket write: its five extended-protocol messages corked together, as pg\'s own queries are', async () => {
+    const c = new pg.Client(pgClientConfig(url, 'agro-test'));
+    await c.connect();
+    try {
+      const stream = (c as unknown as { connection: { stream: { _write: (...a: unknown[]) => unknown; _writev?: (...a: unknown[]) => unknown } } }).connection.stream;
+      let writes = 0;
+      const write = stream._write.bind(stream);
+      stream._write = (...a: unknown[]) => (writes++, write(...a));
+      if (stream._writev) {
+        const writev = stream._writev.bind(stream);
+        stream._writev = (...a: unknown[]) => (writes++, writev(...a));
+      }
+      const parsers = typeParsers(false);
+      for (const sql of ['SELECT name FROM customer WHERE id = 2', 'SELECT nope FROM customer']) {
+        writes = 0;
+        const q = new CappedQuery(sql, { maxRows: 10, maxBytes: 1 << 20, parserFor: (oid) => parsers.getTypeParser(oid, 'text') as (t: string) => string });
+        c.query(q);
+        const r = await q.done.catch((e: Error) => e);
+        assert.equal(writes, 1, `${sql}: ${writes} socket writes`);
+        if (sql.includes('nope')) assert.match((r as Error).message, /nope/);
+        else assert.deepEqual((r as { rows: unknown[][] }).rows, [['Alan']]);
+      }
+    } finally {
+      await c.end();
+    }
   });
 
   test('errors are classified as on SQLite', async () => {

@@ -110,6 +110,8 @@ export interface EvalQuestion {
   question?: string;
   pred: string;
   gold: string;
+  /** The test-suite variant database the question failed on when it was right on the original (a server's without its password). */
+  failedVariant?: string;
   /** The agent's turns when the report carries them. */
   trajectory?: { role: string; content: string }[];
 }
@@ -131,6 +133,8 @@ export interface EvalDetail {
 export interface CompareResult {
   pred: ResultTable;
   gold: ResultTable;
+  /** Set when the rows are a variant database's (the one the question failed on; a server's without its password), not the original's. */
+  variant?: string;
   /** Per row of pred: true when gold has no matching row left. */
   predExtra: boolean[];
   /** Per row of gold: true when pred has no matching row left. */

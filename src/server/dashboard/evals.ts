@@ -2,7 +2,7 @@
  * Evaluations for the Evaluations page: an `agro eval --out` report as written, or a quickstart's
  * predictions.json scored on demand with the evaluator (against held_out.jsonl, on the original and the
  * variant databases, as the command the quickstart prints does). And, per question, the predicted and
- * gold results side by side.
+ * gold results side by side: on the original, or on the variant a question failed on when it was right there.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -12,7 +12,7 @@ import { resolveDatabase } from '../../data/databases.ts';
 import { evaluate } from '../../eval/run.ts';
 import type { EvalReport } from '../../eval/types.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
-import { isPostgresUrl, withoutRedactedPassword } from '../../sql/postgres.ts';
+import { isPostgresUrl, redactUrl, withoutRedactedPassword } from '../../sql/postgres.ts';
 import type { CompareResult, EvalDetail, EvalInfo } from './api-types.ts';
 import { diffRows, toResultTable } from './results.ts';
 import type { FoundEval } from './scan.ts';
@@ -58,6 +58,7 @@ function toDetail(info: EvalInfo, report: EvalReport): EvalDetail {
       ...(text.get(q.index) ? { question: text.get(q.index)!.question } : {}),
       pred: q.pred,
       gold: q.gold,
+      ...(q.failedVariant ? { failedVariant: redactUrl(q.failedVariant) } : {}),
       ...(q.trajectory ? { trajectory: q.trajectory } : {}),
     })),
   };
@@ -96,10 +97,11 @@ const COMPARE_ROWS = 500;
 export async function compareQuestion(ev: LoadedEval, index: number, exec: SqlExecutor): Promise<CompareResult | null> {
   const q = ev.detail.questions.find((x) => x.index === index);
   if (!q) return null;
-  const db = resolveDatabase(withoutRedactedPassword(ev.dbRoot), q.dbId);
+  // A question right on the original but wrong on a test-suite variant: its rows are the variant's, where the two differ.
+  const db = q.failedVariant ? withoutRedactedPassword(q.failedVariant) : resolveDatabase(withoutRedactedPassword(ev.dbRoot), q.dbId);
   const opts = { timeoutMs: Math.min(ev.timeoutMs, 30_000), maxRows: COMPARE_ROWS + 1 };
   const [p, g] = await Promise.all([exec.execute(db, q.pred, opts), exec.execute(db, q.gold, opts)]);
   const pred = toResultTable(p, COMPARE_ROWS);
   const gold = toResultTable(g, COMPARE_ROWS);
-  return { pred, gold, ...diffRows(pred.rows, gold.rows) };
+  return { pred, gold, ...(q.failedVariant ? { variant: q.failedVariant } : {}), ...diffRows(pred.rows, gold.rows) };
 }

@@ -30,6 +30,7 @@ function Compare({ evalId, q }: { evalId: string; q: EvalQuestion }) {
       </h3>
       {q.question ? <p class="question">{q.question}</p> : null}
       {q.message ? <p class="muted">{q.message}</p> : null}
+      {res?.variant ? <p class="muted" data-testid="compare-variant">Rows of the variant database the question failed on: {res.variant}</p> : null}
       {err ? <p class="error">{err}</p> : null}
       <div class="side-by-side">
         <div>
