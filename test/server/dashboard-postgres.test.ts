@@ -35,6 +35,19 @@ function sseEvents(body: string): PlaygroundEvent[] {
     .map((d) => JSON.parse(d) as PlaygroundEvent);
 }
 
+type Question = { question: string; gold: string; pred: string };
+/** Held-out rows in BIRD's layout for `questions` under `dbId`. */
+const heldOutRows = (questions: readonly Question[], dbId: string): string =>
+  questions.map((q, i) => JSON.stringify({ question_id: i, db_id: dbId, question: q.question, evidence: '', SQL: q.gold, difficulty: 'simple' })).join('\n') + '\n';
+
+/** A quickstart's layout at `qs` as the Evaluations page reads it: report.json (the server without its password), held_out.jsonl, grpo/predictions.json. */
+function quickstartLayout(qs: string, url: string, questions: readonly Question[], dbId: string, report: Record<string, unknown> = {}): void {
+  mkdirSync(join(qs, 'grpo'), { recursive: true });
+  writeFileSync(join(qs, 'report.json'), JSON.stringify({ config: { ...resolveQuickstartConfig({ db: url, out: qs }), db: redactUrl(url) }, ...report }));
+  writeFileSync(join(qs, 'held_out.jsonl'), heldOutRows(questions, dbId));
+  writeFileSync(join(qs, 'grpo', 'predictions.json'), JSON.stringify(questions.map((q) => q.pred)));
+}
+
 describe('dashboard on PostgreSQL', { skip: PG.skip }, () => {
   let server: PgServer;
   let url: string;
@@ -142,7 +155,7 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
   const SERVER_ONLY = 'Server Only';
   // Predictions and gold SQL of a quickstart's held-out file (db_id: the server database's name, as quickstart
   // writes it). #2's prediction is PostgreSQL's own (`~*`), an error on SQLite.
-  const QUESTIONS: { question: string; gold: string; pred: string }[] = [
+  const QUESTIONS: Question[] = [
     { question: 'How many genres are there?', gold: 'SELECT COUNT(*) FROM genres', pred: 'SELECT COUNT(*) FROM genres' },
     { question: 'Genres from id 11 on?', gold: 'SELECT name FROM genres WHERE genre_id >= 11 ORDER BY genre_id', pred: 'SELECT name FROM genres WHERE genre_id BETWEEN 11 AND 12' },
     { question: 'How many tracks have signals in their name?', gold: "SELECT COUNT(*) FROM tracks WHERE name ILIKE '%signals%'", pred: "SELECT COUNT(*) FROM tracks WHERE name ~* 'signals'" },
@@ -166,15 +179,10 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
     const env: NodeJS.ProcessEnv = { ...process.env };
     delete env.PGPASSWORD;
     const runs = join(tmp.dir, 'evals');
-    // The quickstart's layout: report.json (its config names the server without the password), held_out.jsonl, grpo/predictions.json.
     const qs = join(runs, 'qs');
-    mkdirSync(join(qs, 'grpo'), { recursive: true });
-    writeFileSync(join(qs, 'report.json'), JSON.stringify({ config: { ...resolveQuickstartConfig({ db: url, out: qs }), db: redactUrl(url) } }));
-    const rows = (dbId: string) => QUESTIONS.map((q, i) => JSON.stringify({ question_id: i, db_id: dbId, question: q.question, evidence: '', SQL: q.gold, difficulty: 'simple' })).join('\n') + '\n';
-    writeFileSync(join(qs, 'held_out.jsonl'), rows(DB));
-    writeFileSync(join(qs, 'grpo', 'predictions.json'), JSON.stringify(QUESTIONS.map((q) => q.pred)));
+    quickstartLayout(qs, url, QUESTIONS, DB);
     // The same questions under db_id `shop`, for a root that puts it where `{db_id}` is: bird_{db_id}.
-    writeFileSync(join(tmp.dir, 'shop.jsonl'), rows('shop'));
+    writeFileSync(join(tmp.dir, 'shop.jsonl'), heldOutRows(QUESTIONS, 'shop'));
 
     const agroEval = (data: string, dbRoot: string, out: string): EvalReport => {
       const r = spawnSync(process.execPath, [BIN, 'eval', '--data', data, '--pred', join(qs, 'grpo', 'predictions.json'), '--db-root', dbRoot, '--timeout', '10000', '--out', out], { encoding: 'utf8', env, timeout: 120_000 });
@@ -252,7 +260,7 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
   const TOTAL_MS = 270351522; // SUM(milliseconds) of the original's tracks
   // A quickstart's held-out questions and predictions. #1 is right on the original only (a constant); #4 reads a
   // view, which the variants carry.
-  const QUESTIONS: { question: string; gold: string; pred: string }[] = [
+  const QUESTIONS: Question[] = [
     { question: 'How many genres are there?', gold: 'SELECT COUNT(*) FROM genres', pred: 'SELECT COUNT(*) FROM genres' },
     { question: 'How long are all tracks together, in milliseconds?', gold: 'SELECT SUM(milliseconds) FROM tracks', pred: `SELECT ${TOTAL_MS}` },
     { question: 'Genres from id 11 on?', gold: 'SELECT name FROM genres WHERE genre_id >= 11', pred: 'SELECT name FROM genres WHERE genre_id > 11' },
@@ -284,10 +292,7 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
     delete env.PGPASSWORD;
     const runs = join(tmp.dir, 'evals');
     const qs = join(runs, 'qs');
-    mkdirSync(join(qs, 'grpo'), { recursive: true });
-    writeFileSync(join(qs, 'report.json'), JSON.stringify({ config: { ...resolveQuickstartConfig({ db: url, out: qs }), db: redactUrl(url) }, synth: { variants: 2 } }));
-    writeFileSync(join(qs, 'held_out.jsonl'), QUESTIONS.map((q, i) => JSON.stringify({ question_id: i, db_id: DB, question: q.question, evidence: '', SQL: q.gold, difficulty: 'simple' })).join('\n') + '\n');
-    writeFileSync(join(qs, 'grpo', 'predictions.json'), JSON.stringify(QUESTIONS.map((q) => q.pred)));
+    quickstartLayout(qs, url, QUESTIONS, DB, { synth: { variants: 2 } });
     // The variants as the quickstart's factory makes them: schemas of the database, named in synth/variants/<db_id>/variant-N.pg.
     const schema = await introspectDatabase(url);
     const synth = join(qs, 'synth');
