@@ -3,7 +3,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agro, assertOneLine, DB_ROOT, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
 import { initBackend } from '../../src/model/backend.ts';
@@ -76,6 +76,19 @@ test('control characters in printed data (a cell, a table name, a sample value) 
   assert.match(schema.stdout, /t\\x1b\[2J/);
   // eslint-disable-next-line no-control-regex -- as above
   assert.doesNotMatch(schema.stdout, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+});
+
+test('progress lines that name a database folder escape its control characters (agro pretrain)', () => {
+  // A db_id is a folder name: anything but / and NUL.
+  const root = join(tmp.dir, 'esc-root');
+  for (const [id, src] of [['m\u001b[2J\u001b]0;pwned\u0007', MUSIC], ['school', join(DB_ROOT, 'school', 'school.sqlite')]]) {
+    mkdirSync(join(root, id), { recursive: true });
+    copyFileSync(src, join(root, id, `${id}.sqlite`));
+  }
+  const r = agro(['pretrain', '--dbs', root, '--out', join(tmp.dir, 'esc-pretrain'), '--pairs', '10', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '300', '--steps', '1', '--backend', 'cpu'], { timeoutMs: 120_000 });
+  assert.match(r.stderr, /1\/2 m\\x1b\[2J\\x1b\]0;pwned\\x07: synthesizing/);
+  // eslint-disable-next-line no-control-regex -- no control character but the newlines may reach the terminal
+  assert.doesNotMatch(r.stderr + r.stdout, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
 });
 
 test('eval --suite <missing folder> is exit 3, not a suite reported as checked', () => {
