@@ -49,6 +49,20 @@ test('a device, a FIFO or a directory as a dataset is refused at once (exit 4) b
   assertOneLine(agro(['eval', '--gold', '--data', tmp.dir]), 4, /data path is a directory, not a file/);
 });
 
+test('a device or a FIFO as --docs is refused at once (exit 4) by synth, quickstart and ask, not read without end', () => {
+  const fifo = join(tmp.dir, 'docs-fifo');
+  execFileSync('mkfifo', [fifo]);
+  for (const input of ['/dev/zero', fifo]) {
+    // Before: /dev/zero was read until memory ran out (1.6 GB after 20 s); a FIFO without a writer hung.
+    const runs = [
+      agro(['synth', '--db', MUSIC, '--docs', input, '--out', join(tmp.dir, 'docs-synth')], { timeoutMs: 20_000 }),
+      agro(['quickstart', '--db', MUSIC, '--docs', input, '--out', join(tmp.dir, 'docs-qs')], { timeoutMs: 20_000 }),
+      agro(['ask', 'How many artists?', '--policy', ck, '--db', MUSIC, '--docs', input, '--max-turns', '1'], { timeoutMs: 20_000 }),
+    ];
+    for (const r of runs) assertOneLine(r, 4, /documentation path is not a regular file \(a device, FIFO or socket\)/);
+  }
+});
+
 test('control characters from user data are escaped in error lines (no terminal title, no screen clear, no NUL)', () => {
   const data = join(tmp.dir, 'esc.json');
   writeFileSync(data, JSON.stringify([{ db_id: 'a\u001b]0;pwned\u0007\u001b[2J\u0000\u009bb', question: 'q', SQL: 'SELECT 1' }]));
