@@ -49,6 +49,15 @@ test('a device, a FIFO or a directory as a dataset is refused at once (exit 4) b
   assertOneLine(agro(['eval', '--gold', '--data', tmp.dir]), 4, /data path is a directory, not a file/);
 });
 
+test('an input file past MAX_INPUT_BYTES is refused (exit 4), the bound named, not read to its end', () => {
+  // A sparse file: 300 MiB by its size, no disk used.
+  const big = join(tmp.dir, 'big.json');
+  writeFileSync(big, '');
+  execFileSync('truncate', ['-s', '300M', big]);
+  const r = agro(['eval', '--gold', '--data', big], { timeoutMs: 20_000 });
+  assertOneLine(r, 4, /data file .*big\.json is larger than 256 MiB, the most agro reads/);
+});
+
 test('a device or a FIFO as --docs is refused at once (exit 4) by synth, quickstart and ask, not read without end', () => {
   const fifo = join(tmp.dir, 'docs-fifo');
   execFileSync('mkfifo', [fifo]);
