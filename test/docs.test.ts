@@ -102,7 +102,7 @@ test('every body limit the docs state is the one the servers apply (agro serve -
     for (const [i, line] of readFileSync(join(ROOT, file), 'utf8').split('\n').entries()) {
       // "bodies up to 8 MiB", "body limit (`--max-body`, 4 MiB)", "body limit 1 MiB": the dashboard's own line says so.
       for (const s of line.matchAll(/bod(?:y|ies) (?:up to|limit)[^.;|]{0,60}?(\d+(?:\.\d+)?) MiB/gi)) {
-        const want = /dashboard/i.test(line) ? MAX_API_BODY : Number(m[1]);
+        const want: number = /dashboard/i.test(line) ? MAX_API_BODY : Number(m[1]);
         stated.push(`${file}:${i + 1}: ${s[1]} MiB`);
         assert.equal(`${s[1]} MiB`, mib(want), `${file}:${i + 1} states "${s[0]}"; the server applies ${mib(want)}`);
       }
