@@ -87,6 +87,11 @@ export async function cliSection(b: CliBench, dir: string): Promise<void> {
       ['predict --data', ['predict', '--policy', ck, '--data', input, '--out', out]],
     ];
     for (const [what, args] of cmds) await expectLine(b, `${what} ${kind}: exit 4 at once`, args, 4, want, 20_000, 512 * MiB);
+    // Documentation may be a folder; a device or a FIFO is refused as the other inputs are.
+    if (kind !== 'a directory') {
+      await expectLine(b, `synth --docs ${kind}: exit 4 at once`, ['synth', '--db', b.music, '--docs', input, '--out', out], 4, /documentation path is not a regular file/, 20_000, 512 * MiB);
+      await expectLine(b, `ask --docs ${kind}: exit 4 at once`, ['ask', 'How many artists?', '--policy', ck, '--db', b.music, '--docs', input, '--max-turns', '1'], 4, /documentation path is not a regular file/, 20_000, 512 * MiB);
+    }
   }
 
   // Missing folders: exit 3 before any work.

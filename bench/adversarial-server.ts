@@ -104,6 +104,9 @@ export async function run(args: string[]): Promise<void> {
   makeRun(join(runs, 'b', 'grpo'));
   makeRun(join(tmp, 'outside', 'secret', 'sft'));
   symlinkSync(join(tmp, 'outside'), join(runs, 'escape'));
+  // A listed run's eval report that links to a file outside the folder.
+  writeFileSync(join(tmp, 'outside', 'eval.json'), JSON.stringify({ secret: 'outside eval' }));
+  symlinkSync(join(tmp, 'outside', 'eval.json'), join(runs, 'a', 'sft', 'eval.json'));
   for (let i = 0; i < 6; i++) symlinkSync(runs, join(runs, `loop${i}`));
   const before = databasesDigest();
   let serve: StartedCli | undefined;
@@ -174,6 +177,8 @@ export async function run(args: string[]): Promise<void> {
         const r = await raw(srv.port, { path: `${prefix}/api/run?id=${encodeURIComponent(id)}` });
         check('paths', `${prefix} run id ${id.slice(0, 60)}`, r.status === 404, `${r.status}`);
       }
+      const linked = await raw(srv.port, { path: `${prefix}/api/run?id=a/sft` });
+      check('paths', `${prefix} a run's eval.json linked out of the folder reads as missing`, linked.status === 200 && !/outside eval/.test(linked.body), `${linked.status} ${linked.body.slice(-80)}`);
       for (const path of ['/assets/..%2f..%2fpackage.json', '/assets/%2e%2e%2f%2e%2e%2fpackage.json', '/assets/..', '/assets/%2e%2e', '/..%2f..%2fpackage.json', '/assets/%00', '/assets/..%5c..%5cpackage.json', '/%2e%2e/%2e%2e/package.json', '/api/../../../../etc/passwd', '/assets/%2fetc%2fpasswd']) {
         const r = await raw(srv.port, { path: prefix + path });
         check('paths', `${prefix} static ${path}`, (r.status === 404 || /<div id="app">/.test(r.body)) && !/"name": "agro"|root:/.test(r.body), `${r.status} ${r.body.slice(0, 60)}`);

@@ -88,3 +88,26 @@ test('help parsing reads option flags and subcommands, not flags named in descri
   assert.deepEqual([...info.flags].sort(), ['--db', '--help']);
   assert.deepEqual([...info.commands], ['gguf']);
 });
+
+test('every body limit the docs state is the one the servers apply (agro serve --max-body, the dashboard 1 MiB)', async () => {
+  const { readdirSync, readFileSync } = await import('node:fs');
+  const { MAX_API_BODY } = await import('../src/server/dashboard.ts');
+  const serveHelp = (await help(['serve'])).replace(/\s+/g, ' ');
+  const m = /--max-body <bytes> .*?\(default: (\d+)\)/.exec(serveHelp);
+  assert.ok(m, 'agro serve --help shows the --max-body default');
+  const mib = (n: number): string => `${n / 2 ** 20} MiB`;
+  const files = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const stated: string[] = [];
+  for (const file of files) {
+    for (const [i, line] of readFileSync(join(ROOT, file), 'utf8').split('\n').entries()) {
+      // "bodies up to 8 MiB", "body limit (`--max-body`, 4 MiB)", "body limit 1 MiB": the dashboard's own line says so.
+      for (const s of line.matchAll(/bod(?:y|ies) (?:up to|limit)[^.;|]{0,60}?(\d+(?:\.\d+)?) MiB/gi)) {
+        const want: number = /dashboard/i.test(line) ? MAX_API_BODY : Number(m[1]);
+        stated.push(`${file}:${i + 1}: ${s[1]} MiB`);
+        assert.equal(`${s[1]} MiB`, mib(want), `${file}:${i + 1} states "${s[0]}"; the server applies ${mib(want)}`);
+      }
+    }
+  }
+  // The check found the statements it is about (a reworded page would make it pass vacuously).
+  assert.ok(stated.length >= 3, stated.join('\n'));
+});

@@ -7,6 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { Option, type Command } from 'commander';
 import { AgroError } from '../errors.ts';
+import { printErr } from './print.ts';
 import { PROMPT_CONTRACT_FILE, readPromptContract, resolvePromptSettings, type PromptContract, type PromptSettings } from '../agent/prompt-contract.ts';
 import type { SqlEnvDeps } from '../agent/sql-env.ts';
 import { readDocs } from '../sql/docs.ts';
@@ -50,7 +51,7 @@ export function askedPrompt(o: PromptCliOptions): Partial<PromptSettings> {
 }
 
 export function printWarning(line: string): void {
-  process.stderr.write(`agro: warning: ${line}\n`);
+  printErr(`agro: warning: ${line}\n`);
 }
 
 /** The contract --prompt-from names; a folder without one is an error, not a silent default. */

@@ -40,7 +40,7 @@ import { presetSchema, resolveModelConfig } from '../model/config.ts';
 import { renderChat } from '../model/chat.ts';
 import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.ts';
 import { runSft, type SftResult, type StepMetrics } from '../train/sft.ts';
-import { listCheckpoints } from '../train/run-state.ts';
+import { cleanRunCheckpoints, listCheckpoints } from '../train/run-state.ts';
 
 export const pretrainConfigSchema = z.strictObject({
   /** Folders of databases laid out as <dir>/<db_id>/<db_id>.sqlite. */
@@ -279,6 +279,8 @@ export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHoo
 
     // ---- 3. SFT from scratch, resumable ----
     const sftDir = join(out, 'sft');
+    // A checkpoint write cut by a kill leaves temp folders, or the last whole checkpoint under an .old name: clean first.
+    for (const line of cleanRunCheckpoints(sftDir)) log(`[3/3] checkpoints: ${line} (left by a write that was cut)`);
     const latest = listCheckpoints(sftDir).at(-1);
     let model: LlamaModel;
     let resumeFrom: Parameters<typeof runSft>[0]['resumeFrom'];

@@ -18,7 +18,7 @@ import type { RolloutEngine } from '../model/engine.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { saveCheckpoint } from '../model/checkpoint.ts';
 import { AdamW, lrAt } from '../train/optim.ts';
-import { checkResumeSettings, listCheckpoints, recordedSettings, restoreTrainerState, resumeConfig, truncateMetrics } from '../train/run-state.ts';
+import { checkResumeSettings, cleanRunCheckpoints, listCheckpoints, recordedSettings, restoreTrainerState, resumeConfig, truncateMetrics } from '../train/run-state.ts';
 import type { Environment } from '../agent/types.ts';
 import { lossConfig } from './config.ts';
 import { prepareRewards } from './rewards.ts';
@@ -172,6 +172,8 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   for (const h of hooks) if (h.restore && state.hooks[h.name] !== undefined) h.restore(state.hooks[h.name]);
 
   ensureDir(opts.outDir);
+  // What a killed checkpoint write left (the CLI cleans before it lists checkpoints; other callers get it here).
+  cleanRunCheckpoints(opts.outDir);
   const metricsPath = join(opts.outDir, 'metrics.jsonl');
   truncateMetrics(metricsPath, state.step);
   writeJsonAtomic(configPath, { ...settings, model: model.config, ...(resumeChanges.length ? { resumeChanges } : {}) });

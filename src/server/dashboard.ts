@@ -83,17 +83,11 @@ function fail(c: Context, err: unknown): Response {
   return c.json({ error: oneLine(err) }, status);
 }
 
-function runInfo(r: FoundRun, steps = countLines(join(r.dir, 'metrics.jsonl'))): RunInfo {
+function runInfo(realRoot: string, r: FoundRun, steps = countLines(join(r.dir, 'metrics.jsonl'))): RunInfo {
   const metrics = join(r.dir, 'metrics.jsonl');
   let algo: string | undefined;
-  if (r.kind === 'grpo') {
-    try {
-      algo = (JSON.parse(readFileSync(join(r.dir, 'train_config.json'), 'utf8')) as { train?: { algo?: string } }).train?.algo;
-    } catch {
-      // A config being rewritten: no label this time.
-    }
-  }
-  return { id: r.id, kind: r.kind, ...(algo ? { algo } : {}), steps, modifiedMs: statSync(metrics).mtimeMs, hasEval: existsSync(join(r.dir, 'eval.json')) };
+  if (r.kind === 'grpo') algo = (readJsonInside(realRoot, join(r.dir, 'train_config.json')) as { train?: { algo?: string } } | null)?.train?.algo;
+  return { id: r.id, kind: r.kind, ...(algo ? { algo } : {}), steps, modifiedMs: statSync(metrics).mtimeMs, hasEval: realInside(realRoot, join(r.dir, 'eval.json')) !== undefined };
 }
 
 function readJsonOr(path: string): unknown {
@@ -102,6 +96,12 @@ function readJsonOr(path: string): unknown {
   } catch {
     return null;
   }
+}
+
+/** A JSON file of the folder, or null when it is missing, unreadable, or a symlink out of the folder. */
+function readJsonInside(realRoot: string, path: string): unknown {
+  const real = realInside(realRoot, path);
+  return real === undefined ? null : readJsonOr(real);
 }
 
 /** A server database's name (the URL's path), for a label. */
@@ -190,7 +190,7 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
       return c.json({
         root,
         // A run deleted since the last walk (the walk is kept a second) is left out, not an error.
-        runs: s.runs.filter((r) => existsSync(join(r.dir, 'metrics.jsonl'))).map((r) => runInfo(r)),
+        runs: s.runs.filter((r) => existsSync(join(r.dir, 'metrics.jsonl'))).map((r) => runInfo(realRoot, r)),
         datasets: s.datasets.map((d) => ({ id: d.id })),
         evals: s.evals.map((e) => ({ id: e.id, source: e.source, label: evalLabel(e) })),
         policies: await playground.policies(),
@@ -205,14 +205,15 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
     try {
       const r = findRun(c.req.query('id'));
       const read = metricsCache.read(join(r.dir, 'metrics.jsonl'));
-      const config = readJsonOr(join(r.dir, r.kind === 'sft' ? 'sft_config.json' : 'train_config.json'));
+      // Every file is read through its real path, inside the folder: a symlink out of it reads as missing.
+      const config = readJsonInside(realRoot, join(r.dir, r.kind === 'sft' ? 'sft_config.json' : 'train_config.json'));
       // A quickstart's report sits beside its run folder (never above the dashboard folder).
-      const quickstart = r.dir !== root && realInside(realRoot, join(r.dir, '..', 'report.json')) ? readJsonOr(join(r.dir, '..', 'report.json')) : null;
+      const quickstart = r.dir !== root ? readJsonInside(realRoot, join(r.dir, '..', 'report.json')) : null;
       const rest: Omit<RunDetail, 'metrics'> = {
-        run: runInfo(r, rowCount(read.metrics)),
+        run: runInfo(realRoot, r, rowCount(read.metrics)),
         offset: read.offset,
         config,
-        eval: readJsonOr(join(r.dir, 'eval.json')),
+        eval: readJsonInside(realRoot, join(r.dir, 'eval.json')),
         ...(quickstart ? { quickstart } : {}),
       };
       // The columns are the bulk of the answer (megabytes for a long run): serialized once per change of the file.

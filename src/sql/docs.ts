@@ -11,11 +11,12 @@
  *   - agro's own JSON (`dbDocsSchema`).
  * The parsers are pure (text in, DbDocs out); readDocs and findDocs are the file-system edge.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
+import { readInputBytes } from '../util/fs.ts';
 import { dbDocsSchema, type ColumnDoc, type DbDocs, type TableDoc } from './docs-types.ts';
 import { fold } from './words.ts';
 
@@ -128,7 +129,7 @@ export function readBirdFolder(dir: string): DbDocs {
     .filter((f) => extname(f).toLowerCase() === '.csv' && !f.startsWith('._'))
     .sort();
   if (files.length === 0) throw new AgroError('invalid_input', `${dir}: no <table>.csv file in this documentation folder`);
-  return { tables: files.map((f) => parseBirdCsv(basename(f, extname(f)).trim(), decodeText(readFileSync(join(dir, f))), join(dir, f))) };
+  return { tables: files.map((f) => parseBirdCsv(basename(f, extname(f)).trim(), decodeText(readInputBytes(join(dir, f), 'documentation')), join(dir, f))) };
 }
 
 // ---------------------------------------------------------------- Spider / KaggleDBQA tables.json
@@ -210,8 +211,9 @@ function spiderEntryFor(json: unknown[], dbId: string | undefined, where: string
 // ---------------------------------------------------------------- files
 
 function readJson(path: string): unknown {
+  const text = decodeText(readInputBytes(path, 'documentation'));
   try {
-    return JSON.parse(decodeText(readFileSync(path)));
+    return JSON.parse(text);
   } catch (err) {
     throw new AgroError('invalid_input', `${path}: not valid JSON (${err instanceof Error ? err.message : String(err)})`);
   }
@@ -250,7 +252,7 @@ export function readDocsWithFormat(path: string, dbId?: string): { docs: DbDocs;
     throw new AgroError('invalid_input', `${path}: no documentation here (expected <table>.csv files, database_description/ or tables.json)`);
   }
   if (extname(path).toLowerCase() === '.csv') {
-    return { docs: { tables: [parseBirdCsv(basename(path, extname(path)).trim(), decodeText(readFileSync(path)), path)] }, format: 'bird' };
+    return { docs: { tables: [parseBirdCsv(basename(path, extname(path)).trim(), decodeText(readInputBytes(path, 'documentation')), path)] }, format: 'bird' };
   }
   return docsFromJson(readJson(path), path, dbId);
 }

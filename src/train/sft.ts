@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import { writeJsonAtomic, ensureDir } from '../util/fs.ts';
-import { checkResumeSettings, recordedSettings, restoreTrainerState, resumeConfig, truncateMetrics } from './run-state.ts';
+import { checkResumeSettings, cleanRunCheckpoints, recordedSettings, restoreTrainerState, resumeConfig, truncateMetrics } from './run-state.ts';
 import { AdamW, accumulateGrads, clipByGlobalNorm, lrAt, optimizerFields } from './optim.ts';
 import type { LlamaModel, WeightMap } from '../model/llama.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
@@ -279,6 +279,8 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   const resumeChanges = opts.resumeFrom ? checkResumeSettings(configPath, settings, { step: state.step, allowChanges: opts.allowChanges, flag: '--allow-changes' }) : [];
 
   ensureDir(opts.outDir);
+  // What a killed checkpoint write left (the CLI cleans before it lists checkpoints; other callers get it here).
+  cleanRunCheckpoints(opts.outDir);
   const metricsPath = join(opts.outDir, 'metrics.jsonl');
   truncateMetrics(metricsPath, state.step);
   writeJsonAtomic(configPath, { ...settings, model: model.config, skippedTooLong: tooLong, ...(resumeChanges.length ? { resumeChanges } : {}) });

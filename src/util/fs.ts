@@ -132,6 +132,11 @@ export const MAX_INPUT_BYTES = 256 * 2 ** 20;
  * a missing file is not_found, anything else that cannot be read as text invalid_input.
  */
 export function readInputText(path: string, what: string, maxBytes = MAX_INPUT_BYTES): string {
+  return readInputBytes(path, what, maxBytes).toString('utf8');
+}
+
+/** readInputText's bytes, undecoded (for files that may not be UTF-8: BIRD's description CSVs). */
+export function readInputBytes(path: string, what: string, maxBytes = MAX_INPUT_BYTES): Buffer {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -157,7 +162,7 @@ export function readInputText(path: string, what: string, maxBytes = MAX_INPUT_B
       total += n;
       if (total > maxBytes) throw tooBig();
     }
-    return Buffer.concat(chunks, total).toString('utf8');
+    return Buffer.concat(chunks, total);
   } catch (err) {
     if (err instanceof AgroError) throw err;
     throw new AgroError('invalid_input', `cannot read ${what} file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);

@@ -3,7 +3,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agro, assertOneLine, DB_ROOT, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
 import { initBackend } from '../../src/model/backend.ts';
@@ -49,6 +49,29 @@ test('a device, a FIFO or a directory as a dataset is refused at once (exit 4) b
   assertOneLine(agro(['eval', '--gold', '--data', tmp.dir]), 4, /data path is a directory, not a file/);
 });
 
+test('an input file past MAX_INPUT_BYTES is refused (exit 4), the bound named, not read to its end', () => {
+  // A sparse file: 300 MiB by its size, no disk used.
+  const big = join(tmp.dir, 'big.json');
+  writeFileSync(big, '');
+  execFileSync('truncate', ['-s', '300M', big]);
+  const r = agro(['eval', '--gold', '--data', big], { timeoutMs: 20_000 });
+  assertOneLine(r, 4, /data file .*big\.json is larger than 256 MiB, the most agro reads/);
+});
+
+test('a device or a FIFO as --docs is refused at once (exit 4) by synth, quickstart and ask, not read without end', () => {
+  const fifo = join(tmp.dir, 'docs-fifo');
+  execFileSync('mkfifo', [fifo]);
+  for (const input of ['/dev/zero', fifo]) {
+    // Before: /dev/zero was read until memory ran out (1.6 GB after 20 s); a FIFO without a writer hung.
+    const runs = [
+      agro(['synth', '--db', MUSIC, '--docs', input, '--out', join(tmp.dir, 'docs-synth')], { timeoutMs: 20_000 }),
+      agro(['quickstart', '--db', MUSIC, '--docs', input, '--out', join(tmp.dir, 'docs-qs')], { timeoutMs: 20_000 }),
+      agro(['ask', 'How many artists?', '--policy', ck, '--db', MUSIC, '--docs', input, '--max-turns', '1'], { timeoutMs: 20_000 }),
+    ];
+    for (const r of runs) assertOneLine(r, 4, /documentation path is not a regular file \(a device, FIFO or socket\)/);
+  }
+});
+
 test('control characters from user data are escaped in error lines (no terminal title, no screen clear, no NUL)', () => {
   const data = join(tmp.dir, 'esc.json');
   writeFileSync(data, JSON.stringify([{ db_id: 'a\u001b]0;pwned\u0007\u001b[2J\u0000\u009bb', question: 'q', SQL: 'SELECT 1' }]));
@@ -76,6 +99,19 @@ test('control characters in printed data (a cell, a table name, a sample value) 
   assert.match(schema.stdout, /t\\x1b\[2J/);
   // eslint-disable-next-line no-control-regex -- as above
   assert.doesNotMatch(schema.stdout, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+});
+
+test('progress lines that name a database folder escape its control characters (agro pretrain)', () => {
+  // A db_id is a folder name: anything but / and NUL.
+  const root = join(tmp.dir, 'esc-root');
+  for (const [id, src] of [['m\u001b[2J\u001b]0;pwned\u0007', MUSIC], ['school', join(DB_ROOT, 'school', 'school.sqlite')]]) {
+    mkdirSync(join(root, id), { recursive: true });
+    copyFileSync(src, join(root, id, `${id}.sqlite`));
+  }
+  const r = agro(['pretrain', '--dbs', root, '--out', join(tmp.dir, 'esc-pretrain'), '--pairs', '10', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '300', '--steps', '1', '--backend', 'cpu'], { timeoutMs: 120_000 });
+  assert.match(r.stderr, /1\/2 m\\x1b\[2J\\x1b\]0;pwned\\x07: synthesizing/);
+  // eslint-disable-next-line no-control-regex -- no control character but the newlines may reach the terminal
+  assert.doesNotMatch(r.stderr + r.stdout, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
 });
 
 test('eval --suite <missing folder> is exit 3, not a suite reported as checked', () => {

@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { agro, assertOneLine, DEV, tempDir } from '../adversarial/support.ts';
+import { agro, assertOneLine, DB_ROOT, DEV, tempDir } from '../adversarial/support.ts';
 import { initBackend } from '../../src/model/backend.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
 import { resolveModelConfig } from '../../src/model/config.ts';
@@ -91,4 +91,22 @@ test('train: stale temp folders removed; --resume with another --lr refused (exi
   const cfg = JSON.parse(readFileSync(join(out, 'train_config.json'), 'utf8')) as { train: { lr: number }; resumeChanges: unknown };
   assert.equal(cfg.train.lr, 0.01);
   assert.deepEqual(cfg.resumeChanges, [{ step: 1, changes: ['train.steps 1 → 2', 'train.lr 0.0002 → 0.01'] }]);
+});
+
+test('pretrain: a rerun after a checkpoint swap cut by a kill resumes from the whole checkpoint, put back, and leaves no temp folder', { timeout: 300_000 }, () => {
+  const out = join(tmp.dir, 'pretrain');
+  const args = ['pretrain', '--dbs', DB_ROOT, '--out', out, '--pairs', '10', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '1000', '--steps', '2', '--batch-size', '2', '--checkpoint-every', '1', '--eval-every', '1', '--schema-chars', '200', '--backend', 'cpu'];
+  const first = agro(args, { timeoutMs: 240_000 });
+  assert.equal(first.status, 0, first.stderr);
+  const cks = join(out, 'sft', 'checkpoints');
+  const weights = readFileSync(join(cks, 'step-2', 'model.safetensors'));
+  // Cut after `rename(step-2, .old)`, before `rename(.tmp, step-2)`: the old copy is the only whole step-2.
+  renameSync(join(cks, 'step-2'), join(cks, `.step-2.old-${DEAD}-1-2`));
+  mkdirSync(join(cks, `.step-2.tmp-${DEAD}-1-2`));
+  writeFileSync(join(cks, `.step-2.tmp-${DEAD}-1-2`, 'model.safetensors'), 'half');
+  const again = agro(args, { timeoutMs: 240_000 });
+  assert.equal(again.status, 0, again.stderr);
+  assert.match(again.stderr, /resuming from .*step-2/);
+  assert.deepEqual(readdirSync(cks).sort(), ['step-1', 'step-2']);
+  assert.ok(readFileSync(join(cks, 'step-2', 'model.safetensors')).equals(weights), 'step-2 is not the whole checkpoint of the first run');
 });

@@ -202,3 +202,29 @@ test('BPE: a 1,000,000-character word encodes in seconds without a stack overflo
   const long = 'ab'.repeat(MAX_BPE_SYMBOLS);
   assert.deepEqual(tk.encode(long), [...tk.encode(long.slice(0, MAX_BPE_SYMBOLS)), ...tk.encode(long.slice(MAX_BPE_SYMBOLS))]);
 });
+
+test('BPE: merge work per symbol does not grow with the word (a word that needs hundreds of distinct merges)', () => {
+  // A vocabulary of ~750 merges and one long word of real letters: the pass-per-rank loop rescans the whole
+  // piece once per distinct merge (~160 rank lookups a symbol here, ~13 s for 1,000,000 characters), and
+  // the word-length bound alone does not make it linear. The heap merge looks up a few ranks per symbol.
+  const texts = readFileSync('data/dev.json', 'utf8');
+  const tk = Tokenizer.train(texts.split('\n'), { vocabSize: 1500, specialTokens: AGENT_SPECIAL_TOKENS });
+  const ranks = (tk as unknown as { mergeRanks: Map<string, number> }).mergeRanks;
+  let lookups = 0;
+  const get = ranks.get.bind(ranks);
+  ranks.get = (k: string) => {
+    lookups++;
+    return get(k);
+  };
+  const letters = texts.match(/[A-Za-z]+/g)!.join('');
+  const perSymbol: number[] = [];
+  for (const n of [20_000, 200_000]) {
+    const word = letters.repeat(Math.ceil(n / letters.length)).slice(0, n);
+    lookups = 0;
+    const ids = tk.encode(word);
+    assert.ok(ids.length > 0 && ids.length < n / 2, `${ids.length} ids: the merges ran`);
+    assert.ok(lookups > 0, 'the merge rank lookups were not counted (mergeRanks no longer used?)');
+    perSymbol.push(lookups / n);
+  }
+  assert.ok(perSymbol.every((x) => x <= 8), `rank lookups per symbol: ${perSymbol.map((x) => x.toFixed(1)).join(', ')} (at most 8)`);
+});

@@ -33,6 +33,13 @@ before(async () => {
   // A link to a folder outside the served one, and six loops back to the folder itself.
   symlinkSync(outside, join(runs, 'escape'));
   for (let i = 0; i < 6; i++) symlinkSync(runs, join(runs, `loop${i}`));
+  // A run of the folder whose config and eval report are links to files outside it.
+  mkdirSync(join(runs, 'c'));
+  writeFileSync(join(runs, 'c', 'metrics.jsonl'), '{"step":1,"loss":1}\n');
+  writeFileSync(join(outside, 'config.json'), JSON.stringify({ secret: 'outside config' }));
+  writeFileSync(join(outside, 'eval.json'), JSON.stringify({ secret: 'outside eval' }));
+  symlinkSync(join(outside, 'config.json'), join(runs, 'c', 'train_config.json'));
+  symlinkSync(join(outside, 'eval.json'), join(runs, 'c', 'eval.json'));
   [serve, dash] = await Promise.all([
     startCli(['serve', '--db-root', fx.dbRoot, '--dashboard', runs, '--port', '0']),
     startCli(['dashboard', runs, '--no-open', '--port', '0']),
@@ -118,7 +125,13 @@ test('path safety: symlink loops and a link out of the folder; /api/overview lis
     assert.equal(res.status, 200);
     assert.ok(res.ms < 1000, `overview took ${res.ms.toFixed(0)} ms`);
     const ov = JSON.parse(res.body) as { runs: { id: string }[] };
-    assert.deepEqual(ov.runs.map((r) => r.id).sort(), ['a/sft', 'b/sft']);
+    assert.deepEqual(ov.runs.map((r) => r.id).sort(), ['a/sft', 'b/sft', 'c']);
+    // A file of a listed run that links out of the folder reads as missing (it was served before).
+    const c = await raw(srv.port, { path: `${prefix}/api/run?id=c` });
+    assert.equal(c.status, 200, c.body.slice(0, 200));
+    assert.doesNotMatch(c.body, /outside/);
+    const detail = JSON.parse(c.body) as { config: unknown; eval: unknown; run: { hasEval: boolean } };
+    assert.deepEqual([detail.config, detail.eval, detail.run.hasEval], [null, null, false]);
     for (const id of ['escape/secret/sft', '../outside/secret/sft', `${outside}/secret/sft`, 'loop0/a/sft', '%2e%2e/outside/secret/sft']) {
       const r = await raw(srv.port, { path: `${prefix}/api/run?id=${encodeURIComponent(id)}` });
       assert.equal(r.status, 404, `${id}: ${r.status} ${r.body.slice(0, 100)}`);

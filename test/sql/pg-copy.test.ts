@@ -94,6 +94,15 @@ describe('agro db copy into a real server', { skip: PG.skip }, () => {
     assert.equal(replaced.status, 0, replaced.stderr);
   });
 
+  test('names from the SQLite file are printed with control characters escaped (no terminal title, no screen clear)', () => {
+    const file = makeDb(join(tmp.dir, 'esc.sqlite'), 'CREATE TABLE "t\u001b[2J" ("c\u001b]0;pwned\u0007" TEXT); INSERT INTO "t\u001b[2J" VALUES (\'x\');');
+    const cli = agro(['db', 'copy', file, server.adminUrl('esc')]);
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.match(cli.stdout, /^t\\x1b\[2j: 1 rows \(c\\x1b\]0;pwned\\x07 text\)$/m);
+    // eslint-disable-next-line no-control-regex -- no control character but the newlines may reach the terminal
+    assert.doesNotMatch(cli.stdout, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+  });
+
   test('SQLite data PostgreSQL would refuse: mixed types become text, broken keys are skipped and reported', async () => {
     const file = makeDb(
       join(tmp.dir, 'messy.sqlite'),

@@ -42,7 +42,7 @@ test('chat template refuses a tokenizer without the chat tokens', () => {
 });
 
 // ---- SFT ----
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
@@ -310,4 +310,17 @@ test('agro sft trains from scratch, refuses to clobber a run, and resumes with -
   const missing = spawnSync(process.execPath, ['bin/agro.js', 'sft', '--data', join(dir, 'none.jsonl'), '--out', out], { encoding: 'utf8' });
   assert.equal(missing.status, 3);
   assert.equal(missing.stderr.trim(), `agro: dataset file not found: ${join(dir, 'none.jsonl')}`);
+});
+
+test('runSft removes what a killed checkpoint write left in its folder, for callers other than the CLI (quickstart)', async () => {
+  await initBackend('cpu');
+  const out = tmp();
+  // A pid above Linux's pid_max: the writer is gone.
+  const stale = join(out, 'checkpoints', '.step-7.tmp-99999999-1-2');
+  mkdirSync(stale, { recursive: true });
+  writeFileSync(join(stale, 'model.safetensors'), 'half');
+  const model = newModel(2);
+  await runSft({ outDir: out, model, tokenizer: STOK, samples: synthetic(8), config: { steps: 1, batchSize: 4, warmupSteps: 0, checkpointEvery: 0, heldOutFraction: 0 } });
+  assert.deepEqual(readdirSync(join(out, 'checkpoints')), ['step-1']);
+  model.dispose();
 });

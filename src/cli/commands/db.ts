@@ -4,6 +4,7 @@ import { copySqliteToPostgres, runAdminSql } from '../../sql/pg-copy.ts';
 import { sandboxRoleSql } from '../../sql/pg-setup.ts';
 import { dropVariantSchemas } from '../../sql/pg-variants.ts';
 import { isPostgresUrl, redactUrl } from '../../sql/postgres.ts';
+import { printOut } from '../print.ts';
 
 export function register(program: Command): void {
   const db = program.command('db').description('Move databases between engines, and drop the variant databases a server holds.');
@@ -19,14 +20,14 @@ export function register(program: Command): void {
       const password = process.env.AGRO_READER_PASSWORD;
       if (opts.reader && !password) throw new AgroError('usage', '--reader needs the role\'s password in AGRO_READER_PASSWORD');
       const r = await copySqliteToPostgres(sqlite, url, { replace: opts.replace, keepCase: opts.keepCase });
-      for (const t of r.tables) process.stdout.write(`${t.name}: ${t.rows} rows (${t.columns.map((c) => `${c.name} ${c.type}`).join(', ')})\n`);
-      for (const s of r.skipped) process.stdout.write(`skipped ${s}\n`);
+      for (const t of r.tables) printOut(`${t.name}: ${t.rows} rows (${t.columns.map((c) => `${c.name} ${c.type}`).join(', ')})\n`);
+      for (const s of r.skipped) printOut(`skipped ${s}\n`);
       if (opts.reader && password) {
         const database = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
         await runAdminSql(url, sandboxRoleSql({ role: opts.reader, password, database }));
-        process.stdout.write(`role ${opts.reader} may read ${database} (read-only)\n`);
+        printOut(`role ${opts.reader} may read ${database} (read-only)\n`);
       }
-      process.stdout.write(`copied ${r.tables.length} tables into ${redactUrl(url)} in ${(r.elapsedMs / 1000).toFixed(1)} s\n`);
+      printOut(`copied ${r.tables.length} tables into ${redactUrl(url)} in ${(r.elapsedMs / 1000).toFixed(1)} s\n`);
     });
   db.command('drop-variants')
     .description('Drop the variant databases `agro synth` made on a server (every agro_variant_* schema of the database).')
@@ -34,6 +35,6 @@ export function register(program: Command): void {
     .action(async (url: string) => {
       if (!isPostgresUrl(url)) throw new AgroError('usage', `not a postgres:// URL: ${url}`);
       const dropped = await dropVariantSchemas(url);
-      process.stdout.write(`dropped ${dropped.length} variant schema${dropped.length === 1 ? '' : 's'} from ${redactUrl(url)}${dropped.length ? `: ${dropped.join(', ')}` : ''}\n`);
+      printOut(`dropped ${dropped.length} variant schema${dropped.length === 1 ? '' : 's'} from ${redactUrl(url)}${dropped.length ? `: ${dropped.join(', ')}` : ''}\n`);
     });
 }

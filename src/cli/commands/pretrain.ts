@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { parseWith } from '../../errors.ts';
+import { printErr, printOut } from '../print.ts';
 import { PRESET_NAMES, type PresetName } from '../../model/config.ts';
 import { pretrainConfigSchema, runPretrain, type PretrainConfigInput } from '../../pipeline/pretrain.ts';
 import { LIMITS, numberArg, seedArg } from '../options.ts';
@@ -63,7 +64,7 @@ export function register(program: Command): void {
       let bar: StepBar | undefined;
       try {
         const report = await runPretrain(cfg, {
-          log: o.json ? undefined : (line) => process.stderr.write(line + '\n'),
+          log: o.json ? undefined : (line) => printErr(line + '\n'),
           onStep: (m, total) => {
             bar ??= stepBar(!o.json, 'pretrain', total, { start: m.step - 1, format: 'loss {loss} | {tps} tok/s' });
             bar.update(m.step, { loss: m.loss.toFixed(3), tps: m.tokens_per_s });
@@ -72,7 +73,7 @@ export function register(program: Command): void {
         });
         bar?.stop();
         if (o.json) process.stdout.write(JSON.stringify(report) + '\n');
-        else if (report.model) process.stdout.write(`base model: ${report.model}\nuse it: agro quickstart --db <your.sqlite> --from ${report.model}, or agro ask --policy ${report.model} --db <your.sqlite> "<question>"\n`);
+        else if (report.model) printOut(`base model: ${report.model}\nuse it: agro quickstart --db <your.sqlite> --from ${report.model}, or agro ask --policy ${report.model} --db <your.sqlite> "<question>"\n`);
         if (report.sft && report.sft.steps < report.config.steps) process.exitCode = 130;
       } finally {
         process.removeListener('SIGINT', onSigint);
