@@ -210,6 +210,8 @@ function feed(s: State, text: string, g: Grammar, aliases: Aliases, check: boole
       if (check && !free && !g.start(word, here(), aliases)) return null;
       continue;
     }
+    // Right after a qualifying dot comes the column: a name (bare or quoted) or `*`, never a second dot.
+    if (check && word === '' && since === '.' && !WORD_START.test(c) && !CLOSING[c] && c !== '*') return null;
     const isDigit = c >= '0' && c <= '9';
     if (word === '' ? WORD_START.test(c) || isDigit : WORD_PART.test(c) || (c === '.' && free && /^[0-9]/.test(word))) {
       if (word === '') {

@@ -49,6 +49,7 @@ test('the filter lets through queries in the schema, and everything outside a SQ
     '<answer>select Name from ARTISTS</answer>',
     '<answer>SELECT T1.title, albums.album_id, T2.name FROM albums AS T1 JOIN artists AS T2 ON T1.artist_id = T2.artist_id</answer>',
     '<answer>SELECT "Name" FROM "artists" AS T1 WHERE T1."name" != "not a name" AND T1.name = `x y`</answer>',
+    '<answer>SELECT T1.*, 1.5 FROM artists AS T1 WHERE T1.artist_id > .5</answer>',
   ])
     assert.equal(firstRefused(ok), -1, ok);
 });
@@ -76,6 +77,10 @@ test('the filter refuses a name the database does not have, at the token that ma
     ['<answer>SELECT COUNT(*) FROM "match"</answer>', '"ma'],
     ['<answer>SELECT T1."sum" FROM artists AS T1</answer>', '"su'],
     ['<answer>SELECT name FROM artists JOIN CArt\u00e1 AS T2</answer>', 'CArt'],
+    // After a qualifying dot, a column: not a second dot (`T1..name` does not parse), nor a space or a number.
+    ['<answer>SELECT T1..name FROM artists AS T1</answer>', 'T1..'],
+    ['<answer>SELECT T1. name FROM artists AS T1</answer>', 'T1. '],
+    ['<answer>SELECT T1.2 FROM artists AS T1</answer>', 'T1.2'],
   ]) {
     const ids = tk.encode(bad);
     const at = firstRefused(bad);
