@@ -1,5 +1,5 @@
 // `npm run bench -- human [--sets spider,kaggle] [--dbs a,b] [--seeds 0,1] [--small] [--from base|scratch|DIR] [--out runs/bench-human] [--examples 0]`
-// `npm run bench -- human --zero-shot [--policy base|DIR]`: no training at all, the policy (default: the built-in
+// `npm run bench -- human --zero-shot [--policy base|DIR] [--no-constrain] [--retries N]`: no training at all, the policy (default: the built-in
 // base model) on every database's human questions.
 // The end measure, run as a user would: `agro quickstart --db <db>` on each database alone (its documentation
 // found beside it, as for any user's database), then `agro predict --policy <checkpoint>` at its defaults (the
@@ -221,7 +221,10 @@ function humanSets(args: string[]): { set: SetName; root: string; db: string; mi
  */
 async function zeroShot(args: string[]): Promise<void> {
   const policy = flag(args, '--policy', 'base');
-  const outRoot = resolve(flag(args, '--out', `runs/bench-human/zero-shot-${basename(policy)}${args.includes('--no-constrain') ? '-free' : ''}`));
+  const retries = num(args, '--retries', 0);
+  // Decoding flags passed to predict as given, and named in the output folder.
+  const decoding = [...(args.includes('--no-constrain') ? ['--no-constrain'] : []), ...(retries > 0 ? ['--retries', String(retries)] : [])];
+  const outRoot = resolve(flag(args, '--out', `runs/bench-human/zero-shot-${basename(policy)}${args.includes('--no-constrain') ? '-free' : ''}${retries > 0 ? `-retries${retries}` : ''}`));
   const rows: string[][] = [['set', 'database', 'questions', 'zero-shot EX', 'unrunnable SQL', 'misses: unrunnable/structure/column/value/other', 'min', 'load']];
   const results: { set: SetName; db: string; outcome: PredictOutcome; failures: Record<FailureKind, number> }[] = [];
   for (const { set, root, db, mine } of humanSets(args)) {
@@ -231,7 +234,7 @@ async function zeroShot(args: string[]): Promise<void> {
     writeFileSync(dataFile, JSON.stringify(mine, null, 1));
     const dir = join(out, 'predict');
     const loadBefore = load();
-    const secs = existsSync(join(dir, 'report.json')) ? null : agro(['predict', '--policy', policy, ...(args.includes('--no-constrain') ? ['--no-constrain'] : []), '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--out', dir], join(out, 'bench.log'));
+    const secs = existsSync(join(dir, 'report.json')) ? null : agro(['predict', '--policy', policy, ...decoding, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--out', dir], join(out, 'bench.log'));
     const o = outcome(dir);
     const fails = failures(dir, introspectSchema(join(root, 'database', db, `${db}.sqlite`)));
     writeJsonAtomic(join(out, 'failures.json'), fails.examples);

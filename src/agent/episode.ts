@@ -15,7 +15,7 @@
  */
 import { SQL_AGENT_ACTIONS, parseAction } from './protocol.ts';
 import type { ChatMessage, Environment, TaskBase } from './types.ts';
-import type { Policy } from './policies/types.ts';
+import type { Policy, TurnReply } from './policies/types.ts';
 import { oneLine } from '../errors.ts';
 
 export const EPISODE_MODES = ['agent', 'direct'] as const;
@@ -29,6 +29,15 @@ export interface EpisodeOptions {
   temperature: number;
   topP?: number;
   seed?: number;
+  /**
+   * Execution-guided decoding (Wang et al. 2018, "Robust Text-to-SQL Generation with Execution-Guided Decoding"):
+   * when an answer's SQL does not run on the database, the same turn is sampled again, up to this many times, at
+   * retryTemperature, and the first answer that runs is kept (none runs: the first one stays). The policy never
+   * sees the failed drafts. 0 (the default) turns it off.
+   */
+  retries?: number;
+  /** Sampling temperature of those retries (default 0.7). */
+  retryTemperature?: number;
   /** Wall-clock limit of the whole episode. */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -48,6 +57,8 @@ export interface TurnRecord {
   /** Why the turn did not parse (invalid action). */
   invalid?: string;
   finish: 'stop' | 'length';
+  /** Drafts of this turn's answer that did not run and were sampled again (execution-guided decoding). */
+  retried?: number;
   ms: number;
   promptTokens?: number;
   completionTokens?: number;
@@ -126,25 +137,41 @@ export async function runEpisode<T extends TaskBase>(env: Environment<T>, task: 
     for (let turn = 0; ; turn++) {
       emit({ type: 'turn_start', turn });
       const ts = Date.now();
-      const reply = await withDeadline(
-        policy.complete({
-          messages,
-          maxTokens: opts.maxTurnTokens,
-          temperature: opts.temperature,
-          ...(opts.topP !== undefined ? { topP: opts.topP } : {}),
-          ...(ep.names ? { names: ep.names } : {}),
-          seed: (((opts.seed ?? 0) * 1000003) ^ (turn * 7919)) >>> 0,
-          onText: (delta) => emit({ type: 'text', turn, delta }),
-          signal: ctrl.signal,
-        }),
-        until,
-        opts.signal,
-      );
-      const text = cutAfterAction(reply.text);
-      const rec: TurnRecord = { turn, text, action: 'invalid', finish: reply.finish, ms: Date.now() - ts, promptTokens: reply.promptTokens, completionTokens: reply.completionTokens };
+      const draw = (attempt: number): Promise<TurnReply> =>
+        withDeadline(
+          policy.complete({
+            messages,
+            maxTokens: opts.maxTurnTokens,
+            temperature: attempt === 0 ? opts.temperature : (opts.retryTemperature ?? 0.7),
+            ...(opts.topP !== undefined ? { topP: opts.topP } : {}),
+            ...(ep.names ? { names: ep.names } : {}),
+            seed: (((opts.seed ?? 0) * 1000003) ^ (turn * 7919) ^ (attempt * 104729)) >>> 0,
+            // Retries are drafts: only the first draw streams.
+            ...(attempt === 0 ? { onText: (delta: string) => emit({ type: 'text', turn, delta }) } : {}),
+            signal: ctrl.signal,
+          }),
+          until,
+          opts.signal,
+        );
+      let reply = await draw(0);
+      let text = cutAfterAction(reply.text);
+      let parsed = parseAction(text, SQL_AGENT_ACTIONS);
+      let retried = 0;
+      if (opts.mode === 'agent' && parsed.kind === 'answer' && (opts.retries ?? 0) > 0 && ep.check && (await ep.check(parsed.content)) !== null) {
+        for (let attempt = 1; attempt <= (opts.retries ?? 0); attempt++) {
+          retried = attempt;
+          const again = await draw(attempt);
+          const t = cutAfterAction(again.text);
+          const p = parseAction(t, SQL_AGENT_ACTIONS);
+          if (p.kind === 'answer' && (await ep.check(p.content)) === null) {
+            [reply, text, parsed] = [again, t, p];
+            break;
+          }
+        }
+      }
+      const rec: TurnRecord = { turn, text, action: 'invalid', finish: reply.finish, ms: Date.now() - ts, promptTokens: reply.promptTokens, completionTokens: reply.completionTokens, ...(retried ? { retried } : {}) };
       turns.push(rec);
       messages.push({ role: 'assistant', content: text });
-      const parsed = parseAction(text, SQL_AGENT_ACTIONS);
       if (parsed.kind !== 'invalid') {
         rec.think = parsed.think;
         rec.action = parsed.kind === 'answer' ? 'answer' : 'sql';

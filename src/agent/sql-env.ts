@@ -264,6 +264,10 @@ export class SqlEnvironment implements Environment<SqlTask> {
         });
         return { done: false, observation: formatObservation(formatResultTable(r, cfg.observationRows, cfg.observationChars)) };
       },
+      async check(sql: string): Promise<string | null> {
+        const r = await executor.execute(task.dbPath, sql, { timeoutMs: cfg.execTimeoutMs, maxRows: 1 });
+        return r.ok ? null : r.message;
+      },
     };
   }
 

@@ -35,6 +35,11 @@ export interface Episode {
   readonly names?: SchemaNames;
   /** Feed the policy's raw text for one turn. */
   step(policyText: string): Promise<StepResult>;
+  /**
+   * Whether an answer's SQL runs on the episode's database, without showing the policy anything: null when it
+   * runs, else the error in one line (execution-guided decoding; src/agent/episode.ts).
+   */
+  check?(sql: string): Promise<string | null>;
 }
 
 /** The tables and columns of an episode's database, for constrained decoding. */

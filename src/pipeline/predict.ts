@@ -50,6 +50,8 @@ export const predictConfigSchema = z.strictObject({
   /** 0 = greedy; with samples > 1 the default is 0.7. */
   temperature: z.number().min(0).max(2).optional(),
   topP: z.number().gt(0).max(1).default(1),
+  /** Execution-guided decoding: an answer whose SQL does not run is sampled again up to this many times (episode.ts). */
+  retries: z.number().int().min(0).max(16).default(0),
   concurrency: z.number().int().min(1).max(64).default(4),
   /** Prompt settings asked for; unset ones come from the policy's prompt contract, then the environment's defaults. */
   maxTurns: z.number().int().min(1).max(32).optional(),
@@ -255,7 +257,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
     const task = tasks.get(item.index) as SqlTask;
     const episodes = await Promise.all(
       Array.from({ length: cfg.samples }, (_, s) =>
-        runEpisode(env, task, policy, { mode: cfg.mode, maxTurnTokens, temperature, topP: cfg.topP, seed: cfg.seed + s * 7777, timeoutMs: cfg.episodeTimeoutMs, signal: hooks.signal }, { onEvent: (e) => hooks.onEvent?.(item.index, s, e) }),
+        runEpisode(env, task, policy, { mode: cfg.mode, maxTurnTokens, temperature, topP: cfg.topP, retries: cfg.retries, seed: cfg.seed + s * 7777, timeoutMs: cfg.episodeTimeoutMs, signal: hooks.signal }, { onEvent: (e) => hooks.onEvent?.(item.index, s, e) }),
       ),
     );
     // An interrupted question is not done: the rerun runs it again.

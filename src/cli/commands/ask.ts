@@ -19,6 +19,7 @@ interface AskCliOptions extends PolicyCliOptions, PromptCliOptions {
   episodeTimeout: number;
   rows: number;
   temperature: number;
+  retries: number;
   json?: boolean;
 }
 
@@ -32,6 +33,7 @@ function printer(write: (s: string) => void): (e: EpisodeEvent) => void {
     write(`turn ${r.turn + 1} (${(r.ms / 1000).toFixed(1)}s${r.completionTokens !== undefined ? `, ${r.completionTokens} tokens` : ''})\n`);
     if (r.think) write(`  think: ${r.think}\n`);
     if (r.sql) write(`  sql:   ${r.sql}\n`);
+    if (r.retried) write(`  (${r.retried} more draft${r.retried > 1 ? 's' : ''} sampled: the answer's SQL did not run)\n`);
     if (r.observation) write(indent(r.observation.replace(/^<observation>|<\/observation>$/g, ''), '   | ') + '\n');
     if (r.action === 'invalid') write(`  (not a valid turn: ${r.invalid})\n${indent(r.text.slice(0, 400))}\n`);
   };
@@ -51,7 +53,7 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     const write = (s: string): void => printOut(s);
     const tokens = turnTokens(policy.promptContract, o.maxTurnTokens);
     if (tokens.warning) printWarning(tokens.warning);
-    const res = await runEpisode(env, task, policy, { mode: o.mode, maxTurnTokens: tokens.maxTurnTokens, temperature: o.temperature, timeoutMs: o.episodeTimeout }, { onEvent: o.json ? undefined : printer(write) });
+    const res = await runEpisode(env, task, policy, { mode: o.mode, maxTurnTokens: tokens.maxTurnTokens, temperature: o.temperature, retries: o.retries, timeoutMs: o.episodeTimeout }, { onEvent: o.json ? undefined : printer(write) });
     const final = res.answer !== undefined ? await pool.execute(dbPath, res.answer, { timeoutMs: 30_000, maxRows: o.rows + 1 }) : undefined;
     if (o.json) {
       const { messages: _m, ...episode } = res;
@@ -83,6 +85,7 @@ export function register(program: Command): void {
     .option('--max-turn-tokens <n>', "new tokens per turn (default: the policy's prompt contract, else 256)", numberArg('--max-turn-tokens', { min: 1 }))
     .option('--episode-timeout <ms>', 'wall-clock limit', numberArg('--episode-timeout', { min: 1 }), 120_000)
     .option('--temperature <t>', 'sampling temperature (0 = greedy)', numberArg('--temperature', { min: 0, integer: false }), 0)
+    .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run is sampled again (at 0.7) up to n times, the first that runs kept", numberArg('--retries', { min: 0, max: 16 }), 0)
     .option('--rows <n>', 'rows of the final result to show', numberArg('--rows', { min: 1 }), 20)
     .option('--json', 'print the episode and the result as JSON');
   addPromptOptions(cmd).action((q: string, o: AskCliOptions) => run(q, o));
