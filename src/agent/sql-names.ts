@@ -37,7 +37,7 @@ const SQL_FUNCTION_WORDS =
   'date_part to_char to_date age interval epoch year month day hour minute second dow doy week quarter ' +
   'ilike similar any some lag lead row_number rank dense_rank ntile first_value last_value percent_rank ' +
   'cume_dist integer int real text numeric float double precision varchar boolean bigint smallint decimal ' +
-  'timestamp unbounded preceding following current top';
+  'timestamp unbounded preceding following current top both leading trailing overlay placing within';
 
 /**
  * SQLite keywords that only statements other than a query use (DDL, transactions, pragmas): a read-only
@@ -52,6 +52,15 @@ const NOT_IN_QUERIES = new Set(
 );
 
 const SQL_WORDS: readonly string[] = [...[...SQL_KEYWORDS].filter((w) => !NOT_IN_QUERIES.has(w)), ...SQL_FUNCTION_WORDS.split(' ')];
+
+/**
+ * Functions whose arguments hold a FROM of their own (PostgreSQL's `EXTRACT(YEAR FROM d)`, `SUBSTRING(s FROM 1
+ * FOR 3)`, `TRIM(BOTH ' ' FROM s)`, `OVERLAY(s PLACING 'x' FROM 2)`): inside their parentheses FROM is no clause,
+ * and a column or a number follows it.
+ */
+const FROM_ARGUMENT = new Set(['extract', 'substring', 'trim', 'overlay']);
+/** What a FROM inside such a function's parentheses is remembered as: a word no query holds, so no table slot follows. */
+const ARGUMENT_FROM = '\u0000from';
 
 /** The alias a query may use before declaring it: T1, T2, … (lower case here). */
 const NUMBERED_ALIAS = /^t\d+$/;
@@ -107,9 +116,11 @@ interface State {
   since: string;
   /** The word before the dot, when the word being written follows one. */
   qual: string;
+  /** The open parentheses, innermost last: 'f' for a FROM_ARGUMENT function's, 'p' for any other. */
+  parens: string;
 }
 
-const OUTSIDE: State = { inSql: false, close: -1, quote: '', word: '', free: false, slot: 'any', prev: '', prev2: '', since: '', qual: '' };
+const OUTSIDE: State = { inSql: false, close: -1, quote: '', word: '', free: false, slot: 'any', prev: '', prev2: '', since: '', qual: '', parens: '' };
 const CLOSING: Record<string, string> = { "'": "'", '"': '"', '`': '`', '[': ']' };
 
 /** A set of words and every prefix of them. */
@@ -176,7 +187,7 @@ function slotAt(prev: string, since: string): Slot {
  * (SQLite reads "France" as one when no column has that name), so it is free there.
  */
 function feed(s: State, text: string, g: Grammar, aliases: Aliases, check: boolean, record?: Aliases): State | null {
-  let { quote, word, free, slot, prev, prev2, since, qual } = s;
+  let { quote, word, free, slot, prev, prev2, since, qual, parens } = s;
   const close = s.close;
   const here = (): Pick<State, 'slot' | 'qual'> => ({ slot, qual });
   const endWord = (next: string): boolean => {
@@ -184,7 +195,7 @@ function feed(s: State, text: string, g: Grammar, aliases: Aliases, check: boole
     // `t AS x` names table t's rows x.
     if (prev === 'as') record?.set(word, g.isTable(prev2) ? prev2 : '');
     prev2 = prev;
-    prev = word;
+    prev = word === 'from' && parens.endsWith('f') ? ARGUMENT_FROM : word;
     since = '';
     word = '';
     free = false;
@@ -233,6 +244,8 @@ function feed(s: State, text: string, g: Grammar, aliases: Aliases, check: boole
     }
     // Right after FROM or JOIN comes a name, a quoted name or a subquery.
     if (check && c.trim() !== '' && c !== '(' && c !== "'" && !CLOSING[c] && slotAt(prev, since) === 'table') return null;
+    if (c === '(') parens += FROM_ARGUMENT.has(prev) && since.trim() === '' ? 'f' : 'p';
+    else if (c === ')') parens = parens.slice(0, -1);
     if (CLOSING[c]) {
       quote = CLOSING[c];
       if (c !== "'") {
@@ -243,7 +256,7 @@ function feed(s: State, text: string, g: Grammar, aliases: Aliases, check: boole
     since += c;
   }
   if (check && word !== '' && !quote && !free && !g.start(word, here(), aliases)) return null;
-  return { inSql: true, close, quote, word, free, slot, prev, prev2, since, qual };
+  return { inSql: true, close, quote, word, free, slot, prev, prev2, since, qual, parens };
 }
 
 /**

@@ -50,6 +50,9 @@ test('the filter lets through queries in the schema, and everything outside a SQ
     '<answer>SELECT T1.title, albums.album_id, T2.name FROM albums AS T1 JOIN artists AS T2 ON T1.artist_id = T2.artist_id</answer>',
     '<answer>SELECT "Name" FROM "artists" AS T1 WHERE T1."name" != "not a name" AND T1.name = `x y`</answer>',
     '<answer>SELECT T1.*, 1.5 FROM artists AS T1 WHERE T1.artist_id > .5</answer>',
+    // PostgreSQL's functions with a FROM of their own (the factory writes EXTRACT on a server).
+    '<answer>SELECT EXTRACT(YEAR FROM invoice_date), COUNT(*) FROM invoices WHERE EXTRACT(MONTH FROM T1.invoice_date) = 2 GROUP BY 1</answer>',
+    "<answer>SELECT SUBSTRING(name FROM 1 FOR 3), TRIM(BOTH ' ' FROM name), OVERLAY(name PLACING 'x' FROM 2) FROM artists</answer>",
   ])
     assert.equal(firstRefused(ok), -1, ok);
 });
@@ -81,6 +84,9 @@ test('the filter refuses a name the database does not have, at the token that ma
     ['<answer>SELECT T1..name FROM artists AS T1</answer>', 'T1..'],
     ['<answer>SELECT T1. name FROM artists AS T1</answer>', 'T1. '],
     ['<answer>SELECT T1.2 FROM artists AS T1</answer>', 'T1.2'],
+    // Inside EXTRACT a column follows FROM; after its parenthesis closes, FROM wants a table again.
+    ['<answer>SELECT EXTRACT(YEAR FROM tbl_invoice_date) FROM invoices</answer>', 'tbl_invoice_date'],
+    ['<answer>SELECT EXTRACT(YEAR FROM invoice_date) FROM invoice_date</answer>', 'FROM invoice_date</'],
   ]) {
     const ids = tk.encode(bad);
     const at = firstRefused(bad);
