@@ -13,7 +13,7 @@
  * behind an HTTP endpoint only sees text), and a turn is cut after its first closing action tag: a
  * model that goes on to imagine the observation still made its tool call.
  */
-import { SQL_AGENT_ACTIONS, parseAction } from './protocol.ts';
+import { SQL_AGENT_ACTIONS, parseAction, type ParsedAction } from './protocol.ts';
 import type { ChatMessage, Environment, TaskBase } from './types.ts';
 import type { Policy, TurnReply } from './policies/types.ts';
 import { oneLine } from '../errors.ts';
@@ -157,13 +157,15 @@ export async function runEpisode<T extends TaskBase>(env: Environment<T>, task: 
       let text = cutAfterAction(reply.text);
       let parsed = parseAction(text, SQL_AGENT_ACTIONS);
       let retried = 0;
-      if (opts.mode === 'agent' && parsed.kind === 'answer' && (opts.retries ?? 0) > 0 && ep.check && (await ep.check(parsed.content)) !== null) {
-        for (let attempt = 1; attempt <= (opts.retries ?? 0); attempt++) {
-          retried = attempt;
-          const again = await draw(attempt);
+      const check = ep.check;
+      const retries = opts.mode === 'agent' && check ? (opts.retries ?? 0) : 0;
+      const runs = async (p: ParsedAction): Promise<boolean> => p.kind === 'answer' && (await check!(p.content)) === null;
+      if (retries > 0 && parsed.kind === 'answer' && !(await runs(parsed))) {
+        while (retried < retries) {
+          const again = await draw(++retried);
           const t = cutAfterAction(again.text);
           const p = parseAction(t, SQL_AGENT_ACTIONS);
-          if (p.kind === 'answer' && (await ep.check(p.content)) === null) {
+          if (await runs(p)) {
             [reply, text, parsed] = [again, t, p];
             break;
           }
