@@ -38,5 +38,6 @@ test('displayPath: relative inside the working directory, absolute outside it', 
   assert.equal(displayPath(join(process.cwd(), 'runs', 'x')), join('runs', 'x'));
   assert.equal(displayPath(process.cwd()), '.');
   assert.equal(displayPath(join(tmpdir(), 'agro-run')), join(tmpdir(), 'agro-run'));
+  assert.equal(displayPath(join(process.cwd(), '..x', 'run')), join('..x', 'run'), 'a folder named ..x is inside');
   assert.equal(displayPath(join(process.cwd(), '..', 'elsewhere')), join(process.cwd(), '..', 'elsewhere').replace(/\/[^/]+\/\.\./, ''));
 });

@@ -1,5 +1,5 @@
 import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync, rmSync, statSync } from 'node:fs';
-import { dirname, basename, isAbsolute, join, relative, resolve } from 'node:path';
+import { dirname, basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { AgroError } from '../errors.ts';
 
 /**
@@ -9,7 +9,8 @@ import { AgroError } from '../errors.ts';
 export function displayPath(p: string): string {
   const r = relative(process.cwd(), p);
   if (r === '') return '.';
-  return r.startsWith('..') || isAbsolute(r) ? resolve(p) : r;
+  // Outside: `..` or `../…` (a folder named `..x` inside the working directory is inside), or another drive.
+  return r === '..' || r.startsWith(`..${sep}`) || isAbsolute(r) ? resolve(p) : r;
 }
 
 /** Why a path cannot be used for writing, in words (errno codes a user can act on); undefined for others. */
