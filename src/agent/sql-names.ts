@@ -51,7 +51,8 @@ const NOT_IN_QUERIES = new Set(
     'transaction trigger update vacuum view virtual without').split(' '),
 );
 
-const SQL_WORDS: readonly string[] = [...[...SQL_KEYWORDS].filter((w) => !NOT_IN_QUERIES.has(w)), ...SQL_FUNCTION_WORDS.split(' ')];
+/** Every word a query may hold that names nothing in a schema: SQL's keywords a query uses, functions, types, date parts. */
+export const SQL_WORDS: readonly string[] = [...[...SQL_KEYWORDS].filter((w) => !NOT_IN_QUERIES.has(w)), ...SQL_FUNCTION_WORDS.split(' ')];
 
 /**
  * Functions whose arguments hold a FROM of their own (PostgreSQL's `EXTRACT(YEAR FROM d)`, `SUBSTRING(s FROM 1

@@ -147,6 +147,8 @@ export const quickstartConfigSchema = z.strictObject({
   rlMinLrRatio: z.number().min(0).max(1).default(0.1),
   /** Sampling temperature of the RL rollouts (the loss reads the policy at the same temperature). */
   rlTemperature: z.number().positive().default(1),
+  /** RL rollouts (and the pass rates that pick the RL pool) decode constrained, as the held-out evaluation and `agro predict` do. */
+  rlConstrain: z.boolean().default(false),
   /**
    * Schema characters in the agent's prompt: the prompt dominates the compute of every step. Default: the
    * starting checkpoint's prompt contract (what it was trained to read), 200 from scratch.
@@ -449,7 +451,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       let rlTasks = rlCandidates.length ? rlCandidates : train;
       let passRates: Map<string, PassRecord> | undefined;
       if (cfg.rlPool !== 'all' && rlCandidates.length) {
-        const rates = await samplePassRates(env, rlCandidates, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples, seed: cfg.seed + 1, temperature: cfg.rlTemperature });
+        const rates = await samplePassRates(env, rlCandidates, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples, seed: cfg.seed + 1, temperature: cfg.rlTemperature, constrain: cfg.rlConstrain });
         const byCorrect = Array.from({ length: cfg.passSamples + 1 }, (_, c) => rates.correct.filter((x) => x === c).length);
         const { tasks, kept, passRates: prior } = rlPoolPlan(cfg.rlPool, rlCandidates, rates.correct, cfg, cfg.algo);
         report.rlFilter = { candidates: rlCandidates.length, kept: kept.length, byCorrect };
@@ -482,6 +484,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           lr: start.rlLr,
           minLrRatio: cfg.rlMinLrRatio,
           temperature: cfg.rlTemperature,
+          constrain: cfg.rlConstrain,
           maxTurnTokens: evalOpts.maxTurnTokens,
           maxResponseTokens: evalOpts.maxResponseTokens,
           checkpointEvery: 0,

@@ -122,7 +122,7 @@ export async function samplePassRates<T extends TaskBase>(
   tasks: readonly T[],
   model: LlamaModel,
   tokenizer: Tokenizer,
-  opts: { samples: number; ks?: readonly number[]; temperature?: number; maxTurnTokens: number; maxResponseTokens: number; seed?: number; batch?: number; engine?: RolloutEngine },
+  opts: { samples: number; ks?: readonly number[]; temperature?: number; maxTurnTokens: number; maxResponseTokens: number; seed?: number; batch?: number; engine?: RolloutEngine; constrain?: boolean },
 ): Promise<PassRates> {
   const correct: number[] = [];
   const batch = opts.batch ?? Math.max(1, Math.floor(16 / opts.samples));
@@ -136,6 +136,7 @@ export async function samplePassRates<T extends TaskBase>(
       topP: 1,
       seed: (opts.seed ?? 0) + i,
       engine: opts.engine,
+      constrain: opts.constrain,
     });
     const counts = chunk.map(() => 0);
     for (const t of trajs) if ((await env.rewardContext(chunk[t.group], t)).correct) counts[t.group]++;

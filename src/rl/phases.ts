@@ -59,6 +59,7 @@ export function collect<T extends TaskBase>(c: Pick<StepContext<T>, 'env' | 'mod
     topP: c.cfg.topP,
     seed,
     engine: c.engine,
+    constrain: c.cfg.constrain,
   });
 }
 

@@ -9,12 +9,14 @@
  * so the prompt's KV cache is computed once for all G; later turns have diverged and are batched.
  */
 import { AgroError } from '../errors.ts';
-import type { Environment, Episode, TaskBase, Transcript, ChatMessage } from '../agent/types.ts';
+import type { Environment, Episode, TaskBase, Transcript, ChatMessage, SchemaNames } from '../agent/types.ts';
 import { CHAT_TOKENS, renderPrompt } from '../model/chat.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import { sampleGroups, type SampleOptions } from '../model/generate.ts';
 import type { RolloutEngine } from '../model/engine.ts';
+import type { TokenFilter } from '../model/generate.ts';
+import { sqlNameFilter } from '../agent/sql-names.ts';
 
 export interface RolloutOptions {
   groupSize: number;
@@ -27,6 +29,12 @@ export interface RolloutOptions {
   seed: number;
   /** Sampler; default the TF.js one on `model`. Must already hold the model's current weights (RolloutEngine.sync). */
   engine?: RolloutEngine;
+  /**
+   * Decode as `agro predict` does by default: the SQL a turn writes is held to SQL's words and the episode's
+   * database names (Episode.names; src/agent/sql-names.ts). Without it RL samples answers the deployed policy
+   * never writes (a misspelt column in a join), learns from their zero reward, and is scored constrained.
+   */
+  constrain?: boolean;
 }
 
 export interface Trajectory extends Transcript {
@@ -50,6 +58,15 @@ interface Live {
   done?: Pick<Transcript, 'endReason' | 'answer' | 'truncated'>;
 }
 
+
+/** A database's filter factory per tokenizer, built once (an environment hands every episode of a database the same names). */
+const factories = new WeakMap<Tokenizer, WeakMap<SchemaNames, (() => TokenFilter) | undefined>>();
+function filterFactory(tokenizer: Tokenizer, names: SchemaNames): (() => TokenFilter) | undefined {
+  let byNames = factories.get(tokenizer);
+  if (!byNames) factories.set(tokenizer, (byNames = new WeakMap()));
+  if (!byNames.has(names)) byNames.set(names, sqlNameFilter(tokenizer, names));
+  return byNames.get(names);
+}
 
 /** Roll out G episodes for each task. Deterministic for (model weights, tasks, options.seed). */
 export async function rollout<T extends TaskBase>(
@@ -87,8 +104,11 @@ export async function rollout<T extends TaskBase>(
       throw new AgroError('invalid_input', `task ${tasks[i].id}: the prompt has ${p.length} tokens; with ${opts.maxTurnTokens} new tokens it exceeds the model's ${maxPos} positions (shorten the schema budget or raise maxPositions)`);
     }
   });
+  // One filter per row and turn: a turn's SQL block opens and closes within the turn.
+  const filterOf = (ep: Episode): TokenFilter | undefined => (opts.constrain && ep.names ? filterFactory(tokenizer, ep.names)?.() : undefined);
+  const constrained = (o: SampleOptions, eps: Episode[]): SampleOptions => (opts.constrain ? { ...o, filter: (p) => filterOf(eps[p]) } : o);
   const sample = (ps: number[][], g: number, o: SampleOptions) => (opts.engine ? opts.engine.sampleGroups(ps, g, o) : sampleGroups(model, ps, g, o));
-  let samples = (await sample(prompts, opts.groupSize, sampling(0, 0))).flat();
+  let samples = (await sample(prompts, opts.groupSize, constrained(sampling(0, 0), groups.map((g) => g[0].ep)))).flat();
   let active: Live[] = groups.flat();
 
   for (let turn = 0; active.length > 0; turn++) {
@@ -130,7 +150,7 @@ export async function rollout<T extends TaskBase>(
     }
     active = next;
     if (active.length === 0) break;
-    samples = (await sample(active.map((l) => l.ids), 1, sampling(turn + 1, 1))).map((g) => g[0]);
+    samples = (await sample(active.map((l) => l.ids), 1, constrained(sampling(turn + 1, 1), active.map((l) => l.ep)))).map((g) => g[0]);
   }
 
   return groups.flatMap((g, gi) =>

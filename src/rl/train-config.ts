@@ -24,6 +24,8 @@ export const trainConfigSchema = z.strictObject({
   maxResponseTokens: z.number().int().positive().default(320),
   temperature: z.number().min(0).default(1),
   topP: z.number().gt(0).max(1).default(1),
+  /** Rollouts decode as `agro predict` does by default: SQL held to SQL's words and the database's names (rollout.ts). */
+  constrain: z.boolean().default(false),
   /** Order of tasks: shuffled each epoch, or simple → moderate → challenging within each epoch. */
   curriculum: z.enum(['shuffle', 'easy_first']).default('shuffle'),
   checkpointEvery: z.number().int().min(0).default(10),

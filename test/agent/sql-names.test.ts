@@ -14,12 +14,14 @@ import { initBackend } from '../../src/model/backend.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { isKeyword, tokenize } from '../../src/sql/lexer.ts';
-import { schemaNames, sqlNameFilter } from '../../src/agent/sql-names.ts';
+import { schemaNames, sqlNameFilter, SQL_WORDS } from '../../src/agent/sql-names.ts';
 import { SqlEnvironment } from '../../src/agent/sql-env.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { CheckpointPolicy } from '../../src/agent/policies/checkpoint.ts';
 import { runEpisode } from '../../src/agent/episode.ts';
 import { builtinModelDir } from '../../src/model/builtin.ts';
+import { loadCheckpoint } from '../../src/model/checkpoint.ts';
+import { rollout } from '../../src/rl/rollout.ts';
 
 const DB = fileURLToPath(new URL('../../data/databases/music_store/music_store.sqlite', import.meta.url));
 const tk = Tokenizer.load(fileURLToPath(new URL('../../models/base/tokenizer.json', import.meta.url)));
@@ -180,4 +182,39 @@ test('the base model answering on music_store: constrained (TF.js and llama.cpp)
   }
   // The check above can fail: the same model decoding freely writes names music_store does not have.
   assert.ok(strays > 0, 'free decoding wrote only schema names: the test shows nothing');
+});
+
+test('RL rollouts with constrain decode as predict does: every bare word of every sampled answer is SQL or the schema, on every turn', { timeout: 180_000 }, async () => {
+  await initBackend();
+  const pool = new SqlPool({ size: 1 });
+  const env = new SqlEnvironment(pool, { maxTurns: 2 });
+  const ck = loadCheckpoint(builtinModelDir('base'));
+  const tasks = ['How many albums does each artist have?', 'Which customers bought the most expensive track?', 'List the invoices of customers in Berlin.'].map((question, i) => ({ id: String(i), dbPath: DB, question, goldSql: 'SELECT 1' }));
+  // The grammar's own words (functions, types, date parts) may stand bare: it is generous there on purpose.
+  const sqlWords = new Set(SQL_WORDS);
+  const sqlOf = (text: string): string[] => [...text.matchAll(/<(sql|answer)>([\s\S]*?)(<\/\1>|$)/g)].map((m) => m[2]);
+  const off = (sql: string): string[] => {
+    const t = tokenize(sql);
+    const al = new Set(t.flatMap((x, j) => (j > 0 && /^as$/i.test(t[j - 1].text) ? [x.text.toLowerCase()] : [])));
+    return t.filter((x, j) => x.kind === 'word' && !isKeyword(x.text) && t[j + 1]?.text !== '(').map((x) => x.text.toLowerCase()).filter((w) => !known.has(w) && !al.has(w) && !sqlWords.has(w) && !/^t\d+$/.test(w));
+  };
+  const run = (constrain: boolean) => rollout(env, tasks, ck.model, ck.tokenizer, { groupSize: 4, maxTurnTokens: 96, maxResponseTokens: 240, temperature: 1, topP: 1, seed: 11, constrain });
+  try {
+    const held = await run(true);
+    let blocks = 0;
+    for (const t of held)
+      for (const m of t.messages.filter((m) => m.role === 'assistant'))
+        for (const sql of sqlOf(m.content)) {
+          blocks++;
+          assert.deepEqual(off(sql), [], sql);
+        }
+    assert.ok(blocks >= 6, `only ${blocks} SQL blocks sampled: the test shows little`);
+    // The same rollouts decoding freely write names music_store does not have: the check above can fail.
+    const free = await run(false);
+    const strays = free.flatMap((t) => t.messages.filter((m) => m.role === 'assistant').flatMap((m) => sqlOf(m.content).flatMap(off)));
+    assert.ok(strays.length > 0, 'free rollouts wrote only schema names');
+  } finally {
+    ck.model.dispose();
+    await pool.close();
+  }
 });
