@@ -13,9 +13,8 @@ import type { Environment, Episode, TaskBase, Transcript, ChatMessage, SchemaNam
 import { CHAT_TOKENS, renderPrompt } from '../model/chat.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import type { LlamaModel } from '../model/llama.ts';
-import { sampleGroups, type SampleOptions } from '../model/generate.ts';
+import { sampleGroups, type SampleOptions, type TokenFilter } from '../model/generate.ts';
 import type { RolloutEngine } from '../model/engine.ts';
-import type { TokenFilter } from '../model/generate.ts';
 import { sqlNameFilter } from '../agent/sql-names.ts';
 
 export interface RolloutOptions {
@@ -31,8 +30,8 @@ export interface RolloutOptions {
   engine?: RolloutEngine;
   /**
    * Decode as `agro predict` does by default: the SQL a turn writes is held to SQL's words and the episode's
-   * database names (Episode.names; src/agent/sql-names.ts). Without it RL samples answers the deployed policy
-   * never writes (a misspelt column in a join), learns from their zero reward, and is scored constrained.
+   * database names (Episode.names; src/agent/sql-names.ts), so RL samples only answers the deployed policy can
+   * write. Off by default: on the quickstart it did not help (docs/training.md).
    */
   constrain?: boolean;
 }
