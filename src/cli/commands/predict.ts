@@ -3,6 +3,9 @@ import { EPISODE_MODES } from '../../agent/episode.ts';
 import { runPredict, type PredictConfig, type PredictProgress } from '../../pipeline/predict.ts';
 import { formatReport } from '../../eval/format.ts';
 import { createExecutor } from '../../sql/executor.ts';
+import { LEGACY_QUOTES_MISSING, legacyQuotesAvailable } from '../../sql/open-database.mjs';
+import { isPostgresUrl } from '../../sql/postgres.ts';
+import { AgroError } from '../../errors.ts';
 import { numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
 import { prepareOutDir } from '../out-path.ts';
@@ -56,6 +59,9 @@ async function run(o: PredictCliOptions): Promise<void> {
   const factory = o.dbRoot === undefined ? factoryOutputOf(o.data) : undefined;
   const data = factory === o.data ? join(o.data, 'dataset.jsonl') : o.data;
   const dbRoot = o.dbRoot ?? DEFAULT_DB_ROOT;
+  // predict scores every answer against its gold SQL as agro eval does: without the extension the gold queries
+  // with double-quoted strings fail (31 of 190 on six open databases) and every score is low. Refuse, as eval does.
+  if (!isPostgresUrl(dbRoot) && !legacyQuotesAvailable()) throw new AgroError('not_found', `predict: ${LEGACY_QUOTES_MISSING}`);
   const ids = readDataset(data).items.map((it) => it.dbId);
   if (factory !== undefined) {
     const catalog = catalogFromFactoryOutput(factory);
