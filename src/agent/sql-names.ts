@@ -260,11 +260,21 @@ function feed(s: State, text: string, g: Grammar, aliases: Aliases, check: boole
   return { inSql: true, close, quote, word, free, slot, prev, prev2, since, qual, parens };
 }
 
+/** One factory per (tokenizer, database): a policy and the RL rollouts hand every episode of a database the same names. */
+const factories = new WeakMap<Tokenizer, WeakMap<SchemaNames, (() => TokenFilter) | undefined>>();
+
 /**
  * A filter factory for one database: each call makes a fresh filter for one row. `undefined` when the
- * tokenizer has no protocol tags to find the blocks by.
+ * tokenizer has no protocol tags to find the blocks by. Built once per tokenizer and names object.
  */
 export function sqlNameFilter(tokenizer: Tokenizer, names: SchemaNames): (() => TokenFilter) | undefined {
+  let byNames = factories.get(tokenizer);
+  if (!byNames) factories.set(tokenizer, (byNames = new WeakMap()));
+  if (!byNames.has(names)) byNames.set(names, buildNameFilter(tokenizer, names));
+  return byNames.get(names);
+}
+
+function buildNameFilter(tokenizer: Tokenizer, names: SchemaNames): (() => TokenFilter) | undefined {
   const table = tokenTable(tokenizer);
   if (!table) return undefined;
   const g = new Grammar(names);

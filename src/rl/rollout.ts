@@ -9,7 +9,7 @@
  * so the prompt's KV cache is computed once for all G; later turns have diverged and are batched.
  */
 import { AgroError } from '../errors.ts';
-import type { Environment, Episode, TaskBase, Transcript, ChatMessage, SchemaNames } from '../agent/types.ts';
+import type { Environment, Episode, TaskBase, Transcript, ChatMessage } from '../agent/types.ts';
 import { CHAT_TOKENS, renderPrompt } from '../model/chat.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import type { LlamaModel } from '../model/llama.ts';
@@ -58,15 +58,6 @@ interface Live {
 }
 
 
-/** A database's filter factory per tokenizer, built once (an environment hands every episode of a database the same names). */
-const factories = new WeakMap<Tokenizer, WeakMap<SchemaNames, (() => TokenFilter) | undefined>>();
-function filterFactory(tokenizer: Tokenizer, names: SchemaNames): (() => TokenFilter) | undefined {
-  let byNames = factories.get(tokenizer);
-  if (!byNames) factories.set(tokenizer, (byNames = new WeakMap()));
-  if (!byNames.has(names)) byNames.set(names, sqlNameFilter(tokenizer, names));
-  return byNames.get(names);
-}
-
 /** Roll out G episodes for each task. Deterministic for (model weights, tasks, options.seed). */
 export async function rollout<T extends TaskBase>(
   env: Environment<T>,
@@ -104,7 +95,7 @@ export async function rollout<T extends TaskBase>(
     }
   });
   // One filter per row and turn: a turn's SQL block opens and closes within the turn.
-  const filterOf = (ep: Episode): TokenFilter | undefined => (opts.constrain && ep.names ? filterFactory(tokenizer, ep.names)?.() : undefined);
+  const filterOf = (ep: Episode): TokenFilter | undefined => (ep.names ? sqlNameFilter(tokenizer, ep.names)?.() : undefined);
   const constrained = (o: SampleOptions, eps: Episode[]): SampleOptions => (opts.constrain ? { ...o, filter: (p) => filterOf(eps[p]) } : o);
   const sample = (ps: number[][], g: number, o: SampleOptions) => (opts.engine ? opts.engine.sampleGroups(ps, g, o) : sampleGroups(model, ps, g, o));
   let samples = (await sample(prompts, opts.groupSize, constrained(sampling(0, 0), groups.map((g) => g[0].ep)))).flat();

@@ -40,6 +40,18 @@ function firstRefused(text: string): number {
   return -1;
 }
 
+/** The names a query declares with AS, lower case. */
+function aliases(sql: string): Set<string> {
+  const t = tokenize(sql);
+  return new Set(t.flatMap((x, j) => (j > 0 && /^as$/i.test(t[j - 1].text) ? [x.text.toLowerCase()] : [])));
+}
+
+/** Bare names: words that are no keyword and call no function, lower case. */
+function words(sql: string): string[] {
+  const t = tokenize(sql);
+  return t.filter((x, j) => x.kind === 'word' && !isKeyword(x.text) && t[j + 1]?.text !== '(').map((x) => x.text.toLowerCase());
+}
+
 test('the filter lets through queries in the schema, and everything outside a SQL block or inside quotes', () => {
   assert.ok(make, 'the base tokenizer has the protocol tags');
   for (const ok of [
@@ -151,15 +163,6 @@ test('the base model answering on music_store: constrained (TF.js and llama.cpp)
   try {
     for (const [i, question] of questions.entries()) {
       const task = { id: String(i), dbPath: DB, question, goldSql: 'SELECT 1' };
-      const aliases = (sql: string): Set<string> => {
-        const t = tokenize(sql);
-        return new Set(t.flatMap((x, j) => (j > 0 && /^as$/i.test(t[j - 1].text) ? [x.text.toLowerCase()] : [])));
-      };
-      // Bare names: words that are no keyword and call no function.
-      const words = (sql: string): string[] => {
-        const t = tokenize(sql);
-        return t.filter((x, j) => x.kind === 'word' && !isKeyword(x.text) && t[j + 1]?.text !== '(').map((x) => x.text.toLowerCase());
-      };
       const r = await runEpisode(env, task, policy, { mode: 'direct', maxTurnTokens: 160, temperature: 0 });
       const l = await runEpisode(env, task, onLlama, { mode: 'direct', maxTurnTokens: 160, temperature: 0.7, seed: i });
       const f = await runEpisode(env, task, free, { mode: 'direct', maxTurnTokens: 160, temperature: 0 });
@@ -194,9 +197,8 @@ test('RL rollouts with constrain decode as predict does: every bare word of ever
   const sqlWords = new Set(SQL_WORDS);
   const sqlOf = (text: string): string[] => [...text.matchAll(/<(sql|answer)>([\s\S]*?)(<\/\1>|$)/g)].map((m) => m[2]);
   const off = (sql: string): string[] => {
-    const t = tokenize(sql);
-    const al = new Set(t.flatMap((x, j) => (j > 0 && /^as$/i.test(t[j - 1].text) ? [x.text.toLowerCase()] : [])));
-    return t.filter((x, j) => x.kind === 'word' && !isKeyword(x.text) && t[j + 1]?.text !== '(').map((x) => x.text.toLowerCase()).filter((w) => !known.has(w) && !al.has(w) && !sqlWords.has(w) && !/^t\d+$/.test(w));
+    const al = aliases(sql);
+    return words(sql).filter((w) => !known.has(w) && !al.has(w) && !sqlWords.has(w) && !/^t\d+$/.test(w));
   };
   const run = (constrain: boolean) => rollout(env, tasks, ck.model, ck.tokenizer, { groupSize: 4, maxTurnTokens: 96, maxResponseTokens: 240, temperature: 1, topP: 1, seed: 11, constrain });
   try {

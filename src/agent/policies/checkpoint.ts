@@ -14,7 +14,6 @@ import type { Tokenizer } from '../../model/tokenizer.ts';
 import type { TokenFilter } from '../../model/generate.ts';
 import { sqlNameFilter } from '../sql-names.ts';
 import { Batcher } from './batcher.ts';
-import type { SchemaNames } from '../types.ts';
 import type { Policy, TurnReply, TurnRequest } from './types.ts';
 import { readPromptContract, type PromptContract } from '../prompt-contract.ts';
 
@@ -100,18 +99,11 @@ export class CheckpointPolicy implements Policy {
     const prompt = renderPrompt(this.tokenizer, req.messages);
     const maxNew = Math.min(req.maxTokens, this.maxPositions - prompt.length);
     if (maxNew <= 0) return { text: '', finish: 'length', promptTokens: prompt.length, completionTokens: 0 };
-    const filter = this.constrain && req.names ? this.filterFor(req.names) : undefined;
+    const filter = this.constrain && req.names ? sqlNameFilter(this.tokenizer, req.names) : undefined;
     const r = await this.batcher.submit({ prompt, maxNew, temperature: req.temperature, topP: req.topP ?? 1, seed: req.seed ?? 0, ...(filter ? { filter } : {}) });
     const text = this.tokenizer.decode(r.tokens);
     req.onText?.(text);
     return { text, finish: r.finish, promptTokens: prompt.length, completionTokens: r.tokens.length + (r.finish === 'stop' ? 1 : 0) };
-  }
-
-  /** One filter factory per database (an environment hands the same names to every episode of a database). */
-  private readonly filters = new WeakMap<SchemaNames, (() => TokenFilter) | undefined>();
-  private filterFor(names: SchemaNames): (() => TokenFilter) | undefined {
-    if (!this.filters.has(names)) this.filters.set(names, sqlNameFilter(this.tokenizer, names));
-    return this.filters.get(names);
   }
 
   async close(): Promise<void> {
