@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { agroCli } from './_agro.ts';
 import { flag, num } from './_args.ts';
 import { listCheckpoints } from '../src/train/run-state.ts';
+import { writeJsonAtomic } from '../src/util/fs.ts';
 import { PROMPT_FIELDS, readPromptContract } from '../src/agent/prompt-contract.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -229,7 +230,18 @@ export async function run(args: string[]): Promise<void> {
     trainJsonl = join(out, 'trl-data/train.jsonl');
   }
 
-  const before = heldOutEx(s.init, s, join(out, 'predict-sft'), b.turnTokens);
+  // A race is hours of CPU: every finished piece (the SFT score, each trainer × seed) is kept in its folder
+  // with the budget it ran under, and a rerun with the same --out and budget picks up where it stopped.
+  const key = JSON.stringify({ init: s.init, data: s.data, heldOut: s.heldOut, schemaChars: s.schemaChars, b, algo });
+  const cached = <T>(file: string, make: () => Promise<T>): Promise<T> => {
+    const f = join(out, file);
+    if (existsSync(f)) {
+      const c = JSON.parse(readFileSync(f, 'utf8')) as { key: string; value: T };
+      if (c.key === key) return Promise.resolve(c.value);
+    }
+    return make().then((value) => (writeJsonAtomic(f, { key, value }), value));
+  };
+  const before = await cached('predict-sft/race-piece.json', async () => heldOutEx(s.init, s, join(out, 'predict-sft'), b.turnTokens));
   console.log(`race: SFT checkpoint, held-out EX ${before.accuracy.toFixed(1)}% on ${before.n} questions`);
   const results: RunResult[] = [];
   for (const seed of seeds) {
@@ -237,10 +249,14 @@ export async function run(args: string[]): Promise<void> {
       const dir = join(out, `${trainer}-seed${seed}`);
       mkdirSync(dir, { recursive: true });
       const t0 = performance.now();
-      const r = trainer === 'agro' ? await runAgro(s, b, seed, dir, algo) : await runTrl(py, s, b, seed, dir, trainer === 'trl-mt', trainJsonl);
-      const ex = heldOutEx(r.checkpoint, s, join(dir, 'predict'), b.turnTokens);
-      results.push({ ...r, exAfter: ex.accuracy });
-      console.log(`race: ${trainer} seed ${seed}: held-out EX ${before.accuracy.toFixed(1)}% → ${ex.accuracy.toFixed(1)}%, ${r.stepS.toFixed(2)} s/step, ${r.cpuPerStepS.toFixed(2)} CPU-s/step, tool calls/episode ${r.toolCallsPerEpisode?.toFixed(2) ?? '—'} (${((performance.now() - t0) / 1000).toFixed(0)} s with scoring; load ${load()})`);
+      let fresh = false;
+      const r = await cached(`${trainer}-seed${seed}/race-piece.json`, async (): Promise<RunResult> => {
+        fresh = true;
+        const run = trainer === 'agro' ? await runAgro(s, b, seed, dir, algo) : await runTrl(py, s, b, seed, dir, trainer === 'trl-mt', trainJsonl);
+        return { ...run, exAfter: heldOutEx(run.checkpoint, s, join(dir, 'predict'), b.turnTokens).accuracy };
+      });
+      results.push(r);
+      console.log(`race: ${trainer} seed ${seed}: held-out EX ${before.accuracy.toFixed(1)}% → ${r.exAfter.toFixed(1)}%, ${r.stepS.toFixed(2)} s/step, ${r.cpuPerStepS.toFixed(2)} CPU-s/step, tool calls/episode ${r.toolCallsPerEpisode?.toFixed(2) ?? '—'} (${fresh ? `${((performance.now() - t0) / 1000).toFixed(0)} s with scoring; load ${load()}` : 'kept from an earlier run'})`);
     }
   }
   const table = trainers.map((trainer) => {
@@ -269,6 +285,6 @@ export async function run(args: string[]): Promise<void> {
     'trl-mt: a turn also stops at </sql> or </answer> (its <|end|> appended); agro stops at <|end|> only; a truncated episode is scored from its turns (format may differ from agro\'s token_budget)',
   ];
   console.log('\nwhere the recipes still differ:\n' + differences.map((d) => `  - ${d}`).join('\n'));
-  writeFileSync(join(out, 'race.json'), JSON.stringify({ date: new Date().toISOString(), setup: s, budget: b, seeds, agroAlgo: algo, before, results, table, differences, load: load() }, null, 2) + '\n');
+  writeJsonAtomic(join(out, 'race.json'), { date: new Date().toISOString(), setup: s, budget: b, seeds, agroAlgo: algo, before, results, table, differences, load: load() });
   console.log(`\nrace: ${join(out, 'race.json')}`);
 }

@@ -32,8 +32,10 @@ export interface EpisodeOptions {
   /**
    * Execution-guided decoding (Wang et al. 2018, "Robust Text-to-SQL Generation with Execution-Guided Decoding"):
    * when an answer's SQL does not run on the database, the same turn is sampled again, up to this many times, at
-   * retryTemperature, and the first answer that runs is kept (none runs: the first one stays). The policy never
-   * sees the failed drafts. 0 (the default) turns it off.
+   * retryTemperature, and the first answer that runs is kept (none runs: the first one stays). A turn with no
+   * valid action (no tags, or cut at the token budget) is sampled again the same way, and the first draft that
+   * is a tool call or an answer that runs is kept. The policy never sees the failed drafts. 0 (the default)
+   * turns it off.
    */
   retries?: number;
   /** Sampling temperature of those retries (default 0.7). */
@@ -160,12 +162,17 @@ export async function runEpisode<T extends TaskBase>(env: Environment<T>, task: 
       const check = ep.check;
       const retries = opts.mode === 'agent' && check ? (opts.retries ?? 0) : 0;
       const runs = async (p: ParsedAction): Promise<boolean> => p.kind === 'answer' && (await check!(p.content)) === null;
-      if (retries > 0 && parsed.kind === 'answer' && !(await runs(parsed))) {
+      // A turn with no action at all (a small model's greedy repetition loop that runs to the token budget,
+      // or text without tags) would end the episode unanswered: it is redrawn too, and then a tool call is as
+      // good a way on as an answer that runs. A bad answer is only replaced by an answer that runs.
+      const wasInvalid = parsed.kind === 'invalid';
+      const good = async (p: ParsedAction): Promise<boolean> => (wasInvalid && p.kind === 'sql') || (await runs(p));
+      if (retries > 0 && (wasInvalid || (parsed.kind === 'answer' && !(await runs(parsed))))) {
         while (retried < retries) {
           const again = await draw(++retried);
           const t = cutAfterAction(again.text);
           const p = parseAction(t, SQL_AGENT_ACTIONS);
-          if (await runs(p)) {
+          if (await good(p)) {
             [reply, text, parsed] = [again, t, p];
             break;
           }

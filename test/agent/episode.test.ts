@@ -1,5 +1,6 @@
 // The episode runner with a scripted policy on a real SQLite database: execution-guided decoding resamples an
-// answer whose SQL does not run, keeps the first that runs, and never shows the policy the failed drafts.
+// answer whose SQL does not run (or a turn with no action), keeps the first that runs, and never shows the policy
+// the failed drafts.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -35,7 +36,8 @@ class Scripted implements Policy {
     this.asked.push({ ...req, messages: [...req.messages] });
     const text = this.turns.shift();
     if (text === undefined) throw new Error('script ran out');
-    return { text, finish: 'stop' };
+    // A scripted turn without a closing tag stands for a draft cut at the token budget.
+    return { text, finish: /<\/(answer|sql)>/.test(text) ? 'stop' : 'length' };
   }
   async close(): Promise<void> {}
 }
@@ -65,9 +67,9 @@ test('execution-guided decoding: off by default; when no retry runs, the first a
   assert.equal(r0.answer, 'SELECT COUNT(*) FROM item');
   assert.equal(off.asked.length, 1);
 
-  const none = new Scripted([answer('SELECT nope FROM items'), answer('SELECT x FROM items'), 'not an action']);
+  const none = new Scripted([answer('SELECT nope FROM items'), answer('SELECT x FROM items'), '<sql>SELECT COUNT(*) FROM items</sql>']);
   const r1 = await runEpisode(env, task, none, { mode: 'agent', maxTurnTokens: 64, temperature: 0, retries: 2, retryTemperature: 1 });
-  assert.equal(r1.answer, 'SELECT nope FROM items', 'the greedy answer stays when no retry runs');
+  assert.equal(r1.answer, 'SELECT nope FROM items', 'the greedy answer stays when no retry runs (a tool call does not replace an answer)');
   assert.equal(r1.turns[0].retried, 2);
   assert.deepEqual(none.asked.map((a) => a.temperature), [0, 1, 1]);
 
@@ -76,4 +78,31 @@ test('execution-guided decoding: off by default; when no retry runs, the first a
   assert.equal(r2.answer, 'SELECT COUNT(*) FROM items');
   assert.equal(r2.turns[0].retried, undefined);
   assert.equal(fine.asked.length, 1);
+});
+
+test('execution-guided decoding: a turn with no action (a loop cut at the token budget) is drawn again; a tool call or a runnable answer is kept', async () => {
+  const env = new SqlEnvironment(pool);
+  const loop = '<think>the the the the the the';
+  // Without retries the loop ends the episode unanswered.
+  const r0 = await runEpisode(env, task, new Scripted([loop]), { mode: 'agent', maxTurnTokens: 64, temperature: 0 });
+  assert.equal(r0.endReason, 'token_budget');
+  assert.equal(r0.answer, undefined);
+
+  // A retry that calls the tool is kept, and the episode goes on from its observation.
+  const p1 = new Scripted([loop, loop, '<think>look</think><sql>SELECT name FROM items</sql>', answer('SELECT COUNT(*) FROM items')]);
+  const r1 = await runEpisode(env, task, p1, { mode: 'agent', maxTurnTokens: 64, temperature: 0, retries: 3, seed: 1 });
+  assert.equal(r1.endReason, 'answer');
+  assert.equal(r1.answer, 'SELECT COUNT(*) FROM items');
+  assert.equal(r1.turns[0].retried, 2);
+  assert.equal(r1.turns[0].action, 'sql');
+  assert.equal(r1.toolCalls, 1);
+  assert.deepEqual(p1.asked.map((a) => a.temperature), [0, 0.7, 0.7, 0]);
+  assert.ok(!r1.messages.some((m) => m.content.includes('the the')), 'no failed draft enters the conversation');
+
+  // A retry whose answer does not run is not good enough either; none usable: the first draft stays.
+  const p2 = new Scripted([loop, answer('SELECT nope FROM items'), 'still no action']);
+  const r2 = await runEpisode(env, task, p2, { mode: 'agent', maxTurnTokens: 64, temperature: 0, retries: 2 });
+  assert.equal(r2.endReason, 'token_budget');
+  assert.equal(r2.turns[0].retried, 2);
+  assert.equal(r2.turns[0].text, loop);
 });

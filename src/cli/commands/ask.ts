@@ -85,7 +85,7 @@ export function register(program: Command): void {
     .option('--max-turn-tokens <n>', "new tokens per turn (default: the policy's prompt contract, else 256)", numberArg('--max-turn-tokens', { min: 1 }))
     .option('--episode-timeout <ms>', 'wall-clock limit', numberArg('--episode-timeout', { min: 1 }), 120_000)
     .option('--temperature <t>', 'sampling temperature (0 = greedy)', numberArg('--temperature', { min: 0, integer: false }), 0)
-    .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run is sampled again (at 0.7) up to n times, the first that runs kept", numberArg('--retries', { min: 0, max: 16 }), 0)
+    .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run, or a turn with no valid action, is sampled again (at 0.7) up to n times, the first draft that runs (or, for a turn without action, calls the tool) kept", numberArg('--retries', { min: 0, max: 16 }), 0)
     .option('--rows <n>', 'rows of the final result to show', numberArg('--rows', { min: 1 }), 20)
     .option('--json', 'print the episode and the result as JSON');
   addPromptOptions(cmd).action((q: string, o: AskCliOptions) => run(q, o));

@@ -141,7 +141,7 @@ export function register(program: Command): void {
     .addOption(new Option('--compare <mode>', 'result comparison of the report').choices(['bird', 'spider']).default('bird'))
     .option('--samples <k>', 'episodes per question: adds pass@k and self-consistency (majority vote over result sets)', numberArg('--samples', { min: 1 }), 1)
     .option('--temperature <t>', 'sampling temperature (default 0 = greedy; 0.7 with --samples > 1)', numberArg('--temperature', { min: 0, integer: false }))
-    .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run on the database is sampled again (at 0.7) up to n times, the first that runs kept", numberArg('--retries', { min: 0, max: 16 }), 0)
+    .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run, or a turn with no valid action, is sampled again (at 0.7) up to n times, the first draft that runs (or, for a turn without action, calls the tool) kept", numberArg('--retries', { min: 0, max: 16 }), 0)
     .option('--concurrency <n>', 'questions in flight', numberArg('--concurrency', { min: 1 }), 4)
     .option('--max-turn-tokens <n>', "new tokens per turn (default: the policy's prompt contract, else 256)", numberArg('--max-turn-tokens', { min: 1 }))
     .option('--suite <dir>', 'test-suite scoring: also compare on <dir>/<db_id>/*.sqlite variants (as agro eval --suite)')
