@@ -77,10 +77,12 @@ const agro = (...args: string[]): string => agroCli(args).stdout;
 function setupFrom(args: string[], out: string): Setup {
   const qs = flag(args, '--quickstart', '');
   if (qs) {
-    const rep = JSON.parse(readFileSync(join(qs, 'report.json'), 'utf8')) as { config: { db: string; schemaChars: number }; sft: { checkpoint: string } };
+    const rep = JSON.parse(readFileSync(join(qs, 'report.json'), 'utf8')) as { config: { db: string; schemaChars?: number }; sft: { checkpoint: string } };
     const variants = join(qs, 'synth/variants');
     const ck = existsSync(rep.sft.checkpoint) ? rep.sft.checkpoint : resolve(ROOT, rep.sft.checkpoint);
-    return { init: resolve(ck), data: join(qs, 'rl.jsonl'), heldOut: join(qs, 'held_out.jsonl'), dbRoot: resolve(ROOT, dirname(dirname(rep.config.db))), variants: existsSync(variants) ? variants : null, schemaChars: rep.config.schemaChars };
+    // The schema budget lives in the checkpoint's prompt contract (older quickstart reports kept it in their config).
+    const schemaChars = num(args, '--schema-chars', readPromptContract(resolve(ck))?.schemaChars ?? rep.config.schemaChars ?? 200);
+    return { init: resolve(ck), data: join(qs, 'rl.jsonl'), heldOut: join(qs, 'held_out.jsonl'), dbRoot: resolve(ROOT, dirname(dirname(rep.config.db))), variants: existsSync(variants) ? variants : null, schemaChars };
   }
   const dbRoot = resolve(flag(args, '--db-root', join(ROOT, 'data/databases')));
   let data = flag(args, '--data', '');
@@ -129,7 +131,9 @@ interface PredictReport {
 
 /** Held-out EX of a checkpoint with `agro predict` (greedy, agent mode, the training turn budget), as every trainer's result is scored. */
 function heldOutEx(ck: string, s: Setup, out: string, turnTokens: number): PredictReport {
-  const r = JSON.parse(agro('predict', '--policy', ck, '--data', s.heldOut, '--db-root', s.dbRoot, '--schema-chars', String(s.schemaChars), '--max-turn-tokens', String(turnTokens), '--out', out, '--json')) as { summary: { accuracy: number; count: number }; predict: { toolCalls: number } };
+  // With the variant databases as a test suite, as the quickstart scores its held-out questions: the same figure.
+  const suite = s.variants ? ['--suite', s.variants] : [];
+  const r = JSON.parse(agro('predict', '--policy', ck, '--data', s.heldOut, '--db-root', s.dbRoot, '--schema-chars', String(s.schemaChars), '--max-turn-tokens', String(turnTokens), ...suite, '--out', out, '--json')) as { summary: { accuracy: number; count: number }; predict: { toolCalls: number } };
   return { accuracy: r.summary.accuracy, n: r.summary.count, toolCalls: r.predict.toolCalls };
 }
 
@@ -232,7 +236,7 @@ export async function run(args: string[]): Promise<void> {
 
   // A race is hours of CPU: every finished piece (the SFT score, each trainer × seed) is kept in its folder
   // with the budget it ran under, and a rerun with the same --out and budget picks up where it stopped.
-  const key = JSON.stringify({ init: s.init, data: s.data, heldOut: s.heldOut, schemaChars: s.schemaChars, b, algo });
+  const key = JSON.stringify({ ...s, b, algo });
   const cached = <T>(file: string, make: () => Promise<T>): Promise<T> => {
     const f = join(out, file);
     if (existsSync(f)) {
