@@ -1,6 +1,6 @@
 // `npm run bench -- race [--quickstart DIR | --init CK --data RL.json --held-out HELD.json --db-root DIR]
 //     [--seeds 0,1,2] [--steps 400] [--prompts 4] [--group 4] [--lr 3e-4] [--lr-end 3e-5] [--turn-tokens 96]
-//     [--response-tokens 320] [--schema-chars 200] [--trainers agro,trl,trl-mt] [--agro-algo grpo] [--venv DIR] [--out runs/race]`
+//     [--response-tokens 320] [--schema-chars 200] [--trainers agro,trl,trl-mt] [--agro-algo grpo] [--agro-set JSON] [--venv DIR] [--out runs/race]`
 //
 // The race: from ONE SFT checkpoint, the same RL questions, held-out questions, seeds and budget (steps ×
 // prompts × group, lr with a cosine to --lr-end), three trainers:
@@ -162,9 +162,9 @@ const REWARDS = [
   { name: 'format', weight: 0.1 },
 ];
 
-async function runAgro(s: Setup, b: Budget, seed: number, dir: string, algo: string): Promise<Omit<RunResult, 'exAfter'>> {
+async function runAgro(s: Setup, b: Budget, seed: number, dir: string, algo: string, set: Record<string, unknown>): Promise<Omit<RunResult, 'exAfter'>> {
   const cfgPath = join(dir, 'agro-train.json');
-  writeFileSync(cfgPath, JSON.stringify({ algo, steps: b.steps, promptsPerStep: b.prompts, groupSize: b.group, lr: b.lr, minLrRatio: b.lrEnd / b.lr, maxTurnTokens: b.turnTokens, maxResponseTokens: b.responseTokens, checkpointEvery: 0, seed }));
+  writeFileSync(cfgPath, JSON.stringify({ algo, steps: b.steps, promptsPerStep: b.prompts, groupSize: b.group, lr: b.lr, minLrRatio: b.lrEnd / b.lr, maxTurnTokens: b.turnTokens, maxResponseTokens: b.responseTokens, checkpointEvery: 0, seed, ...set }));
   const variants = s.variants ? ['--variants', s.variants] : [];
   const t = await timed(process.execPath, [BIN, 'train', '--init', s.init, '--data', s.data, '--db-root', s.dbRoot, '--config', cfgPath, '--schema-chars', String(s.schemaChars), '--out', join(dir, 'run'), '--json', ...variants]);
   if (t.status !== 0) throw new Error(`agro train exited ${t.status}: ${t.stderr.trim().split('\n').slice(-2).join(' | ')}`);
@@ -225,6 +225,8 @@ export async function run(args: string[]): Promise<void> {
   const lr = num(args, '--lr', 3e-4);
   const b: Budget = { steps: num(args, '--steps', 400), prompts: num(args, '--prompts', 4), group: num(args, '--group', 4), lr, lrEnd: num(args, '--lr-end', lr / 10), turnTokens: num(args, '--turn-tokens', 96), responseTokens: num(args, '--response-tokens', 320) };
   const algo = flag(args, '--agro-algo', 'grpo');
+  // Train-config fields over the race's own for agro (e.g. '{"beta2":0.999}', TRL's AdamW), to test one recipe difference at a time.
+  const agroSet = JSON.parse(flag(args, '--agro-set', '{}')) as Record<string, unknown>;
   const load = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   console.log(`race: ${s.init}\n  RL questions ${s.data}, held out ${s.heldOut}, schema ${s.schemaChars} chars; seeds ${seeds.join(',')}; ${b.steps} steps × ${b.prompts} prompts × ${b.group}, lr ${b.lr} cosine to ${b.lrEnd}; turns ≤ ${b.turnTokens} tokens, episode ≤ ${b.responseTokens}; load ${load()}`);
   const py = trainers.some((t) => t !== 'agro') ? pythonWithTrl(flag(args, '--venv', '')) : '';
@@ -236,7 +238,7 @@ export async function run(args: string[]): Promise<void> {
 
   // A race is hours of CPU: every finished piece (the SFT score, each trainer × seed) is kept in its folder
   // with the budget it ran under, and a rerun with the same --out and budget picks up where it stopped.
-  const key = JSON.stringify({ ...s, b, algo });
+  const key = JSON.stringify({ ...s, b, algo, ...(Object.keys(agroSet).length ? { agroSet } : {}) });
   const cached = <T>(file: string, make: () => Promise<T>): Promise<T> => {
     const f = join(out, file);
     if (existsSync(f)) {
@@ -256,7 +258,7 @@ export async function run(args: string[]): Promise<void> {
       let fresh = false;
       const r = await cached(`${trainer}-seed${seed}/race-piece.json`, async (): Promise<RunResult> => {
         fresh = true;
-        const run = trainer === 'agro' ? await runAgro(s, b, seed, dir, algo) : await runTrl(py, s, b, seed, dir, trainer === 'trl-mt', trainJsonl);
+        const run = trainer === 'agro' ? await runAgro(s, b, seed, dir, algo, agroSet) : await runTrl(py, s, b, seed, dir, trainer === 'trl-mt', trainJsonl);
         return { ...run, exAfter: heldOutEx(run.checkpoint, s, join(dir, 'predict'), b.turnTokens).accuracy };
       });
       results.push(r);
@@ -283,6 +285,7 @@ export async function run(args: string[]): Promise<void> {
   const differences = [
     `agro: preset "${algo}" (advantage eps 1e-6, dual clip 3, log-ratio clamp ±20, k3 KL 0.001 unless the preset says otherwise; --agro-algo trl_grpo matches TRL's defaults); TRL: GRPOConfig defaults (loss_type dapo = token-mean, scale_rewards group, eps 1e-4, ε 0.2, β 0)`,
     'samplers: agro samples with its own TF.js/llama.cpp sampler (top-p 1), TRL with transformers generate (top-p 1, top-k 0); same temperature 1, different random streams',
+    'optimizer: both AdamW with global-norm clipping at 1 and no weight decay, but agro β2 0.99 (its RL default), TRL β2 0.999 (transformers\' default); --agro-set \'{"beta2":0.999}\' matches it',
     'prompt order: agro draws its prompts with its own seeded order; TRL with its RepeatSampler (seeded with the same number)',
     'dynamic sampling: off in both here (quickstart turns agro\'s on when it has pass rates; TRL has none)',
     'trl (single-turn): one completion of ≤ turn tokens, no tool; agro and trl-mt: episodes of turns with the SQL tool, observations masked',
