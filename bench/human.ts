@@ -64,19 +64,45 @@ function outcome(dir: string): PredictOutcome {
   };
 }
 
-/** Why a prediction missed, from the SQL alone: it did not run, its shape differs, it reads other tables or columns, it uses other values, or none of these (order, DISTINCT, a condition said another way). */
-export const FAILURE_KINDS = ['unrunnable', 'structure', 'column', 'value', 'other'] as const;
+/**
+ * Why a prediction missed, from the SQL alone: no answer at all (the episode ended without one: `SELECT NULL`), it
+ * did not run, it left out every value the gold filters on (a dropped filter), its shape differs, it reads other
+ * tables or columns, it uses other values, or none of these (order, DISTINCT, a condition said another way).
+ */
+export const FAILURE_KINDS = ['no_answer', 'unrunnable', 'structure', 'column', 'value', 'other'] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
-const literals = (sql: string): string => tokenize(sql).filter((t) => t.kind === 'str' || t.kind === 'num').map((t) => t.text.toLowerCase()).sort().join('\u0000');
+/**
+ * The values a query compares with, lower-cased: strings, numbers (not LIMIT/OFFSET counts), and double-quoted
+ * words that name no table or column (Spider's gold writes "Operational" for 'Operational').
+ */
+export function valueLiterals(sql: string, schema: DbSchema): string[] {
+  const names = new Set(schema.tables.flatMap((t) => [t.name, ...t.columns.map((c) => c.name)]).map((n) => n.toLowerCase()));
+  const toks = tokenize(sql);
+  return toks
+    .filter((t, i) => {
+      if (t.kind === 'str') return true;
+      if (t.kind === 'num') return !/^(limit|offset)$/i.test(toks[i - 1]?.text ?? '');
+      return t.kind === 'qid' && t.quote === '"' && !names.has(t.text.toLowerCase());
+    })
+    .map((t) => t.text.toLowerCase());
+}
+
+const NO_ANSWER = /^\s*select\s+null\s*;?\s*$/i;
 
 export function classifyFailure(pred: string, gold: string, outcome: string, schema: DbSchema): FailureKind {
-  if (outcome === 'pred_error' || !pred.trim()) return 'unrunnable';
+  if (!pred.trim() || NO_ANSWER.test(pred)) return 'no_answer';
+  if (outcome === 'pred_error') return 'unrunnable';
+  const predItems = schemaItems(pred, schema);
+  const goldItems = schemaItems(gold, schema);
+  const goldValues = valueLiterals(gold, schema);
+  const predValues = new Set(valueLiterals(pred, schema));
+  // Checked before the shape, which a missing WHERE also changes: every value of the gold is gone and the
+  // prediction reads nothing the gold does not.
+  if (goldValues.length > 0 && goldValues.every((v) => !predValues.has(v)) && [...predItems].every((i) => goldItems.has(i))) return 'value';
   if (queryShape(pred) !== queryShape(gold)) return 'structure';
-  const a = [...schemaItems(pred, schema)].sort().join(',');
-  const b = [...schemaItems(gold, schema)].sort().join(',');
-  if (a !== b) return 'column';
-  if (literals(pred) !== literals(gold)) return 'value';
+  if ([...predItems].sort().join(',') !== [...goldItems].sort().join(',')) return 'column';
+  if ([...predValues].sort().join('\u0000') !== [...new Set(goldValues)].sort().join('\u0000')) return 'value';
   return 'other';
 }
 
@@ -155,7 +181,7 @@ export async function run(args: string[]): Promise<void> {
       if (nExamples > 0) examples(out, mine, seed, nExamples);
     }
   }
-  const rows: string[][] = [['set', 'database', 'seed', 'questions', 'synthetic held-out EX SFT → RL', 'human EX SFT → RL', 'RL Δ', 'unrunnable SQL (RL)', 'tool fixed/broke (RL)', 'RL misses: unrunnable/structure/column/value/other', 'quickstart min', 'load']];
+  const rows: string[][] = [['set', 'database', 'seed', 'questions', 'synthetic held-out EX SFT → RL', 'human EX SFT → RL', 'RL Δ', 'unrunnable SQL (RL)', 'tool fixed/broke (RL)', 'RL misses: ' + FAILURE_KINDS.join('/'), 'quickstart min', 'load']];
   for (const r of results) {
     rows.push([
       r.set, r.db, String(r.seed), String(r.questions),
@@ -225,7 +251,7 @@ async function zeroShot(args: string[]): Promise<void> {
   // Decoding flags passed to predict as given, and named in the output folder.
   const decoding = [...(args.includes('--no-constrain') ? ['--no-constrain'] : []), ...(retries > 0 ? ['--retries', String(retries)] : [])];
   const outRoot = resolve(flag(args, '--out', `runs/bench-human/zero-shot-${basename(policy)}${args.includes('--no-constrain') ? '-free' : ''}${retries > 0 ? `-retries${retries}` : ''}`));
-  const rows: string[][] = [['set', 'database', 'questions', 'zero-shot EX', 'unrunnable SQL', 'misses: unrunnable/structure/column/value/other', 'min', 'load']];
+  const rows: string[][] = [['set', 'database', 'questions', 'zero-shot EX', 'unrunnable SQL', 'misses: ' + FAILURE_KINDS.join('/'), 'min', 'load']];
   const results: { set: SetName; db: string; outcome: PredictOutcome; failures: Record<FailureKind, number> }[] = [];
   for (const { set, root, db, mine } of humanSets(args)) {
     const out = join(outRoot, set, db);
