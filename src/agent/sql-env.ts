@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { parseAction, SQL_AGENT_ACTIONS, formatAction, formatObservation } from './protocol.ts';
 import { HINT_TIERS, scafSqlHint } from './hints.ts';
 import { schemaNames } from './sql-names.ts';
+import { storedText } from '../sql/stored-text.ts';
 import type { ChatMessage, Environment, Episode, EpisodeContext, RewardContext, RewardDeps, SchemaNames, StepResult, TaskBase, Transcript } from './types.ts';
 import { introspectSchema } from '../sql/introspect.ts';
 import { databaseDocs, databaseValueIndex, introspectDatabase } from '../sql/executor.ts';
@@ -193,10 +194,13 @@ export class SqlEnvironment implements Environment<SqlTask> {
     return text;
   }
 
-  /** A database's tables and columns (constrained decoding), once per path. */
+  /**
+   * A database's tables and columns, and for a SQLite file the text it stores (constrained decoding: names
+   * and string literals), once per path. A server database's text is not read: its literals stay free.
+   */
   namesOf(dbPath: string): SchemaNames {
     let v = this.names.get(dbPath);
-    if (!v) this.names.set(dbPath, (v = schemaNames(this.schemaOf(dbPath))));
+    if (!v) this.names.set(dbPath, (v = schemaNames(this.schemaOf(dbPath), dialectOf(dbPath) === 'sqlite' ? storedText(dbPath) : null)));
     return v;
   }
 

@@ -45,6 +45,11 @@ export interface Episode {
 /** The tables and columns of an episode's database, for constrained decoding. */
 export interface SchemaNames {
   readonly tables: readonly { readonly name: string; readonly columns: readonly string[] }[];
+  /**
+   * Every distinct text the database stores (src/sql/stored-text.ts), which a string literal may be copied
+   * from; absent when not read (more text than the budget, a server database): literals are then free.
+   */
+  readonly values?: readonly string[];
 }
 
 /** One finished episode, as the trainer and the reward functions see it. */

@@ -95,10 +95,11 @@ export async function rollout<T extends TaskBase>(
     }
   });
   // One filter per row and turn: a turn's SQL block opens and closes within the turn.
-  const filterOf = (ep: Episode): TokenFilter | undefined => (ep.names ? sqlNameFilter(tokenizer, ep.names)?.() : undefined);
-  const constrained = (o: SampleOptions, eps: Episode[]): SampleOptions => (opts.constrain ? { ...o, filter: (p) => filterOf(eps[p]) } : o);
+  // String literals may be copied from anything the episode's conversation holds so far.
+  const filterOf = (l: Live): TokenFilter | undefined => (l.ep.names ? sqlNameFilter(tokenizer, l.ep.names)?.(l.messages.map((m) => m.content).join('\n')) : undefined);
+  const constrained = (o: SampleOptions, lives: Live[]): SampleOptions => (opts.constrain ? { ...o, filter: (p) => filterOf(lives[p]) } : o);
   const sample = (ps: number[][], g: number, o: SampleOptions) => (opts.engine ? opts.engine.sampleGroups(ps, g, o) : sampleGroups(model, ps, g, o));
-  let samples = (await sample(prompts, opts.groupSize, constrained(sampling(0, 0), groups.map((g) => g[0].ep)))).flat();
+  let samples = (await sample(prompts, opts.groupSize, constrained(sampling(0, 0), groups.map((g) => g[0])))).flat();
   let active: Live[] = groups.flat();
 
   for (let turn = 0; active.length > 0; turn++) {
@@ -140,7 +141,7 @@ export async function rollout<T extends TaskBase>(
     }
     active = next;
     if (active.length === 0) break;
-    samples = (await sample(active.map((l) => l.ids), 1, constrained(sampling(turn + 1, 1), active.map((l) => l.ep)))).map((g) => g[0]);
+    samples = (await sample(active.map((l) => l.ids), 1, constrained(sampling(turn + 1, 1), active))).map((g) => g[0]);
   }
 
   return groups.flatMap((g, gi) =>

@@ -6,6 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Tokenizer } from '../../src/model/tokenizer.ts';
 import { drawAllowed, sampleGroups, type TokenFilter } from '../../src/model/generate.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
@@ -15,6 +18,7 @@ import { Rng } from '../../src/util/rng.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { isKeyword, tokenize } from '../../src/sql/lexer.ts';
 import { schemaNames, sqlNameFilter, SQL_WORDS } from '../../src/agent/sql-names.ts';
+import { storedText } from '../../src/sql/stored-text.ts';
 import { SqlEnvironment } from '../../src/agent/sql-env.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { CheckpointPolicy } from '../../src/agent/policies/checkpoint.ts';
@@ -22,6 +26,7 @@ import { runEpisode } from '../../src/agent/episode.ts';
 import { builtinModelDir } from '../../src/model/builtin.ts';
 import { loadCheckpoint } from '../../src/model/checkpoint.ts';
 import { rollout } from '../../src/rl/rollout.ts';
+import { runFactory } from '../../src/factory/pipeline.ts';
 
 const DB = fileURLToPath(new URL('../../data/databases/music_store/music_store.sqlite', import.meta.url));
 const tk = Tokenizer.load(fileURLToPath(new URL('../../models/base/tokenizer.json', import.meta.url)));
@@ -219,4 +224,107 @@ test('RL rollouts with constrain decode as predict does: every bare word of ever
     ck.model.dispose();
     await pool.close();
   }
+});
+
+test('a string literal is copied from the conversation or the database, or refused where it stops being one', () => {
+  const stored = storedText(DB);
+  assert.ok(stored && stored.includes('Velvet Foxes') && stored.includes('France'), 'music_store text is read whole');
+  const withText = sqlNameFilter(tk, schemaNames(introspectSchema(DB), stored))!;
+  const question = "Which tracks did velvet foxes or 'Hollow Rivers' put out in 2021?";
+  const refusedAt = (text: string, context: string | null = question): number => {
+    const f = withText(context ?? undefined);
+    const ids = tk.encode(text);
+    for (let i = 0; i < ids.length; i++) {
+      if (!f.allows(ids[i])) return i;
+      f.push(ids[i]);
+    }
+    return -1;
+  };
+  for (const ok of [
+    "<answer>SELECT name FROM artists WHERE name = 'Velvet Foxes'</answer>", // stored
+    "<answer>SELECT name FROM artists WHERE name IN ('The Lanterns', 'Hollow Rivers')</answer>", // quoted by the question
+    "<answer>SELECT name FROM artists WHERE name LIKE '%Velvet%' OR name LIKE '%foxes%Fr%'</answer>", // LIKE's pieces
+    "<answer>SELECT COUNT(*) FROM invoices WHERE strftime('%Y', invoice_date) = '2021' AND billing_country != ''</answer>",
+    "<answer>SELECT COUNT(*) FROM invoices WHERE date('now') > invoice_date</answer>", // a function's format word
+    '<answer>SELECT COUNT(*) FROM invoices WHERE billing_country = "France" AND "billing_city" IS NOT NULL</answer>', // SQLite's "string", a quoted name
+  ])
+    assert.equal(refusedAt(ok), -1, ok);
+  for (const [bad, at] of [
+    ["<answer>SELECT name FROM artists WHERE name = 'Velvet Fxoes'</answer>", "'Velvet F"],
+    ["<answer>SELECT name FROM artists WHERE name = 'Hurning Roads'</answer>", "'H"],
+    ["<answer>SELECT name FROM artists WHERE name LIKE '%Velvet%Zq%'</answer>", '%Velvet%'],
+    ['<answer>SELECT name FROM artists WHERE name = "Velvet Fxoes"</answer>', '"Velvet F'],
+    // A compared literal closes on a whole value: not on part of one, nor on the question's lower-cased words.
+    ["<answer>SELECT name FROM artists WHERE name = 'Hollow' OR name = 'Velvet'</answer>", "'Hollow'"],
+    ["<answer>SELECT name FROM artists WHERE name = 'velvet foxes'</answer>", "'velvet foxes'"],
+  ]) {
+    const ids = tk.encode(bad);
+    const i = refusedAt(bad);
+    assert.ok(i >= 0, bad);
+    assert.ok(tk.decode(ids.slice(0, i + 1)).includes(at), `refused at "${tk.decode(ids.slice(0, i + 1))}"`);
+  }
+  // A value the conversation quotes counts though nothing stores it (BIRD's evidence names values so).
+  assert.equal(refusedAt("<answer>SELECT name FROM artists WHERE name = 'Hurning Roads'</answer>", `${question}\nEvidence: name = 'Hurning Roads'`), -1);
+  // Without a conversation, or without the database's text, literals are free (the filter cannot tell).
+  assert.equal(refusedAt("<answer>SELECT name FROM artists WHERE name = 'Hurning Roads'</answer>", null), -1);
+  const f = make(question);
+  for (const id of tk.encode("<answer>SELECT name FROM artists WHERE name = 'Hurning Roads'</answer>")) {
+    assert.ok(f.allows(id));
+    f.push(id);
+  }
+});
+
+test('stored text is read whole or not at all', () => {
+  const all = storedText(DB)!;
+  assert.ok(all.length > 100);
+  assert.equal(new Set(all).size, all.length, 'each text once');
+  assert.equal(storedText(DB, { maxChars: 1000 }), null);
+  assert.equal(storedText(DB, { maxRows: 5 }), null);
+  assert.equal(schemaNames(introspectSchema(DB), null).values, undefined);
+});
+
+test("the factory's own pairs pass with their question as the conversation: the literal rule refuses no gold answer", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agro-lit-'));
+  const pool = new SqlPool({ size: 2 });
+  try {
+    await runFactory({ db: DB, out: dir, n: 200, variants: 0, seed: 5, timeoutMs: 3000 }, { executor: pool });
+    const rows = readFileSync(join(dir, 'dataset.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { question: string; evidence?: string; SQL: string });
+    const withText = sqlNameFilter(tk, schemaNames(introspectSchema(DB), storedText(DB)))!;
+    let literals = 0;
+    for (const r of rows) {
+      literals += (r.SQL.match(/'/g) ?? []).length / 2;
+      const f = withText(`${r.question}\n${r.evidence ?? ''}`);
+      for (const id of tk.encode(`<answer>${r.SQL}</answer>`)) {
+        assert.ok(f.allows(id), `${r.question} → ${r.SQL}`);
+        f.push(id);
+      }
+    }
+    assert.ok(rows.length >= 100 && literals >= 30, `${rows.length} rows, ${literals} literals: too few to show anything`);
+  } finally {
+    await pool.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+const SPIDER = fileURLToPath(new URL('../../../shared/data/spider-train', import.meta.url));
+test('Spider train: every human gold query passes the name rules on its own database, but the one naming a missing table', { skip: !existsSync(SPIDER) && 'needs ../shared/data/spider-train' }, () => {
+  const rows = readFileSync(join(SPIDER, 'gold.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { db_id: string; query: string });
+  const filters = new Map<string, NonNullable<ReturnType<typeof sqlNameFilter>>>();
+  const refused: string[] = [];
+  for (const r of rows) {
+    const db = join(SPIDER, 'database', r.db_id, `${r.db_id}.sqlite`);
+    let make = filters.get(db);
+    if (!make) filters.set(db, (make = sqlNameFilter(tk, schemaNames(introspectSchema(db), storedText(db)))!));
+    const f = make();
+    for (const id of tk.encode(`<answer>${r.query}</answer>`)) {
+      if (!f.allows(id)) {
+        refused.push(`${r.db_id}: ${r.query}`);
+        break;
+      }
+      f.push(id);
+    }
+  }
+  assert.equal(rows.length, 8475);
+  assert.deepEqual(refused.map((q) => q.split(':')[0]), ['assets_maintenance'], refused.join('\n'));
+  assert.match(refused[0], /Ref_Company_Types/, 'the refused query names a table the database lacks');
 });

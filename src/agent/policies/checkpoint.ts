@@ -99,7 +99,9 @@ export class CheckpointPolicy implements Policy {
     const prompt = renderPrompt(this.tokenizer, req.messages);
     const maxNew = Math.min(req.maxTokens, this.maxPositions - prompt.length);
     if (maxNew <= 0) return { text: '', finish: 'length', promptTokens: prompt.length, completionTokens: 0 };
-    const filter = this.constrain && req.names ? sqlNameFilter(this.tokenizer, req.names) : undefined;
+    const factory = this.constrain && req.names ? sqlNameFilter(this.tokenizer, req.names) : undefined;
+    // String literals may be copied from anything the conversation holds so far.
+    const filter = factory ? () => factory(req.messages.map((m) => m.content).join('\n')) : undefined;
     const r = await this.batcher.submit({ prompt, maxNew, temperature: req.temperature, topP: req.topP ?? 1, seed: req.seed ?? 0, ...(filter ? { filter } : {}) });
     const text = this.tokenizer.decode(r.tokens);
     req.onText?.(text);
