@@ -31,7 +31,8 @@ import { promptContractFiles, readPromptContract, resolvePromptSettings, type Pr
 import { resolveModelPath } from '../model/builtin.ts';
 import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { selectColdStart } from '../train/coldstart.ts';
-import { runSft } from '../train/sft.ts';
+import { prepareSamples, runSft, type SftSample } from '../train/sft.ts';
+import type { ChatMessage } from '../agent/types.ts';
 import { runGrpo } from '../rl/trainer.ts';
 import { resolveAlgo } from '../rl/config.ts';
 import { samplePassRates, type PolicyEval } from '../rl/evaluate.ts';
@@ -145,6 +146,13 @@ export const quickstartConfigSchema = z.strictObject({
    * late steps, on few informative groups, no longer undo what the early ones learned.
    */
   rlMinLrRatio: z.number().min(0).max(1).default(0.1),
+  /**
+   * Weight of the cold-start SFT loss mixed into every RL step (InstructGPT's PPO-ptx; rlAnchorBatch samples
+   * a step): it holds the answers to questions RL never samples where SFT left them. 0 = off. Default:
+   * FROM_CHECKPOINT.rlAnchor from a checkpoint, 0 from scratch (not measured there).
+   */
+  rlAnchor: z.number().min(0).optional(),
+  rlAnchorBatch: z.number().int().min(1).default(4),
   /** Sampling temperature of the RL rollouts (the loss reads the policy at the same temperature). */
   rlTemperature: z.number().positive().default(1),
   /** RL rollouts (and the pass rates that pick the RL pool) decode constrained, as the held-out evaluation and `agro predict` do. */
@@ -168,6 +176,12 @@ export const quickstartConfigSchema = z.strictObject({
 });
 export type QuickstartConfig = z.infer<typeof quickstartConfigSchema>;
 export type QuickstartConfigInput = z.input<typeof quickstartConfigSchema>;
+
+/** The cold-start trajectories as SFT samples for the RL stage's anchor (those longer than the model's positions left out). */
+function anchorSamples(path: string, tokenizer: Tokenizer, maxPositions: number): SftSample[] {
+  const rows = readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { messages: ChatMessage[] });
+  return prepareSamples(rows.map((r) => renderChat(tokenizer, r.messages)), maxPositions, 'anchor samples').kept;
+}
 
 /** The CI-sized run: every stage, a tiny model, a couple of minutes on 2 cores. */
 export const SMALL_QUICKSTART: QuickstartConfigInput = {
@@ -211,23 +225,27 @@ export interface QuickstartHooks {
 }
 
 /** From scratch: the tiny model's recipe measured above. */
-const FROM_SCRATCH = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200, rlSteps: 400, rlLr: 3e-4, rlCandidates: Infinity };
+const FROM_SCRATCH = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200, rlSteps: 400, rlLr: 3e-4, rlCandidates: Infinity, rlAnchor: 0 };
 /**
  * From a pretrained checkpoint: fine-tuning needs fewer, gentler steps than learning from nothing, and each
  * step of the base preset costs ~6× one of `tiny` (2026-11-26, 2 cores shared: 600 SFT steps took 326 s, a GRPO
  * step ~2 s), so the budget is cut to keep the quickstart within minutes: 100 GRPO steps visit 400 prompts, so
  * 400 RL candidates are sampled for the pool instead of all of them. On music_store (seed 0, 2026-11-26) GRPO at
  * the scratch recipe's 3e-4 lost 4.4 points after SFT (33.1% → 28.6%, mean reward falling 0.58 → 0.36).
+ * GRPO alone still lost ground: it gains on the questions it samples and loses more on those it never does
+ * (on the 840 RL questions, greedy: 162 visited 101 → 104 right, 678 never visited 212 → 199). The cold-start
+ * loss mixed into each step (rlAnchor 1, 4 samples) holds them: over seeds 0–2 the RL gain went from a mean of
+ * −0.7 points to +1.8 (+1.1, +1.1, +3.1; 2026-11-27, docs/training.md#rl-from-the-base-model).
  */
-const FROM_CHECKPOINT = { sftSteps: 300, sftLr: 1e-3, rlSteps: 100, rlLr: 1e-4, rlCandidates: 400 };
+const FROM_CHECKPOINT = { sftSteps: 300, sftLr: 1e-3, rlSteps: 100, rlLr: 1e-4, rlCandidates: 400, rlAnchor: 1 };
 
 /**
  * What the run starts from, and the settings that follow from it: the checkpoint's folder and prompt
  * contract (its schema budget and format become the environment's), SFT steps and learning rate.
  */
-export function startOf(cfg: QuickstartConfig): { dir: string | null; prompt: Partial<PromptSettings>; sftSteps: number; sftLr: number; rlSteps: number; rlLr: number; rlCandidates: number } {
+export function startOf(cfg: QuickstartConfig): { dir: string | null; prompt: Partial<PromptSettings>; sftSteps: number; sftLr: number; rlSteps: number; rlLr: number; rlCandidates: number; rlAnchor: number } {
   const recipe = cfg.from === 'scratch' ? FROM_SCRATCH : FROM_CHECKPOINT;
-  const steps = { sftSteps: cfg.sftSteps ?? recipe.sftSteps, sftLr: cfg.sftLr ?? recipe.sftLr, rlSteps: cfg.rlSteps ?? recipe.rlSteps, rlLr: cfg.rlLr ?? recipe.rlLr, rlCandidates: recipe.rlCandidates };
+  const steps = { sftSteps: cfg.sftSteps ?? recipe.sftSteps, sftLr: cfg.sftLr ?? recipe.sftLr, rlSteps: cfg.rlSteps ?? recipe.rlSteps, rlLr: cfg.rlLr ?? recipe.rlLr, rlCandidates: recipe.rlCandidates, rlAnchor: cfg.rlAnchor ?? recipe.rlAnchor };
   if (cfg.from === 'scratch') return { dir: null, prompt: { schemaChars: cfg.schemaChars ?? FROM_SCRATCH.schemaChars }, ...steps };
   const dir = resolve(resolveModelPath(cfg.from));
   if (!existsSync(join(dir, 'config.json'))) throw new AgroError('not_found', `--from ${cfg.from}: no checkpoint there (expected base, scratch or a checkpoint folder)`);
@@ -462,7 +480,8 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           : `the ${rlTasks.length} ${rlTasks === kept ? 'in between' : 'candidates'}`;
         log(`[3/4] RL questions the SFT policy gets right in 0..${cfg.passSamples} of ${cfg.passSamples} samples: ${byCorrect.join(' / ')}; training on ${training}`);
       }
-      log(`[3/4] ${cfg.algo}: ${start.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts on questions SFT never saw, reward = execution on the original and ${report.synth.variants} variant databases ...`);
+      const anchored = start.rlAnchor > 0 ? `; the cold-start loss (weight ${start.rlAnchor}, ${cfg.rlAnchorBatch} samples a step) keeps what SFT learned` : '';
+      log(`[3/4] ${cfg.algo}: ${start.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts on questions SFT never saw, reward = execution on the original and ${report.synth.variants} variant databases${anchored} ...`);
       const t0 = performance.now();
       const rewards: number[] = [];
       const zero: number[] = [];
@@ -491,6 +510,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           seed: cfg.seed,
         },
         ...(passRates ? { passRates } : {}),
+        ...(start.rlAnchor > 0 ? { anchor: { samples: anchorSamples(join(out, 'cold_start.jsonl'), ck.tokenizer, ck.model.config.maxPositions), coef: start.rlAnchor, batch: cfg.rlAnchorBatch } } : {}),
         signal: hooks.signal,
         onStep: (r: StepRecord) => {
           rewards.push(r.reward);

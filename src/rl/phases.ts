@@ -18,6 +18,7 @@ import type { RolloutEngine } from '../model/engine.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { sequenceLogProbs } from '../model/generate.ts';
 import { accumulateGrads, clipByGlobalNorm, type AdamW } from '../train/optim.ts';
+import { disposeBatch, makeBatch, type SftSample } from '../train/sft.ts';
 import { advantageParams, type AlgoConfig, type lossConfig } from './config.ts';
 import { computeAdvantages, dynamicSamplingFilter, egrpoShape, mean, std, type AdvantageInput, type AdvantageResult, type EgrpoSignals } from './advantages.ts';
 import { computePolicyLoss, microBatchShares, stopGradient, type LossMetrics } from './losses.ts';
@@ -293,6 +294,8 @@ function padBatch(rows: readonly SeqRow[], padId: number) {
 export interface UpdateResult {
   /** Sum of the micro-batch losses, averaged over the epochs. */
   loss: number;
+  /** The anchor's SFT loss (mean over its answer tokens), when one was mixed in. */
+  anchorLoss?: number;
   lossMetrics: LossMetrics[];
   gradNorm: number;
   /** A non-finite loss or gradient: the update was skipped, and why. */
@@ -313,6 +316,7 @@ export async function update<T extends TaskBase>(
   adv: AdvantageResult,
   lp: { old: number[][] | null; ref: number[][] | null },
   lr: number,
+  anchor?: Anchor,
 ): Promise<UpdateResult> {
   const { cfg, model } = c;
   // One epoch needs no stored old log-probs: the ratio is exp(logp − sg(logp)) = 1 with the gradient of logp.
@@ -393,6 +397,7 @@ export async function update<T extends TaskBase>(
       summed?.forEach((x) => x.dispose());
       break;
     }
+    if (anchor && epoch === 0) summed = anchorGrads(c, anchor, summed, out);
     const raw: tf.Tensor[] = summed;
     const { grads: clipped, norm } = clipByGlobalNorm(raw, cfg.clipNorm);
     out.gradNorm = norm;
@@ -406,6 +411,31 @@ export async function update<T extends TaskBase>(
   }
   out.loss /= Math.max(1, cfg.ppoEpochs);
   return out;
+}
+
+/**
+ * SFT samples whose loss is added to an RL step (InstructGPT's PPO-ptx): RL moves the answers to questions it
+ * never samples too, and the cold-start data holds them where SFT left them.
+ */
+export interface Anchor {
+  samples: SftSample[];
+  coef: number;
+}
+
+/** `summed` plus the gradient of coef × the anchor samples' mean next-token loss over their policy tokens. */
+function anchorGrads<T extends TaskBase>(c: StepContext<T>, anchor: Anchor, summed: tf.Tensor[], out: UpdateResult): tf.Tensor[] {
+  const b = makeBatch(anchor.samples, c.padId);
+  try {
+    const { value, grads } = tf.variableGrads(
+      () => tf.mul(tf.neg(tf.sum(tf.mul(c.model.tokenLogProbs(b.ids, b.targets).logp, b.mask))), anchor.coef / Math.max(1, b.tokens)) as tf.Scalar,
+      c.params,
+    );
+    out.anchorLoss = value.dataSync()[0] / anchor.coef;
+    value.dispose();
+    return accumulateGrads(summed, c.params.map((p) => grads[p.name]));
+  } finally {
+    disposeBatch(b);
+  }
 }
 
 // ---------------------------------------------------------------- record
@@ -435,6 +465,8 @@ export interface StepRecord {
   approx_kl: number;
   ratio: number;
   grad_norm: number;
+  /** The anchor's SFT loss this step (TrainRunOptions.anchor). */
+  anchor_loss?: number;
   skipped: boolean;
   time_rollout_s: number;
   time_reward_s: number;
@@ -518,6 +550,7 @@ export function record(
     approx_kl: lm('approxKl'),
     ratio: lm('meanRatio'),
     grad_norm: u.gradNorm,
+    ...(u.anchorLoss !== undefined ? { anchor_loss: u.anchorLoss } : {}),
     skipped: u.bad,
     time_rollout_s: round3(times.rolloutSec),
     time_reward_s: round3(times.rewardSec),

@@ -22,7 +22,8 @@ import { checkResumeSettings, cleanRunCheckpoints, listCheckpoints, recordedSett
 import type { Environment } from '../agent/types.ts';
 import { lossConfig } from './config.ts';
 import { prepareRewards } from './rewards.ts';
-import { advantages, collect, logProbs, record, responseAdvantages, score, select, signalRewards, update, zeroSignalGroups, type AdvantageExtras, type StepContext, type StepRecord } from './phases.ts';
+import { advantages, collect, logProbs, record, responseAdvantages, score, select, signalRewards, update, zeroSignalGroups, type AdvantageExtras, type Anchor, type StepContext, type StepRecord } from './phases.ts';
+import type { SftSample } from '../train/sft.ts';
 import type { AdvantageResult } from './advantages.ts';
 import { activeHooks, type Batch, type TrainerHook } from './hooks.ts';
 import type { PassRecord } from './group_hooks.ts';
@@ -74,6 +75,8 @@ export interface TrainRunOptions<T extends TaskBase & { difficulty?: string }> {
   sideFiles?: Readonly<Record<string, unknown>>;
   /** On resume, accept settings other than the run's (recorded in train_config.json); otherwise they are refused. */
   allowChanges?: boolean;
+  /** SFT samples whose loss, × coef, joins every step's (`batch` of them a step, in a seeded order; phases.ts Anchor). */
+  anchor?: { samples: readonly SftSample[]; coef: number; batch: number };
 }
 
 export interface TrainResult {
@@ -181,6 +184,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   const checkpoint = checkpointer(opts.outDir, (dir) => saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, hooks: Object.fromEntries(hooks.flatMap((h) => (h.state ? [[h.name, h.state()]] : []))), kind: 'grpo' }, optimizerState: opt.exportState(), sideFiles: opts.sideFiles }));
   const evaluate = () => evaluatePolicy(env, opts.heldOut ?? [], model, tokenizer, { maxTurnTokens: cfg.maxTurnTokens, maxResponseTokens: cfg.maxResponseTokens, seed: cfg.seed, engine });
   const schedule = { lr: cfg.lr, minLrRatio: cfg.minLrRatio, warmupSteps: cfg.warmupSteps, steps: cfg.steps };
+  const anchorAt = anchorStream(opts.anchor, cfg.seed);
   await engine?.sync(model);
 
   let interrupted = false;
@@ -189,7 +193,7 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
     const { batch, sampled, rewardSec, rolloutSec } = await collectBatch(c, hooks, nextTasks, (cfg.seed * 7919 + state.step * 104729) >>> 0, state.step);
     const u0 = performance.now();
     const plan = await trainingPlan(c, hooks, batch, state.step);
-    const upd = await update(c, opt, plan.trajs, plan.adv, plan.lp, lrAt(state.step + 1, schedule));
+    const upd = await update(c, opt, plan.trajs, plan.adv, plan.lp, lrAt(state.step + 1, schedule), anchorAt(state.step));
     const updateSec = (performance.now() - u0) / 1000;
     const s0 = performance.now();
     if (engine && upd.updated) await engine.sync(model);
@@ -220,6 +224,14 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   }
   opt.dispose();
   return { steps: state.step, checkpoint: dir, interrupted, finalEval };
+}
+
+/** Each step's anchor samples: consecutive slices of one seeded order, so a resumed run draws the same ones. */
+function anchorStream(anchor: TrainRunOptions<TaskBase>['anchor'], seed: number): (step: number) => Anchor | undefined {
+  if (!anchor || anchor.coef <= 0 || anchor.samples.length === 0) return () => undefined;
+  const order = new Rng(seed + 104723).shuffle(anchor.samples.map((_, i) => i));
+  const n = Math.min(anchor.batch, order.length);
+  return (step) => ({ coef: anchor.coef, samples: Array.from({ length: n }, (_, j) => anchor.samples[order[(step * n + j) % order.length]]) });
 }
 
 /** The next n tasks of the run's order (epochs reshuffled from the saved RNG state), advancing `state`. */

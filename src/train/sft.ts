@@ -99,7 +99,7 @@ export function epochBatches(lengths: number[], batchSize: number, rng: Rng): nu
 interface Batch { ids: tf.Tensor2D; targets: tf.Tensor2D; mask: tf.Tensor2D; tokens: number; real: number }
 
 /** Right-padded inputs/targets/mask for samples (next-token shift: inputs t, targets t+1, mask of t+1). */
-function makeBatch(samples: SftSample[], padId: number): Batch {
+export function makeBatch(samples: SftSample[], padId: number): Batch {
   const T = Math.max(...samples.map((s) => s.ids.length)) - 1;
   const B = samples.length;
   const ids = new Int32Array(B * T).fill(padId);
@@ -138,7 +138,7 @@ export function splitByTokens(samples: SftSample[], maxTokens: number): SftSampl
   return out;
 }
 
-function disposeBatch(b: Batch): void {
+export function disposeBatch(b: Batch): void {
   b.ids.dispose(); b.targets.dispose(); b.mask.dispose();
 }
 

@@ -59,8 +59,11 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   assert.ok(rlMinLrRatio < 1);
   assert.ok(Math.abs(rlLog[0].lr - (rlLr * rlMinLrRatio + (rlLr - rlLr * rlMinLrRatio) * 0.5 * (1 + Math.cos(Math.PI / 3)))) < 1e-12, `step 1 lr ${rlLog[0].lr}`);
   assert.ok(Math.abs(rlLog[2].lr - rlLr * rlMinLrRatio) < 1e-12, `last lr ${rlLog[2].lr}`);
+  // From the base model every RL step mixes in the cold-start loss (the recipe's anchor).
+  assert.equal(report.config.from, 'base');
+  assert.ok(startOf(report.config).rlAnchor > 0);
   for (const m of rlLog) {
-    for (const k of ['reward', 'loss', 'entropy', 'response_tokens', 'tool_calls', 'time_rollout_s', 'zero_signal']) assert.ok(Number.isFinite(m[k]), `${k} = ${m[k]}`);
+    for (const k of ['reward', 'loss', 'entropy', 'response_tokens', 'tool_calls', 'time_rollout_s', 'zero_signal', 'anchor_loss']) assert.ok(Number.isFinite(m[k]), `${k} = ${m[k]}`);
     assert.ok(m.reward >= 0 && m.reward <= 1.1);
   }
   for (const ev of [sft.eval, rl.eval]) {

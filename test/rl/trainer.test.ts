@@ -18,6 +18,7 @@ import { planMicroBatches, type StepRecord } from '../../src/rl/phases.ts';
 import { microBatchShares } from '../../src/rl/losses.ts';
 import { resolveTrainConfig } from '../../src/rl/train-config.ts';
 import { Rng } from '../../src/util/rng.ts';
+import { evaluateLoss } from '../../src/train/sft.ts';
 import { ShortAnswerEnv } from '../support/short-answer-env.ts';
 import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 
@@ -176,6 +177,40 @@ test('an interrupted run resumes exactly where it stopped', async () => {
   for (const [name, w] of a) assert.deepEqual(b.get(name)?.data, w.data, `${name} differs after resume`);
   const lines = readFileSync(join(dir, 'resumed', 'metrics.jsonl'), 'utf8').trim().split('\n');
   assert.deepEqual(lines.map((l) => JSON.parse(l).step), [1, 2, 3]);
+});
+
+test('an anchor mixes SFT samples into every step: their loss falls where RL alone leaves it, each step logs it, and a resumed run draws the same ones', async () => {
+  // Answer-only masks, as the cold start's trajectories have them.
+  const anchorSamples = ['How many singers are there? <think>count</think><sql>SELECT COUNT(*) FROM singer</sql>', 'SELECT name FROM singer WHERE age > 30', 'abc def ghi'].map((t) => {
+    const ids = TOK.encode(t);
+    return { ids, mask: ids.map((_, i) => (i >= ids.length / 2 ? 1 : 0)) };
+  });
+  const cfg = { ...shortAlgo, steps: 4, promptsPerStep: 2, groupSize: 4, lr: 1e-2, maxTurnTokens: 6, maxResponseTokens: 6, checkpointEvery: 1, seed: 4 };
+  const tasks = [{ id: 'a' }, { id: 'b' }];
+  const run = async (name: string, anchor?: { samples: typeof anchorSamples; coef: number; batch: number }, stopAfter?: number) => {
+    const model = tinyModel(5);
+    const records: StepRecord[] = [];
+    const r = await runGrpo({ outDir: join(dir, name), env: new ShortAnswerEnv(), tasks, model, tokenizer: TOK, config: cfg, onStep: (x) => records.push(x), ...(anchor ? { anchor } : {}), ...(stopAfter ? { stopAfter } : {}) });
+    return { model, records, r };
+  };
+  const start = tinyModel(5);
+  const before = evaluateLoss(start, anchorSamples, 4, 0);
+  start.dispose();
+  const plain = await run('no-anchor');
+  const anchored = await run('anchor', { samples: anchorSamples, coef: 1, batch: 2 });
+  const lossPlain = evaluateLoss(plain.model, anchorSamples, 4, 0);
+  const lossAnchored = evaluateLoss(anchored.model, anchorSamples, 4, 0);
+  assert.ok(lossAnchored < before - 0.5 && lossAnchored < lossPlain - 0.5, `anchor loss ${before.toFixed(3)} → ${lossAnchored.toFixed(3)} with the anchor, ${lossPlain.toFixed(3)} without`);
+  assert.ok(anchored.records.every((x) => Number.isFinite(x.anchor_loss)));
+  assert.ok(plain.records.every((x) => x.anchor_loss === undefined));
+
+  const first = await run('anchor-resumed', { samples: anchorSamples, coef: 1, batch: 2 }, 2);
+  assert.equal(first.r.interrupted, true);
+  const ck = loadCheckpoint(first.r.checkpoint);
+  await runGrpo({ outDir: join(dir, 'anchor-resumed'), env: new ShortAnswerEnv(), tasks, model: ck.model, tokenizer: ck.tokenizer, config: cfg, anchor: { samples: anchorSamples, coef: 1, batch: 2 }, resumeFrom: { trainerState: ck.trainerState as object, optimizerState: ck.optimizerState } });
+  const resumed = ck.model.exportWeights();
+  for (const [name, w] of anchored.model.exportWeights()) assert.deepEqual(resumed.get(name)?.data, w.data, `${name} differs after resume`);
+  for (const m of [plain.model, anchored.model, first.model, ck.model]) m.dispose();
 });
 
 test('a task set that is empty or a KL without reference is refused before training', async () => {
