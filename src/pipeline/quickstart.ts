@@ -72,7 +72,7 @@ export const quickstartConfigSchema = z.strictObject({
   /**
    * Held-out questions the headroom (pass@k before and after RL) is sampled on: the same seeded subset both
    * times. A diagnostic, so a subset: all 360 questions × 4 samples, twice, were ~2 of the quickstart's minutes;
-   * 120 were 24 s (2026-11-27), 60 keep the quickstart within 5 minutes with the RL anchor.
+   * 120 were 24 s (2026-11-27); 60 take half that back from the RL anchor's cost (the run is 5.2 min).
    */
   headroomQuestions: z.number().int().min(1).default(60),
   /**
