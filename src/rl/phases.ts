@@ -18,7 +18,7 @@ import type { RolloutEngine } from '../model/engine.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { sequenceLogProbs } from '../model/generate.ts';
 import { accumulateGrads, clipByGlobalNorm, type AdamW } from '../train/optim.ts';
-import { disposeBatch, makeBatch, type SftSample } from '../train/sft.ts';
+import { disposeBatch, makeBatch, summedNll, type SftSample } from '../train/sft.ts';
 import { advantageParams, type AlgoConfig, type lossConfig } from './config.ts';
 import { computeAdvantages, dynamicSamplingFilter, egrpoShape, mean, std, type AdvantageInput, type AdvantageResult, type EgrpoSignals } from './advantages.ts';
 import { computePolicyLoss, microBatchShares, stopGradient, type LossMetrics } from './losses.ts';
@@ -427,7 +427,7 @@ function anchorGrads<T extends TaskBase>(c: StepContext<T>, anchor: Anchor, summ
   const b = makeBatch(anchor.samples, c.padId);
   try {
     const { value, grads } = tf.variableGrads(
-      () => tf.mul(tf.neg(tf.sum(tf.mul(c.model.tokenLogProbs(b.ids, b.targets).logp, b.mask))), anchor.coef / Math.max(1, b.tokens)) as tf.Scalar,
+      () => tf.mul(summedNll(c.model, b), anchor.coef / Math.max(1, b.tokens)) as tf.Scalar,
       c.params,
     );
     out.anchorLoss = value.dataSync()[0] / anchor.coef;

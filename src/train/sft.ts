@@ -138,6 +138,11 @@ export function splitByTokens(samples: SftSample[], maxTokens: number): SftSampl
   return out;
 }
 
+/** SFT's loss on a batch before its token mean: the summed next-token loss over the masked (answer) tokens. */
+export function summedNll(model: LlamaModel, b: Batch): tf.Scalar {
+  return tf.neg(tf.sum(tf.mul(model.tokenLogProbs(b.ids, b.targets).logp, b.mask))) as tf.Scalar;
+}
+
 export function disposeBatch(b: Batch): void {
   b.ids.dispose(); b.targets.dispose(); b.mask.dispose();
 }
@@ -324,10 +329,7 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
       let summed: tf.Tensor[] | null = null;
       let lossSum = 0;
       for (const b of built) {
-        const { value, grads } = tf.variableGrads(() => {
-          const { logp } = model.tokenLogProbs(b.ids, b.targets);
-          return tf.div(tf.neg(tf.sum(tf.mul(logp, b.mask))), Math.max(1, totalTokens)) as tf.Scalar;
-        }, params);
+        const { value, grads } = tf.variableGrads(() => tf.div(summedNll(model, b), Math.max(1, totalTokens)) as tf.Scalar, params);
         lossSum += value.dataSync()[0];
         value.dispose();
         const g = params.map((p) => grads[p.name]);
@@ -389,7 +391,7 @@ export function evaluateLoss(model: LlamaModel, samples: SftSample[], batchSize:
   let n = 0;
   for (let i = 0; i < order.length; i += batchSize) {
     const b = makeBatch(order.slice(i, i + batchSize).map((j) => samples[j]), padId);
-    sum += tf.tidy(() => tf.neg(tf.sum(tf.mul(model.tokenLogProbs(b.ids, b.targets).logp, b.mask))).dataSync()[0]);
+    sum += tf.tidy(() => summedNll(model, b).dataSync()[0]);
     n += b.tokens;
     disposeBatch(b);
   }
