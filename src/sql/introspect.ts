@@ -73,6 +73,16 @@ export function openReadOnly(dbPath: string): Database.Database {
   return db;
 }
 
+/** The tables of an open database that store rows (no views, no `sqlite_` internals), in name order. */
+export function storedTables(db: Database.Database): string[] {
+  return db.prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name`).pluck().all() as string[];
+}
+
+/** A table's columns in declared order, a virtual table's hidden ones left out. */
+export function tableColumns(db: Database.Database, table: string): string[] {
+  return db.prepare(`SELECT name FROM pragma_table_xinfo(?) WHERE hidden != 1 ORDER BY cid`).pluck().all(table) as string[];
+}
+
 /** Fails with the one line of openReadOnly unless `dbPath` is a readable SQLite database (checked before any work). */
 export function assertReadableDatabase(dbPath: string): void {
   openReadOnly(dbPath).close();

@@ -7,7 +7,7 @@
  * database whose text exceeds the budget (or a table with more rows than are read) gives null, and the
  * literals are then left free.
  */
-import { openReadOnly } from './introspect.ts';
+import { openReadOnly, storedTables, tableColumns } from './introspect.ts';
 import { quoteIdent } from './lexer.ts';
 
 export interface StoredTextOptions {
@@ -23,18 +23,13 @@ export function storedText(dbPath: string, opts: StoredTextOptions = {}): string
   const maxRows = opts.maxRows ?? 1_000_000;
   const db = openReadOnly(dbPath);
   try {
-    const tables = db
-      .prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name`)
-      .pluck()
-      .all() as string[];
     const seen = new Set<string>();
     let chars = 0;
-    for (const table of tables) {
+    for (const table of storedTables(db)) {
       const t = quoteIdent(table);
       const rows = db.prepare(`SELECT count(*) FROM (SELECT 1 FROM ${t} LIMIT ${maxRows + 1})`).pluck().get() as number;
       if (rows > maxRows) return null;
-      const cols = db.prepare(`SELECT name FROM pragma_table_xinfo(?) WHERE hidden != 1 ORDER BY cid`).pluck().all(table) as string[];
-      for (const column of cols) {
+      for (const column of tableColumns(db, table)) {
         const c = quoteIdent(column);
         for (const v of db.prepare(`SELECT DISTINCT ${c} FROM ${t} WHERE typeof(${c}) = 'text'`).pluck().iterate() as Iterable<string>) {
           if (seen.has(v)) continue;

@@ -14,7 +14,7 @@
  */
 import type Database from 'better-sqlite3';
 import { distance } from 'fastest-levenshtein';
-import { openReadOnly } from './introspect.ts';
+import { openReadOnly, storedTables, tableColumns } from './introspect.ts';
 import { quoteIdent } from './lexer.ts';
 import { STOP_WORDS, stem, tokens } from './words.ts';
 
@@ -275,15 +275,10 @@ export function indexLimits(opts: ValueIndexOptions): { perColumn: number; total
 export function buildValueIndexFrom(db: Database.Database, opts: ValueIndexOptions = {}): ValueIndex {
   const { perColumn, total, maxChars, scanRows } = indexLimits(opts);
   const index = new ValueIndex();
-  const tables = db
-    .prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name`)
-    .pluck()
-    .all() as string[];
   const textColumns: Array<{ table: string; column: string; from: string }> = [];
-  for (const table of tables) {
+  for (const table of storedTables(db)) {
     const from = `(SELECT * FROM ${quoteIdent(table)} LIMIT ${scanRows})`;
-    const cols = (db.prepare(`SELECT name FROM pragma_table_xinfo(?) WHERE hidden != 1 ORDER BY cid`).pluck().all(table) as string[]);
-    for (const column of cols) {
+    for (const column of tableColumns(db, table)) {
       const c = quoteIdent(column);
       const probe = db.prepare(`SELECT ${c} FROM ${quoteIdent(table)} WHERE typeof(${c}) = 'text' LIMIT ${PROBE_ROWS}`).pluck().all() as string[];
       const why = unindexedKind(probe, maxChars);
