@@ -195,12 +195,13 @@ export class SqlEnvironment implements Environment<SqlTask> {
   }
 
   /**
-   * A database's tables and columns, and for a SQLite file the text it stores (constrained decoding: names
-   * and string literals), once per path. A server database's text is not read: its literals stay free.
+   * A database's tables and columns, and for a SQLite file the text it stores, read when constrained decoding
+   * first needs it (names and string literals), once per path. A server database's text is not read: its
+   * literals stay free.
    */
   namesOf(dbPath: string): SchemaNames {
     let v = this.names.get(dbPath);
-    if (!v) this.names.set(dbPath, (v = schemaNames(this.schemaOf(dbPath), dialectOf(dbPath) === 'sqlite' ? storedText(dbPath) : null)));
+    if (!v) this.names.set(dbPath, (v = schemaNames(this.schemaOf(dbPath), dialectOf(dbPath) === 'sqlite' ? () => storedText(dbPath) : undefined)));
     return v;
   }
 

@@ -28,7 +28,7 @@ import { SQL_KEYWORDS, WORD_PART, WORD_START } from '../sql/lexer.ts';
 import type { DbSchema } from '../sql/types.ts';
 import { AGENT_SPECIAL_TOKENS, TAGS } from './protocol.ts';
 import { literalAllowed, StoredLiterals } from './sql-literals.ts';
-import type { SchemaNames } from './types.ts';
+import type { ChatMessage, SchemaNames } from './types.ts';
 
 /**
  * Functions, type names and PostgreSQL's words that are not SQLite keywords, lower case: words SQL may
@@ -77,9 +77,14 @@ const PATTERN_OPERATORS = new Set(['like', 'glob', 'ilike']);
 /** The alias a query may use before declaring it: T1, T2, … (lower case here). */
 const NUMBERED_ALIAS = /^t\d+$/;
 
-/** A database's tables and columns (and the text it stores, when read: src/sql/stored-text.ts), as constrained decoding reads them. */
-export function schemaNames(schema: DbSchema, values?: readonly string[] | null): SchemaNames {
-  return { tables: schema.tables.map((t) => ({ name: t.name, columns: t.columns.map((c) => c.name) })), ...(values ? { values } : {}) };
+/**
+ * A database's tables and columns, as constrained decoding reads them, and `read` for the text it stores
+ * (src/sql/stored-text.ts): called once, when a filter first needs it.
+ */
+export function schemaNames(schema: DbSchema, read?: () => readonly string[] | null): SchemaNames {
+  let text: readonly string[] | null | undefined;
+  const tables = schema.tables.map((t) => ({ name: t.name, columns: t.columns.map((c) => c.name) }));
+  return { tables, ...(read ? { storedText: () => (text === undefined ? (text = read()) : text) } : {}) };
 }
 
 /** Per tokenizer: each id's text, the ids that open a SQL-bearing block (with the id that closes it), and every added token. */
@@ -291,11 +296,11 @@ function feed(s: State, text: string, g: Grammar, aliases: Aliases, check: boole
 type Literals = ((body: string, closed: boolean, pattern: boolean) => boolean) | null;
 
 /**
- * Makes the filter for one row: `context` is the conversation the row continues (every message's text), which
- * string literals may be copied from besides the database's stored text. Without it (or without the stored
- * text) literals are free.
+ * Makes the filter for one row: `conversation` is what the row continues (every message so far), which string
+ * literals may be copied from besides the database's stored text. Without it (or without the stored text)
+ * literals are free.
  */
-export type NameFilterFactory = (context?: string) => TokenFilter;
+export type NameFilterFactory = (conversation?: readonly ChatMessage[]) => TokenFilter;
 
 /** One factory per (tokenizer, database): a policy and the RL rollouts hand every episode of a database the same names. */
 const factories = new WeakMap<Tokenizer, WeakMap<SchemaNames, NameFilterFactory | undefined>>();
@@ -315,8 +320,10 @@ function buildNameFilter(tokenizer: Tokenizer, names: SchemaNames): NameFilterFa
   const table = tokenTable(tokenizer);
   if (!table) return undefined;
   const g = new Grammar(names);
-  const stored = names.values ? new StoredLiterals(names.values) : null;
-  return (context) => {
+  const values = names.storedText?.();
+  const stored = values ? new StoredLiterals(values) : null;
+  return (conversation) => {
+    const context = conversation?.map((m) => m.content).join('\n');
     const lits: Literals = stored && context !== undefined ? (body, closed, pattern) => literalAllowed(body, stored, context, closed, pattern) : null;
     let state: State = OUTSIDE;
     const aliases: Aliases = new Map();

@@ -47,9 +47,10 @@ export interface SchemaNames {
   readonly tables: readonly { readonly name: string; readonly columns: readonly string[] }[];
   /**
    * Every distinct text the database stores (src/sql/stored-text.ts), which a string literal may be copied
-   * from; absent when not read (more text than the budget, a server database): literals are then free.
+   * from: read on the first call (only constrained decoding needs it), the same array after. Absent or null
+   * when not read (a server database, more text than the budget): literals are then free.
    */
-  readonly values?: readonly string[];
+  readonly storedText?: () => readonly string[] | null;
 }
 
 /** One finished episode, as the trainer and the reward functions see it. */

@@ -96,7 +96,7 @@ export async function rollout<T extends TaskBase>(
   });
   // One filter per row and turn: a turn's SQL block opens and closes within the turn.
   // String literals may be copied from anything the episode's conversation holds so far.
-  const filterOf = (l: Live): TokenFilter | undefined => (l.ep.names ? sqlNameFilter(tokenizer, l.ep.names)?.(l.messages.map((m) => m.content).join('\n')) : undefined);
+  const filterOf = (l: Live): TokenFilter | undefined => (l.ep.names ? sqlNameFilter(tokenizer, l.ep.names)?.(l.messages) : undefined);
   const constrained = (o: SampleOptions, lives: Live[]): SampleOptions => (opts.constrain ? { ...o, filter: (p) => filterOf(lives[p]) } : o);
   const sample = (ps: number[][], g: number, o: SampleOptions) => (opts.engine ? opts.engine.sampleGroups(ps, g, o) : sampleGroups(model, ps, g, o));
   let samples = (await sample(prompts, opts.groupSize, constrained(sampling(0, 0), groups.map((g) => g[0])))).flat();

@@ -229,10 +229,10 @@ test('RL rollouts with constrain decode as predict does: every bare word of ever
 test('a string literal is copied from the conversation or the database, or refused where it stops being one', () => {
   const stored = storedText(DB);
   assert.ok(stored && stored.includes('Velvet Foxes') && stored.includes('France'), 'music_store text is read whole');
-  const withText = sqlNameFilter(tk, schemaNames(introspectSchema(DB), stored))!;
+  const withText = sqlNameFilter(tk, schemaNames(introspectSchema(DB), () => stored))!;
   const question = "Which tracks did velvet foxes or 'Hollow Rivers' put out in 2021?";
   const refusedAt = (text: string, context: string | null = question): number => {
-    const f = withText(context ?? undefined);
+    const f = withText(context === null ? undefined : [{ role: 'user', content: context }]);
     const ids = tk.encode(text);
     for (let i = 0; i < ids.length; i++) {
       if (!f.allows(ids[i])) return i;
@@ -267,7 +267,7 @@ test('a string literal is copied from the conversation or the database, or refus
   assert.equal(refusedAt("<answer>SELECT name FROM artists WHERE name = 'Hurning Roads'</answer>", `${question}\nEvidence: name = 'Hurning Roads'`), -1);
   // Without a conversation, or without the database's text, literals are free (the filter cannot tell).
   assert.equal(refusedAt("<answer>SELECT name FROM artists WHERE name = 'Hurning Roads'</answer>", null), -1);
-  const f = make(question);
+  const f = make([{ role: 'user', content: question }]);
   for (const id of tk.encode("<answer>SELECT name FROM artists WHERE name = 'Hurning Roads'</answer>")) {
     assert.ok(f.allows(id));
     f.push(id);
@@ -280,7 +280,15 @@ test('stored text is read whole or not at all', () => {
   assert.equal(new Set(all).size, all.length, 'each text once');
   assert.equal(storedText(DB, { maxChars: 1000 }), null);
   assert.equal(storedText(DB, { maxRows: 5 }), null);
-  assert.equal(schemaNames(introspectSchema(DB), null).values, undefined);
+  assert.equal(schemaNames(introspectSchema(DB), () => null).storedText?.(), null);
+  // Read once, and only when a filter needs it: an unconstrained run never scans the database's text.
+  let reads = 0;
+  const lazy = schemaNames(introspectSchema(DB), () => (reads++, storedText(DB)));
+  assert.equal(reads, 0);
+  sqlNameFilter(tk, lazy)!([{ role: 'user', content: 'x' }]);
+  sqlNameFilter(tk, lazy)!();
+  assert.equal(lazy.storedText?.()?.length, all.length);
+  assert.equal(reads, 1);
 });
 
 test("the factory's own pairs pass with their question as the conversation: the literal rule refuses no gold answer", async () => {
@@ -289,11 +297,11 @@ test("the factory's own pairs pass with their question as the conversation: the 
   try {
     await runFactory({ db: DB, out: dir, n: 200, variants: 0, seed: 5, timeoutMs: 3000 }, { executor: pool });
     const rows = readFileSync(join(dir, 'dataset.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { question: string; evidence?: string; SQL: string });
-    const withText = sqlNameFilter(tk, schemaNames(introspectSchema(DB), storedText(DB)))!;
+    const withText = sqlNameFilter(tk, schemaNames(introspectSchema(DB), () => storedText(DB)))!;
     let literals = 0;
     for (const r of rows) {
       literals += (r.SQL.match(/'/g) ?? []).length / 2;
-      const f = withText(`${r.question}\n${r.evidence ?? ''}`);
+      const f = withText([{ role: 'user', content: `${r.question}\n${r.evidence ?? ''}` }]);
       for (const id of tk.encode(`<answer>${r.SQL}</answer>`)) {
         assert.ok(f.allows(id), `${r.question} → ${r.SQL}`);
         f.push(id);
@@ -314,7 +322,7 @@ test('Spider train: every human gold query passes the name rules on its own data
   for (const r of rows) {
     const db = join(SPIDER, 'database', r.db_id, `${r.db_id}.sqlite`);
     let make = filters.get(db);
-    if (!make) filters.set(db, (make = sqlNameFilter(tk, schemaNames(introspectSchema(db), storedText(db)))!));
+    if (!make) filters.set(db, (make = sqlNameFilter(tk, schemaNames(introspectSchema(db), () => storedText(db)))!));
     const f = make();
     for (const id of tk.encode(`<answer>${r.query}</answer>`)) {
       if (!f.allows(id)) {

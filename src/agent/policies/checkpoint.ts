@@ -101,7 +101,7 @@ export class CheckpointPolicy implements Policy {
     if (maxNew <= 0) return { text: '', finish: 'length', promptTokens: prompt.length, completionTokens: 0 };
     const factory = this.constrain && req.names ? sqlNameFilter(this.tokenizer, req.names) : undefined;
     // String literals may be copied from anything the conversation holds so far.
-    const filter = factory ? () => factory(req.messages.map((m) => m.content).join('\n')) : undefined;
+    const filter = factory ? () => factory(req.messages) : undefined;
     const r = await this.batcher.submit({ prompt, maxNew, temperature: req.temperature, topP: req.topP ?? 1, seed: req.seed ?? 0, ...(filter ? { filter } : {}) });
     const text = this.tokenizer.decode(r.tokens);
     req.onText?.(text);
