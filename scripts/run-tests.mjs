@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // Node 20's test runner takes no globs, so list test/**/*.test.ts here and hand the files to `node --test`.
 // Extra arguments narrow the run to files whose path contains one of them: `npm run test:only -- sql eval`.
-import { readdirSync, statSync } from 'node:fs';
+// The tests make their scratch folders under os.tmpdir(); TMPDIR points it at one folder for the run, removed
+// when the run ends (pass or fail, or interrupted), so a run leaves nothing behind in /tmp.
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 
 function walk(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -21,5 +24,14 @@ if (files.length === 0) {
   console.error(`no test files match ${filters.join(' ')}`);
   process.exit(1);
 }
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], { stdio: 'inherit' });
-process.exit(r.status ?? 1);
+const scratch = mkdtempSync(join(tmpdir(), 'agro-test-'));
+// Traversable (not listable) by others: a test run as root starts PostgreSQL as an unprivileged user in a folder of its own in here.
+chmodSync(scratch, 0o711);
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], { stdio: 'inherit', env: { ...process.env, TMPDIR: scratch } });
+// Ctrl-C reaches the whole process group; a signal sent to this process alone is passed on. Either way the
+// child's exit is what ends the run, after the scratch folder is gone.
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => child.kill(sig));
+child.on('exit', (code) => {
+  rmSync(scratch, { recursive: true, force: true, maxRetries: 3 });
+  process.exit(code ?? 1);
+});
