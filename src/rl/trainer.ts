@@ -169,7 +169,9 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   let state: GrpoTrainerState = { step: 0, epoch: 0, pos: 0, epochRngState: new Rng(cfg.seed).state, badSteps: 0, hooks: {} };
   if (opts.resumeFrom) state = restoreTrainerState(stateSchema, opts.resumeFrom, opt, 'a GRPO');
   // The settings a resume compares: the config, the algorithm and the task counts (not the model, which the checkpoint fixes).
-  const settings = { train: cfg, algo, tasks: opts.tasks.length, heldOut: opts.heldOut?.length ?? 0 };
+  // The anchor too: a resume without it (or with another weight) would silently train another objective.
+  const anchor = opts.anchor && opts.anchor.coef > 0 && opts.anchor.samples.length ? { coef: opts.anchor.coef, batch: opts.anchor.batch, samples: opts.anchor.samples.length } : undefined;
+  const settings = { train: cfg, algo, tasks: opts.tasks.length, heldOut: opts.heldOut?.length ?? 0, anchor };
   const resumeChanges = opts.resumeFrom ? checkResumeSettings(configPath, settings, { step: state.step, allowChanges: opts.allowChanges, flag: '--allow-changes' }) : [];
   const hooks = activeHooks(c, opts.tasks, { passRates: opts.passRates });
   for (const h of hooks) if (h.restore && state.hooks[h.name] !== undefined) h.restore(state.hooks[h.name]);

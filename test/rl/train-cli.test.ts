@@ -1,7 +1,7 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,6 +65,40 @@ test('agro train --algo reinforce_pp_kl loads --init as the KL reference and log
   const rec = JSON.parse(readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim()) as { hooks?: Record<string, number> };
   assert.equal(rec.hooks?.kl_reward_beta, 0.001);
   assert.equal(rec.hooks?.kl_reward_kl, 0, 'the first step\'s policy is the reference');
+});
+
+test('agro train --anchor mixes an SFT loss into every step, records it, and a resume keeps it or refuses another', { timeout: 300_000 }, () => {
+  // Anchor rows as `agro sft` reads them: a BIRD-style row (rendered with the agent's prompt) and ready messages.
+  const anchor = join(dir, 'anchor.jsonl');
+  writeFileSync(anchor, [
+    JSON.stringify({ db_id: 'school', question: 'How many students are there?', SQL: 'SELECT count(*) FROM students' }),
+    JSON.stringify({ messages: [{ role: 'system', content: 'Answer with SQL.' }, { role: 'user', content: 'List the students.' }, { role: 'assistant', content: '<answer>SELECT name FROM students</answer>' }] }),
+  ].join('\n') + '\n');
+  const out = join(dir, 'anchor-run');
+  const base = ['train', '--data', 'data/dev.json', '--init', ck, '--out', out, '--algo', 'dr_grpo', '--group-size', '2', '--prompts', '1', '--schema-chars', '300', '--json'];
+  const r = agro(...base, '--steps', '2', '--anchor', anchor, '--anchor-weight', '2', '--anchor-batch', '1');
+  assert.equal(r.status, 0, r.stderr);
+  const steps = () => readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { anchor_loss?: number });
+  assert.equal(steps().length, 2);
+  for (const m of steps()) assert.ok(Number.isFinite(m.anchor_loss) && m.anchor_loss! > 0, `anchor_loss ${m.anchor_loss}`);
+  const cfg = JSON.parse(readFileSync(join(out, 'train_config.json'), 'utf8')) as { anchor?: unknown };
+  assert.deepEqual(cfg.anchor, { coef: 2, batch: 1, samples: 2 });
+  // Resumed with the file alone: the run's weight and batch carry over.
+  const resumed = agro(...base, '--steps', '3', '--resume', '--allow-changes', '--anchor', anchor);
+  assert.equal(resumed.status, 0, resumed.stderr);
+  assert.equal(steps().length, 3);
+  assert.ok(steps()[2].anchor_loss! > 0);
+  // Without the anchor, or with another weight, a resume is another objective: refused, naming it.
+  const without = agro(...base, '--steps', '3', '--resume');
+  assert.equal(without.status, 2);
+  assert.match(without.stderr, /^agro: resume: the run was trained with other settings: anchor\.coef 2 → \(none\)/);
+  const heavier = agro(...base, '--steps', '3', '--resume', '--anchor', anchor, '--anchor-weight', '5');
+  assert.equal(heavier.status, 2);
+  assert.match(heavier.stderr, /anchor\.coef 2 → 5/);
+  // Anchor settings without an anchor are a usage error.
+  const stray = agro(...base.map((a) => (a === out ? join(dir, 'stray') : a)), '--steps', '1', '--anchor-weight', '2');
+  assert.equal(stray.status, 2);
+  assert.match(stray.stderr, /--anchor-weight and --anchor-batch apply to --anchor only/);
 });
 
 test('agro train refuses bad input with one line', () => {

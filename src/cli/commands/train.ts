@@ -29,6 +29,10 @@ import { SearchEnvironment, type SearchTask } from '../../search/env.ts';
 import { SearchCorpus } from '../../search/corpus.ts';
 import type { SearchQuestion } from '../../search/synthesize.ts';
 import { printOut } from '../print.ts';
+import { readRows, rowsToConversations } from './sft.ts';
+import { renderChat } from '../../model/chat.ts';
+import { prepareSamples, type SftSample } from '../../train/sft.ts';
+import type { Tokenizer } from '../../model/tokenizer.ts';
 
 /**
  * `agro train`: group-relative RL of a checkpoint as a multi-turn SQL agent, on a dataset of BIRD-style
@@ -58,6 +62,9 @@ interface TrainCliOptions extends PromptCliOptions {
   llmUrl?: string;
   llmModel?: string;
   json?: boolean;
+  anchor?: string;
+  anchorWeight?: number;
+  anchorBatch?: number;
 }
 
 /** Where BIRD/Spider-style data finds its databases when no --db-root is given (a factory output names its own). */
@@ -109,6 +116,29 @@ function readConfigFile(path: string): TrainConfigInput {
   }
 }
 
+/** The anchor the quickstart measured (src/pipeline/quickstart.ts FROM_CHECKPOINT): weight 1, 4 samples a step. */
+const ANCHOR_DEFAULTS = { coef: 1, batch: 4 };
+
+/** The anchor's rows: BIRD-style rows (with the dataset's databases) or ready chat messages, as `agro sft` reads them. */
+function readAnchorRows(path: string, o: TrainCliOptions): ReturnType<typeof rowsToConversations> {
+  const src = resolveTaskSource(path, { dbRoot: o.dbRoot, defaultDbRoot: DEFAULT_DB_ROOT });
+  const conversations = rowsToConversations(readRows(src.dataPath), src.catalog, path);
+  if (conversations.length === 0) throw new AgroError('invalid_input', `--anchor ${path}: no rows`);
+  return conversations;
+}
+
+function anchorSamples(conversations: ReturnType<typeof rowsToConversations>, tokenizer: Tokenizer, maxPositions: number, path: string): SftSample[] {
+  const { kept, tooLong } = prepareSamples(conversations.map((c) => renderChat(tokenizer, c)), maxPositions, `--anchor ${path}`);
+  if (kept.length === 0) throw new AgroError('invalid_input', `--anchor ${path}: no sample fits the model's ${maxPositions} positions${tooLong ? ` (${tooLong} too long)` : ''}`);
+  return kept;
+}
+
+/** Weight and batch: the flags, else on resume the run's (a flag left out keeps the run's value), else the defaults. */
+function anchorSettings(o: TrainCliOptions, resuming: boolean): { coef: number; batch: number } {
+  const recorded = resuming ? (recordedSettings(join(o.out, 'train_config.json')).anchor as { coef?: number; batch?: number } | undefined) : undefined;
+  return { coef: o.anchorWeight ?? recorded?.coef ?? ANCHOR_DEFAULTS.coef, batch: o.anchorBatch ?? recorded?.batch ?? ANCHOR_DEFAULTS.batch };
+}
+
 export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   let config: TrainConfigInput = o.config ? readConfigFile(o.config) : {};
   if (o.algo) config.algo = o.algo;
@@ -130,6 +160,8 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   const engineName = o.engine ?? 'tfjs';
   if (!(ENGINE_NAMES as readonly string[]).includes(engineName)) throw new AgroError('usage', `--engine must be one of ${ENGINE_NAMES.join(', ')}, got "${engineName}"`);
   if (o.allowChanges && !o.resume) throw new AgroError('usage', '--allow-changes applies to --resume only');
+  if ((o.anchorWeight !== undefined || o.anchorBatch !== undefined) && !o.anchor) throw new AgroError('usage', '--anchor-weight and --anchor-batch apply to --anchor only');
+  if (o.anchor && trainingFree) throw new AgroError('usage', `--anchor mixes an SFT loss into weight updates; ${TRAINING_FREE} makes none`);
   const log = (msg: string): void => {
     if (!o.json) process.stderr.write(`${escapeControls(msg)}\n`);
   };
@@ -167,6 +199,8 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
     tasks = tasksOf(o.data);
     heldOut = o.heldOut ? tasksOf(o.heldOut) : undefined;
   }
+  // The anchor's rows are read (and checked) before anything heavy, like the dataset's.
+  const anchorRows = o.anchor ? readAnchorRows(o.anchor, o) : undefined;
   await initBackend(o.backend);
 
   let ck: Checkpoint;
@@ -246,6 +280,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
       reference,
       config,
       resumeFrom,
+      ...(anchorRows ? { anchor: { samples: anchorSamples(anchorRows, ck.tokenizer, ck.model.config.maxPositions, o.anchor!), ...anchorSettings(o, Boolean(o.resume && existing.length)) } } : {}),
       allowChanges: o.allowChanges,
       signal: controller.signal,
       onStep: (r: StepRecord) => bar.update(r.step, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2), tps: r.tokens_per_s }),
@@ -256,7 +291,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
     else {
       printOut(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps\ncheckpoint: ${res.checkpoint}\nmetrics: ${join(o.out, 'metrics.jsonl')}\n`);
       if (res.finalEval) printOut(`held-out ${o.task === 'sql' ? 'execution accuracy' : 'exact match'}: ${(100 * res.finalEval.accuracy).toFixed(1)}% of ${res.finalEval.n} (tool calls per episode ${res.finalEval.toolCalls.toFixed(2)})\n`);
-      if (res.interrupted) printOut(`continue with: agro train --task ${o.task} --data ${o.data} --out ${o.out} --resume${o.init ? ` --init ${o.init}` : ''}\n`);
+      if (res.interrupted) printOut(`continue with: agro train --task ${o.task} --data ${o.data} --out ${o.out} --resume${o.init ? ` --init ${o.init}` : ''}${o.anchor ? ` --anchor ${o.anchor}` : ''}\n`);
     }
   } finally {
     process.removeListener('SIGINT', onSigint);
@@ -292,6 +327,9 @@ export function register(program: Command): void {
     .option('--engine-threads <n>', 'llama.cpp engine: CPU threads (default 1)', numberArg('--engine-threads', { min: 1, max: LIMITS.threads }))
     .option('--llm-url <url>', `${TRAINING_FREE}: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1) of the LLM that distils experiences`)
     .option('--llm-model <name>', `${TRAINING_FREE}: model name sent to --llm-url (default "default")`)
+    .option('--anchor <file>', 'SFT data whose loss joins every step\'s (InstructGPT\'s PPO-ptx: it keeps what SFT taught on questions RL never samples): what `agro sft --data` reads, e.g. a quickstart\'s cold_start.jsonl')
+    .option('--anchor-weight <x>', `weight of the anchor's loss (default ${ANCHOR_DEFAULTS.coef})`, numberArg('--anchor-weight', { integer: false, min: 0, max: 100 }))
+    .option('--anchor-batch <n>', `anchor samples a step (default ${ANCHOR_DEFAULTS.batch})`, numberArg('--anchor-batch', { min: 1, max: LIMITS.batch }))
     .option('--json', 'print a JSON summary and no progress');
   addPromptOptions(cmd).action((opts: TrainCliOptions) => runTrainCommand(opts));
 }
