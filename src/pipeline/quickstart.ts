@@ -136,6 +136,13 @@ export const quickstartConfigSchema = z.strictObject({
    */
   /** Default: 400 from scratch, FROM_CHECKPOINT.rlSteps from a checkpoint (a bigger model's step costs more). */
   rlSteps: z.number().int().min(1).optional(),
+  /**
+   * RL questions sampled for the pool (their pass rates are what the pool starts from). Default: all of them
+   * from scratch, FROM_CHECKPOINT.rlCandidates from a checkpoint (about as many as its steps visit).
+   */
+  rlCandidates: z.number().int().min(1).optional(),
+  /** Samples per RL candidate for those pass rates. Default: passSamples from scratch, FROM_CHECKPOINT.rlPassSamples from a checkpoint. */
+  rlPassSamples: z.number().int().min(2).optional(),
   groupSize: z.number().int().min(2).default(4),
   promptsPerStep: z.number().int().min(1).default(4),
   /** Default: 3e-4 from scratch, FROM_CHECKPOINT.rlLr from a checkpoint. */
@@ -225,8 +232,11 @@ export interface QuickstartHooks {
   signal?: AbortSignal;
 }
 
+/** The budget a start implies (each overridable by the config field of the same name). */
+interface Recipe { sftSteps: number; schemaChars?: number; sftLr: number; rlSteps: number; rlLr: number; rlCandidates: number; rlPassSamples?: number; rlAnchor: number }
+
 /** From scratch: the tiny model's recipe measured above. */
-const FROM_SCRATCH = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200, rlSteps: 400, rlLr: 3e-4, rlCandidates: Infinity, rlAnchor: 0 };
+const FROM_SCRATCH: Recipe = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200, rlSteps: 400, rlLr: 3e-4, rlCandidates: Infinity, rlAnchor: 0 };
 /**
  * From a pretrained checkpoint: fine-tuning needs fewer, gentler steps than learning from nothing, and each
  * step of the base preset costs ~6× one of `tiny` (2026-11-26, 2 cores shared: 600 SFT steps took 326 s, a GRPO
@@ -238,16 +248,16 @@ const FROM_SCRATCH = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200, rlSteps: 4
  * loss mixed into each step (rlAnchor 1, 4 samples) holds them: over seeds 0–2 the RL gain went from a mean of
  * −0.7 points to +1.8 (+1.1, +1.1, +3.1; 2026-11-27, docs/training.md#rl-from-the-base-model).
  */
-const FROM_CHECKPOINT = { sftSteps: 300, sftLr: 1e-3, rlSteps: 100, rlLr: 1e-4, rlCandidates: 400, rlAnchor: 1 };
+const FROM_CHECKPOINT: Recipe = { sftSteps: 300, sftLr: 1e-3, rlSteps: 100, rlLr: 1e-4, rlCandidates: 400, rlAnchor: 1 };
 
 /**
  * What the run starts from, and the settings that follow from it: the checkpoint's folder and prompt
  * contract (its schema budget and format become the environment's), SFT steps and learning rate.
  */
-export function startOf(cfg: QuickstartConfig): { dir: string | null; prompt: Partial<PromptSettings>; sftSteps: number; sftLr: number; rlSteps: number; rlLr: number; rlCandidates: number; rlAnchor: number } {
+export function startOf(cfg: QuickstartConfig): { dir: string | null; prompt: Partial<PromptSettings>; sftSteps: number; sftLr: number; rlSteps: number; rlLr: number; rlCandidates: number; rlPassSamples: number; rlAnchor: number } {
   const recipe = cfg.from === 'scratch' ? FROM_SCRATCH : FROM_CHECKPOINT;
-  const steps = { sftSteps: cfg.sftSteps ?? recipe.sftSteps, sftLr: cfg.sftLr ?? recipe.sftLr, rlSteps: cfg.rlSteps ?? recipe.rlSteps, rlLr: cfg.rlLr ?? recipe.rlLr, rlCandidates: recipe.rlCandidates, rlAnchor: cfg.rlAnchor ?? recipe.rlAnchor };
-  if (cfg.from === 'scratch') return { dir: null, prompt: { schemaChars: cfg.schemaChars ?? FROM_SCRATCH.schemaChars }, ...steps };
+  const steps = { sftSteps: cfg.sftSteps ?? recipe.sftSteps, sftLr: cfg.sftLr ?? recipe.sftLr, rlSteps: cfg.rlSteps ?? recipe.rlSteps, rlLr: cfg.rlLr ?? recipe.rlLr, rlCandidates: cfg.rlCandidates ?? recipe.rlCandidates, rlPassSamples: cfg.rlPassSamples ?? recipe.rlPassSamples ?? cfg.passSamples, rlAnchor: cfg.rlAnchor ?? recipe.rlAnchor };
+  if (cfg.from === 'scratch') return { dir: null, prompt: { schemaChars: cfg.schemaChars ?? FROM_SCRATCH.schemaChars! }, ...steps };
   const dir = resolve(resolveModelPath(cfg.from));
   if (!existsSync(join(dir, 'config.json'))) throw new AgroError('not_found', `--from ${cfg.from}: no checkpoint there (expected base, scratch or a checkpoint folder)`);
   const { settings } = resolvePromptSettings(readPromptContract(dir), cfg.schemaChars !== undefined ? { schemaChars: cfg.schemaChars } : {});
@@ -470,16 +480,17 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       let rlTasks = rlCandidates.length ? rlCandidates : train;
       let passRates: Map<string, PassRecord> | undefined;
       if (cfg.rlPool !== 'all' && rlCandidates.length) {
-        const rates = await samplePassRates(env, rlCandidates, ck.model, ck.tokenizer, { ...evalOpts, samples: cfg.passSamples, seed: cfg.seed + 1, temperature: cfg.rlTemperature, constrain: cfg.rlConstrain });
-        const byCorrect = Array.from({ length: cfg.passSamples + 1 }, (_, c) => rates.correct.filter((x) => x === c).length);
-        const { tasks, kept, passRates: prior } = rlPoolPlan(cfg.rlPool, rlCandidates, rates.correct, cfg, cfg.algo);
+        const samples = start.rlPassSamples;
+        const rates = await samplePassRates(env, rlCandidates, ck.model, ck.tokenizer, { ...evalOpts, samples, seed: cfg.seed + 1, temperature: cfg.rlTemperature, constrain: cfg.rlConstrain });
+        const byCorrect = Array.from({ length: samples + 1 }, (_, c) => rates.correct.filter((x) => x === c).length);
+        const { tasks, kept, passRates: prior } = rlPoolPlan(cfg.rlPool, rlCandidates, rates.correct, { passSamples: samples, promptsPerStep: cfg.promptsPerStep }, cfg.algo);
         report.rlFilter = { candidates: rlCandidates.length, kept: kept.length, byCorrect };
         rlTasks = tasks;
         passRates = prior;
         const training = passRates
           ? `all ${rlTasks.length}: the ${kept.length} in between first, the others again every ${cfg.rlRecheck}th visit and each one while its groups disagree`
           : `the ${rlTasks.length} ${rlTasks === kept ? 'in between' : 'candidates'}`;
-        log(`[3/4] RL questions the SFT policy gets right in 0..${cfg.passSamples} of ${cfg.passSamples} samples: ${byCorrect.join(' / ')}; training on ${training}`);
+        log(`[3/4] RL questions the SFT policy gets right in 0..${samples} of ${samples} samples: ${byCorrect.join(' / ')}; training on ${training}`);
       }
       const anchored = start.rlAnchor > 0 ? `; the cold-start loss (weight ${start.rlAnchor}, ${cfg.rlAnchorBatch} samples a step) keeps what SFT learned` : '';
       log(`[3/4] ${cfg.algo}: ${start.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts on questions SFT never saw, reward = execution on the original and ${report.synth.variants} variant databases${anchored} ...`);

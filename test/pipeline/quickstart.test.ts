@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rlPoolPlan, startOf, type QuickstartReport } from '../../src/pipeline/quickstart.ts';
+import { resolveQuickstartConfig, rlPoolPlan, startOf, type QuickstartReport } from '../../src/pipeline/quickstart.ts';
 import { skeletonKey } from '../../src/data/splits.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
@@ -34,6 +34,7 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   for (const k of rlSk) assert.ok(!sftSk.has(k), `RL skeleton ${k} is also an SFT one`);
   assert.ok(report.rlFilter && report.rlFilter.candidates === split.rl);
   assert.equal(report.rlFilter.byCorrect.reduce((a, b) => a + b, 0), split.rl);
+  assert.equal(report.rlFilter.byCorrect.length, startOf(report.config).rlPassSamples + 1);
   assert.ok(sft.passAt && rl.passAt && sft.passAt[1] <= sft.passAt[2] + 1e-12);
 
   assert.equal(coldStart.selected, Math.min(24, coldStart.candidates));
@@ -137,4 +138,15 @@ test('rlPoolPlan: which RL questions train under each pool, from the SFT policy\
   // Fewer in-between questions than one step's prompts: every candidate.
   assert.equal(ids(rlPoolPlan('filtered', qs, correct, { passSamples: 4, promptsPerStep: 3 }, 'grpo').tasks), 'abcde');
   assert.equal(ids(rlPoolPlan('all', qs, correct, cfg, 'grpo').tasks), 'abcde');
+});
+
+test('startOf: the budget follows the start (base or scratch), and each config field overrides its recipe', () => {
+  const base = startOf(resolveQuickstartConfig({}));
+  const scratch = startOf(resolveQuickstartConfig({ from: 'scratch', passSamples: 3 }));
+  // From a checkpoint the RL pool is sampled on fewer candidates than from scratch (all of them), with the anchor on.
+  assert.ok(base.rlCandidates < scratch.rlCandidates && scratch.rlCandidates === Infinity);
+  assert.ok(base.rlAnchor > 0 && scratch.rlAnchor === 0);
+  assert.equal(scratch.rlPassSamples, 3, 'from scratch the pool is sampled passSamples times');
+  const given = startOf(resolveQuickstartConfig({ rlSteps: 7, rlCandidates: 11, rlPassSamples: 5, rlAnchor: 0 }));
+  assert.deepEqual([given.rlSteps, given.rlCandidates, given.rlPassSamples, given.rlAnchor], [7, 11, 5, 0]);
 });
