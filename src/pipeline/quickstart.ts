@@ -240,15 +240,19 @@ const FROM_SCRATCH: Recipe = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200, rl
 /**
  * From a pretrained checkpoint: fine-tuning needs fewer, gentler steps than learning from nothing, and each
  * step of the base preset costs ~6× one of `tiny` (2026-11-26, 2 cores shared: 600 SFT steps took 326 s, a GRPO
- * step ~2 s), so the budget is cut to keep the quickstart within minutes: 100 GRPO steps visit 400 prompts, so
+ * step ~2 s), so the budget is cut to keep the quickstart within minutes: GRPO visits 4 prompts a step, so
  * 400 RL candidates are sampled for the pool instead of all of them. On music_store (seed 0, 2026-11-26) GRPO at
  * the scratch recipe's 3e-4 lost 4.4 points after SFT (33.1% → 28.6%, mean reward falling 0.58 → 0.36).
  * GRPO alone still lost ground: it gains on the questions it samples and loses more on those it never does
  * (on the 840 RL questions, greedy: 162 visited 101 → 104 right, 678 never visited 212 → 199). The cold-start
  * loss mixed into each step (rlAnchor 1, 4 samples) holds them: over seeds 0–2 the RL gain went from a mean of
  * −0.7 points to +1.8 (+1.1, +1.1, +3.1; 2026-11-27, docs/training.md#rl-from-the-base-model).
+ * 90 steps keep that gain in 14 s less (+1.1, +1.4, +2.8, mean +1.8; 2026-11-28), which brings the quickstart
+ * under 5 minutes. Cheaper pools lost it on seed 1 (same SFT checkpoints, 90 steps; gains on seeds 0/1/2):
+ * 240 candidates +1.1/+0.3/+1.9, 320 candidates −0.6 on seed 1 and +0.8 on seed 2, 2 samples each +1.1/−0.8/+3.1;
+ * so did 2 anchor samples a step (seeds 1/2: −0.8/+2.5).
  */
-const FROM_CHECKPOINT: Recipe = { sftSteps: 300, sftLr: 1e-3, rlSteps: 100, rlLr: 1e-4, rlCandidates: 400, rlAnchor: 1 };
+const FROM_CHECKPOINT: Recipe = { sftSteps: 300, sftLr: 1e-3, rlSteps: 90, rlLr: 1e-4, rlCandidates: 400, rlAnchor: 1 };
 
 /**
  * What the run starts from, and the settings that follow from it: the checkpoint's folder and prompt
