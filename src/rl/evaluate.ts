@@ -112,22 +112,34 @@ export interface PassRates {
   passAt: Record<number, number>;
 }
 
+export type PassRateOptions = { samples: number; ks?: readonly number[]; temperature?: number; maxTurnTokens: number; maxResponseTokens: number; seed?: number; batch?: number; engine?: RolloutEngine; constrain?: boolean };
+
 /**
- * `samples` sampled episodes per task at the given temperature: how often the policy gets each task right.
- * RL can only convert what sampling already finds, so pass@k before training is its headroom, and a task
- * with 0 < correct < samples is one whose group carries a learning signal.
+ * Where each of samplePassRates' rollout batches starts in the task list. A batch's seed is seed + its start,
+ * so a batch gives the same samples wherever it runs (this process or a helper: pipeline/pass-rate-helper.ts).
  */
-export async function samplePassRates<T extends TaskBase>(
+export function passRateBatches(tasks: number, opts: Pick<PassRateOptions, 'samples' | 'batch'>): number[] {
+  const size = passRateBatchSize(opts);
+  return Array.from({ length: Math.ceil(tasks / size) }, (_, b) => b * size);
+}
+
+function passRateBatchSize(opts: Pick<PassRateOptions, 'samples' | 'batch'>): number {
+  return opts.batch ?? Math.max(1, Math.floor(16 / opts.samples));
+}
+
+/** Correct samples per task of the batches starting at `starts` (passRateBatches), in the order of `starts`. */
+export async function sampleBatches<T extends TaskBase>(
   env: Environment<T>,
   tasks: readonly T[],
   model: LlamaModel,
   tokenizer: Tokenizer,
-  opts: { samples: number; ks?: readonly number[]; temperature?: number; maxTurnTokens: number; maxResponseTokens: number; seed?: number; batch?: number; engine?: RolloutEngine; constrain?: boolean },
-): Promise<PassRates> {
-  const correct: number[] = [];
-  const batch = opts.batch ?? Math.max(1, Math.floor(16 / opts.samples));
-  for (let i = 0; i < tasks.length; i += batch) {
-    const chunk = tasks.slice(i, i + batch);
+  opts: PassRateOptions,
+  starts: readonly number[],
+): Promise<number[][]> {
+  const size = passRateBatchSize(opts);
+  const out: number[][] = [];
+  for (const i of starts) {
+    const chunk = tasks.slice(i, i + size);
     const trajs = await rollout(env, chunk, model, tokenizer, {
       groupSize: opts.samples,
       maxTurnTokens: opts.maxTurnTokens,
@@ -140,9 +152,30 @@ export async function samplePassRates<T extends TaskBase>(
     });
     const counts = chunk.map(() => 0);
     for (const t of trajs) if ((await env.rewardContext(chunk[t.group], t)).correct) counts[t.group]++;
-    correct.push(...counts);
+    out.push(counts);
   }
+  return out;
+}
+
+/** PassRates from each task's correct samples. */
+export function passRatesOf(correct: number[], opts: Pick<PassRateOptions, 'samples' | 'ks'>): PassRates {
   const ks = (opts.ks ?? [1, opts.samples]).filter((k) => k <= opts.samples);
   const passAt = Object.fromEntries(ks.map((k) => [k, correct.length ? correct.reduce((a, c) => a + passAtK(opts.samples, c, k), 0) / correct.length : 0]));
   return { correct, samples: opts.samples, passAt };
+}
+
+/**
+ * `samples` sampled episodes per task at the given temperature: how often the policy gets each task right.
+ * RL can only convert what sampling already finds, so pass@k before training is its headroom, and a task
+ * with 0 < correct < samples is one whose group carries a learning signal.
+ */
+export async function samplePassRates<T extends TaskBase>(
+  env: Environment<T>,
+  tasks: readonly T[],
+  model: LlamaModel,
+  tokenizer: Tokenizer,
+  opts: PassRateOptions,
+): Promise<PassRates> {
+  const counts = await sampleBatches(env, tasks, model, tokenizer, opts, passRateBatches(tasks.length, opts));
+  return passRatesOf(counts.flat(), opts);
 }
