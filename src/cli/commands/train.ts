@@ -29,7 +29,7 @@ import { SearchEnvironment, type SearchTask } from '../../search/env.ts';
 import { SearchCorpus } from '../../search/corpus.ts';
 import type { SearchQuestion } from '../../search/synthesize.ts';
 import { printOut } from '../print.ts';
-import { readRows, rowsToConversations } from './sft.ts';
+import { readRows, rowDatabases, rowsToConversations } from './sft.ts';
 import { renderChat } from '../../model/chat.ts';
 import { prepareSamples, type SftSample } from '../../train/sft.ts';
 import type { Tokenizer } from '../../model/tokenizer.ts';
@@ -119,12 +119,19 @@ function readConfigFile(path: string): TrainConfigInput {
 /** The anchor the quickstart measured (src/pipeline/quickstart.ts FROM_CHECKPOINT): weight 1, 4 samples a step. */
 const ANCHOR_DEFAULTS = { coef: 1, batch: 4 };
 
-/** The anchor's rows: BIRD-style rows (with the dataset's databases) or ready chat messages, as `agro sft` reads them. */
-function readAnchorRows(path: string, o: TrainCliOptions): ReturnType<typeof rowsToConversations> {
+/** The anchor's rows, read before anything heavy: BIRD-style rows (with the dataset's databases) or ready chat messages, as `agro sft` reads them. */
+function readAnchorRows(path: string, o: TrainCliOptions): { rows: ReturnType<typeof readRows>; catalog: ReturnType<typeof resolveTaskSource>['catalog'] } {
   const src = resolveTaskSource(path, { dbRoot: o.dbRoot, defaultDbRoot: DEFAULT_DB_ROOT });
-  const conversations = rowsToConversations(readRows(src.dataPath), src.catalog, path);
-  if (conversations.length === 0) throw new AgroError('invalid_input', `--anchor ${path}: no rows`);
-  return conversations;
+  const rows = readRows(src.dataPath);
+  if (rows.length === 0) throw new AgroError('invalid_input', `--anchor ${path}: no rows`);
+  return { rows, catalog: src.catalog };
+}
+
+/** The anchor's conversations: a BIRD-style row opens with the policy's own prompt (the environment built from its contract), as in `agro sft`. */
+async function anchorConversations(anchor: ReturnType<typeof readAnchorRows>, path: string, env: Environment<TaskBase>): Promise<ReturnType<typeof rowsToConversations>> {
+  if (!(env instanceof SqlEnvironment)) return rowsToConversations(anchor.rows, anchor.catalog, path);
+  await env.prepareAll(rowDatabases(anchor.rows, anchor.catalog));
+  return rowsToConversations(anchor.rows, anchor.catalog, path, env);
 }
 
 function anchorSamples(conversations: ReturnType<typeof rowsToConversations>, tokenizer: Tokenizer, maxPositions: number, path: string): SftSample[] {
@@ -280,7 +287,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
       reference,
       config,
       resumeFrom,
-      ...(anchorRows ? { anchor: { samples: anchorSamples(anchorRows, ck.tokenizer, ck.model.config.maxPositions, o.anchor!), ...anchorSettings(o, Boolean(o.resume && existing.length)) } } : {}),
+      ...(anchorRows ? { anchor: { samples: anchorSamples(await anchorConversations(anchorRows, o.anchor!, env), ck.tokenizer, ck.model.config.maxPositions, o.anchor!), ...anchorSettings(o, Boolean(o.resume && existing.length)) } } : {}),
       allowChanges: o.allowChanges,
       signal: controller.signal,
       onStep: (r: StepRecord) => bar.update(r.step, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2), tps: r.tokens_per_s }),
