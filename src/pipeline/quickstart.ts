@@ -55,6 +55,9 @@ import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import { readDataset } from '../data/read-dataset.ts';
 import { splitBySkeleton } from '../data/splits.ts';
 
+/** The RL anchor measured from a checkpoint (weight, samples a step; see FROM_CHECKPOINT): `agro train --anchor`'s defaults too. */
+export const RL_ANCHOR = { coef: 1, batch: 4 } as const;
+
 export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
   out: z.string().default('runs/quickstart'),
@@ -161,7 +164,7 @@ export const quickstartConfigSchema = z.strictObject({
    * FROM_CHECKPOINT.rlAnchor from a checkpoint, 0 from scratch (not measured there).
    */
   rlAnchor: z.number().min(0).optional(),
-  rlAnchorBatch: z.number().int().min(1).default(4),
+  rlAnchorBatch: z.number().int().min(1).default(RL_ANCHOR.batch),
   /** Sampling temperature of the RL rollouts (the loss reads the policy at the same temperature). */
   rlTemperature: z.number().positive().default(1),
   /** RL rollouts (and the pass rates that pick the RL pool) decode constrained, as the held-out evaluation and `agro predict` do. */
@@ -253,7 +256,7 @@ const FROM_SCRATCH: Recipe = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200, rl
  * 240 candidates +1.1/+0.3/+1.9, 320 candidates −0.6 on seed 1 and +0.8 on seed 2, 2 samples each +1.1/−0.8/+3.1;
  * so did 2 anchor samples a step (seeds 1/2: −0.8/+2.5).
  */
-const FROM_CHECKPOINT: Recipe = { sftSteps: 300, sftLr: 1e-3, rlSteps: 90, rlLr: 1e-4, rlCandidates: 400, rlAnchor: 1 };
+const FROM_CHECKPOINT: Recipe = { sftSteps: 300, sftLr: 1e-3, rlSteps: 90, rlLr: 1e-4, rlCandidates: 400, rlAnchor: RL_ANCHOR.coef };
 
 /**
  * What the run starts from, and the settings that follow from it: the checkpoint's folder and prompt

@@ -29,6 +29,7 @@ import { SearchEnvironment, type SearchTask } from '../../search/env.ts';
 import { SearchCorpus } from '../../search/corpus.ts';
 import type { SearchQuestion } from '../../search/synthesize.ts';
 import { printOut } from '../print.ts';
+import { RL_ANCHOR } from '../../pipeline/quickstart.ts';
 import { readRows, rowDatabases, rowsToConversations } from './sft.ts';
 import { renderChat } from '../../model/chat.ts';
 import { prepareSamples, type SftSample } from '../../train/sft.ts';
@@ -116,8 +117,6 @@ function readConfigFile(path: string): TrainConfigInput {
   }
 }
 
-/** The anchor the quickstart measured (src/pipeline/quickstart.ts FROM_CHECKPOINT): weight 1, 4 samples a step. */
-const ANCHOR_DEFAULTS = { coef: 1, batch: 4 };
 
 /** The anchor's rows, read before anything heavy: BIRD-style rows (with the dataset's databases) or ready chat messages, as `agro sft` reads them. */
 function readAnchorRows(path: string, o: TrainCliOptions): { rows: ReturnType<typeof readRows>; catalog: ReturnType<typeof resolveTaskSource>['catalog'] } {
@@ -143,7 +142,7 @@ function anchorSamples(conversations: ReturnType<typeof rowsToConversations>, to
 /** Weight and batch: the flags, else on resume the run's (a flag left out keeps the run's value), else the defaults. */
 function anchorSettings(o: TrainCliOptions, resuming: boolean): { coef: number; batch: number } {
   const recorded = resuming ? (recordedSettings(join(o.out, 'train_config.json')).anchor as { coef?: number; batch?: number } | undefined) : undefined;
-  return { coef: o.anchorWeight ?? recorded?.coef ?? ANCHOR_DEFAULTS.coef, batch: o.anchorBatch ?? recorded?.batch ?? ANCHOR_DEFAULTS.batch };
+  return { coef: o.anchorWeight ?? recorded?.coef ?? RL_ANCHOR.coef, batch: o.anchorBatch ?? recorded?.batch ?? RL_ANCHOR.batch };
 }
 
 export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
@@ -335,8 +334,8 @@ export function register(program: Command): void {
     .option('--llm-url <url>', `${TRAINING_FREE}: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1) of the LLM that distils experiences`)
     .option('--llm-model <name>', `${TRAINING_FREE}: model name sent to --llm-url (default "default")`)
     .option('--anchor <file>', 'SFT data whose loss joins every step\'s (InstructGPT\'s PPO-ptx: it keeps what SFT taught on questions RL never samples): what `agro sft --data` reads, e.g. a quickstart\'s cold_start.jsonl')
-    .option('--anchor-weight <x>', `weight of the anchor's loss (default ${ANCHOR_DEFAULTS.coef})`, numberArg('--anchor-weight', { integer: false, min: 0, max: 100 }))
-    .option('--anchor-batch <n>', `anchor samples a step (default ${ANCHOR_DEFAULTS.batch})`, numberArg('--anchor-batch', { min: 1, max: LIMITS.batch }))
+    .option('--anchor-weight <x>', `weight of the anchor's loss (default ${RL_ANCHOR.coef})`, numberArg('--anchor-weight', { integer: false, min: 0, max: 100 }))
+    .option('--anchor-batch <n>', `anchor samples a step (default ${RL_ANCHOR.batch})`, numberArg('--anchor-batch', { min: 1, max: LIMITS.batch }))
     .option('--json', 'print a JSON summary and no progress');
   addPromptOptions(cmd).action((opts: TrainCliOptions) => runTrainCommand(opts));
 }
