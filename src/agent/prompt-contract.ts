@@ -6,7 +6,7 @@
  * export, e2e:trl) starts from it. A flag that contradicts it still wins, with a one-line warning.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { sqlEnvConfigSchema, type SqlEnvConfig } from './sql-env.ts';
@@ -32,18 +32,23 @@ export const promptContractSchema = z.strictObject({
   version: z.literal(1),
   ...sqlEnvConfigSchema.pick(fields).shape,
   decoding: decodingSchema.optional(),
+  /**
+   * The memories the policy answers with (the factory's verified pairs of its databases, src/answer/memory.ts):
+   * file paths relative to the checkpoint folder (absolute ones kept); readPromptContract resolves them.
+   */
+  memory: z.array(z.string().min(1)).optional(),
 });
 export type PromptContract = z.infer<typeof promptContractSchema>;
 
 /** The contract of an environment's settings (what a trainer writes). */
-export function promptContract(config: SqlEnvConfig, decoding?: Decoding): PromptContract {
+export function promptContract(config: SqlEnvConfig, decoding?: Decoding, memory?: readonly string[]): PromptContract {
   const settings = Object.fromEntries(PROMPT_FIELDS.map((f) => [f, config[f]])) as PromptSettings;
-  return { kind: 'agro-prompt-contract', version: 1, ...settings, ...(decoding ? { decoding } : {}) };
+  return { kind: 'agro-prompt-contract', version: 1, ...settings, ...(decoding ? { decoding } : {}), ...(memory?.length ? { memory: [...memory] } : {}) };
 }
 
-/** The side files a trainer hands to its checkpoints. */
-export function promptContractFiles(config: SqlEnvConfig, decoding?: Decoding): Record<string, unknown> {
-  return { [PROMPT_CONTRACT_FILE]: promptContract(config, decoding) };
+/** The side files a trainer hands to its checkpoints (memory paths as given: absolute, or relative to each checkpoint). */
+export function promptContractFiles(config: SqlEnvConfig, decoding?: Decoding, memory?: readonly string[]): Record<string, unknown> {
+  return { [PROMPT_CONTRACT_FILE]: promptContract(config, decoding, memory) };
 }
 
 /** New tokens per turn: asked, else the contract's, else the default; an asked value that contradicts the contract is named on one line. */
@@ -70,7 +75,7 @@ export function readPromptContract(checkpointDir: string): PromptContract | null
     const i = r.error.issues[0];
     throw new AgroError('invalid_input', `${path}: ${i.path.join('.') || 'contract'}: ${i.message}`);
   }
-  return r.data;
+  return r.data.memory ? { ...r.data, memory: r.data.memory.map((m) => resolve(checkpointDir, m)) } : r.data;
 }
 
 /** How a setting is named on the command line, for the warning. */

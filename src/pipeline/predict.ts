@@ -33,7 +33,10 @@ import { passAtK } from '../rl/evaluate.ts';
 import type { EvalReport, QuestionResult } from '../eval/types.ts';
 import type { EvalItem } from '../data/types.ts';
 import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predictions.ts';
-import type { SqlExecutor } from '../sql/types.ts';
+import type { ExecOptions, ExecResult, SqlExecutor } from '../sql/types.ts';
+import { Answerer } from '../answer/resources.ts';
+import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, type PolicyAnswer, type RankedCandidate } from '../answer/answer.ts';
+import type { CandidateSource } from '../answer/rank.ts';
 import { sqlTaskOf } from '../agent/tasks.ts';
 import { catalogFromFactoryOutput } from '../data/catalog.ts';
 import { ensureDir } from '../util/fs.ts';
@@ -66,6 +69,19 @@ export const predictConfigSchema = z.strictObject({
   seed: z.number().int().min(0).default(0),
   /** Test-suite scoring: also compare on the variant databases `<suite>/<db_id>/*.sqlite` (as `agro eval --suite`). */
   suite: z.string().min(1).optional(),
+  /**
+   * The answer path (src/answer): candidates from the policy, the memory and their edits, run and ranked by a
+   * checked reading. Off: the policy's answer as it is (greedy, or the self-consistency vote of --samples).
+   */
+  search: z.boolean().default(true),
+  /** Sampled episodes (at 0.7) beside the greedy one as candidates, with one sample; with --samples > 1 the samples are the candidates. */
+  searchSamples: z.number().int().min(0).max(32).default(SEARCH_SAMPLES),
+  /** Memory files (agro memory build); one per database (a later file for the same database replaces an earlier one). */
+  memory: z.array(z.string().min(1)).default([]),
+  /** Also the memories the policy's prompt contract names (before those given: a given one replaces the contract's). */
+  contractMemory: z.boolean().default(true),
+  /** Score every result group of every question too (the oracle: some candidate right), for benchmarks. */
+  oracle: z.boolean().default(false),
 });
 export type PredictConfig = z.infer<typeof predictConfigSchema>;
 
@@ -91,7 +107,29 @@ export interface QuestionRecord {
    * (fixed), the other way round (broke), or both score the same (changed).
    */
   tool?: 'unchanged' | 'changed' | 'fixed' | 'broke';
+  /** The answer path's choice (with --search): what it read, how sure it is, the candidates, and the greedy answer's score. */
+  answer?: AnswerRecord;
 }
+
+export interface AnswerRecord {
+  reading: string | null;
+  confidence: number;
+  /** Where the chosen query came from. */
+  sources: CandidateSource[];
+  /** The policy's greedy answer, scored alone (what predict answered before the answer path). */
+  greedy: { sql: string; correct: boolean } | null;
+  /** The best candidates (up to ANSWER_KEPT), best first. */
+  candidates: Array<Pick<RankedCandidate, 'sql' | 'sources' | 'score' | 'group' | 'reading'>>;
+  tried: number;
+  failed: number;
+  empty: number;
+  ms: number;
+  /** With --oracle: whether some candidate was right, overall and by source. */
+  oracle?: { any: boolean; policy: boolean; memory: boolean; edit: boolean };
+}
+
+/** Candidates kept per question in trajectories.jsonl. */
+const ANSWER_KEPT = 10;
 
 export interface PredictProgress {
   done: number;
@@ -133,6 +171,15 @@ export interface PredictSummary {
   toolEffect: { checked: number; changed: number; fixed: number; broke: number };
   /** New tokens per turn the episodes ran with. */
   maxTurnTokens: number;
+  /** The answer path (with --search): EX of the greedy answer alone beside the chosen one, the oracle with --oracle, time per question. */
+  answer?: {
+    greedyEx: number;
+    chosenEx: number;
+    memories: number;
+    msPerQuestion: number;
+    meanConfidence: number;
+    oracle?: { any: number; policy: number; memory: number; edit: number; rankerShare: number };
+  };
 }
 
 export type PredictReport = EvalReport & { predict: PredictSummary };
@@ -188,6 +235,38 @@ async function toolEffectOf(e: EpisodeResult, result: QuestionResult, score: (sq
   return !firstRight && right ? 'fixed' : firstRight && !right ? 'broke' : 'changed';
 }
 
+/**
+ * An executor that runs each (database, query, options) once and hands the same result to every later ask:
+ * scoring many candidates of one question runs its gold query once per database.
+ */
+function onceExecutor(inner: SqlExecutor): SqlExecutor {
+  const seen = new Map<string, Promise<ExecResult>>();
+  return {
+    execute(db: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
+      const key = `${db}\u0000${sql}\u0000${JSON.stringify(opts ?? {})}`;
+      let r = seen.get(key);
+      if (!r) seen.set(key, (r = inner.execute(db, sql, opts)));
+      return r;
+    },
+    close: async () => {},
+  };
+}
+
+/** Which candidates were right: each result group scored once (by its best member), by the sources in it. */
+async function oracleOf(candidates: readonly RankedCandidate[], score: (sql: string) => Promise<QuestionResult>): Promise<NonNullable<AnswerRecord['oracle']>> {
+  const out = { any: false, policy: false, memory: false, edit: false };
+  const right = new Map<number, boolean>();
+  for (const c of candidates) {
+    if (!right.has(c.group)) right.set(c.group, (await score(oneLineSql(c.sql))).outcome === 'match');
+    if (!right.get(c.group)) continue;
+    out.any = true;
+    if (c.sources.includes('greedy') || c.sources.includes('sample')) out.policy = true;
+    if (c.sources.includes('memory')) out.memory = true;
+    if (c.sources.includes('edit')) out.edit = true;
+  }
+  return out;
+}
+
 async function mapLimit<T>(items: readonly T[], limit: number, signal: AbortSignal | undefined, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -234,8 +313,13 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
 
   const env = new SqlEnvironment(executor, envConfig, envDeps);
   const evalOpts = { dbRoot: cfg.dbRoot, ...(databases ? { databases } : {}), mode: cfg.compare, timeoutMs: cfg.execTimeoutMs, concurrency: 1, ...(cfg.suite ? { suiteDir: cfg.suite } : {}) };
-  const scoreOne = async (item: EvalItem, sql: string): Promise<QuestionResult> =>
-    (await evaluate({ path: dataset.path, format: dataset.format, items: [item] }, [sql], executor, evalOpts)).questions[0];
+  /** Scores queries of one question; the gold query (and any repeated query) runs once per database however many are scored. */
+  const scorer = (item: EvalItem): ((sql: string) => Promise<QuestionResult>) => {
+    const once = onceExecutor(executor);
+    return async (sql) => (await evaluate({ path: dataset.path, format: dataset.format, items: [item] }, [sql], once, evalOpts)).questions[0];
+  };
+  const memories = [...(cfg.contractMemory ? (policy.promptContract?.memory ?? []) : []), ...cfg.memory];
+  const answerer = cfg.search ? new Answerer(executor, { memory: memories, config: { execTimeoutMs: Math.min(cfg.execTimeoutMs, 10_000) } }) : undefined;
 
   const t0 = Date.now();
   let doneHere = 0;
@@ -253,27 +337,57 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
   };
   progress();
 
+  // With the answer path and one sample: the greedy episode and searchSamples sampled ones.
+  const plan = answerer && cfg.samples === 1 ? [{ temperature }, ...Array.from({ length: cfg.searchSamples }, () => ({ temperature: SEARCH_TEMPERATURE }))] : Array.from({ length: cfg.samples }, () => ({ temperature }));
   const runQuestion = async (item: EvalItem): Promise<void> => {
     const task = tasks.get(item.index) as SqlTask;
     const episodes = await Promise.all(
-      Array.from({ length: cfg.samples }, (_, s) =>
-        runEpisode(env, task, policy, { mode: cfg.mode, maxTurnTokens, temperature, topP: cfg.topP, retries: cfg.retries, seed: cfg.seed + s * 7777, timeoutMs: cfg.episodeTimeoutMs, signal: hooks.signal }, { onEvent: (e) => hooks.onEvent?.(item.index, s, e) }),
+      plan.map((p, s) =>
+        runEpisode(env, task, policy, { mode: cfg.mode, maxTurnTokens, temperature: p.temperature, topP: cfg.topP, retries: cfg.retries, seed: cfg.seed + s * 7777, timeoutMs: cfg.episodeTimeoutMs, signal: hooks.signal }, { onEvent: (e) => hooks.onEvent?.(item.index, s, e) }),
       ),
     );
     // An interrupted question is not done: the rerun runs it again.
     if (hooks.signal?.aborted) return;
+    const score = scorer(item);
     const samples: SampleRecord[] = episodes.map(({ messages: _m, ...rest }) => rest);
     let chosen = 0;
+    let prediction: string;
+    let answer: AnswerRecord | undefined;
+    if (answerer) {
+      const asked: PolicyAnswer[] = episodes.flatMap((e, s) => (e.answer !== undefined ? [{ sql: e.answer, source: s === 0 && plan[0].temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
+      const a = await answerer.answer(task.dbPath, task.dbId, task.question, asked);
+      const greedySql = episodes[0].answer;
+      prediction = oneLineSql(a.sql ?? greedySql ?? '');
+      const fromEpisode = episodes.findIndex((e) => e.answer !== undefined && oneLineSql(e.answer) === prediction);
+      chosen = Math.max(0, fromEpisode);
+      const greedyRight = greedySql !== undefined ? (await score(oneLineSql(greedySql))).outcome === 'match' : false;
+      answer = {
+        reading: a.reading,
+        confidence: a.confidence,
+        sources: a.candidates[0]?.sources ?? [],
+        greedy: plan[0].temperature === 0 ? { sql: oneLineSql(greedySql ?? ''), correct: greedyRight } : null,
+        candidates: a.candidates.slice(0, ANSWER_KEPT).map((c) => ({ sql: c.sql, sources: c.sources, score: c.score, group: c.group, reading: c.reading })),
+        tried: a.tried,
+        failed: a.failed,
+        empty: a.empty,
+        ms: a.ms,
+      };
+      if (cfg.oracle) answer.oracle = await oracleOf(a.candidates, score);
+    } else {
+      if (cfg.samples > 1) {
+        const execs = await Promise.all(episodes.map((e) => executor.execute(task.dbPath, e.answer ?? '', { timeoutMs: cfg.execTimeoutMs, maxRows: EVAL_DEFAULTS.maxRows })));
+        chosen = majorityVote(execs, cfg.compare) ?? 0;
+      }
+      prediction = oneLineSql(episodes[chosen].answer ?? '');
+    }
     if (cfg.samples > 1) {
-      const execs = await Promise.all(episodes.map((e) => executor.execute(task.dbPath, e.answer ?? '', { timeoutMs: cfg.execTimeoutMs, maxRows: EVAL_DEFAULTS.maxRows })));
-      chosen = majorityVote(execs, cfg.compare) ?? 0;
-      const scored = await Promise.all(episodes.map((e) => scoreOne(item, oneLineSql(e.answer ?? ''))));
+      const scored = await Promise.all(episodes.map((e) => score(oneLineSql(e.answer ?? ''))));
       scored.forEach((r, s) => (samples[s].correct = r.outcome === 'match'));
     }
-    const prediction = oneLineSql(episodes[chosen].answer ?? '');
-    const result = await scoreOne(item, prediction);
-    const tool = await toolEffectOf(episodes[chosen], result, (sql) => scoreOne(item, sql));
-    const rec: QuestionRecord = { index: item.index, ...(item.questionId !== undefined ? { question_id: item.questionId } : {}), db_id: item.dbId, question: task.question, prediction, chosen, samples, result, ...(tool ? { tool } : {}) };
+    const result = await score(prediction);
+    // The tool's effect is the chosen episode's, when the answer is that episode's own.
+    const tool = answer && oneLineSql(episodes[chosen].answer ?? '') !== prediction ? undefined : await toolEffectOf(episodes[chosen], result, score);
+    const rec: QuestionRecord = { index: item.index, ...(item.questionId !== undefined ? { question_id: item.questionId } : {}), db_id: item.dbId, question: task.question, prediction, chosen, samples, result, ...(tool ? { tool } : {}), ...(answer ? { answer } : {}) };
     appendFileSync(trajPath, JSON.stringify(rec) + '\n');
     done.set(item.index, rec);
     doneHere++;
@@ -315,6 +429,30 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
     },
     maxTurnTokens,
   };
+  const answered = recs.filter((r) => r.answer);
+  if (answered.length) {
+    const share = (f: (r: QuestionRecord) => boolean): number => (100 * recs.filter(f).length) / Math.max(1, recs.length);
+    const withOracle = answered.every((r) => r.answer!.oracle);
+    const anyRight = share((r) => Boolean(r.answer?.oracle?.any));
+    summary.answer = {
+      greedyEx: share((r) => Boolean(r.answer?.greedy?.correct)),
+      chosenEx: share((r) => r.result.outcome === 'match'),
+      memories: memories.length,
+      msPerQuestion: mean(answered.map((r) => r.answer!.ms)),
+      meanConfidence: mean(answered.map((r) => r.answer!.confidence)),
+      ...(withOracle
+        ? {
+            oracle: {
+              any: anyRight,
+              policy: share((r) => Boolean(r.answer?.oracle?.policy)),
+              memory: share((r) => Boolean(r.answer?.oracle?.memory)),
+              edit: share((r) => Boolean(r.answer?.oracle?.edit)),
+              rankerShare: anyRight > 0 ? share((r) => r.result.outcome === 'match' && Boolean(r.answer?.oracle?.any)) / anyRight : 0,
+            },
+          }
+        : {}),
+    };
+  }
   if (cfg.samples > 1) {
     const c = recs.map((r) => r.samples.filter((s) => s.correct).length);
     summary.passAt1 = 100 * mean(c.map((x) => passAtK(cfg.samples, x, 1)));

@@ -12,7 +12,7 @@
  * (else it says so and there are none), and its password is never written or printed.
  */
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
-import { basename, dirname, extname, join, resolve } from 'node:path';
+import { basename, dirname, extname, join, relative, resolve } from 'node:path';
 import { findDocs, readDocs } from '../sql/docs.ts';
 import { addNoise } from '../factory/language/noise.ts';
 import { z } from 'zod';
@@ -39,6 +39,8 @@ import type { PolicyEval } from '../rl/evaluate.ts';
 import { PassRateHelper, sharedPassRates } from './pass-rate-helper.ts';
 import { CheckpointPolicy } from '../agent/policies/checkpoint.ts';
 import { runPredict, type QuestionRecord } from './predict.ts';
+import { buildMemory, MEMORY_FILE, pairsOfDataset, writeMemory } from '../answer/memory.ts';
+import { introspectDatabase } from '../sql/executor.ts';
 import type { StepRecord } from '../rl/phases.ts';
 import type { PassRecord } from '../rl/group_hooks.ts';
 import { initBackend, type BackendName } from '../model/backend.ts';
@@ -297,22 +299,34 @@ function databaseRoot(db: string, dbId: string, out: string): string {
  * contract, greedy episodes, the evaluator with the variant databases): the figure the quickstart reports
  * is the one a user gets back with the predict command it prints.
  */
-async function predictEval(checkpoint: string, data: string, dbRoot: string, suite: string | undefined, out: string, pool: SqlExecutor, signal?: AbortSignal): Promise<PolicyEval> {
+async function predictEval(checkpoint: string, data: string, dbRoot: string, suite: string | undefined, out: string, pool: SqlExecutor, signal?: AbortSignal, memory?: string): Promise<PolicyEval> {
   const policy = await CheckpointPolicy.open(checkpoint, { maxBatch: 8 });
   try {
-    const res = await runPredict({ data, dbRoot, out, concurrency: 8, ...(suite ? { suite } : {}) }, policy, pool, signal ? { signal } : {});
+    // With a memory: the answer path too, on the same greedy episodes (no samples), whose own score stays the figure reported.
+    // The contract's memory holds the held-out pairs themselves, so only the one given here is used.
+    const search = memory ? { search: true, searchSamples: 0, memory: [memory], contractMemory: false } : { search: false };
+    const res = await runPredict({ data, dbRoot, out, concurrency: 8, ...(suite ? { suite } : {}), ...search }, policy, pool, signal ? { signal } : {});
     if (!res.report) throw new AgroError('internal', 'quickstart interrupted during evaluation; run it again to continue');
     const r = res.report;
     const recs = readJsonl<QuestionRecord>(res.files.trajectories).sort((a, b) => a.index - b.index);
+    const greedy = (q: QuestionRecord): { sql: string; correct: boolean } => (q.answer ? (q.answer.greedy ?? { sql: '', correct: false }) : { sql: q.prediction, correct: q.result.outcome === 'match' });
+    const byDifficulty: PolicyEval['byDifficulty'] = {};
+    for (const q of recs) {
+      const b = (byDifficulty[q.result.bucket] ??= { n: 0, correct: 0 });
+      b.n++;
+      if (greedy(q).correct) b.correct++;
+    }
+    const correct = recs.filter((q) => greedy(q).correct).length;
     return {
-      accuracy: r.summary.count ? r.summary.correct / r.summary.count : 0,
-      n: r.summary.count,
-      byDifficulty: Object.fromEntries(r.summary.byDifficulty.map((b) => [b.bucket, { n: b.count, correct: b.correct }])),
-      toolCalls: recs.reduce((a, q) => a + q.samples[q.chosen].toolCalls, 0) / Math.max(1, recs.length),
+      accuracy: recs.length ? correct / recs.length : 0,
+      n: recs.length,
+      byDifficulty,
+      toolCalls: recs.reduce((a, q) => a + q.samples[0].toolCalls, 0) / Math.max(1, recs.length),
       toolUse: r.predict.toolUse,
-      predictions: recs.map((q) => q.prediction),
+      predictions: recs.map((q) => greedy(q).sql),
       toolEffect: r.predict.toolEffect,
       endReasons: r.predict.endReasons,
+      ...(r.predict.answer ? { chosen: r.predict.answer.chosenEx / 100 } : {}),
     };
   } finally {
     await policy.close();
@@ -427,6 +441,18 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     writeRows('train.jsonl', split.sft);
     writeRows('rl.jsonl', split.rl);
     const heldOutPath = join(out, 'held_out.jsonl');
+    // The memory the trained agent answers with: every verified pair (named by its checkpoints' prompt contract);
+    // and, for the held-out measure of the answer path, one without the held-out pairs.
+    const memoryPath = join(synthDir, MEMORY_FILE);
+    const evalMemoryPath = join(out, 'memory-train.json');
+    if (!existsSync(memoryPath) || !existsSync(evalMemoryPath)) {
+      const schema = await introspectDatabase(db);
+      const memoryOf = (idx: readonly number[]) => buildMemory(items[0].dbId, schema, pairsOfDataset(idx.map((i) => rows[i])));
+      writeMemory(evalMemoryPath, await memoryOf([...split.sft, ...split.rl]));
+      writeMemory(memoryPath, await memoryOf(rows.map((_, i) => i)));
+    }
+    /** How a checkpoint of a stage folder names the memory: relative to `<stage>/checkpoints/<step>`, so the run folder can move. */
+    const contractMemory = (stageDir: string): string[] => [relative(join(stageDir, 'checkpoints', 'step'), memoryPath)];
     const suiteDir = report.synth.variants > 0 ? variantsDir : undefined;
     const dbRoot = databaseRoot(db, items[0].dbId, out);
     log(`[1/4] split by SQL skeleton (no held-out skeleton is trained on): SFT ${split.sft.length} queries (${train.length} questions with their paraphrases), RL ${rlCandidates.length}${rlCandidates.length < rlAll.length ? ` (sampled from ${rlAll.length})` : ''}, held out ${heldOut.length}`);
@@ -461,7 +487,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       log(`[2/4] SFT of ${what} on ${backend} (${tokenizer.vocabSize}-token tokenizer, ${meanLen} tokens per sample), up to ${start.sftSteps} steps${until} ...`);
       const t0 = performance.now();
       const res = await runSft({
-        sideFiles: promptContractFiles(env.config, { maxTurnTokens: evalOpts.maxTurnTokens }),
+        sideFiles: promptContractFiles(env.config, { maxTurnTokens: evalOpts.maxTurnTokens }, contractMemory(sftDir)),
         outDir: sftDir,
         model,
         tokenizer,
@@ -512,7 +538,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const rewards: number[] = [];
       const zero: number[] = [];
       const res = await runGrpo({
-        sideFiles: promptContractFiles(env.config, { maxTurnTokens: evalOpts.maxTurnTokens }),
+        sideFiles: promptContractFiles(env.config, { maxTurnTokens: evalOpts.maxTurnTokens }, contractMemory(rlDir)),
         outDir: rlDir,
         env,
         tasks: rlTasks,
@@ -546,7 +572,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       });
       if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during RL; run it again to continue');
       const seconds = Math.round((performance.now() - t0) / 100) / 10;
-      const ev = await predictEval(res.checkpoint, heldOutPath, dbRoot, suiteDir, join(rlDir, 'predict'), pool, hooks.signal);
+      const ev = await predictEval(res.checkpoint, heldOutPath, dbRoot, suiteDir, join(rlDir, 'predict'), pool, hooks.signal, evalMemoryPath);
       writeJsonAtomic(join(rlDir, 'predictions.json'), ev.predictions);
       const after = await sharedPassRates(startHelper(), env, headroomSet, ck.model, ck.tokenizer, res.checkpoint, { ...evalOpts, samples: cfg.passSamples });
       const k = Math.max(1, Math.floor(rewards.length / 3));
@@ -560,6 +586,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     // ---- 4. summary ----
     const gain = 100 * (report.rl.eval.accuracy - report.sft.eval.accuracy);
     log(`[4/4] held-out execution accuracy: SFT ${pct(report.sft.eval.accuracy)} → ${cfg.algo} ${pct(report.rl.eval.accuracy)} on ${report.rl.eval.n} questions (${gain >= 0 ? '+' : ''}${gain.toFixed(1)} points from RL)`);
+    if (report.rl.eval.chosen !== undefined) log(`      answer path (the policy's answer, the memory of the other pairs and their edits, ranked): ${pct(report.rl.eval.chosen)} beside greedy ${pct(report.rl.eval.accuracy)}`);
     const te = report.rl.eval.toolEffect;
     if (te) log(`      tool use: ${te.checked} answers ran a query first; ${te.changed} changed it after seeing the result: ${te.fixed} fixed a wrong query, ${te.broke} broke a right one`);
     for (const d of Object.keys(report.rl.eval.byDifficulty).sort()) {
@@ -577,7 +604,11 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
     const ck = rel(report.rl.checkpoint);
     const sample = heldOut[0]?.question ?? 'How many rows are there?';
     log(`ask your agent:   agro ask --policy ${ck} --db ${rel(db)} ${sh(sample)}`);
-    log(`run it on a file: agro predict --policy ${ck} --data ${rel(join(out, 'held_out.jsonl'))} --db-root ${rel(dbRoot)}${suiteDir ? ` --suite ${rel(suiteDir)}` : ''} --out ${rel(join(out, 'predict'))}`);
+    // The policy's own held-out figure (--no-search); the answer path's with the memory that leaves the held-out pairs out
+    // (the checkpoint's own memory holds every pair, the held-out ones too).
+    const onFile = `agro predict --policy ${ck} --data ${rel(join(out, 'held_out.jsonl'))} --db-root ${rel(dbRoot)}${suiteDir ? ` --suite ${rel(suiteDir)}` : ''}`;
+    log(`run it on a file: ${onFile} --no-search --out ${rel(join(out, 'predict'))}`);
+    log(`the answer path:  ${onFile} --memory ${rel(evalMemoryPath)} --search-samples 0 --out ${rel(join(out, 'predict-answer'))}`);
     log(`serve it:         agro serve --policy ${ck}   (OpenAI API on http://127.0.0.1:8000/v1; then agro predict --llm-url http://127.0.0.1:8000/v1 ...)`);
     save();
     return report;

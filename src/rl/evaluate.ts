@@ -24,6 +24,8 @@ export interface PolicyEval {
   toolEffect: { checked: number; changed: number; fixed: number; broke: number };
   /** How the episodes ended (answer, turn_limit, invalid_action, token_budget). */
   endReasons: Record<string, number>;
+  /** The answer path's accuracy on the same questions (candidates from the policy and a memory, ranked), where it ran. */
+  chosen?: number;
 }
 
 /** The first query an episode ran with its tool, if any. */

@@ -12,6 +12,8 @@ import { evaluate } from '../../src/eval/run.ts';
 import { readDataset } from '../../src/data/read-dataset.ts';
 import { readPredictions } from '../../src/data/read-predictions.ts';
 import { AgroError } from '../../src/errors.ts';
+import { buildMemory, writeMemory } from '../../src/answer/memory.ts';
+import { introspectSchema } from '../../src/sql/introspect.ts';
 
 const ALL = JSON.parse(readFileSync('data/dev.json', 'utf8')) as { question: string; SQL: string; db_id: string }[];
 const QS = ALL.filter((q) => q.db_id === 'music_store').slice(0, 6);
@@ -106,7 +108,7 @@ test('predict: garbage, errors and a never-ending episode are per-question failu
     // Warm the pool (its processes start on first use) so that only the slow reply meets the deadline on a loaded machine.
     await pool.execute('data/databases/music_store/music_store.sqlite', 'SELECT 1', { timeoutMs: 30_000 });
     const out = join(tmp, 'run2');
-    const res = await runPredict({ ...settings(out), episodeTimeoutMs: 10_000 }, policy, pool);
+    const res = await runPredict({ ...settings(out), episodeTimeoutMs: 10_000, search: false }, policy, pool);
     const r = res.report!;
     assert.equal(r.predict.failed, 3);
     assert.deepEqual(r.predict.endReasons, { answer: 3, error: 2, timeout: 1 });
@@ -116,7 +118,7 @@ test('predict: garbage, errors and a never-ending episode are per-question failu
     // The endpoint is fixed: the rerun runs only the questions that failed on a policy error (1 and 3).
     broken = false;
     const n = fake.requests.length;
-    const again = await runPredict({ ...settings(out), episodeTimeoutMs: 10_000 }, policy, pool);
+    const again = await runPredict({ ...settings(out), episodeTimeoutMs: 10_000, search: false }, policy, pool);
     assert.equal(fake.requests.length - n, 2);
     assert.equal(again.report!.predict.failed, 1, 'the timed-out question is a model failure and stays');
   } finally {
@@ -135,6 +137,44 @@ test('policy paths and endpoints that are not there fail with one line', async (
 
 test.after(() => rmSync(tmp, { recursive: true, force: true }));
 
+test('predict: the answer path chooses a remembered query edited to the question over a wrong policy answer', async () => {
+  const fake = await startFakeOpenAI(agent());
+  const pool = new SqlPool({ size: 2 });
+  try {
+    const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
+    const db = 'data/databases/music_store/music_store.sqlite';
+    // A memory that knows the shape of question 1 (asked about another country) and some distractors; the policy answers it wrong.
+    const memory = await buildMemory('music_store', introspectSchema(db), [
+      { sql: "SELECT first_name, last_name FROM customers WHERE country = 'France'", question: 'Give the first and last names of customers living in France.' },
+      { sql: 'SELECT COUNT(*) FROM customers', question: 'How many customers are there?' },
+      { sql: 'SELECT name FROM genres', question: 'List the names of all genres.' },
+    ]);
+    const memPath = join(tmp, 'memory.json');
+    writeMemory(memPath, memory);
+    const out = join(tmp, 'run-answer');
+    const res = await runPredict({ ...settings(out), memory: [memPath], searchSamples: 0, oracle: true }, policy, pool);
+    const a = res.report!.predict.answer!;
+    assert.ok(a, 'the report has the answer path section');
+    assert.equal(a.memories, 1);
+    assert.equal(a.greedyEx.toFixed(1), '66.7', 'the policy alone: questions 0, 2, 4, 5');
+    assert.equal(a.chosenEx.toFixed(1), '83.3', 'question 1 answered from the memory, edited to Germany');
+    const q1 = readFileSync(res.files.trajectories, 'utf8').trim().split('\n').map((l) => JSON.parse(l)).find((l) => l.index === 1);
+    assert.equal(q1.prediction, "SELECT first_name, last_name FROM customers WHERE country = 'Germany'");
+    assert.deepEqual(q1.answer.sources, ['edit']);
+    assert.match(q1.answer.reading, /Germany/);
+    assert.equal(q1.answer.greedy.correct, false);
+    assert.equal(q1.answer.oracle.edit, true);
+    assert.ok(q1.answer.confidence > 0 && q1.answer.confidence < 1);
+    // Without the answer path the same run answers as the policy does.
+    const plain = await runPredict({ ...settings(join(tmp, 'run-plain')), search: false }, policy, pool);
+    assert.equal(plain.report!.summary.correct, 4);
+    assert.equal(plain.report!.predict.answer, undefined);
+  } finally {
+    await pool.close();
+    await fake.close();
+  }
+});
+
 test('predict --samples: pass@1, pass@k and self-consistency by majority vote over result sets', async () => {
   // Question 0's samples: one wrong, two right (the vote picks right); question 1's: two wrong, one right.
   const seen = new Map<number, number>();
@@ -150,7 +190,7 @@ test('predict --samples: pass@1, pass@k and self-consistency by majority vote ov
   writeFileSync(data, JSON.stringify(QS.slice(0, 2)));
   try {
     const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
-    const res = await runPredict({ ...settings(join(tmp, 'run3')), data, mode: 'direct', samples: 3, concurrency: 1 }, policy, pool);
+    const res = await runPredict({ ...settings(join(tmp, 'run3')), data, mode: 'direct', samples: 3, concurrency: 1, search: false }, policy, pool);
     const p = res.report!.predict;
     assert.equal(p.temperature, 0.7);
     assert.ok(Math.abs(p.passAt1! - 50) < 1e-9, `pass@1 ${p.passAt1}`); // (2/3 + 1/3) / 2

@@ -10,6 +10,8 @@ import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../p
 import { turnTokens } from '../../agent/prompt-contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
+import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, type Answer, type PolicyAnswer } from '../../answer/answer.ts';
+import { Answerer } from '../../answer/resources.ts';
 
 interface AskCliOptions extends PolicyCliOptions, PromptCliOptions {
   db: string;
@@ -21,6 +23,9 @@ interface AskCliOptions extends PolicyCliOptions, PromptCliOptions {
   temperature: number;
   retries: number;
   json?: boolean;
+  search: boolean;
+  searchSamples: number;
+  memory?: string[];
 }
 
 const indent = (s: string, pad = '   '): string => s.split('\n').map((l) => pad + l).join('\n');
@@ -53,19 +58,33 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     const write = (s: string): void => printOut(s);
     const tokens = turnTokens(policy.promptContract, o.maxTurnTokens);
     if (tokens.warning) printWarning(tokens.warning);
-    const res = await runEpisode(env, task, policy, { mode: o.mode, maxTurnTokens: tokens.maxTurnTokens, temperature: o.temperature, retries: o.retries, timeoutMs: o.episodeTimeout }, { onEvent: o.json ? undefined : printer(write) });
-    const final = res.answer !== undefined ? await pool.execute(dbPath, res.answer, { timeoutMs: 30_000, maxRows: o.rows + 1 }) : undefined;
+    const episodeOpts = { mode: o.mode, maxTurnTokens: tokens.maxTurnTokens, retries: o.retries, timeoutMs: o.episodeTimeout };
+    const res = await runEpisode(env, task, policy, { ...episodeOpts, temperature: o.temperature }, { onEvent: o.json ? undefined : printer(write) });
+    // The answer path: the policy's answer beside its samples, the memory's nearest pairs and their edits, run and ranked.
+    const memories = [...(policy.promptContract?.memory ?? []), ...(o.memory ?? [])];
+    let chosen: Answer | undefined;
+    if (o.search) {
+      const samples = await Promise.all(Array.from({ length: o.searchSamples }, (_, s) => runEpisode(env, task, policy, { ...episodeOpts, temperature: SEARCH_TEMPERATURE, seed: 1 + s * 7777 })));
+      const asked: PolicyAnswer[] = [res, ...samples].flatMap((e, i) => (e.answer !== undefined ? [{ sql: e.answer, source: i === 0 && o.temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
+      chosen = await new Answerer(pool, { memory: memories }).answer(dbPath, task.dbId, question, asked);
+    }
+    const answerSql = chosen?.sql ?? res.answer;
+    const final = answerSql !== undefined && answerSql !== null ? await pool.execute(dbPath, answerSql, { timeoutMs: 30_000, maxRows: o.rows + 1 }) : undefined;
     if (o.json) {
       const { messages: _m, ...episode } = res;
-      process.stdout.write(JSON.stringify({ question, db: o.db, policy: policy.name, ...episode, result: final ?? null }, null, 2) + '\n');
-    } else if (res.answer !== undefined) {
-      write(`answer: ${res.answer}\n`);
+      const answer = chosen ? { sql: chosen.sql, reading: chosen.reading, confidence: chosen.confidence, candidates: chosen.candidates.slice(0, 10), memories: memories.length } : null;
+      process.stdout.write(JSON.stringify({ question, db: o.db, policy: policy.name, ...episode, answer, result: final ?? null }, null, 2) + '\n');
+    } else if (answerSql !== undefined && answerSql !== null) {
+      if (chosen?.sql && chosen.sql !== res.answer) write(`the policy answered ${res.answer ?? 'nothing'}; a better-checked candidate was chosen (${chosen.candidates[0].sources.join(', ')})\n`);
+      write(`answer: ${answerSql}\n`);
+      if (chosen?.reading) write(`I read this as: ${chosen.reading}\n`);
+      if (chosen) write(`confidence: ${chosen.confidence.toFixed(2)} (${chosen.tried} candidates tried, ${new Set(chosen.candidates.map((c) => c.group)).size} distinct results${memories.length ? '' : '; no memory: build one with agro memory build'})\n`);
       write(indent(formatResultTable(final!, o.rows, 100_000)) + '\n');
     } else {
       write(`no answer (${res.endReason}${res.error ? `: ${res.error}` : ''})\n`);
     }
     // A finished episode exits 0 even without an answer (the output says why); a deadline is a timeout (7), an answer SQLite rejects an SQL error (6).
-    if (res.endReason === 'timeout') process.exitCode = 7;
+    if (res.endReason === 'timeout' && !chosen?.sql) process.exitCode = 7;
     else if (final && !final.ok) process.exitCode = 6;
   } finally {
     await policy.close();
@@ -87,6 +106,9 @@ export function register(program: Command): void {
     .option('--temperature <t>', 'sampling temperature (0 = greedy)', numberArg('--temperature', { min: 0, integer: false }), 0)
     .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run, or a turn with no valid action, is sampled again (at 0.7) up to n times, the first draft that runs (or, for a turn without action, calls the tool) kept", numberArg('--retries', { min: 0, max: 16 }), 0)
     .option('--rows <n>', 'rows of the final result to show', numberArg('--rows', { min: 1 }), 20)
+    .option('--no-search', "print the policy's own answer instead of the answer path's (candidates from the policy and the memory, run and ranked)")
+    .option('--search-samples <k>', 'sampled episodes (at 0.7) beside the greedy one as candidates', numberArg('--search-samples', { min: 0, max: 32 }), SEARCH_SAMPLES)
+    .option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v])
     .option('--json', 'print the episode and the result as JSON');
   addPromptOptions(cmd).action((q: string, o: AskCliOptions) => run(q, o));
 }

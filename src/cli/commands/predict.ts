@@ -14,6 +14,7 @@ import { readDataset } from '../../data/read-dataset.ts';
 import { resolveDatabases } from '../../data/databases.ts';
 import { catalogFromFactoryOutput, factoryOutputOf } from '../../data/catalog.ts';
 import { join } from 'node:path';
+import { SEARCH_SAMPLES } from '../../answer/answer.ts';
 import { printOut, printErr } from '../print.ts';
 
 /** Where the data's databases are when no --db-root is given and the data is no factory output. */
@@ -36,6 +37,10 @@ interface PredictCliOptions extends PolicyCliOptions, PromptCliOptions {
   seed: number;
   json?: boolean;
   workers: number;
+  search: boolean;
+  searchSamples: number;
+  memory?: string[];
+  oracle?: boolean;
 }
 
 function duration(ms: number): string {
@@ -84,6 +89,7 @@ async function run(o: PredictCliOptions): Promise<void> {
         retries: o.retries,
         concurrency: o.concurrency, maxTurnTokens: o.maxTurnTokens, episodeTimeoutMs: o.episodeTimeout,
         execTimeoutMs: o.timeout, ...askedPrompt(o), seed: o.seed, ...(o.suite ? { suite: o.suite } : {}),
+        search: o.search, searchSamples: o.searchSamples, memory: o.memory ?? [], oracle: Boolean(o.oracle),
       },
       policy,
       pool,
@@ -119,6 +125,11 @@ async function run(o: PredictCliOptions): Promise<void> {
     printOut(`episodes: ${ends}; ${p.failed} failed; ${p.toolCalls.toFixed(2)} tool calls per question; ${p.questionsPerSecond.toFixed(2)} questions/s\n`);
     const t = p.toolEffect;
     printOut(`tool: ${t.checked} answers after a query; ${t.changed} differ from the first query: ${t.fixed} fixed, ${t.broke} broke\n`);
+    if (p.answer) {
+      const a = p.answer;
+      const oracle = a.oracle ? `; some candidate right ${a.oracle.any.toFixed(1)}% (policy ${a.oracle.policy.toFixed(1)}%, memory ${a.oracle.memory.toFixed(1)}%, edits ${a.oracle.edit.toFixed(1)}%), the ranker reaches ${(100 * a.oracle.rankerShare).toFixed(0)}% of it` : '';
+      printOut(`answer path: EX ${a.chosenEx.toFixed(1)}% chosen vs ${a.greedyEx.toFixed(1)}% greedy (${a.memories} ${a.memories === 1 ? 'memory' : 'memories'}; mean confidence ${a.meanConfidence.toFixed(2)}; ${Math.round(a.msPerQuestion)} ms a question to choose)${oracle}\n`);
+    }
     if (p.samples > 1) printOut(`samples ${p.samples} at temperature ${p.temperature}: pass@1 ${p.passAt1!.toFixed(2)}%, pass@${p.samples} ${p.passAtK!.toFixed(2)}%, self-consistency ${p.selfConsistency!.toFixed(2)}%\n`);
     printOut(`predictions: ${res.files.bird} (BIRD), ${res.files.spider} (Spider); trajectories: ${res.files.trajectories}; report: ${res.files.report}\n`);
   } finally {
@@ -149,6 +160,10 @@ export function register(program: Command): void {
     .option('--timeout <ms>', 'per-query limit when scoring', numberArg('--timeout', { min: 1 }), 30_000)
     .option('--seed <n>', 'seed for sampling', numberArg('--seed', { min: 0 }), 0)
     .option('--workers <n>', 'SQL executor processes', numberArg('--workers', { min: 1 }), 2)
+    .option('--no-search', "answer with the policy's own answer (greedy, or the --samples vote) instead of the answer path (candidates from the policy and the memory, run and ranked)")
+    .option('--search-samples <k>', 'sampled episodes (at 0.7) beside the greedy one as candidates', numberArg('--search-samples', { min: 0, max: 32 }), SEARCH_SAMPLES)
+    .option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v])
+    .option('--oracle', 'also score every candidate: how often some candidate was right, by source (slower; for benchmarks)')
     .option('--json', 'print the JSON report instead of the table');
   addPromptOptions(cmd).action((o: PredictCliOptions) => run(o));
 }

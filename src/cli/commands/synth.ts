@@ -5,10 +5,11 @@ import { LIMITS, parseCliOptions } from '../options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { runFactory } from '../../factory/pipeline.ts';
 import { readDocs } from '../../sql/docs.ts';
-import { basename, extname } from 'node:path';
+import { basename, extname, join } from 'node:path';
 import { stageBars } from '../progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
-import { createExecutor } from '../../sql/executor.ts';
+import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
+import { buildMemory, MEMORY_FILE, pairsOfDataset, writeMemory } from '../../answer/memory.ts';
 import { isPostgresUrl } from '../../sql/postgres.ts';
 import { pgDbId } from '../../sql/pg-introspect.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
@@ -75,6 +76,9 @@ async function run(raw: unknown): Promise<void> {
       { executor: exec, progress: stageBars(!quiet), log: (line) => printErr(`agro: ${line}\n`) },
     );
     const m = r.manifest;
+    // The memory the answer path consults: every verified pair, beside the dataset.
+    const memoryPath = join(o.out, MEMORY_FILE);
+    writeMemory(memoryPath, await buildMemory(r.manifest.dbId, await introspectDatabase(o.db), pairsOfDataset(r.rows), exec, o.db));
     // Fewer pairs than asked is said on one line (stderr), and is an error under --strict.
     if (m.shortfall && o.strict) throw new AgroError('invalid_input', `synth --strict: ${m.shortfall}`);
     if (m.shortfall) printErr(`agro: warning: ${m.shortfall}\n`);
@@ -84,7 +88,7 @@ async function run(raw: unknown): Promise<void> {
       );
       return;
     }
-    const lines = [`wrote ${m.rows} pairs to ${r.datasetPath}`];
+    const lines = [`wrote ${m.rows} pairs to ${r.datasetPath} (and the memory the answer path consults, ${memoryPath})`];
     for (const s of m.stages) {
       const rej = Object.entries(s.rejected)
         .sort((a, b) => b[1] - a[1])

@@ -1,0 +1,223 @@
+/**
+ * The answer path: gather candidate queries for a question from every source agro has (the policy's greedy
+ * answer and samples, the memory's nearest pairs, those pairs and the policy's answers edited to the
+ * question's values, numbers and order), run each distinct one in the sandbox, group them by result, and
+ * choose by a checked reading (rank.ts). Pure orchestration over injected parts: the executor, the memory,
+ * the value lookup and the reader, so every stage is tested alone and the CLI, predict, serve and the
+ * quickstart share one path.
+ */
+import { z } from 'zod';
+import type { SqlExecutor } from '../sql/types.ts';
+import { flipOrder, regroundQuery, type NamedValue } from './edit.ts';
+import { resultSignature, type MemoryIndex } from './memory.ts';
+import { confidenceOf, isDegenerate, literalFeatures, score, RANK_WEIGHTS, type CandidateSource, type Features, type RankWeights } from './rank.ts';
+import type { Reader } from './reading.ts';
+import { cosine, Idf } from './text.ts';
+
+/** Sampled episodes (at SEARCH_TEMPERATURE) beside the greedy one that the policy adds as candidates (predict, ask, serve). */
+export const SEARCH_SAMPLES = 4;
+export const SEARCH_TEMPERATURE = 0.7;
+
+export const answerConfigSchema = z.strictObject({
+  /** Nearest remembered pairs taken as candidates (0: the memory is not asked). */
+  memoryK: z.number().int().min(0).max(200).default(20),
+  /** Re-ground candidates to the question's values and numbers. */
+  edits: z.boolean().default(true),
+  /** Also try the other ORDER BY direction of the best few candidates. */
+  flips: z.number().int().min(0).max(50).default(5),
+  /** Per candidate query. */
+  execTimeoutMs: z.number().int().positive().default(5000),
+  /** Rows kept per candidate result (a candidate cut there still answers; its signature is of what was kept). */
+  maxRows: z.number().int().positive().default(10_000),
+  /** Wall-clock budget for running candidates: those not started by then are skipped. */
+  budgetMs: z.number().int().positive().default(8000),
+});
+export type AnswerConfig = z.output<typeof answerConfigSchema>;
+
+export interface AnswerResources {
+  executor: SqlExecutor;
+  dbPath: string;
+  memory?: MemoryIndex;
+  /** Stored values the question names (the value index's matches), best first. */
+  values?: (question: string) => NamedValue[];
+  reader?: Reader;
+  weights?: RankWeights;
+}
+
+/** A query the policy gave, in order of sampling: the first greedy one, the rest samples (repeats count as votes). */
+export interface PolicyAnswer {
+  sql: string;
+  source: 'greedy' | 'sample';
+}
+
+export interface RankedCandidate {
+  sql: string;
+  sources: CandidateSource[];
+  /** The factory's reading closest to the question. */
+  reading: string | null;
+  features: Features;
+  score: number;
+  /** Index of its result group (0: the chosen one). */
+  group: number;
+  rows: number;
+  /** How the query was edited from the one it came from. */
+  changes?: Array<{ from: string; to: string }>;
+}
+
+export interface Answer {
+  sql: string | null;
+  columns: string[];
+  rows: unknown[][];
+  truncated: boolean;
+  reading: string | null;
+  confidence: number;
+  /** Every candidate that ran and returned rows, best first. */
+  candidates: RankedCandidate[];
+  /** Candidates tried (distinct queries), and how many failed to run or returned nothing. */
+  tried: number;
+  failed: number;
+  empty: number;
+  ms: number;
+}
+
+interface Draft {
+  sql: string;
+  sources: Set<CandidateSource>;
+  readings: string[];
+  votes: number;
+  changes?: Array<{ from: string; to: string }>;
+}
+
+const norm = (sql: string): string => sql.trim().replace(/;\s*$/, '').replace(/\s+/g, ' ');
+
+/** Replaces each edited literal in a stored question, so a remembered wording reads as the edited query. */
+function substitute(question: string, changes: ReadonlyArray<{ from: string; to: string }>): string | null {
+  let out = question;
+  for (const c of changes) {
+    const from = c.from.replace(/%/g, '');
+    const to = c.to.replace(/%/g, '');
+    const i = out.toLowerCase().indexOf(from.toLowerCase());
+    if (!from || i < 0) return null;
+    out = out.slice(0, i) + to + out.slice(i + from.length);
+  }
+  return out;
+}
+
+export async function answerQuestion(question: string, policy: readonly PolicyAnswer[], res: AnswerResources, config: Partial<AnswerConfig> = {}): Promise<Answer> {
+  const cfg = answerConfigSchema.parse(config);
+  const t0 = performance.now();
+  const values = res.values?.(question) ?? [];
+  const drafts = new Map<string, Draft>();
+  const add = (sql: string, source: CandidateSource, readings: string[], changes?: Draft['changes']): Draft | undefined => {
+    const key = norm(sql);
+    if (!key || /^select\s+null$/i.test(key)) return undefined;
+    let d = drafts.get(key);
+    if (!d) drafts.set(key, (d = { sql: key, sources: new Set(), readings: [], votes: 0, ...(changes ? { changes } : {}) }));
+    d.sources.add(source);
+    for (const r of readings) if (!d.readings.includes(r)) d.readings.push(r);
+    return d;
+  };
+  const edited = (sql: string, readings: string[]): void => {
+    if (!cfg.edits) return;
+    const e = regroundQuery(sql, question, values);
+    if (!e) return;
+    const stored = readings.map((q) => substitute(q, e.changes)).filter((q): q is string => q !== null);
+    add(e.sql, 'edit', stored, e.changes);
+  };
+  for (const p of policy) {
+    const d = add(p.sql, p.source, []);
+    if (d && (p.source === 'greedy' || p.source === 'sample')) d.votes++;
+  }
+  for (const p of new Set(policy.map((x) => x.sql))) edited(p, []);
+  const recalled = res.memory && cfg.memoryK > 0 ? res.memory.nearest(question, cfg.memoryK) : [];
+  for (const r of recalled) {
+    add(r.entry.sql, 'memory', r.entry.questions);
+    edited(r.entry.sql, r.entry.questions);
+  }
+  const flipFrom = [...policy.slice(0, 1).map((p) => p.sql), ...recalled.slice(0, cfg.flips).map((r) => r.entry.sql)];
+  for (const sql of flipFrom.slice(0, cfg.flips + 1)) {
+    const f = flipOrder(sql);
+    if (f) add(f, 'edit', []);
+  }
+
+  // Run every distinct candidate once, within the budget.
+  type Ran = Draft & { columns: string[]; rows: unknown[][]; truncated: boolean; signature: string };
+  const ran: Ran[] = [];
+  let failed = 0;
+  let empty = 0;
+  const deadline = t0 + cfg.budgetMs;
+  for (const d of drafts.values()) {
+    if (performance.now() > deadline) break;
+    const r = await res.executor.execute(res.dbPath, d.sql, { timeoutMs: Math.max(1, Math.floor(Math.min(cfg.execTimeoutMs, deadline - performance.now()))), maxRows: cfg.maxRows });
+    if (!r.ok) failed++;
+    else if (r.rows.length === 0) empty++;
+    else ran.push({ ...d, columns: r.columns, rows: r.rows, truncated: r.truncated, signature: `${r.columns.length}:${resultSignature(r.rows)}` });
+  }
+  const tried = ran.length + failed + empty;
+
+  // Readings for queries that have none stored, and one IDF for the comparison.
+  if (res.reader) for (const c of ran) if (c.readings.length === 0 || c.sources.has('edit')) for (const r of res.reader(c.sql)) if (!c.readings.includes(r)) c.readings.push(r);
+  const idf = res.memory?.idf ?? new Idf();
+  if (!res.memory) for (const c of ran) for (const r of c.readings) idf.add(r);
+  const qv = idf.vector(question);
+
+  // Result groups: candidates that agree on the answer support each other.
+  const groupOf = new Map<string, number>();
+  const support: number[] = [];
+  for (const c of ran) {
+    if (!groupOf.has(c.signature)) groupOf.set(c.signature, groupOf.size);
+    const g = groupOf.get(c.signature)!;
+    support[g] = (support[g] ?? 0) + c.votes;
+  }
+  const w = res.weights ?? RANK_WEIGHTS;
+  const scored = ran.map((c) => {
+    let best = 0;
+    let reading: string | null = null;
+    for (const r of c.readings) {
+      const s = cosine(qv, idf.vector(r));
+      if (s > best || reading === null) [best, reading] = [s, r];
+    }
+    const g = groupOf.get(c.signature)!;
+    const features: Features = {
+      reading: c.readings.length ? best : w.unread,
+      ...literalFeatures(c.sql, question, values),
+      // The policy's votes for this result from other queries (self-consistency); remembered pairs that share a
+      // result do not vote: neighbours often agree by accident (a count, a common single row).
+      agreement: Math.log2(1 + support[g] - c.votes),
+      greedy: c.sources.has('greedy') ? 1 : 0,
+      degenerate: isDegenerate(c.rows) ? 1 : 0,
+    };
+    return { c, g, reading, features, score: score(features, w) };
+  });
+  const groupScore = new Map<number, number>();
+  for (const s of scored) groupScore.set(s.g, Math.max(groupScore.get(s.g) ?? -Infinity, s.score));
+  const groups = [...groupScore.entries()].sort((a, b) => b[1] - a[1]);
+  const rank = new Map(groups.map(([g], i) => [g, i]));
+  scored.sort((a, b) => rank.get(a.g)! - rank.get(b.g)! || b.score - a.score);
+  const candidates: RankedCandidate[] = scored.map((s) => ({
+    sql: s.c.sql,
+    sources: [...s.c.sources],
+    reading: s.reading,
+    features: s.features,
+    score: Math.round(s.score * 1000) / 1000,
+    group: rank.get(s.g)!,
+    rows: s.c.rows.length,
+    ...(s.c.changes ? { changes: s.c.changes } : {}),
+  }));
+  const top = scored[0];
+  const ms = Math.round(performance.now() - t0);
+  if (!top) return { sql: null, columns: [], rows: [], truncated: false, reading: null, confidence: 0, candidates, tried, failed, empty, ms };
+  return {
+    sql: top.c.sql,
+    columns: top.c.columns,
+    rows: top.c.rows,
+    truncated: top.c.truncated,
+    reading: top.reading,
+    confidence: Math.round(confidenceOf(groups.map(([, s]) => s), 0) * 1000) / 1000,
+    candidates,
+    tried,
+    failed,
+    empty,
+    ms,
+  };
+}

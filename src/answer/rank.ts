@@ -1,0 +1,92 @@
+/**
+ * Ranking candidates by a checked reading. Every candidate that ran is scored by what can be checked against
+ * the question without knowing the answer: how close its reading is to the question (the factory's own
+ * question for the query: the stored questions of a remembered pair, or the query realized back into words),
+ * whether it uses the values and numbers the question names and no others, and how many candidates from
+ * independent sources reach the same result. A transparent linear score: the weights are one object here,
+ * measured on the factory's held-out synthetic questions (docs/answering.md), never on human questions.
+ */
+import { tokenize } from '../sql/lexer.ts';
+import { fold } from '../sql/words.ts';
+import { isQuestionNumber, questionNumbers, type NamedValue } from './edit.ts';
+
+export const RANK_WEIGHTS = {
+  /** Cosine of the question with the candidate's closest reading. */
+  reading: 3,
+  /** The reading of a candidate the factory cannot read back into words: a neutral prior, not a zero. */
+  unread: 0.5,
+  /** Share of the values the question names (strong matches) that the query uses. */
+  values: 1.5,
+  /** Each string literal the question does not name. */
+  strayValue: 0.8,
+  /** Share of the question's numbers the query uses. */
+  numbers: 0.6,
+  /** Each number in the query (LIMIT 1 aside) the question does not name. */
+  strayNumber: 0.4,
+  /** log2(1 + other sources) reaching the same result. */
+  agreement: 0.5,
+  /** The policy's own greedy answer. */
+  greedy: 0.3,
+  /** A result that says nothing: one row of only NULL or 0 (a count or sum over no rows), as the factory never keeps. */
+  degenerate: 1,
+};
+export type RankWeights = typeof RANK_WEIGHTS;
+
+/** Where a candidate came from: the policy (greedy or a sample), the memory (as stored, or edited), or question-time synthesis. */
+export type CandidateSource = 'greedy' | 'sample' | 'memory' | 'edit' | 'synth';
+
+export interface Features {
+  reading: number;
+  values: number;
+  strayValues: number;
+  numbers: number;
+  strayNumbers: number;
+  agreement: number;
+  greedy: number;
+  degenerate: number;
+}
+
+/** One row of only NULL or 0: what an aggregate over no rows returns. */
+export function isDegenerate(rows: readonly (readonly unknown[])[]): boolean {
+  return rows.length === 1 && rows[0].every((v) => v === null || v === 0 || v === 0n);
+}
+
+/** Value mentions strong enough to expect in the SQL (a stored cell the question spells out, not a partial word). */
+export const STRONG_VALUE = 0.9;
+
+export function literalFeatures(sql: string, question: string, values: readonly NamedValue[]): Pick<Features, 'values' | 'strayValues' | 'numbers' | 'strayNumbers'> {
+  const toks = tokenize(sql);
+  const q = ` ${fold(question)} `;
+  const lits = toks.filter((t) => t.kind === 'str' || (t.kind === 'qid' && t.quote === '"')).map((t) => fold(t.text.replace(/%/g, ' ')));
+  const strong = [...new Set(values.filter((v) => v.score >= STRONG_VALUE).map((v) => fold(v.value)))];
+  const litSet = new Set(lits);
+  const covered = strong.filter((v) => litSet.has(v) || lits.some((l) => l.length > 0 && (v.includes(l) || l.includes(v)))).length;
+  const stray = toks.filter((t) => t.kind === 'str').filter((t) => {
+    const f = fold(t.text.replace(/%/g, ' '));
+    return f.length > 0 && !q.includes(` ${f} `) && !strong.some((v) => v.includes(f) || f.includes(v));
+  }).length;
+  const asked = questionNumbers(question);
+  const nums = toks.filter((_, i) => isQuestionNumber(toks, i)).map((t) => Number(t.text));
+  const usedAsked = asked.filter((n) => nums.includes(n)).length;
+  return {
+    values: strong.length ? covered / strong.length : 1,
+    strayValues: stray,
+    numbers: asked.length ? usedAsked / asked.length : 1,
+    strayNumbers: nums.filter((n) => !asked.includes(n)).length,
+  };
+}
+
+export function score(f: Features, w: RankWeights = RANK_WEIGHTS): number {
+  return w.reading * f.reading + w.values * f.values - w.strayValue * f.strayValues + w.numbers * f.numbers - w.strayNumber * f.strayNumbers + w.agreement * f.agreement + w.greedy * f.greedy - w.degenerate * f.degenerate;
+}
+
+/**
+ * Confidence: the softmax share of the chosen result among all results, beside a "none of these" option of
+ * score NONE_SCORE, so one weak candidate alone is not sure of itself.
+ */
+export const NONE_SCORE = 3;
+export function confidenceOf(scores: readonly number[], chosen: number): number {
+  const top = Math.max(NONE_SCORE, ...scores);
+  const z = Math.exp(NONE_SCORE - top) + scores.reduce((a, s) => a + Math.exp(s - top), 0);
+  return Math.exp(scores[chosen] - top) / z;
+}

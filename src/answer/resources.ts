@@ -1,0 +1,65 @@
+/**
+ * What the answer path needs of a database, opened once and kept: its schema, value index, the factory's
+ * reader, and its memory when one is given (checked against the schema). One `Answerer` serves every
+ * question of every database a run asks about (predict's many, ask's one).
+ */
+import { existsSync } from 'node:fs';
+import { AgroError } from '../errors.ts';
+import type { DbDocs } from '../sql/docs-types.ts';
+import { databaseDocs, databaseValueIndex, introspectDatabase } from '../sql/executor.ts';
+import type { SqlExecutor } from '../sql/types.ts';
+import { answerQuestion, type Answer, type AnswerConfig, type PolicyAnswer } from './answer.ts';
+import { checkMemorySchema, MemoryIndex, readMemory, type MemoryFile } from './memory.ts';
+import { makeReader } from './reading.ts';
+import type { AnswerResources } from './answer.ts';
+
+export interface AnswererOptions {
+  /** Memory files; each serves the database its dbId names. */
+  memory?: readonly string[];
+  /** Documentation per database path (else found beside it, as everywhere). */
+  docs?: (db: string) => DbDocs | undefined;
+  config?: Partial<AnswerConfig>;
+}
+
+export class Answerer {
+  private readonly open = new Map<string, Promise<AnswerResources>>();
+  private readonly memories = new Map<string, { path: string; file: MemoryFile }>();
+
+  constructor(
+    private readonly executor: SqlExecutor,
+    private readonly opts: AnswererOptions = {},
+  ) {
+    for (const path of opts.memory ?? []) {
+      if (!existsSync(path)) throw new AgroError('not_found', `memory file not found: ${path}`);
+      const file = readMemory(path);
+      this.memories.set(file.dbId, { path, file });
+    }
+  }
+
+  /** Whether a memory serves this database. */
+  hasMemory(dbId: string): boolean {
+    return this.memories.has(dbId);
+  }
+
+  private resources(db: string, dbId: string): Promise<AnswerResources> {
+    let r = this.open.get(db);
+    if (!r) {
+      r = (async () => {
+        const schema = await introspectDatabase(db);
+        const mem = this.memories.get(dbId);
+        // Checked against the schema the questions run on: a memory of an edited or other database is refused.
+        if (mem) checkMemorySchema(mem.file, schema, mem.path);
+        const memory = mem ? new MemoryIndex(mem.file) : undefined;
+        const docs = this.opts.docs?.(db) ?? (await databaseDocs(db));
+        const [index, reader] = await Promise.all([databaseValueIndex(db), makeReader(schema, this.executor, docs)]);
+        return { executor: this.executor, dbPath: db, ...(memory ? { memory } : {}), values: (q: string) => index.lookup(q, { limit: 10 }), reader };
+      })();
+      this.open.set(db, r);
+    }
+    return r;
+  }
+
+  async answer(db: string, dbId: string, question: string, policy: readonly PolicyAnswer[]): Promise<Answer> {
+    return answerQuestion(question, policy, await this.resources(db, dbId), this.opts.config);
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Lexical similarity of questions: TF-IDF over content stems (the value index's and the linker's tokens and
+ * stemmer, so every part of the prompt reads a word the same way), cosine between sparse vectors. The IDF comes
+ * from the memory's own questions: a word every stored question uses ("how", "many" are stop words already;
+ * a table name of a one-table database is such a word) says little about which pair is meant.
+ */
+import { STOP_WORDS, stem, tokens } from '../sql/words.ts';
+
+export type Vec = Map<string, number>;
+
+/**
+ * Words that say what a query does, whatever the phrasing: each group reads as one token, so "how many" and
+ * "number of" agree, and "most" and "highest" do. General English about counting, ranking, negation and
+ * grouping, nothing of any one database. The linker's stop words drop them (they name no column); a question's
+ * intent lives in them.
+ */
+const CUE_PHRASES: ReadonlyArray<[RegExp, string]> = [
+  [/\b(how many|number of|count of|count the|count)\b/g, ' qcount '],
+  [/\b(more than|greater than|larger than|higher than|bigger than|above|over|exceeds?|after|later than)\b/g, ' qgt '],
+  [/\b(less than|fewer than|smaller than|lower than|below|under|before|earlier than)\b/g, ' qlt '],
+  [/\b(at least|or more|no less than)\b/g, ' qge '],
+  [/\b(at most|or less|or fewer|no more than)\b/g, ' qle '],
+  [/\b(most|highest|largest|greatest|biggest|maximum|max|top|oldest|latest|longest|best|heaviest|tallest)\b/g, ' qhigh '],
+  [/\b(least|lowest|smallest|fewest|minimum|min|youngest|earliest|shortest|worst|lightest)\b/g, ' qlow '],
+  [/\b(not|no|without|never|except|excluding|other than|nor|neither)\b/g, ' qnot '],
+  [/\b(each|every|per|for all|by each|grouped by|respectively|corresponding)\b/g, ' qeach '],
+  [/\b(average|mean|avg)\b/g, ' qavg '],
+  [/\b(total|sum)\b/g, ' qsum '],
+  [/\b(different|distinct|unique)\b/g, ' qdistinct '],
+  [/\b(both|and also|as well as|also)\b/g, ' qboth '],
+  [/\b(or|either)\b/g, ' qor '],
+  [/\b(order|ordered|sorted|sort|ascending|descending|alphabetical|alphabetically)\b/g, ' qorder '],
+];
+
+const CUES: ReadonlySet<string> = new Set(CUE_PHRASES.map(([, cue]) => cue.trim()));
+
+/** Words that only frame a question ("what are", "show me", "the"): no intent, no column. */
+const FRAME_WORDS: ReadonlySet<string> = new Set(
+  'a an the of is are was were be been what which who whom whose that this these those there do does did me us i we you please show list give find return tell display get all any its their his her it in on to with for from as by and has have had can could would will should'.split(' '),
+);
+
+/** The words of a text that tell questions apart, stemmed, with repeats: intent cues, content words and numbers. */
+export function stems(text: string): string[] {
+  let f = ` ${tokens(text).join(' ')} `;
+  for (const [re, cue] of CUE_PHRASES) f = f.replace(re, cue);
+  return f
+    .split(' ')
+    .filter((t) => CUES.has(t) || (t && !FRAME_WORDS.has(t) && !STOP_WORDS.has(t) && (t.length > 1 || /\d/.test(t))))
+    .map((t) => (CUES.has(t) ? t : stem(t)));
+}
+
+export class Idf {
+  private readonly df = new Map<string, number>();
+  private docs = 0;
+
+  add(text: string): void {
+    this.docs++;
+    for (const s of new Set(stems(text))) this.df.set(s, (this.df.get(s) ?? 0) + 1);
+  }
+
+  /** Smoothed IDF; a stem no stored question has weighs most (it may be a value or a new word). */
+  weight(s: string): number {
+    return Math.log((1 + this.docs) / (1 + (this.df.get(s) ?? 0))) + 1;
+  }
+
+  /** The unit TF-IDF vector of a text. */
+  vector(text: string): Vec {
+    const v: Vec = new Map();
+    for (const s of stems(text)) v.set(s, (v.get(s) ?? 0) + 1);
+    let norm = 0;
+    for (const [s, tf] of v) {
+      const w = (1 + Math.log(tf)) * this.weight(s);
+      v.set(s, w);
+      norm += w * w;
+    }
+    norm = Math.sqrt(norm) || 1;
+    for (const [s, w] of v) v.set(s, w / norm);
+    return v;
+  }
+}
+
+export function cosine(a: Vec, b: Vec): number {
+  const [small, big] = a.size <= b.size ? [a, b] : [b, a];
+  let dot = 0;
+  for (const [s, w] of small) dot += w * (big.get(s) ?? 0);
+  return dot;
+}
