@@ -1,6 +1,7 @@
 // `npm run bench -- human [--sets spider,kaggle] [--dbs a,b] [--seeds 0,1] [--small] [--from base|scratch|DIR] [--out runs/bench-human] [--examples 0]`
-// `npm run bench -- human --zero-shot [--policy base|DIR] [--no-constrain] [--retries N]`: no training at all, the policy (default: the built-in
-// base model) on every database's human questions.
+// `npm run bench -- human --zero-shot [--policy base|DIR] [--no-constrain] [--retries N] [--no-memory]`: no training at all, the policy (default:
+// the built-in base model) on every database's human questions, with the factory's verified pairs of the database as the answer path's memory
+// (`agro synth`, as the quickstart synthesizes them; --no-memory: none).
 // The end measure, run as a user would: `agro quickstart --db <db>` on each database alone (its documentation
 // found beside it, as for any user's database), then `agro predict --policy <checkpoint>` at its defaults (the
 // checkpoint's own prompt contract) with the SFT and the final RL checkpoint over the questions people wrote
@@ -21,6 +22,10 @@ import { writeJsonAtomic } from '../src/util/fs.ts';
 import { flag, num } from './_args.ts';
 import { agroCli } from './_agro.ts';
 import { table } from './rl.ts';
+import { MemoryIndex, readMemory } from '../src/answer/memory.ts';
+import { readDataset } from '../src/data/read-dataset.ts';
+import { evaluate } from '../src/eval/run.ts';
+import { createExecutor } from '../src/sql/executor.ts';
 
 interface Human {
   db_id: string;
@@ -40,6 +45,7 @@ const load = (): string => loadavg().map((x) => x.toFixed(1)).join(' ');
 const agro = (args: string[], log: string): number => agroCli(args, { log }).seconds;
 
 interface PredictOutcome {
+  /** The answer written (the answer path's choice, at predict's defaults). */
   correct: number;
   n: number;
   fixed: number;
@@ -47,12 +53,14 @@ interface PredictOutcome {
   toolCalls: number;
   /** Predictions SQLite could not even run (syntax or unknown names). */
   errors: number;
+  /** The answer path: the policy's greedy answer alone, the oracles (some candidate right) and the time to choose. */
+  answer?: { greedyEx: number; chosenEx: number; msPerQuestion: number; oracle?: { any: number; policy: number; memory: number; edit: number; rankerShare: number } };
 }
 
 function outcome(dir: string): PredictOutcome {
   const rep = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as {
     summary: { correct: number; count: number; outcomes: Record<string, number> };
-    predict: { toolEffect?: { fixed: number; broke: number }; toolCalls: number };
+    predict: { toolEffect?: { fixed: number; broke: number }; toolCalls: number; answer?: PredictOutcome['answer'] };
   };
   return {
     correct: rep.summary.correct,
@@ -61,7 +69,22 @@ function outcome(dir: string): PredictOutcome {
     broke: rep.predict.toolEffect?.broke ?? 0,
     toolCalls: rep.predict.toolCalls,
     errors: rep.summary.outcomes.pred_error ?? 0,
+    ...(rep.predict.answer ? { answer: rep.predict.answer } : {}),
   };
+}
+
+/** EX of answering each question with the SQL of the memory's most similar question (no model): the answer path's floor. */
+async function memoryTop1(memoryPath: string, dataFile: string, dbRoot: string): Promise<number> {
+  const index = new MemoryIndex(readMemory(memoryPath));
+  const data = readDataset(dataFile);
+  const preds = data.items.map((it) => index.nearest(it.question ?? '', 1)[0]?.entry.sql ?? 'SELECT NULL');
+  const exec = createExecutor({ size: 2 });
+  try {
+    const r = await evaluate(data, preds, exec, { dbRoot, mode: 'spider' });
+    return r.summary.correct / Math.max(1, r.summary.count);
+  } finally {
+    await exec.close();
+  }
 }
 
 /**
@@ -129,6 +152,8 @@ export interface HumanRow {
   synthRows: number;
   heldOut: { sft: number; rl: number };
   human: { sft: PredictOutcome; rl: PredictOutcome };
+  /** The memory's top-1 alone on the human questions. */
+  memoryTop1: number;
   /** The RL policy's misses on the human questions, by kind (classifyFailure). */
   failures: Record<FailureKind, number>;
   quickstartSeconds: number | null;
@@ -170,23 +195,26 @@ export async function run(args: string[]): Promise<void> {
       for (const [name, ck] of [['sft', report.sft.checkpoint], ['rl', report.rl.checkpoint]] as const) {
         const dir = join(out, `human-${name}`);
         // No prompt flags: the checkpoint's prompt contract is what a user gets.
-        if (!existsSync(join(dir, 'report.json'))) agro(['predict', '--policy', ck, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--out', dir], log);
+        if (!existsSync(join(dir, 'report.json'))) agro(['predict', '--policy', ck, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--oracle', '--out', dir], log);
         human[name] = outcome(dir);
       }
       const fails = failures(join(out, 'human-rl'), introspectSchema(dbPath));
       writeJsonAtomic(join(out, 'human-rl-failures.json'), fails.examples);
-      const row: HumanRow = { set, db, seed, questions: mine.length, synthRows: report.synth.rows, heldOut: { sft: report.sft.eval.accuracy, rl: report.rl.eval.accuracy }, human, failures: fails.counts, quickstartSeconds: qsSecs, load: loadBefore };
+      const top1 = await memoryTop1(join(out, 'synth', 'memory.json'), dataFile, join(root, 'database'));
+      const row: HumanRow = { set, db, seed, questions: mine.length, synthRows: report.synth.rows, heldOut: { sft: report.sft.eval.accuracy, rl: report.rl.eval.accuracy }, human, memoryTop1: top1, failures: fails.counts, quickstartSeconds: qsSecs, load: loadBefore };
       results.push(row);
-      console.log(`${set}/${db} seed ${seed}: human EX ${pct(human.sft.correct, human.sft.n)} → ${pct(human.rl.correct, human.rl.n)} (held-out synthetic ${pct(report.sft.eval.accuracy, 1)} → ${pct(report.rl.eval.accuracy, 1)})`);
+      console.log(`${set}/${db} seed ${seed}: human EX ${pct(human.sft.correct, human.sft.n)} → ${pct(human.rl.correct, human.rl.n)}, the RL policy's greedy answer ${answerText(human.rl.answer).greedy}, memory top-1 ${pct(top1, 1)} (held-out synthetic ${pct(report.sft.eval.accuracy, 1)} → ${pct(report.rl.eval.accuracy, 1)})`);
       if (nExamples > 0) examples(out, mine, seed, nExamples);
     }
   }
-  const rows: string[][] = [['set', 'database', 'seed', 'questions', 'synthetic held-out EX SFT → RL', 'human EX SFT → RL', 'RL Δ', 'unrunnable SQL (RL)', 'tool fixed/broke (RL)', 'RL misses: ' + FAILURE_KINDS.join('/'), 'quickstart min', 'load']];
+  const rows: string[][] = [['set', 'database', 'seed', 'questions', 'synthetic held-out EX SFT → RL', 'human EX chosen SFT → RL', 'RL greedy', 'memory top-1', 'oracle: any (policy/memory/edit)', 'ranker share', 'ms/q', 'RL Δ', 'unrunnable SQL (RL)', 'tool fixed/broke (RL)', 'RL misses: ' + FAILURE_KINDS.join('/'), 'quickstart min', 'load']];
   for (const r of results) {
+    const a = answerText(r.human.rl.answer);
     rows.push([
       r.set, r.db, String(r.seed), String(r.questions),
       `${pct(r.heldOut.sft, 1)} → ${pct(r.heldOut.rl, 1)}`,
       `${pct(r.human.sft.correct, r.human.sft.n)} → ${pct(r.human.rl.correct, r.human.rl.n)}`,
+      a.greedy, pct(r.memoryTop1, 1), a.oracle, a.share, a.ms,
       `${(100 * (r.human.rl.correct / Math.max(1, r.human.rl.n) - r.human.sft.correct / Math.max(1, r.human.sft.n))).toFixed(1)}`,
       `${r.human.rl.errors}/${r.human.rl.n}`,
       `${r.human.rl.fixed}/${r.human.rl.broke}`,
@@ -204,13 +232,34 @@ export async function run(args: string[]): Promise<void> {
     const mean = (f: (r: HumanRow) => number): number => [...byDb.values()].reduce((a, rs) => a + rs.reduce((b, r) => b + f(r), 0) / rs.length, 0) / byDb.size;
     const sft = mean((r) => r.human.sft.correct / Math.max(1, r.human.sft.n));
     const rl = mean((r) => r.human.rl.correct / Math.max(1, r.human.rl.n));
-    rows.push([set, `mean of ${byDb.size}`, seeds.join(','), '', `${pct(mean((r) => r.heldOut.sft), 1)} → ${pct(mean((r) => r.heldOut.rl), 1)}`, `${pct(sft, 1)} → ${pct(rl, 1)}`, (100 * (rl - sft)).toFixed(1), '', '', FAILURE_KINDS.map((k) => mine.reduce((a, r) => a + r.failures[k], 0)).join('/'), '', '']);
+    const o = (f: (x: NonNullable<NonNullable<PredictOutcome['answer']>['oracle']>) => number): number => mean((r) => (r.human.rl.answer?.oracle ? f(r.human.rl.answer.oracle) / 100 : 0));
+    const chosenMean = mean((r) => r.human.rl.correct / Math.max(1, r.human.rl.n));
+    rows.push([
+      set, `mean of ${byDb.size}`, seeds.join(','), '', `${pct(mean((r) => r.heldOut.sft), 1)} → ${pct(mean((r) => r.heldOut.rl), 1)}`, `${pct(sft, 1)} → ${pct(rl, 1)}`,
+      pct(mean((r) => (r.human.rl.answer?.greedyEx ?? 0) / 100), 1), pct(mean((r) => r.memoryTop1), 1),
+      `${pct(o((x) => x.any), 1)} (${pct(o((x) => x.policy), 1)}/${pct(o((x) => x.memory), 1)}/${pct(o((x) => x.edit), 1)})`,
+      o((x) => x.any) > 0 ? `${((100 * chosenMean) / (100 * o((x) => x.any))).toFixed(2)}` : '-',
+      Math.round(mean((r) => r.human.rl.answer?.msPerQuestion ?? 0)).toString(),
+      (100 * (rl - sft)).toFixed(1), '', '', FAILURE_KINDS.map((k) => mine.reduce((a, r) => a + r.failures[k], 0)).join('/'), '', '',
+    ]);
   }
   console.log('');
   table(rows);
   mkdirSync(outRoot, { recursive: true });
   writeJsonAtomic(join(outRoot, 'summary.json'), { date: new Date().toISOString(), small, seeds, results });
   console.log(`\nsummary: ${join(outRoot, 'summary.json')}`);
+}
+
+/** The answer path's figures of one predict run, as table cells. */
+function answerText(a: PredictOutcome['answer']): { greedy: string; oracle: string; share: string; ms: string } {
+  if (!a) return { greedy: '-', oracle: '-', share: '-', ms: '-' };
+  const o = a.oracle;
+  return {
+    greedy: `${a.greedyEx.toFixed(1)}%`,
+    oracle: o ? `${o.any.toFixed(1)}% (${o.policy.toFixed(1)}/${o.memory.toFixed(1)}/${o.edit.toFixed(1)})` : '-',
+    share: o ? o.rankerShare.toFixed(2) : '-',
+    ms: String(Math.round(a.msPerQuestion)),
+  };
 }
 
 /** A few synthesized questions beside the human gold shapes the synthesized SQL never has. */
@@ -251,8 +300,9 @@ async function zeroShot(args: string[]): Promise<void> {
   // Decoding flags passed to predict as given, and named in the output folder.
   const decoding = [...(args.includes('--no-constrain') ? ['--no-constrain'] : []), ...(retries > 0 ? ['--retries', String(retries)] : [])];
   const outRoot = resolve(flag(args, '--out', `runs/bench-human/zero-shot-${basename(policy)}${args.includes('--no-constrain') ? '-free' : ''}${retries > 0 ? `-retries${retries}` : ''}`));
-  const rows: string[][] = [['set', 'database', 'questions', 'zero-shot EX', 'unrunnable SQL', 'misses: ' + FAILURE_KINDS.join('/'), 'min', 'load']];
-  const results: { set: SetName; db: string; outcome: PredictOutcome; failures: Record<FailureKind, number> }[] = [];
+  const withMemory = !args.includes('--no-memory');
+  const rows: string[][] = [['set', 'database', 'questions', 'zero-shot EX (chosen)', 'greedy', 'memory top-1', 'oracle: any (policy/memory/edit)', 'ranker share', 'ms/q', 'unrunnable SQL', 'misses: ' + FAILURE_KINDS.join('/'), 'min', 'load']];
+  const results: { set: SetName; db: string; outcome: PredictOutcome; memoryTop1: number | null; failures: Record<FailureKind, number> }[] = [];
   for (const { set, root, db, mine } of humanSets(args)) {
     const out = join(outRoot, set, db);
     mkdirSync(out, { recursive: true });
@@ -260,18 +310,27 @@ async function zeroShot(args: string[]): Promise<void> {
     writeFileSync(dataFile, JSON.stringify(mine, null, 1));
     const dir = join(out, 'predict');
     const loadBefore = load();
-    const secs = existsSync(join(dir, 'report.json')) ? null : agro(['predict', '--policy', policy, ...decoding, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--out', dir], join(out, 'bench.log'));
+    const dbPath = join(root, 'database', db, `${db}.sqlite`);
+    // No training: the factory's verified pairs of the database (as the quickstart synthesizes them) are the memory the answer path reads.
+    const memory = join(out, 'synth', 'memory.json');
+    let secs = 0;
+    if (withMemory && !existsSync(memory)) secs += agro(['synth', '--db', dbPath, '--out', join(out, 'synth'), '--n', '2400', '--variants', '0', '--phrasings', '2', '--json'], join(out, 'bench.log'));
+    if (!existsSync(join(dir, 'report.json'))) secs += agro(['predict', '--policy', policy, ...decoding, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--oracle', ...(withMemory ? ['--memory', memory] : []), '--out', dir], join(out, 'bench.log'));
     const o = outcome(dir);
-    const fails = failures(dir, introspectSchema(join(root, 'database', db, `${db}.sqlite`)));
+    const top1 = withMemory ? await memoryTop1(memory, dataFile, join(root, 'database')) : null;
+    const fails = failures(dir, introspectSchema(dbPath));
     writeJsonAtomic(join(out, 'failures.json'), fails.examples);
-    results.push({ set, db, outcome: o, failures: fails.counts });
-    console.log(`${set}/${db}: zero-shot EX ${pct(o.correct, o.n)} (${o.errors} of ${o.n} unrunnable)`);
-    rows.push([set, db, String(o.n), pct(o.correct, o.n), `${o.errors}/${o.n}`, FAILURE_KINDS.map((k) => fails.counts[k]).join('/'), secs === null ? 'reused' : (secs / 60).toFixed(1), loadBefore]);
+    results.push({ set, db, outcome: o, memoryTop1: top1, failures: fails.counts });
+    const a = answerText(o.answer);
+    console.log(`${set}/${db}: zero-shot EX ${pct(o.correct, o.n)} (greedy ${a.greedy}, memory top-1 ${top1 === null ? '-' : pct(top1, 1)}; ${o.errors} of ${o.n} unrunnable)`);
+    rows.push([set, db, String(o.n), pct(o.correct, o.n), a.greedy, top1 === null ? '-' : pct(top1, 1), a.oracle, a.share, a.ms, `${o.errors}/${o.n}`, FAILURE_KINDS.map((k) => fails.counts[k]).join('/'), secs === 0 ? 'reused' : (secs / 60).toFixed(1), loadBefore]);
   }
   for (const set of new Set(results.map((r) => r.set))) {
     const mine = results.filter((r) => r.set === set);
     const mean = mine.reduce((a, r) => a + r.outcome.correct / Math.max(1, r.outcome.n), 0) / mine.length;
-    rows.push([set, `mean of ${mine.length}`, String(mine.reduce((a, r) => a + r.outcome.n, 0)), pct(mean, 1), '', FAILURE_KINDS.map((k) => mine.reduce((a, r) => a + r.failures[k], 0)).join('/'), '', '']);
+    const m = (f: (r: (typeof mine)[number]) => number): string => pct(mine.reduce((a, r) => a + f(r), 0) / mine.length, 1);
+    const or = (f: (x: NonNullable<NonNullable<PredictOutcome['answer']>['oracle']>) => number) => m((r) => (r.outcome.answer?.oracle ? f(r.outcome.answer.oracle) / 100 : 0));
+    rows.push([set, `mean of ${mine.length}`, String(mine.reduce((a, r) => a + r.outcome.n, 0)), pct(mean, 1), m((r) => (r.outcome.answer?.greedyEx ?? 0) / 100), m((r) => r.memoryTop1 ?? 0), `${or((x) => x.any)} (${or((x) => x.policy)}/${or((x) => x.memory)}/${or((x) => x.edit)})`, '', '', '', FAILURE_KINDS.map((k) => mine.reduce((a, r) => a + r.failures[k], 0)).join('/'), '', '']);
   }
   console.log('');
   table(rows);

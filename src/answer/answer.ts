@@ -8,11 +8,11 @@
  */
 import { z } from 'zod';
 import type { SqlExecutor } from '../sql/types.ts';
-import { flipOrder, regroundQuery, type NamedValue } from './edit.ts';
+import { flipOrder, moveFilters, regroundQuery, type NamedValue } from './edit.ts';
 import { resultSignature, type MemoryIndex } from './memory.ts';
 import { confidenceOf, isDegenerate, literalFeatures, score, RANK_WEIGHTS, type CandidateSource, type Features, type RankWeights } from './rank.ts';
 import type { Reader } from './reading.ts';
-import { cosine, Idf } from './text.ts';
+import { cosine, covered, Idf } from './text.ts';
 
 /** Sampled episodes (at SEARCH_TEMPERATURE) beside the greedy one that the policy adds as candidates (predict, ask, serve). */
 export const SEARCH_SAMPLES = 4;
@@ -124,6 +124,10 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
     const stored = readings.map((q) => substitute(q, e.changes)).filter((q): q is string => q !== null);
     add(e.sql, 'edit', stored, e.changes);
   };
+  // A filter moved to a value the question names has no stored wording: the reader words it.
+  const moved = (sql: string): void => {
+    if (cfg.edits) for (const e of moveFilters(sql, question, values)) add(e.sql, 'edit', [], e.changes);
+  };
   for (const p of policy) {
     const d = add(p.sql, p.source, []);
     if (d && (p.source === 'greedy' || p.source === 'sample')) d.votes++;
@@ -133,6 +137,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   for (const r of recalled) {
     add(r.entry.sql, 'memory', r.entry.questions);
     edited(r.entry.sql, r.entry.questions);
+    moved(r.entry.sql);
   }
   const flipFrom = [...policy.slice(0, 1).map((p) => p.sql), ...recalled.slice(0, cfg.flips).map((r) => r.entry.sql)];
   for (const sql of flipFrom.slice(0, cfg.flips + 1)) {
@@ -173,13 +178,17 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   const scored = ran.map((c) => {
     let best = 0;
     let reading: string | null = null;
+    let rv = new Map<string, number>();
     for (const r of c.readings) {
-      const s = cosine(qv, idf.vector(r));
-      if (s > best || reading === null) [best, reading] = [s, r];
+      const v = idf.vector(r);
+      const s = cosine(qv, v);
+      if (s > best || reading === null) [best, reading, rv] = [s, r, v];
     }
     const g = groupOf.get(c.signature)!;
     const features: Features = {
       reading: c.readings.length ? best : w.unread,
+      precision: c.readings.length ? covered(rv, qv) : w.unread,
+      recall: c.readings.length ? covered(qv, rv) : w.unread,
       ...literalFeatures(c.sql, question, values),
       // The policy's votes for this result from other queries (self-consistency); remembered pairs that share a
       // result do not vote: neighbours often agree by accident (a count, a common single row).

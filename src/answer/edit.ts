@@ -5,7 +5,7 @@
  * one number the query has that the question does not (a threshold, a LIMIT). Pure text edits on the token
  * stream: the query is otherwise left as written.
  */
-import { quoteString, tokenize, type Token } from '../sql/lexer.ts';
+import { isKeyword, quoteString, sqlName, tokenize, type Token } from '../sql/lexer.ts';
 import { fold } from '../sql/words.ts';
 
 /** A stored value the question names, in a column (a value-index match or a schema-link value hint). */
@@ -40,17 +40,77 @@ export function questionNumbers(question: string): number[] {
 
 const COMPARE = new Set(['=', '==', '!=', '<>', '<', '<=', '>', '>=']);
 
-/** The column a literal at token i is compared with (`col = 'x'`, `T1.col LIKE 'x'`, `col IN ('x', ...)`), lower-cased, or null. */
-export function comparedColumn(toks: readonly Token[], i: number): string | null {
+/** The token of the column a literal at token i is compared with (`col = 'x'`, `T1.col LIKE 'x'`, `col IN ('x', ...)`), or -1. */
+export function comparedColumnAt(toks: readonly Token[], i: number): number {
   let j = i - 1;
   // Inside an IN list: back to its opening parenthesis.
   while (j >= 0 && (toks[j].text === ',' || toks[j].kind === 'str' || toks[j].kind === 'num')) j--;
   if (toks[j]?.text === '(' && toks[j - 1]?.kind === 'word' && toks[j - 1].text.toLowerCase() === 'in') j -= 2;
   else if (toks[j]?.kind === 'op' && COMPARE.has(toks[j].text)) j--;
   else if (toks[j]?.kind === 'word' && /^(like|glob)$/i.test(toks[j].text)) j -= toks[j - 1]?.kind === 'word' && toks[j - 1].text.toLowerCase() === 'not' ? 2 : 1;
-  else return null;
+  else return -1;
   const t = toks[j];
-  return t && (t.kind === 'word' || t.kind === 'qid') ? t.text.toLowerCase() : null;
+  return t && (t.kind === 'word' || t.kind === 'qid') ? j : -1;
+}
+
+/** The column a literal at token i is compared with, lower-cased, or null. */
+export function comparedColumn(toks: readonly Token[], i: number): string | null {
+  const j = comparedColumnAt(toks, i);
+  return j < 0 ? null : toks[j].text.toLowerCase();
+}
+
+const CLAUSES = /^(select|from|join|on|where|group|order|having|limit|union|except|intersect)$/i;
+
+/** Each table a query reads, lower-cased, with the name it goes by there (its alias, else itself). */
+export function tableAliases(toks: readonly Token[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < toks.length; i++) {
+    const t = toks[i];
+    const starts = t.kind === 'word' && /^(from|join)$/i.test(t.text);
+    const listed = t.text === ',' && out.size > 0 && toks.slice(0, i).reverse().find((x) => x.kind === 'word' && CLAUSES.test(x.text))?.text.toLowerCase() === 'from';
+    if (!starts && !listed) continue;
+    const name = toks[i + 1];
+    if (!name || (name.kind !== 'word' && name.kind !== 'qid') || (name.kind === 'word' && isKeyword(name.text))) continue;
+    let k = i + 2;
+    if (toks[k]?.kind === 'word' && toks[k].text.toLowerCase() === 'as') k++;
+    const alias = toks[k] && (toks[k].kind === 'qid' || (toks[k].kind === 'word' && !isKeyword(toks[k].text))) ? toks[k].text : name.text;
+    if (!out.has(name.text.toLowerCase())) out.set(name.text.toLowerCase(), alias);
+  }
+  return out;
+}
+
+/**
+ * The query with one filter moved to the value the question names: a string filter whose value the question
+ * does not name, on a column the question names no value of, becomes a filter on the column of a value it
+ * does name, in a table the query reads ("ships of type 'Brig'" asked as "ships in 'Mid-Atlantic'").
+ * One edit per candidate filter; null when there is none.
+ */
+export function moveFilters(sql: string, question: string, values: readonly NamedValue[]): Edit[] {
+  const toks = tokenize(sql);
+  const q = ` ${fold(question)} `;
+  const named = (v: string): boolean => {
+    const f = fold(v.replace(/%/g, ' '));
+    return f.length > 0 && q.includes(` ${f} `);
+  };
+  const aliases = tableAliases(toks);
+  const inSql = new Set(toks.filter((t) => t.kind === 'str').map((t) => fold(t.text.replace(/%/g, ' '))));
+  const strong = values.filter((v) => v.score >= 0.9 && aliases.has(v.table.toLowerCase()) && !inSql.has(fold(v.value)));
+  const out: Edit[] = [];
+  toks.forEach((t, i) => {
+    if (t.kind !== 'str' || named(t.text)) return;
+    const j = comparedColumnAt(toks, i);
+    if (j < 0) return;
+    const from = toks[j - 1]?.text === '.' && toks[j - 2] ? j - 2 : j;
+    for (const v of strong.slice(0, 3)) {
+      if (v.column.toLowerCase() === toks[j].text.toLowerCase()) continue;
+      const alias = aliases.get(v.table.toLowerCase())!;
+      const column = aliases.size > 1 || from !== j ? `${sqlName(alias)}.${sqlName(v.column)}` : sqlName(v.column);
+      const like = /%/.test(t.text);
+      const text = quoteString(like ? `%${v.value}%` : v.value);
+      out.push({ sql: splice(sql, [{ start: toks[from].start, end: toks[j].end, text: column }, { start: t.start, end: t.end, text }]), changes: [{ from: t.text, to: v.value }] });
+    }
+  });
+  return out;
 }
 
 /** A LIMIT's count (LIMIT 1 is a superlative, not a number the question names). */

@@ -12,9 +12,13 @@ import { isQuestionNumber, questionNumbers, type NamedValue } from './edit.ts';
 
 export const RANK_WEIGHTS = {
   /** Cosine of the question with the candidate's closest reading. */
-  reading: 3,
+  reading: 6,
   /** The reading of a candidate the factory cannot read back into words: a neutral prior, not a zero. */
   unread: 0.5,
+  /** Share of the reading's weight on words the question has (a reading that says more than was asked loses). */
+  precision: 1,
+  /** Share of the question's weight on words the reading has (a reading that leaves out what was asked loses). */
+  recall: 0,
   /** Share of the values the question names (strong matches) that the query uses. */
   values: 1.5,
   /** Each string literal the question does not name. */
@@ -37,6 +41,8 @@ export type CandidateSource = 'greedy' | 'sample' | 'memory' | 'edit' | 'synth';
 
 export interface Features {
   reading: number;
+  precision: number;
+  recall: number;
   values: number;
   strayValues: number;
   numbers: number;
@@ -77,14 +83,14 @@ export function literalFeatures(sql: string, question: string, values: readonly 
 }
 
 export function score(f: Features, w: RankWeights = RANK_WEIGHTS): number {
-  return w.reading * f.reading + w.values * f.values - w.strayValue * f.strayValues + w.numbers * f.numbers - w.strayNumber * f.strayNumbers + w.agreement * f.agreement + w.greedy * f.greedy - w.degenerate * f.degenerate;
+  return w.reading * f.reading + w.precision * f.precision + w.recall * f.recall + w.values * f.values - w.strayValue * f.strayValues + w.numbers * f.numbers - w.strayNumber * f.strayNumbers + w.agreement * f.agreement + w.greedy * f.greedy - w.degenerate * f.degenerate;
 }
 
 /**
  * Confidence: the softmax share of the chosen result among all results, beside a "none of these" option of
  * score NONE_SCORE, so one weak candidate alone is not sure of itself.
  */
-export const NONE_SCORE = 3;
+export const NONE_SCORE = 7;
 export function confidenceOf(scores: readonly number[], chosen: number): number {
   const top = Math.max(NONE_SCORE, ...scores);
   const z = Math.exp(NONE_SCORE - top) + scores.reduce((a, s) => a + Math.exp(s - top), 0);

@@ -79,6 +79,13 @@ export class Idf {
   }
 }
 
+/** The share of a's squared weight on the words b has too (a unit vector's coverage by b). */
+export function covered(a: Vec, b: Vec): number {
+  let sum = 0;
+  for (const [s, w] of a) if (b.has(s)) sum += w * w;
+  return sum;
+}
+
 export function cosine(a: Vec, b: Vec): number {
   const [small, big] = a.size <= b.size ? [a, b] : [b, a];
   let dot = 0;

@@ -9,7 +9,8 @@ import { introspectSchema } from '../../src/sql/introspect.ts';
 import { buildValueIndex } from '../../src/sql/value-index.ts';
 import { AgroError } from '../../src/errors.ts';
 import { addPersonPair, buildMemory, MemoryIndex, readMemory, resultSignature, schemaFingerprint, writeMemory } from '../../src/answer/memory.ts';
-import { flipOrder, questionNumbers, regroundQuery } from '../../src/answer/edit.ts';
+import { flipOrder, moveFilters, questionNumbers, regroundQuery, tableAliases } from '../../src/answer/edit.ts';
+import { tokenize } from '../../src/sql/lexer.ts';
 import { answerQuestion } from '../../src/answer/answer.ts';
 import { confidenceOf, literalFeatures } from '../../src/answer/rank.ts';
 import { makeReader } from '../../src/answer/reading.ts';
@@ -75,6 +76,7 @@ test('edit: literals re-grounded to the value the question names in the same col
   const values = [
     { table: 'customers', column: 'country', value: 'Germany', score: 1 },
     { table: 'artists', column: 'name', value: 'Germany', score: 0.5 },
+    { table: 'artists', column: 'country', value: 'Germany', score: 1 },
   ];
   const e = regroundQuery("SELECT first_name FROM customers AS T1 WHERE T1.country = 'France' AND T1.city = 'Paris'", 'customers in Germany', values)!;
   assert.equal(e.sql, "SELECT first_name FROM customers AS T1 WHERE T1.country = 'Germany' AND T1.city = 'Paris'", 'only the column the question has a value for');
@@ -85,6 +87,11 @@ test('edit: literals re-grounded to the value the question names in the same col
   assert.equal(regroundQuery('SELECT name FROM tracks ORDER BY x DESC LIMIT 5', 'the top three tracks', [])!.sql, 'SELECT name FROM tracks ORDER BY x DESC LIMIT 3');
   assert.equal(regroundQuery('SELECT ROUND(SUM(total), 2) FROM invoices', 'invoices of 2023', []), null, "a function's argument is no number the question names");
   assert.deepEqual(questionNumbers('the top three of 2009, at least 2.5'), [3, 2009, 2.5]);
+  // A filter moved to the column of the value the question names, in a table the query reads (aliases kept).
+  const moved = moveFilters("SELECT T1.title FROM albums AS T1 JOIN artists AS T2 ON T1.artist_id = T2.artist_id WHERE T2.name = 'Queen'", 'albums by artists from Germany', values);
+  assert.deepEqual(moved.map((m) => m.sql), ["SELECT T1.title FROM albums AS T1 JOIN artists AS T2 ON T1.artist_id = T2.artist_id WHERE T2.country = 'Germany'"]);
+  assert.deepEqual(moveFilters("SELECT name FROM genres WHERE name = 'Rock'", 'customers in Germany', values), [], 'no table of the value is read');
+  assert.deepEqual([...tableAliases(tokenize('SELECT * FROM albums AS a, tracks t JOIN genres ON 1')).entries()], [['albums', 'a'], ['tracks', 't'], ['genres', 'genres']]);
   assert.equal(flipOrder('SELECT name FROM t ORDER BY x DESC LIMIT 1'), 'SELECT name FROM t ORDER BY x ASC LIMIT 1');
   assert.equal(flipOrder('SELECT name FROM t ORDER BY x LIMIT 1'), 'SELECT name FROM t ORDER BY x DESC LIMIT 1');
   assert.equal(flipOrder('SELECT name FROM t'), null);
