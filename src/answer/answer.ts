@@ -8,10 +8,11 @@
  */
 import { z } from 'zod';
 import type { SqlExecutor } from '../sql/types.ts';
-import { flipOrder, moveFilters, regroundQuery, type NamedValue } from './edit.ts';
+import { flipOrder, hasLiterals, moveFilters, regroundQuery, type NamedValue } from './edit.ts';
 import { resultSignature, type MemoryIndex } from './memory.ts';
 import { confidenceOf, isDegenerate, literalFeatures, score, RANK_WEIGHTS, type CandidateSource, type Features, type RankWeights } from './rank.ts';
 import type { Reader } from './reading.ts';
+import type { QuestionSynth } from './synth.ts';
 import { cosine, covered, Idf } from './text.ts';
 
 /** Sampled episodes (at SEARCH_TEMPERATURE) beside the greedy one that the policy adds as candidates (predict, ask, serve). */
@@ -25,6 +26,8 @@ export const answerConfigSchema = z.strictObject({
   edits: z.boolean().default(true),
   /** Also try the other ORDER BY direction of the best few candidates. */
   flips: z.number().int().min(0).max(50).default(5),
+  /** Queries drawn by question-time synthesis over the tables the question is about (0: none). */
+  synth: z.number().int().min(0).max(500).default(40),
   /** Per candidate query. */
   execTimeoutMs: z.number().int().positive().default(5000),
   /** Rows kept per candidate result (a candidate cut there still answers; its signature is of what was kept). */
@@ -41,6 +44,7 @@ export interface AnswerResources {
   /** Stored values the question names (the value index's matches), best first. */
   values?: (question: string) => NamedValue[];
   reader?: Reader;
+  synth?: QuestionSynth;
   weights?: RankWeights;
 }
 
@@ -138,6 +142,15 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
     add(r.entry.sql, 'memory', r.entry.questions);
     edited(r.entry.sql, r.entry.questions);
     moved(r.entry.sql);
+  }
+  if (res.synth && cfg.synth > 0) {
+    // A drafted query's literals come from a random row: only its edits to the question's values, and the drafts
+    // with no literal at all, are candidates.
+    for (const sql of await res.synth(question, cfg.synth)) {
+      if (!hasLiterals(sql)) add(sql, 'synth', []);
+      edited(sql, []);
+      moved(sql);
+    }
   }
   const flipFrom = [...policy.slice(0, 1).map((p) => p.sql), ...recalled.slice(0, cfg.flips).map((r) => r.entry.sql)];
   for (const sql of flipFrom.slice(0, cfg.flips + 1)) {

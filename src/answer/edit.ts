@@ -131,6 +131,12 @@ export function isQuestionNumber(toks: readonly Token[], i: number): boolean {
   return (before?.kind === 'op' && COMPARE.has(before.text)) || (after?.kind === 'op' && COMPARE.has(after.text));
 }
 
+/** Whether a query compares with a value (a string, or a number the question would name). */
+export function hasLiterals(sql: string): boolean {
+  const toks = tokenize(sql);
+  return toks.some((t, i) => t.kind === 'str' || isQuestionNumber(toks, i));
+}
+
 function splice(sql: string, edits: Array<{ start: number; end: number; text: string }>): string {
   let out = sql;
   for (const e of [...edits].sort((a, b) => b.start - a.start)) out = out.slice(0, e.start) + e.text + out.slice(e.end);

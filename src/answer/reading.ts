@@ -17,8 +17,15 @@ const STYLES = [
   ['colloquial', true],
 ] as const;
 
-export async function makeReader(schema: DbSchema, executor: SqlExecutor, docs?: DbDocs, timeoutMs = 5000): Promise<Reader> {
-  const { graph, lex } = await databaseLanguage(schema, executor, timeoutMs, docs);
+/** What the factory knows of a database (its schema graph, column profiles and lexicon), read once per database. */
+export type Language = Awaited<ReturnType<typeof databaseLanguage>>;
+
+export function databaseLanguageOf(schema: DbSchema, executor: SqlExecutor, docs?: DbDocs, timeoutMs = 5000): Promise<Language> {
+  return databaseLanguage(schema, executor, timeoutMs, docs);
+}
+
+export async function makeReader(schema: DbSchema, executor: SqlExecutor, docs?: DbDocs, timeoutMs = 5000, language?: Language): Promise<Reader> {
+  const { graph, lex } = language ?? (await databaseLanguage(schema, executor, timeoutMs, docs));
   const cache = new Map<string, string[]>();
   return (sql) => {
     const hit = cache.get(sql);

@@ -10,7 +10,8 @@ import { databaseDocs, databaseValueIndex, introspectDatabase } from '../sql/exe
 import type { SqlExecutor } from '../sql/types.ts';
 import { answerQuestion, type Answer, type AnswerConfig, type PolicyAnswer } from './answer.ts';
 import { checkMemorySchema, MemoryIndex, readMemory, type MemoryFile } from './memory.ts';
-import { makeReader } from './reading.ts';
+import { databaseLanguageOf, makeReader } from './reading.ts';
+import { makeQuestionSynth } from './synth.ts';
 import type { AnswerResources } from './answer.ts';
 
 export interface AnswererOptions {
@@ -51,8 +52,10 @@ export class Answerer {
         if (mem) checkMemorySchema(mem.file, schema, mem.path);
         const memory = mem ? new MemoryIndex(mem.file) : undefined;
         const docs = this.opts.docs?.(db) ?? (await databaseDocs(db));
-        const [index, reader] = await Promise.all([databaseValueIndex(db), makeReader(schema, this.executor, docs)]);
-        return { executor: this.executor, dbPath: db, ...(memory ? { memory } : {}), values: (q: string) => index.lookup(q, { limit: 10 }), reader };
+        const [index, language] = await Promise.all([databaseValueIndex(db), databaseLanguageOf(schema, this.executor, docs)]);
+        const reader = await makeReader(schema, this.executor, docs, undefined, language);
+        const synth = makeQuestionSynth(schema, this.executor, db, language.graph, language.profiles, index);
+        return { executor: this.executor, dbPath: db, ...(memory ? { memory } : {}), values: (q: string) => index.lookup(q, { limit: 10 }), reader, synth };
       })();
       this.open.set(db, r);
     }

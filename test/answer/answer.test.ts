@@ -9,11 +9,12 @@ import { introspectSchema } from '../../src/sql/introspect.ts';
 import { buildValueIndex } from '../../src/sql/value-index.ts';
 import { AgroError } from '../../src/errors.ts';
 import { addPersonPair, buildMemory, MemoryIndex, readMemory, resultSignature, schemaFingerprint, writeMemory } from '../../src/answer/memory.ts';
-import { flipOrder, moveFilters, questionNumbers, regroundQuery, tableAliases } from '../../src/answer/edit.ts';
+import { flipOrder, hasLiterals, moveFilters, questionNumbers, regroundQuery, tableAliases } from '../../src/answer/edit.ts';
 import { tokenize } from '../../src/sql/lexer.ts';
 import { answerQuestion } from '../../src/answer/answer.ts';
 import { confidenceOf, literalFeatures } from '../../src/answer/rank.ts';
-import { makeReader } from '../../src/answer/reading.ts';
+import { databaseLanguageOf, makeReader } from '../../src/answer/reading.ts';
+import { makeQuestionSynth } from '../../src/answer/synth.ts';
 import type { SqlExecutor } from '../../src/sql/types.ts';
 
 const DB = 'data/databases/music_store/music_store.sqlite';
@@ -165,4 +166,27 @@ test('answer: a candidate that runs away is cut by the timeout and the others st
   const b = await answerQuestion('anything', many, { executor: slow, dbPath: DB }, { execTimeoutMs: 100, budgetMs: 300 });
   assert.ok(Date.now() - t1 < 1500, 'the budget stops starting candidates');
   assert.ok(calls < 10 && b.tried === calls, `ran ${calls} of 50 within the budget`);
+});
+
+test('question-time synthesis: queries drawn over the tables the question is about, deterministic for a question; its drafts edited to the question', async () => {
+  const pool = new SqlPool({ size: 1 });
+  try {
+    const schema = introspectSchema(DB);
+    const index = buildValueIndex(DB);
+    const lang = await databaseLanguageOf(schema, pool);
+    const synth = makeQuestionSynth(schema, pool, DB, lang.graph, lang.profiles, index);
+    const q = 'Which customers live in Germany?';
+    const a = await synth(q, 30);
+    assert.ok(a.length >= 10, `drafted ${a.length}`);
+    assert.deepEqual(await synth(q, 30), a, 'the same question draws the same queries');
+    assert.ok(a.filter((s) => /customers/i.test(s)).length >= a.length / 2, 'mostly over the table the question names');
+    const res = { executor: pool, dbPath: DB, values: (x: string) => index.lookup(x, { limit: 10 }), reader: await makeReader(schema, pool, undefined, undefined, lang), synth };
+    const withSynth = await answerQuestion(q, [], res);
+    assert.ok(withSynth.candidates.some((c) => c.sources.includes('edit') && /'Germany'/.test(c.sql)), 'a drafted filter re-grounded to the value asked');
+    assert.ok(withSynth.candidates.every((c) => !c.sources.includes('synth') || !hasLiterals(c.sql)), "no draft with a random row's literal as it was");
+    const without = await answerQuestion(q, [], res, { synth: 0 });
+    assert.equal(without.candidates.length, 0, 'no policy, no memory, no synthesis: nothing to answer with');
+  } finally {
+    await pool.close();
+  }
 });
