@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import type { SqlExecutor } from '../sql/types.ts';
-import { flipOrder, hasLiterals, moveFilters, regroundQuery, type NamedValue } from './edit.ts';
+import { flipOrder, hasLiterals, moveFilters, regroundQuery, type ColumnRange, type NamedValue } from './edit.ts';
 import { resultSignature, type MemoryIndex } from './memory.ts';
 import { confidenceOf, isDegenerate, literalFeatures, score, RANK_WEIGHTS, type CandidateSource, type Features, type RankWeights } from './rank.ts';
 import type { Reader } from './reading.ts';
@@ -45,6 +45,8 @@ export interface AnswerResources {
   values?: (question: string) => NamedValue[];
   reader?: Reader;
   synth?: QuestionSynth;
+  /** Numeric columns' stored ranges: a number edit stays within them. */
+  ranges?: ColumnRange;
   weights?: RankWeights;
 }
 
@@ -123,7 +125,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   };
   const edited = (sql: string, readings: string[]): void => {
     if (!cfg.edits) return;
-    const e = regroundQuery(sql, question, values);
+    const e = regroundQuery(sql, question, values, res.ranges);
     if (!e) return;
     const stored = readings.map((q) => substitute(q, e.changes)).filter((q): q is string => q !== null);
     add(e.sql, 'edit', stored, e.changes);
@@ -198,10 +200,11 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
       if (s > best || reading === null) [best, reading, rv] = [s, r, v];
     }
     const g = groupOf.get(c.signature)!;
+    const prior = c.sources.has('greedy') || c.sources.has('sample') ? w.unread : 0;
     const features: Features = {
-      reading: c.readings.length ? best : w.unread,
-      precision: c.readings.length ? covered(rv, qv) : w.unread,
-      recall: c.readings.length ? covered(qv, rv) : w.unread,
+      reading: c.readings.length ? best : prior,
+      precision: c.readings.length ? covered(rv, qv) : prior,
+      recall: c.readings.length ? covered(qv, rv) : prior,
       ...literalFeatures(c.sql, question, values),
       // The policy's votes for this result from other queries (self-consistency); remembered pairs that share a
       // result do not vote: neighbours often agree by accident (a count, a common single row).

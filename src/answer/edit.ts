@@ -22,8 +22,9 @@ export interface Edit {
   changes: Array<{ from: string; to: string }>;
 }
 
+/** Number words a question counts with ("one" is left out: "the one whose", "each one" name no number). */
 const NUMBER_WORDS: Readonly<Record<string, number>> = {
-  one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10,
+  two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10,
   eleven: 11, twelve: 12, fifteen: 15, twenty: 20, hundred: 100, thousand: 1000,
 };
 
@@ -131,10 +132,42 @@ export function isQuestionNumber(toks: readonly Token[], i: number): boolean {
   return (before?.kind === 'op' && COMPARE.has(before.text)) || (after?.kind === 'op' && COMPARE.has(after.text));
 }
 
+/** A literal passed to a function (strftime('%Y', d), substr(x, 1, 4)): a format or an argument, not a value asked for. */
+export function isFunctionArgument(toks: readonly Token[], i: number): boolean {
+  const d = toks[i].depth;
+  if (d === 0) return false;
+  for (let j = i - 1; j >= 0; j--) {
+    if (toks[j].text === '(' && toks[j].depth === d - 1) {
+      const f = toks[j - 1];
+      return f !== undefined && (f.kind === 'word' || f.kind === 'qid') && !/^(in|exists|from|join|select|where|and|or|not|on|as|values)$/i.test(f.text);
+    }
+  }
+  return false;
+}
+
 /** Whether a query compares with a value (a string, or a number the question would name). */
 export function hasLiterals(sql: string): boolean {
   const toks = tokenize(sql);
   return toks.some((t, i) => t.kind === 'str' || isQuestionNumber(toks, i));
+}
+
+/** The column a number at token i is compared with (`col > 5` or `5 < col`), lower-cased, or null. */
+function comparedNumberColumn(toks: readonly Token[], i: number): string | null {
+  const before = toks[i - 1];
+  if (before?.kind === 'op' && COMPARE.has(before.text)) {
+    const c = toks[i - 2];
+    return c && (c.kind === 'word' || c.kind === 'qid') ? c.text.toLowerCase() : null;
+  }
+  const after = toks[i + 2];
+  return toks[i + 1]?.kind === 'op' && after && (after.kind === 'word' || after.kind === 'qid') ? after.text.toLowerCase() : null;
+}
+
+/** The largest LIMIT an edit writes: a count of rows someone asks to see. */
+const MAX_LIMIT = 100;
+
+/** Numbers a query holds as string literals ('2009'). */
+export function numbersInText(toks: readonly Token[]): number[] {
+  return toks.filter((t) => t.kind === 'str' && /^-?\d+(\.\d+)?$/.test(t.text)).map((t) => Number(t.text));
 }
 
 function splice(sql: string, edits: Array<{ start: number; end: number; text: string }>): string {
@@ -148,7 +181,10 @@ function splice(sql: string, edits: Array<{ start: number; end: number; text: st
  * replaced by the best stored value the question names in the same column; the one unnamed number (LIMIT 1
  * aside) by the one number the question names that the query lacks. Null when nothing changes.
  */
-export function regroundQuery(sql: string, question: string, values: readonly NamedValue[]): Edit | null {
+/** The stored range of a numeric column, by lower-cased column name (undefined: not known). */
+export type ColumnRange = (column: string) => { min: number; max: number } | undefined;
+
+export function regroundQuery(sql: string, question: string, values: readonly NamedValue[], range?: ColumnRange): Edit | null {
   const toks = tokenize(sql);
   const q = ` ${fold(question)} `;
   const named = (v: string): boolean => {
@@ -180,13 +216,20 @@ export function regroundQuery(sql: string, question: string, values: readonly Na
   const asked = questionNumbers(question);
   const nums = toks.map((t, i) => ({ t, i })).filter(({ i }) => isQuestionNumber(toks, i));
   const unnamedSql = nums.filter(({ t }) => !asked.includes(Number(t.text)));
-  const sqlNumbers = new Set(nums.map(({ t }) => Number(t.text)));
-  // A year or count the question names that the query's values do not already use.
+  // A number the query already has, as a number or as text ('2009' compared with a year's text), is named.
+  const sqlNumbers = new Set([...nums.map(({ t }) => Number(t.text)), ...numbersInText(toks)]);
   const unusedAsked = [...new Set(asked)].filter((n) => !sqlNumbers.has(n));
   if (unnamedSql.length === 1 && unusedAsked.length === 1) {
-    const { t } = unnamedSql[0];
-    edits.push({ start: t.start, end: t.end, text: String(unusedAsked[0]) });
-    changes.push({ from: t.text, to: String(unusedAsked[0]) });
+    const { t, i } = unnamedSql[0];
+    const n = unusedAsked[0];
+    // A LIMIT takes a count people ask for ("the top 5"), not a year or a threshold; a column, a number within what it stores.
+    const col = comparedNumberColumn(toks, i);
+    const r = col ? range?.(col) : undefined;
+    const fits = isLimit(toks, i) ? Number.isInteger(n) && n >= 2 && n <= MAX_LIMIT : !r || (n >= r.min && n <= r.max);
+    if (fits) {
+      edits.push({ start: t.start, end: t.end, text: String(n) });
+      changes.push({ from: t.text, to: String(n) });
+    }
   }
   if (!edits.length) return null;
   return { sql: splice(sql, edits), changes };

@@ -8,12 +8,12 @@
  */
 import { tokenize } from '../sql/lexer.ts';
 import { fold } from '../sql/words.ts';
-import { isQuestionNumber, questionNumbers, type NamedValue } from './edit.ts';
+import { isFunctionArgument, isQuestionNumber, numbersInText, questionNumbers, type NamedValue } from './edit.ts';
 
 export const RANK_WEIGHTS = {
   /** Cosine of the question with the candidate's closest reading. */
   reading: 6,
-  /** The reading of a candidate the factory cannot read back into words: a neutral prior, not a zero. */
+  /** The reading of a policy's answer the factory cannot read back into words: a neutral prior, not a zero (a query of the factory's own making it cannot read has 0). */
   unread: 0.5,
   /** Share of the reading's weight on words the question has (a reading that says more than was asked loses). */
   precision: 1,
@@ -63,17 +63,19 @@ export const STRONG_VALUE = 0.9;
 export function literalFeatures(sql: string, question: string, values: readonly NamedValue[]): Pick<Features, 'values' | 'strayValues' | 'numbers' | 'strayNumbers'> {
   const toks = tokenize(sql);
   const q = ` ${fold(question)} `;
-  const lits = toks.filter((t) => t.kind === 'str' || (t.kind === 'qid' && t.quote === '"')).map((t) => fold(t.text.replace(/%/g, ' ')));
+  const valueAt = (i: number): boolean => !isFunctionArgument(toks, i);
+  const lits = toks.filter((t, i) => (t.kind === 'str' || (t.kind === 'qid' && t.quote === '"')) && valueAt(i)).map((t) => fold(t.text.replace(/%/g, ' ')));
   const strong = [...new Set(values.filter((v) => v.score >= STRONG_VALUE).map((v) => fold(v.value)))];
   const litSet = new Set(lits);
   const covered = strong.filter((v) => litSet.has(v) || lits.some((l) => l.length > 0 && (v.includes(l) || l.includes(v)))).length;
-  const stray = toks.filter((t) => t.kind === 'str').filter((t) => {
+  const stray = toks.filter((t, i) => t.kind === 'str' && valueAt(i)).filter((t) => {
     const f = fold(t.text.replace(/%/g, ' '));
     return f.length > 0 && !q.includes(` ${f} `) && !strong.some((v) => v.includes(f) || f.includes(v));
   }).length;
   const asked = questionNumbers(question);
   const nums = toks.filter((_, i) => isQuestionNumber(toks, i)).map((t) => Number(t.text));
-  const usedAsked = asked.filter((n) => nums.includes(n)).length;
+  const text = numbersInText(toks);
+  const usedAsked = asked.filter((n) => nums.includes(n) || text.includes(n)).length;
   return {
     values: strong.length ? covered / strong.length : 1,
     strayValues: stray,

@@ -7,7 +7,8 @@ import { existsSync } from 'node:fs';
 import { AgroError } from '../errors.ts';
 import type { DbDocs } from '../sql/docs-types.ts';
 import { databaseDocs, databaseValueIndex, introspectDatabase } from '../sql/executor.ts';
-import type { SqlExecutor } from '../sql/types.ts';
+import type { DbSchema, SqlExecutor } from '../sql/types.ts';
+import type { ColumnRange } from './edit.ts';
 import { answerQuestion, type Answer, type AnswerConfig, type PolicyAnswer } from './answer.ts';
 import { checkMemorySchema, MemoryIndex, readMemory, type MemoryFile } from './memory.ts';
 import { databaseLanguageOf, makeReader } from './reading.ts';
@@ -20,6 +21,21 @@ export interface AnswererOptions {
   /** Documentation per database path (else found beside it, as everywhere). */
   docs?: (db: string) => DbDocs | undefined;
   config?: Partial<AnswerConfig>;
+}
+
+/** Each numeric column's stored range by lower-cased name (the union over tables that share the name). */
+export function columnRanges(schema: DbSchema): ColumnRange {
+  const out = new Map<string, { min: number; max: number }>();
+  for (const t of schema.tables) {
+    for (const c of t.columns) {
+      const { min, max } = c.stats;
+      if (typeof min !== 'number' || typeof max !== 'number') continue;
+      const k = c.name.toLowerCase();
+      const cur = out.get(k);
+      out.set(k, cur ? { min: Math.min(cur.min, min), max: Math.max(cur.max, max) } : { min, max });
+    }
+  }
+  return (column) => out.get(column);
 }
 
 export class Answerer {
@@ -55,7 +71,7 @@ export class Answerer {
         const [index, language] = await Promise.all([databaseValueIndex(db), databaseLanguageOf(schema, this.executor, docs)]);
         const reader = await makeReader(schema, this.executor, docs, undefined, language);
         const synth = makeQuestionSynth(schema, this.executor, db, language.graph, language.profiles, index);
-        return { executor: this.executor, dbPath: db, ...(memory ? { memory } : {}), values: (q: string) => index.lookup(q, { limit: 10 }), reader, synth };
+        return { executor: this.executor, dbPath: db, ...(memory ? { memory } : {}), values: (q: string) => index.lookup(q, { limit: 10 }), reader, synth, ranges: columnRanges(schema) };
       })();
       this.open.set(db, r);
     }
