@@ -20,7 +20,11 @@ interface FanOut { databases: number; rows: number; refused: number; resumed: nu
 export async function run(args: string[]): Promise<void> {
   const first = num(args, '--first', 10);
   const workers = num(args, '--workers', 2);
-  const dbRoot = resolve(flag(args, '--root', join(ROOT, '../shared/data/spider-train/database')));
+  const dbRoot = resolve(flag(args, '--root', '../shared/data/spider-train/database'));
+  if (!existsSync(dbRoot)) {
+    console.log(`SKIP bench ray: no databases at ${dbRoot} (give --root DIR with <db_id>/<db_id>.sqlite)`);
+    return;
+  }
   const out = resolve(flag(args, '--out', join(ROOT, 'runs/bench-ray')));
   const py = join(resolve(flag(args, '--venv', process.env.AGRO_E2E_VENV ?? join(ROOT, 'runs/e2e-trl/venv'))), 'bin/python');
   if (!existsSync(py) || spawnSync(py, ['-c', 'import ray'], { encoding: 'utf8' }).status !== 0) {

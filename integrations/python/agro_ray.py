@@ -32,6 +32,8 @@ def agro_cmd() -> list[str]:
 
 def databases(db_root: Path, first: int | None = None) -> list[tuple[str, Path]]:
     """<db_root>/<db_id>/<db_id>.sqlite, in db_id order; the first `first` of them."""
+    if not db_root.is_dir():
+        raise SystemExit(f"agro_ray: --db-root {db_root} is not a folder")
     dbs = sorted((d.name, d / f"{d.name}.sqlite") for d in db_root.iterdir() if (d / f"{d.name}.sqlite").is_file())
     return dbs[:first] if first else dbs
 
