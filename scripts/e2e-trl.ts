@@ -16,6 +16,9 @@
  *   --multiturn         agro's multi-turn episodes through the server's sessions (agro_trl.agro_rollout_func): also checks,
  *                       episode by episode, that every token the environment wrote (<|tool|>, the observation,
  *                       <|end|><|assistant|>) is masked out of the loss and every other completion token is not
+ *   --env               TRL's own tool loop instead: GRPOTrainer(environment_factory=AgroEnv) (integrations/python/agro_env.py),
+ *                       execute_sql answered in the server's sessions, the reward the environment's get_reward; checks each
+ *                       episode's reward against agro's own scoring of the same turns in this process (not the server)
  *   --turn-tokens N (64, with --multiturn: --len is then the episode's budget)
  *   --temperature T (1.0)  --venv DIR [AGRO_E2E_VENV] (a venv with trl; default runs/e2e-trl/venv, created from the local index)
  */
@@ -30,7 +33,10 @@ import { parseAction, SQL_AGENT_ACTIONS } from '../src/agent/protocol.ts';
 import { listCheckpoints } from '../src/train/run-state.ts';
 import { Tokenizer } from '../src/model/tokenizer.ts';
 import { CHAT_TOKENS } from '../src/model/chat.ts';
-import { PROMPT_FIELDS, readPromptContract } from '../src/agent/prompt-contract.ts';
+import { PROMPT_FIELDS, readPromptContract, type PromptContract } from '../src/agent/prompt-contract.ts';
+import { SqlEnvironment, sqlEnvConfigSchema } from '../src/agent/sql-env.ts';
+import { SqlPool } from '../src/sql/pool.ts';
+import { scoreItems, type RewardItem } from '../src/server/env-reward.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RUN = join(ROOT, 'runs/e2e-trl');
@@ -57,6 +63,7 @@ const { values: argv } = (() => {
         temperature: { type: 'string' },
         venv: { type: 'string' },
         multiturn: { type: 'boolean' },
+        env: { type: 'boolean' },
         'turn-tokens': { type: 'string' },
       },
     });
@@ -77,6 +84,8 @@ const LEN = num(argv.len, 'AGRO_E2E_LEN', 96);
 const TEMPERATURE = num(argv.temperature, null, 1);
 const SCHEMA_CHARS = num(argv['schema-chars'], null, 200);
 const MULTI = argv.multiturn === true;
+const ENV = argv.env === true;
+if (MULTI && ENV) fail('give --multiturn (agro_rollout_func) or --env (environment_factory), not both');
 const TURN_TOKENS = num(argv['turn-tokens'], null, 64);
 const INIT = argv.init ?? process.env.AGRO_E2E_CHECKPOINT;
 const DATA = resolve(argv.data ?? join(ROOT, 'data/dev.json'));
@@ -159,6 +168,10 @@ interface LoggedReward {
   completion?: string;
   turns?: string[];
   tool_calls?: number;
+  /** The environment path's episode log: the question, and what each execute_sql call returned. */
+  question?: string;
+  evidence?: string;
+  observations?: string[];
   total: number;
   pred_sql: string;
   correct: boolean;
@@ -203,7 +216,9 @@ async function main(): Promise<void> {
     const rolloutLog = join(out, 'rollouts.jsonl');
     writeFileSync(rolloutLog, '');
     const multi = MULTI ? { multiturn: true, max_turn_tokens: TURN_TOKENS, max_response_tokens: LEN, rollout_log: rolloutLog } : {};
-    const cfg = { checkpoint: ck, train: join(dataDir, 'train.jsonl'), out, steps: STEPS, group: GROUP, prompts_per_step: PROMPTS, max_completion: LEN, temperature: TEMPERATURE, rewards: REWARDS, seed: 0, ...multi };
+    // The environment path: TRL's tool loop bounded by the contract's turns (the server's episodes end there too).
+    const envPath = ENV ? { environment: true, max_turns: sqlEnvConfigSchema.parse(contract ? Object.fromEntries(PROMPT_FIELDS.map((f) => [f, contract[f]])) : {}).maxTurns } : {};
+    const cfg = { checkpoint: ck, train: join(dataDir, 'train.jsonl'), out, steps: STEPS, group: GROUP, prompts_per_step: PROMPTS, max_completion: LEN, temperature: TEMPERATURE, rewards: REWARDS, seed: 0, ...multi, ...envPath };
     trl = await runAsync(py, [join(ROOT, 'scripts/e2e_trl.py'), JSON.stringify(cfg)], { AGRO_URL: srv.url, TOKENIZERS_PARALLELISM: 'false' });
   } finally {
     await srv.close();
@@ -224,16 +239,17 @@ async function main(): Promise<void> {
   if (result.completions.length !== B) fail(`TRL logged ${result.completions.length} completions, expected ${B}`);
   result.completions.forEach((t, i) => {
     // Multi-turn: TRL's text is the whole completion, observations included; the server scored its turns.
-    if (!MULTI && t.completion !== logged[i].completion) fail(`completion ${i}: TRL logged ${JSON.stringify(t.completion.slice(0, 80))}, the server scored ${JSON.stringify((logged[i].completion ?? "").slice(0, 80))}`);
+    if (!MULTI && !ENV && t.completion !== logged[i].completion) fail(`completion ${i}: TRL logged ${JSON.stringify(t.completion.slice(0, 80))}, the server scored ${JSON.stringify((logged[i].completion ?? "").slice(0, 80))}`);
     if (Math.abs(t.reward - logged[i].total) > 1e-6) fail(`completion ${i}: TRL's reward ${t.reward}, agro's server returned ${logged[i].total}`);
   });
   // 3. What TRL logged per step is the mean of what agro returned for that step's completions.
-  const steps = result.log_history.filter((h) => 'rewards/agro/mean' in h);
+  const rewardKey = `rewards/${ENV ? 'AgroEnv' : 'agro'}/mean`;
+  const steps = result.log_history.filter((h) => rewardKey in h);
   if (steps.length !== STEPS) fail(`TRL logged ${steps.length} reward means for ${STEPS} steps`);
   const per = PROMPTS * GROUP;
   const means = steps.map((_, s) => logged.slice(s * per, (s + 1) * per).reduce((a, l) => a + l.total, 0) / per);
   steps.forEach((h, i) => {
-    if (Math.abs(h['rewards/agro/mean'] - means[i]) > 1e-6) fail(`step ${i + 1}: TRL logged reward mean ${h['rewards/agro/mean']}, agro's rewards average ${means[i]}`);
+    if (Math.abs(h[rewardKey] - means[i]) > 1e-6) fail(`step ${i + 1}: TRL logged reward mean ${h[rewardKey]}, agro's rewards average ${means[i]}`);
   });
   // 4. Question by question, the execution part is what `agro eval` says of the completion's answer, which
   //    agro's own protocol parser finds (and the server reports as the SQL it executed).
@@ -264,6 +280,7 @@ async function main(): Promise<void> {
   const evalMatches = [...outcomes.values()].filter((o) => o === 'match').length;
 
   const episodes = MULTI ? checkEpisodes(ck, join(out, 'rollouts.jsonl'), logged) : null;
+  const envEpisodes = ENV ? await checkEnvEpisodes(contract, logged) : null;
 
   // Per GRPO group (TRL repeats each prompt `group` times in a row): the signal GRPO learns from.
   const groups = Array.from({ length: B / GROUP }, (_, g) => {
@@ -311,6 +328,7 @@ async function main(): Promise<void> {
     stepSeconds: result.step_seconds,
     versions: result.versions,
     ...(episodes ? { episodes } : {}),
+    ...(envEpisodes ? { path: 'environment_factory', envEpisodes } : { path: MULTI ? 'rollout_func' : 'single-turn' }),
     load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
   };
   writeFileSync(join(RUN, 'result.json'), JSON.stringify(summary, null, 2) + '\n');
@@ -322,6 +340,54 @@ async function main(): Promise<void> {
     `PASS e2e:trl: ${logged.length} rewards TRL trained on equal agro's server, completion by completion; ${answered.length} completions answered, ` +
       `${evalMatches} matched gold per agro eval and got execution 1, the other answers 0; ${varying} of ${groups.length} groups have differing rewards`,
   );
+}
+
+/**
+ * The environment path, episode by episode, against agro's own environment in this process (not the server):
+ * every observation TRL's tool loop showed the policy is what agro's episode gives for the same <sql> turn, and the
+ * reward of the episode's turns, scored by agro's reward code here, is the one the environment's get_reward gave.
+ */
+async function checkEnvEpisodes(contract: PromptContract | null, logged: LoggedReward[]): Promise<{ episodes: number; toolCalls: number; withToolCall: number; observationsReplayed: number; turnsAgroWouldRefuse: number; rewardsRescored: number }> {
+  const catalog = catalogFromDbRoot(DB_ROOT);
+  const pool = new SqlPool({ size: 2 });
+  const env = new SqlEnvironment(pool, contract ? Object.fromEntries(PROMPT_FIELDS.map((f) => [f, contract[f]])) : {});
+  let replayed = 0;
+  let divergent = 0;
+  try {
+    const tasks = logged.map((l, i) => {
+      if (l.question === undefined) fail(`episode ${i}: the episode log has no question`);
+      const db = catalog.resolve(l.db_id);
+      return { id: String(i), dbId: l.db_id, dbPath: db.path, question: l.question, evidence: l.evidence || undefined, goldSql: l.gold_sql, variantPaths: db.variants };
+    });
+    for (const [i, l] of logged.entries()) {
+      const turns = l.turns ?? [l.completion ?? ''];
+      const sqlTurns = turns.filter((t) => /<sql>[\s\S]*<\/sql>\s*$/.test(t));
+      if ((l.observations ?? []).length !== l.tool_calls || sqlTurns.length !== l.tool_calls) fail(`episode ${i}: ${l.tool_calls} tool calls, ${sqlTurns.length} <sql> turns, ${(l.observations ?? []).length} observations`);
+      // agro's episode replayed with the policy's own turns: each <sql> turn's observation must be the one TRL's
+      // tool loop showed (turns agro's protocol would have refused, e.g. no <think> first, TRL still runs: counted).
+      const ep = await env.start(tasks[i]);
+      for (const [k, t] of sqlTurns.entries()) {
+        const r = await ep.step(t);
+        if (r.done) {
+          divergent++;
+          break;
+        }
+        if ((r.observation ?? '') !== l.observations![k]) fail(`episode ${i}, call ${k}: TRL's tool loop showed ${JSON.stringify(l.observations![k].slice(0, 80))}, agro's episode gives ${JSON.stringify((r.observation ?? '').slice(0, 80))}`);
+        replayed++;
+      }
+    }
+    const items: RewardItem[] = logged.map((l) => ({ db_id: l.db_id, gold_sql: l.gold_sql, tool_calls: l.tool_calls ?? 0, ...(l.turns ? { turns: l.turns } : { completion: l.completion ?? '' }) }));
+    const scored = await scoreItems(env, (_, i) => tasks[i], items, REWARDS);
+    scored.results.forEach((r, i) => {
+      if (r.total !== logged[i].total) fail(`episode ${i}: get_reward gave ${logged[i].total}, agro's reward of the same turns is ${r.total}`);
+      for (const [name, v] of Object.entries(r.parts)) if (v.value !== logged[i].parts[name]?.value) fail(`episode ${i}: ${name} ${logged[i].parts[name]?.value} from the environment, ${v.value} from agro`);
+    });
+  } finally {
+    await pool.close();
+  }
+  const toolCalls = logged.reduce((a, l) => a + (l.tool_calls ?? 0), 0);
+  console.log(`e2e:trl: environment_factory: ${logged.length} episodes re-scored by agro here, equal; ${replayed} tool observations replayed in agro's episodes, equal (${divergent} episodes with a <sql> turn agro's protocol refuses)`);
+  return { episodes: logged.length, toolCalls, withToolCall: logged.filter((l) => (l.tool_calls ?? 0) > 0).length, observationsReplayed: replayed, turnsAgroWouldRefuse: divergent, rewardsRescored: logged.length };
 }
 
 interface LoggedEpisode {

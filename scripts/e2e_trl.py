@@ -6,6 +6,10 @@ environment server (integrations/python/agro_trl.py). Run by scripts/e2e-trl.ts 
 With "multiturn": true the completions are agro's multi-turn episodes (agro_trl.agro_rollout_func: the
 policy's <sql> runs in the server's sessions, observations are masked out of the loss), each turn at most
 "max_turn_tokens", the episode at most "max_response_tokens"; "rollout_log" keeps one JSON line per episode.
+With "environment": true the completions come from TRL's own tool loop with agro_env.AgroEnv as the
+environment_factory (execute_sql answered in the server's sessions, the reward owned by the environment's
+get_reward); "episode_log" keeps one JSON line per episode (its turns, observations and agro's reward parts), in
+the shape of the reward log. "max_turns" (the checkpoint's contract) bounds the tool calls at max_turns - 1.
 "lr_end" decays the learning rate by a cosine to it (as agro train's minLrRatio); "save_model" writes the
 trained policy there as an agro checkpoint (Hugging Face layout, agro's own tokenizer files).
 
@@ -31,6 +35,7 @@ from trl import GRPOConfig, GRPOTrainer
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "integrations" / "python"))
 from agro_trl import agro_reward_func, agro_rollout_func  # noqa: E402
+from agro_env import AgroEnv, agro_env_rows, episode_finisher, prepare_tokenizer  # noqa: E402
 
 # src/model/chat.ts: <|bos|> then <|role|>content<|end|> per message; generation opens <|assistant|>.
 CHAT_TEMPLATE = (
@@ -64,6 +69,9 @@ model.generation_config.eos_token_id = [end_id, eos_id]
 model.generation_config.pad_token_id = tok.pad_token_id
 
 MULTI = bool(cfg.get("multiturn"))
+ENV = bool(cfg.get("environment"))
+if ENV:
+    prepare_tokenizer(tok)
 L = int(cfg["max_completion"])
 TURN = int(cfg.get("max_turn_tokens", L))
 RESPONSE = int(cfg.get("max_response_tokens", L))
@@ -72,6 +80,7 @@ ds = load_dataset("json", data_files={"train": cfg["train"]})["train"]
 n_all = len(ds)
 # A prompt plus its completion (multi-turn: its first turn) must fit the model's positions; longer rows are dropped and counted.
 first = TURN if MULTI else L
+# (the environment path: the row's question is appended by reset; the exported prompt measures the same length)
 ds = ds.filter(lambda r: len(tok.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=True)) + first <= limit)
 print(f"e2e_trl: {len(ds)} of {n_all} rows fit {limit} positions with {L} completion tokens", flush=True)
 if len(ds) == 0:
@@ -96,6 +105,7 @@ args = GRPOConfig(
     per_device_train_batch_size=G * P,
     num_generations=G,
     max_completion_length=RESPONSE if MULTI else L,
+    **({"max_tool_calling_iterations": int(cfg["max_turns"]) - 1} if ENV else {}),
     max_steps=int(cfg["steps"]),
     learning_rate=float(cfg.get("lr", 1e-5)),
     **({"lr_scheduler_type": "cosine_with_min_lr", "lr_scheduler_kwargs": {"min_lr": float(cfg["lr_end"])}} if cfg.get("lr_end") is not None else {}),
@@ -115,12 +125,21 @@ args = GRPOConfig(
 # TRL writes one completions parquet per step and they are all gathered below: none may be left from an earlier run.
 shutil.rmtree(out / "trl" / "completions", ignore_errors=True)
 times = StepTimes()
+REWARD_NAME = "AgroEnv" if ENV else "agro"
 reward = agro_reward_func(rewards=cfg.get("rewards"), log_path=str(out / "rewards.jsonl"), name="agro")
 extra = {}
+train_rows = ds
+if ENV:
+    from functools import partial
+
+    reward = episode_finisher(log_path=str(out / "rewards.jsonl"))
+    extra["environment_factory"] = partial(AgroEnv, rewards=cfg.get("rewards"))
+    train_rows = agro_env_rows(ds)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 if MULTI:
     extra["rollout_func"] = agro_rollout_func(ds, max_turn_tokens=TURN, max_response_tokens=RESPONSE, log_path=cfg.get("rollout_log"))
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[reward], args=args, train_dataset=ds, callbacks=[times], **extra)
+trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[reward], args=args, train_dataset=train_rows, callbacks=[times], **extra)
 t0 = time.perf_counter()
 trainer.train()
 seconds = time.perf_counter() - t0
@@ -137,7 +156,7 @@ logged = []
 for f in sorted((out / "trl" / "completions").glob("completions_*.parquet")):
     df = pd.read_parquet(f)
     for r in df.to_dict("records"):
-        logged.append({"step": int(r["step"]), "completion": completion_text(r["completion"]), "reward": float(r["agro"]), "advantage": float(r["advantage"])})
+        logged.append({"step": int(r["step"]), "completion": completion_text(r["completion"]), "reward": float(r[REWARD_NAME]), "advantage": float(r["advantage"])})
 result = {
     "rows": len(ds),
     "rows_dropped": n_all - len(ds),

@@ -8,7 +8,9 @@
  * verl: parquet with verl's RL dataset columns (data_source, prompt, ability, reward_model
  * {style, ground_truth}, extra_info) as in verl's examples/data_preprocess/gsm8k_multiturn_w_tool.py;
  * extra_info.tools_kwargs gives the SQL tool (integrations/python/agro_verl_tool.py) its db_id at
- * create(), and `agent_name` selects verl's tool agent loop.
+ * create(), and `agent_name` selects verl's tool agent loop; `tool_config.yaml` beside the parquet is the
+ * tool config verl's tool agent loads (actor_rollout_ref.rollout.multi_turn.tool_config_path). Every name is
+ * verl's, checked against its source at a pinned commit: docs/scaling-out.md#verl cites file and line.
  */
 import { join } from 'node:path';
 import { writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
@@ -43,6 +45,47 @@ export const VERL_ABILITY = 'sql';
 export const VERL_TOOL_NAME = 'run_sql';
 /** verl's agent loop for multi-turn tool calls (verl/experimental/agent_loop/tool_agent_loop.py). */
 export const VERL_AGENT_NAME = 'tool_agent';
+
+/** The tool config verl's tool agent reads (verl/tools/utils/tool_registry.py initialize_tools_from_config). */
+export const VERL_TOOL_CONFIG_FILE = 'tool_config.yaml';
+
+/**
+ * `tools: [{class_name, config: {type: native}, tool_schema: OpenAI function schema}]`. No server URL in it:
+ * agro_verl_tool.AgroSqlTool takes `config.url` when given, else AGRO_URL on the worker, so one file serves
+ * any cluster.
+ */
+export function verlToolConfig(): { tools: Record<string, unknown>[] } {
+  return {
+    tools: [
+      {
+        class_name: 'agro_verl_tool.AgroSqlTool',
+        config: { type: 'native', timeout_s: 60 },
+        tool_schema: {
+          type: 'function',
+          function: {
+            name: VERL_TOOL_NAME,
+            description: "Run one read-only SQL query on the question's SQLite database and see the first rows of the result (or the error).",
+            parameters: {
+              type: 'object',
+              properties: { sql: { type: 'string', description: 'One SELECT (or WITH ... SELECT) statement' } },
+              required: ['sql'],
+            },
+          },
+        },
+      },
+    ],
+  };
+}
+
+/** YAML 1.2 is a superset of JSON: the config as JSON under a comment, read by OmegaConf.load (PyYAML) as YAML. */
+export function verlToolConfigYaml(): string {
+  return (
+    '# verl tool config (actor_rollout_ref.rollout.multi_turn.tool_config_path), written by agro export --format verl.\n' +
+    '# Put integrations/python on every worker\'s PYTHONPATH and set AGRO_URL (or add "url" under config).\n' +
+    JSON.stringify(verlToolConfig(), null, 2) +
+    '\n'
+  );
+}
 
 export function trlRecord(r: ExportRow): Record<string, unknown> {
   return {
@@ -133,6 +176,11 @@ export function writeExport(format: ExportFormat, out: string, splits: ExportSpl
       writeParquet(path, VERL_SCHEMA, rows.map((r, i) => verlRecord(r, split, i)));
       files.push(path);
     }
+  }
+  if (format === 'verl') {
+    const path = join(out, VERL_TOOL_CONFIG_FILE);
+    writeFileAtomic(path, verlToolConfigYaml());
+    files.push(path);
   }
   const result: ExportResult = { format, files, train: splits.train.length, val: splits.val.length };
   writeJsonAtomic(join(out, 'export.json'), { ...meta, ...result });

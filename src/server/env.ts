@@ -11,6 +11,11 @@
  *   POST /v1/env/sessions/:id/step {text} one policy turn; the observation, or the end and its reward
  *   DELETE /v1/env/sessions/:id
  *
+ * With a tokenizer (`tokens`: the checkpoint's own, or any Hugging Face byte-level BPE tokenizer.json), every
+ * text the environment writes comes with its token ids under that tokenizer's name, each piece encoded on its own
+ * as agro's chat template lays them (src/model/chat.ts): a session's opening messages (`message_ids`), each
+ * observation (`observation_ids`), a /v1/sql observation; a trainer appends them and never re-tokenizes.
+ *
  * Limits: at most maxInFlight requests run at once and maxQueued wait (503 beyond), bodies over
  * maxBodyBytes get 413, requests over requestTimeoutMs get 504, batches over maxBatch get 400; every
  * query has its own time limit in the SQL pool (stopped inside its process), and a query past the short
@@ -31,6 +36,7 @@ import type { SqlExecutor, SqlValue } from '../sql/types.ts';
 import { LanedExecutor } from '../sql/lanes.ts';
 import { SessionStore, textBytes } from './env-sessions.ts';
 import { assertTokenForHost, guardedApp } from './guard.ts';
+import type { Tokenizer } from '../model/tokenizer.ts';
 import { DEFAULT_REWARDS, rewardItemSchema, rewardSpecSchema, scoreItems, type RewardItem } from './env-reward.ts';
 
 export const envRoutesOptionsSchema = z.strictObject({
@@ -64,6 +70,8 @@ export type EnvRoutesOptions = z.input<typeof envRoutesOptionsSchema> & {
   executor?: SqlExecutor;
   /** Where the environment finds each database's documentation (default: beside the file). */
   envDeps?: SqlEnvDeps;
+  /** Token ids of the environment's text under this tokenizer, named in every reply that carries them. */
+  tokens?: { name: string; tokenizer: Tokenizer };
 };
 
 export interface EnvStats {
@@ -142,7 +150,9 @@ function jsonCell(v: SqlValue): string | number | null {
 }
 
 export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
-  const { catalog, env: envConfig, executor: given, envDeps, ...rest } = opts;
+  const { catalog, env: envConfig, executor: given, envDeps, tokens, ...rest } = opts;
+  const idsOf = (field: string, texts: string | string[]): Record<string, unknown> =>
+    tokens ? { tokenizer: tokens.name, [field]: Array.isArray(texts) ? texts.map((t) => tokens.tokenizer.encode(t)) : tokens.tokenizer.encode(texts) } : {};
   const parsed = envRoutesOptionsSchema.safeParse(rest);
   if (!parsed.success) throw new AgroError('usage', `environment server: ${zodLine(parsed.error)}`);
   const o = parsed.data;
@@ -224,8 +234,8 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
     const maxRows = Math.min(b.max_rows ?? o.sqlMaxRows, o.sqlMaxRows);
     const r = await executor.execute(db.path, b.sql, { timeoutMs: o.sqlTimeoutMs, maxRows });
     const observation = formatResultTable(r, env.config.observationRows, env.config.observationChars);
-    if (!r.ok) return c.json({ ok: false, error: r.error, message: r.message, elapsed_ms: r.elapsedMs, observation });
-    return c.json({ ok: true, columns: r.columns, rows: r.rows.map((row) => row.map(jsonCell)), truncated: r.truncated, elapsed_ms: r.elapsedMs, observation });
+    if (!r.ok) return c.json({ ok: false, error: r.error, message: r.message, elapsed_ms: r.elapsedMs, observation, ...idsOf('observation_ids', observation) });
+    return c.json({ ok: true, columns: r.columns, rows: r.rows.map((row) => row.map(jsonCell)), truncated: r.truncated, elapsed_ms: r.elapsedMs, observation, ...idsOf('observation_ids', observation) });
   });
 
   app.post('/v1/reward', async (c) => {
@@ -248,7 +258,7 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
     const bytes = textBytes(b.question, b.evidence, b.gold_sql, ...episode.opening.map((m) => m.content));
     const s = sessions.create(task, episode, b.rewards ?? DEFAULT_REWARDS, bytes);
     if (!s) return c.json({ error: `too many open sessions (${o.maxSessions} at most, ${o.maxSessionBytes} bytes of text together); delete finished ones` }, 503, { 'Retry-After': '1' });
-    return c.json({ session_id: s.id, messages: episode.opening, max_turns: env.config.maxTurns, ttl_s: o.sessionTtlMs / 1000 }, 201);
+    return c.json({ session_id: s.id, messages: episode.opening, max_turns: env.config.maxTurns, ttl_s: o.sessionTtlMs / 1000, ...idsOf('message_ids', episode.opening.map((m) => m.content)) }, 201);
   });
 
   app.post('/v1/env/sessions/:id/step', async (c) => {
@@ -267,7 +277,7 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
       s.turns.push(b.text);
       if (!r.done) {
         if (parseAction(b.text, SQL_AGENT_ACTIONS).kind === 'sql') s.toolCalls++;
-        return c.json({ done: false, observation: r.observation, turn: s.turns.length });
+        return c.json({ done: false, observation: r.observation, turn: s.turns.length, ...idsOf('observation_ids', r.observation ?? '') });
       }
       s.done = true;
       let reward: unknown = null;

@@ -14,6 +14,9 @@ import { numberArg, repeatable } from '../options.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { addEndpointOptions, addPolicyOptions, openPolicyFromCli, playgroundPolicies, type PolicyCliOptions } from '../policy-options.ts';
 import { printOut } from '../print.ts';
+import { Tokenizer } from '../../model/tokenizer.ts';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 
 interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions {
   host: string;
@@ -29,6 +32,7 @@ interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions {
   dbRoot?: string;
   variants?: string;
   factory?: string[];
+  tokenizer?: string;
   token?: string;
   dashboard?: string;
   allowedHost: string[];
@@ -55,11 +59,19 @@ function catalogOf(o: ServeCliOptions): DatabaseCatalog | undefined {
   return parts.length ? combineCatalogs(parts) : undefined;
 }
 
+/** --tokenizer: a checkpoint folder (its tokenizer.json) or a Hugging Face tokenizer.json, named as given. */
+function tokensOf(path: string): { name: string; tokenizer: Tokenizer } {
+  const file = existsSync(path) && statSync(path).isDirectory() ? join(path, 'tokenizer.json') : path;
+  return { name: path, tokenizer: Tokenizer.load(file) };
+}
+
 async function run(o: ServeCliOptions): Promise<void> {
   const token = o.token ?? process.env.AGRO_TOKEN;
   const catalog = catalogOf(o);
   // Nothing to serve named: the OpenAI API over the built-in base model.
   if (!o.policy && !catalog && !o.dashboard) o.policy = 'base';
+  if (o.tokenizer && !catalog) throw new AgroError('usage', 'serve: --tokenizer gives the environment API\'s token ids: give it with --db-root or --factory');
+  const tokens = o.tokenizer ? tokensOf(o.tokenizer) : undefined;
   if (o.llmUrl && !o.dashboard) throw new AgroError('usage', 'serve: --llm-url is a Playground policy: give it with --dashboard <dir>');
   // The API runs SQL on your files and your model: any address but loopback needs a token.
   assertTokenForHost(o.host, token);
@@ -87,7 +99,7 @@ async function run(o: ServeCliOptions): Promise<void> {
     }
     if (catalog) {
       // The environment's prompts are the ones the policy in training reads: --prompt-from, else the served policy's contract.
-      const env: EnvRoutes = envRoutes({ catalog, env: promptFromCli(policy?.promptContract ?? null, o), envDeps: envDepsFromCli(o) });
+      const env: EnvRoutes = envRoutes({ catalog, env: promptFromCli(policy?.promptContract ?? null, o), envDeps: envDepsFromCli(o), ...(tokens ? { tokens } : {}) });
       closers.push(() => env.close());
       groups.push({ app: env });
     }
@@ -149,6 +161,7 @@ export function register(program: Command): void {
     .option('--db-root <dir>', 'environment API: databases as <dir>/<db_id>/<db_id>.sqlite')
     .option('--variants <dir>', 'environment API: variant databases as <dir>/<db_id>/*.sqlite (the test-suite reward)')
     .option('--factory <dir...>', 'environment API: agro synth output folders (their databases and variants)')
+    .option('--tokenizer <path>', 'environment API: token ids of every prompt and observation under this tokenizer (a checkpoint folder or a Hugging Face tokenizer.json)')
     .option('--token <token>', 'token every route but /health asks for (Authorization: Bearer, or the printed dashboard link; default env AGRO_TOKEN; required off loopback)')
     .option('--allowed-host <name>', 'also accept this Host (a reverse proxy\'s name, `name` or `name:port`); repeatable', repeatable, [])
     .option('--cors <origin>', 'let pages of this origin (scheme://host[:port]) call the API, with CORS preflights; repeatable', repeatable, [])
