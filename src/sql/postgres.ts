@@ -3,9 +3,13 @@
  * The "database" is a postgres:// URL; one connection pool (npm `pg`) per URL.
  *
  * The sandbox, outermost first (docs/postgres.md says what the server's role must be):
- *  - the guard refuses anything but one read query before it is sent (guard.ts, PostgreSQL dialect);
- *  - every session starts with default_transaction_read_only=on (so each statement's transaction is
- *    read-only), with `statement_timeout` at the query's limit: the server stops its own runaway;
+ *  - the guard refuses anything but one read query before it is sent (guard.ts, PostgreSQL dialect): a
+ *    fast first refusal with a clear message, not the enforcement;
+ *  - every query runs inside a transaction agro opens `READ ONLY` and rolls back, its limit set with
+ *    `SET LOCAL statement_timeout` (the server stops its own runaway): whatever a query sets is undone;
+ *  - before a connection goes back to the pool its session is reset (RESET_SESSION: what DISCARD ALL
+ *    covers — settings, role, prepared statements, cursors, advisory locks, temporary objects); a
+ *    connection whose reset fails is closed, never reused. Sessions also start read-only;
  *  - the query is sent with the extended protocol, which refuses several statements in one string;
  *  - agro's own clock (and, on the same machine, the backend's CPU time from /proc) cancels a runaway
  *    with pg_cancel_backend from a separate connection, and terminates it if the cancel is not heard;
@@ -149,6 +153,21 @@ export function errorKindOf(code: string | undefined): ExecErrorKind {
   return 'runtime';
 }
 
+/**
+ * What DISCARD ALL does (www.postgresql.org/docs/current/sql-discard.html), after ending the query's
+ * transaction, in one round trip. DISCARD ALL itself refuses to run inside the implicit transaction a
+ * multi-statement string opens, so its parts are written out: a request's session-level changes (an
+ * advisory lock, a setting or role it managed to keep) never reach the next request on this connection.
+ * RESET ALL returns every setting to the session's start (SESSION_OPTIONS and the URL's own `options`).
+ */
+export const RESET_SESSION =
+  'ROLLBACK; SET SESSION AUTHORIZATION DEFAULT; RESET ROLE; RESET ALL; DEALLOCATE ALL; CLOSE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES';
+
+/** The statements agro runs before each query, in its round trip: the READ ONLY transaction and its limit. */
+export function queryPrelude(timeoutMs: number): string[] {
+  return ['BEGIN READ ONLY', `SET LOCAL statement_timeout = ${Math.max(0, Math.floor(timeoutMs))}`];
+}
+
 /** Clients given a no-op 'error' listener (once each). */
 const QUIET = new WeakSet<pg.PoolClient>();
 
@@ -157,6 +176,11 @@ export interface PgExecutorOptions {
   size?: number;
   /** Defaults for every execute() call; per-call options override them. */
   defaults?: ExecOptions;
+  /**
+   * The first, lexical refusal (default: the guard in PostgreSQL's dialect). Tests replace it with a no-op
+   * to check that the connection's own layers (READ ONLY transaction, rollback, session reset) hold alone.
+   */
+  guard?: (sql: string) => void;
 }
 
 interface Server {
@@ -180,6 +204,7 @@ function isLocal(url: string): boolean {
 export class PgExecutor implements SqlExecutor {
   readonly size: number;
   private readonly defaults: Required<ExecOptions>;
+  private readonly guard: (sql: string) => void;
   private readonly servers = new Map<string, Server>();
   private closed = false;
   /** Queries stopped by agro's own clock or CPU watch (not by the server's statement_timeout); tests read it. */
@@ -194,6 +219,7 @@ export class PgExecutor implements SqlExecutor {
     }
     this.size = options.size ?? Math.max(2, availableParallelism());
     this.defaults = { ...EXEC_DEFAULTS, ...parseExecOptions(options.defaults, 'PgExecutor defaults') };
+    this.guard = options.guard ?? ((sql) => assertSingleReadQuery(sql, 'postgres'));
   }
 
   private server(url: string): Server {
@@ -238,7 +264,7 @@ export class PgExecutor implements SqlExecutor {
     if (this.closed) throw new AgroError('usage', 'the PostgreSQL executor is closed');
     const o: Required<ExecOptions> = { ...this.defaults, ...parseExecOptions(opts, 'execute') };
     try {
-      assertSingleReadQuery(sql, 'postgres');
+      this.guard(sql);
     } catch (err) {
       if (err instanceof AgroError) return { ok: false, error: err.kind === 'sql_error' ? 'syntax' : 'refused', message: err.message, elapsedMs: 0 };
       throw err;
@@ -276,7 +302,6 @@ export class PgExecutor implements SqlExecutor {
       QUIET.add(client);
       client.on('error', () => undefined);
     }
-    const conn = client as pg.PoolClient & { agroTimeoutMs?: number };
     let stoppedBy: TimeLimit | undefined;
     let broken = false;
     let cpu0: number | undefined;
@@ -302,11 +327,6 @@ export class PgExecutor implements SqlExecutor {
       return r;
     };
     try {
-      // The server's own limit, set once per connection and limit (not a round trip per query).
-      if (conn.agroTimeoutMs !== o.timeoutMs) {
-        await client.query(`SET statement_timeout = ${o.timeoutMs}`);
-        conn.agroTimeoutMs = o.timeoutMs;
-      }
       timers.push(setTimeout(() => stop('wall'), Math.max(0, t0 + o.timeoutMs + AGRO_STOP_AFTER_MS - performance.now())));
       if (o.cpuMs > 0 && s.local) {
         cpu0 = processCpuMs(pid);
@@ -321,10 +341,10 @@ export class PgExecutor implements SqlExecutor {
         }
       }
       const started = performance.now();
-      // No explicit transaction: the session is read-only, so the statement's implicit transaction is
-      // too. One round trip, the row cap enforced by the server (pg-capped-query.ts).
+      // The READ ONLY transaction, its limit and the query in one round trip, the row cap enforced by the
+      // server (pg-capped-query.ts); the transaction is rolled back by the reset below, never committed.
       const parsers = typeParsers(o.safeIntegers);
-      const q = new CappedQuery(sql, { maxRows: o.maxRows, maxBytes: o.maxBytes, parserFor: (oid) => parsers.getTypeParser(oid, 'text') as (t: string) => SqlValue });
+      const q = new CappedQuery(sql, { maxRows: o.maxRows, maxBytes: o.maxBytes, prelude: queryPrelude(o.timeoutMs), parserFor: (oid) => parsers.getTypeParser(oid, 'text') as (t: string) => SqlValue });
       client.query(q);
       const { columns, rows, truncated, truncatedBy } = await q.done;
       const elapsedMs = performance.now() - started;
@@ -350,7 +370,24 @@ export class PgExecutor implements SqlExecutor {
       return { ok: false, error: errorKindOf(e.code), message: e.message ?? String(err), elapsedMs };
     } finally {
       for (const t of timers) clearTimeout(t);
-      client.release(broken);
+      await this.reset(client, broken);
+    }
+  }
+
+  /**
+   * Ends the query's transaction and resets the session (RESET_SESSION) before the connection goes back
+   * to the pool; a connection that is broken, or whose reset fails, is closed instead (pg's release(err)).
+   */
+  private async reset(client: pg.PoolClient, broken: boolean): Promise<void> {
+    if (broken) {
+      client.release(true);
+      return;
+    }
+    try {
+      await client.query(RESET_SESSION);
+      client.release();
+    } catch (err) {
+      client.release(err instanceof Error ? err : true);
     }
   }
 
