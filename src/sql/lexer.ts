@@ -21,6 +21,8 @@ export interface Token {
   quote?: '"' | '`' | '[';
   /** Parenthesis depth the token sits at (0 = top level; a parenthesis sits at its outer depth). */
   depth: number;
+  /** A U&"..." name (PostgreSQL): its text between the quotes, escapes undecoded (text holds the decoded name). */
+  unicode?: string;
   /** Offsets in the source: sql.slice(start, end) is the token as written. */
   start: number;
   end: number;

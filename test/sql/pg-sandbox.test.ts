@@ -92,7 +92,7 @@ const ESCAPES = [
   "SELECT PG_READ_FILE('/etc/passwd')",
   "SELECT pg_catalog.pg_read_file('/etc/passwd')",
   "SELECT \"pg_read_file\"('/etc/passwd')",
-  "SELECT U&\"\\0070g_read_file\"('/etc/passwd')", // an escaped name the guard cannot read: the role stops it
+  "SELECT U&\"\\0070g_read_file\"('/etc/passwd')", // an escaped name: decoded by the guard as the server decodes it
   "SELECT arr[length(pg_read_file('/etc/passwd'))] FROM (SELECT ARRAY[1] AS arr) s",
   "SELECT $$'$$, pg_read_file('/etc/passwd'), '$$'",
   "SELECT lo_import('/etc/passwd')",
