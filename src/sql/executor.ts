@@ -15,7 +15,10 @@ import { findDocs } from './docs.ts';
 import type { DbDocs } from './docs-types.ts';
 import type { DbSchema, ExecOptions, ExecResult, SqlExecutor } from './types.ts';
 
-export type ExecutorOptions = SqlPoolOptions;
+export type ExecutorOptions = SqlPoolOptions & {
+  /** PostgreSQL: run queries on a role that can do more than read (PgExecutorOptions.allowPrivilegedRole). */
+  allowPrivilegedRole?: boolean;
+};
 
 /** The engine a database string names. */
 export function engineOf(db: string): SqlDialect {
@@ -36,7 +39,7 @@ export class EngineRouter implements SqlExecutor {
   execute(db: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
     if (isPostgresUrl(db)) {
       if (this.closed) return Promise.reject(new AgroError('usage', 'the SQL executor is closed'));
-      this.pg ??= new PgExecutor({ size: this.opts.size, defaults: this.opts.defaults });
+      this.pg ??= new PgExecutor({ size: this.opts.size, defaults: this.opts.defaults, allowPrivilegedRole: this.opts.allowPrivilegedRole });
       return this.pg.execute(db, sql, opts);
     }
     return this.sqlite.execute(db, sql, opts);

@@ -26,6 +26,7 @@ import { AgroError } from '../errors.ts';
 import { processCpuMs } from '../util/proc.ts';
 import { assertSingleReadQuery } from './guard.ts';
 import { CappedQuery } from './pg-capped-query.ts';
+import { privilegedRoleError, rolePrivileges } from './pg-role.ts';
 import { EXEC_DEFAULTS, parseExecOptions, timedOut } from './pool.ts';
 import type { ExecErrorKind, ExecOptions, ExecResult, SqlExecutor, SqlValue, TimeLimit } from './types.ts';
 
@@ -181,6 +182,12 @@ export interface PgExecutorOptions {
    * to check that the connection's own layers (READ ONLY transaction, rollback, session reset) hold alone.
    */
   guard?: (sql: string) => void;
+  /**
+   * Run queries on a role that can do more than read (superuser, server-file roles, owner or writer of a
+   * table: pg-role.ts). Default false: the first query on such a URL throws AgroError('refused'). The
+   * factory, whose queries are its own, sets it; untrusted SQL only with --allow-privileged-role.
+   */
+  allowPrivilegedRole?: boolean;
 }
 
 interface Server {
@@ -189,6 +196,8 @@ interface Server {
   control?: Promise<pg.Client>;
   /** The backends run on this machine (loopback or a socket): their CPU time can be read from /proc. */
   local: boolean;
+  /** The role's privileges beyond reading (pg-role.ts), read on the first connection. */
+  privileges?: Promise<{ role: string; reasons: string[] }>;
 }
 
 function isLocal(url: string): boolean {
@@ -205,6 +214,7 @@ export class PgExecutor implements SqlExecutor {
   readonly size: number;
   private readonly defaults: Required<ExecOptions>;
   private readonly guard: (sql: string) => void;
+  private readonly allowPrivilegedRole: boolean;
   private readonly servers = new Map<string, Server>();
   private closed = false;
   /** Queries stopped by agro's own clock or CPU watch (not by the server's statement_timeout); tests read it. */
@@ -220,6 +230,7 @@ export class PgExecutor implements SqlExecutor {
     this.size = options.size ?? Math.max(2, availableParallelism());
     this.defaults = { ...EXEC_DEFAULTS, ...parseExecOptions(options.defaults, 'PgExecutor defaults') };
     this.guard = options.guard ?? ((sql) => assertSingleReadQuery(sql, 'postgres'));
+    this.allowPrivilegedRole = options.allowPrivilegedRole ?? false;
   }
 
   private server(url: string): Server {
@@ -289,6 +300,23 @@ export class PgExecutor implements SqlExecutor {
       const e = err as { code?: string; message?: string };
       const kind = e.code ? errorKindOf(e.code) : 'bad_database';
       return { ok: false, error: kind === 'syntax' ? 'bad_database' : kind, message: `cannot connect to ${redactUrl(url)}: ${e.message ?? String(err)}`, elapsedMs: performance.now() - t0 };
+    }
+    if (!this.allowPrivilegedRole) {
+      // Before the query reaches the server: a role that can write or reach files is refused whole.
+      let privileges: { role: string; reasons: string[] };
+      try {
+        s.privileges ??= rolePrivileges(client);
+        privileges = await s.privileges;
+      } catch (err) {
+        s.privileges = undefined;
+        client.release(true);
+        const e = err as { code?: string; message?: string };
+        return { ok: false, error: 'bad_database', message: `cannot read the role's privileges on ${redactUrl(url)}: ${e.message ?? String(err)}`, elapsedMs: performance.now() - t0 };
+      }
+      if (privileges.reasons.length > 0) {
+        client.release();
+        throw privilegedRoleError(privileges.role, privileges.reasons, redactUrl(url));
+      }
     }
     return this.run(url, s, client, sql, o);
   }

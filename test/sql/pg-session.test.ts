@@ -4,6 +4,7 @@
 // reader URL and on a superuser URL.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { copySqliteToPostgres, runAdminSql } from '../../src/sql/pg-copy.ts';
 import { sandboxRoleSql } from '../../src/sql/pg-setup.ts';
@@ -12,6 +13,11 @@ import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
 import { pgFingerprint } from '../support/pg-fingerprint.ts';
 
 const MUSIC = fileURLToPath(new URL('../../data/databases/music_store/music_store.sqlite', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
+
+function agro(...args: string[]) {
+  return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
+}
 
 /** Requests that try to leave something behind in the session or the database (issue 47's four bypasses among them). */
 const STATE_CHANGERS = [
@@ -59,7 +65,7 @@ describe('the PostgreSQL connection enforces read-only and resets its session', 
     test(`a request leaves nothing for the next one on a pooled connection (${who} URL, no guard)`, async () => {
       const url = who === 'reader' ? reader : admin;
       // One connection: every request is the next one on the same session.
-      const exec = new PgExecutor({ size: 1, guard: () => undefined });
+      const exec = new PgExecutor({ size: 1, guard: () => undefined, allowPrivilegedRole: true });
       try {
         const clean = await exec.execute(url, PROBE);
         assert.ok(clean.ok, JSON.stringify(clean));
@@ -82,7 +88,7 @@ describe('the PostgreSQL connection enforces read-only and resets its session', 
   }
 
   test('a write inside a query fails in the READ ONLY transaction even on a superuser URL', async () => {
-    const exec = new PgExecutor({ size: 1, guard: () => undefined });
+    const exec = new PgExecutor({ size: 1, guard: () => undefined, allowPrivilegedRole: true });
     try {
       const r = await exec.execute(admin, "WITH u AS (UPDATE genres SET name = 'x' RETURNING 1) SELECT * FROM u");
       assert.equal(r.ok, false);
@@ -108,5 +114,47 @@ describe('the PostgreSQL connection enforces read-only and resets its session', 
     } finally {
       await exec.close();
     }
+  });
+
+  test('untrusted SQL on a role that can do more than read is refused before it reaches the server, unless the flag says so', async () => {
+    await server.admin(`CREATE ROLE agro_writer LOGIN PASSWORD 'writer-pw'; GRANT CONNECT ON DATABASE music_store TO agro_writer; GRANT USAGE ON SCHEMA public TO agro_writer; GRANT SELECT ON ALL TABLES IN SCHEMA public TO agro_writer; GRANT UPDATE ON genres TO agro_writer`, 'music_store');
+    await server.admin(`CREATE ROLE agro_files LOGIN PASSWORD 'files-pw' IN ROLE pg_read_server_files; GRANT CONNECT ON DATABASE music_store TO agro_files; GRANT USAGE ON SCHEMA public TO agro_files; GRANT SELECT ON ALL TABLES IN SCHEMA public TO agro_files`, 'music_store');
+    const writer = server.url('agro_writer', 'writer-pw', 'music_store');
+    const files = server.url('agro_files', 'files-pw', 'music_store');
+    for (const [url, why] of [
+      [admin, /a superuser/],
+      [writer, /allowed to write, 1 table \(public\.genres\)/],
+      [files, /pg_read_server_files/],
+    ] as const) {
+      const exec = new PgExecutor({ size: 1 });
+      try {
+        // Had it reached the server, this would come back as a division-by-zero result, not a refusal.
+        await assert.rejects(exec.execute(url, 'SELECT 1 / 0 FROM genres'), (err: Error & { kind?: string }) => {
+          assert.equal(err.kind, 'refused');
+          assert.match(err.message, why);
+          assert.match(err.message, /agro db copy .*--reader/);
+          assert.match(err.message, /--allow-privileged-role/);
+          assert.ok(!err.message.includes('-pw') && !err.message.includes('agro-test-admin'), err.message);
+          return true;
+        });
+      } finally {
+        await exec.close();
+      }
+    }
+    // The reader runs; the CLI says it in one line with exit 5, and the flag that names the risk lets it run.
+    const ok = new PgExecutor({ size: 1 });
+    try {
+      assert.ok((await ok.execute(reader, 'SELECT count(*) FROM genres')).ok);
+    } finally {
+      await ok.close();
+    }
+    const refused = agro('sql', '--db', admin, 'SELECT count(*) FROM genres');
+    assert.equal(refused.status, 5, refused.stderr);
+    assert.equal(refused.stderr.trim().split('\n').length, 1);
+    assert.match(refused.stderr, /^agro: refused: the PostgreSQL role "agro_admin"/);
+    assert.ok(!refused.stderr.includes('agro-test-admin'));
+    const allowed = agro('sql', '--db', admin, '--allow-privileged-role', 'SELECT count(*) FROM genres');
+    assert.equal(allowed.status, 0, allowed.stderr);
+    assert.match(allowed.stdout, /1 row/);
   });
 });

@@ -5,13 +5,13 @@ import { EPISODE_MODES, runEpisode, type EpisodeMode, type EpisodeEvent } from '
 import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { assertReadableDatabase } from '../../sql/introspect.ts';
-import { numberArg } from '../options.ts';
+import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
 import { turnTokens } from '../../agent/prompt-contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
 
-interface AskCliOptions extends PolicyCliOptions, PromptCliOptions {
+interface AskCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRoleCliOption {
   db: string;
   evidence?: string;
   mode: EpisodeMode;
@@ -44,7 +44,7 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
   // A missing file is exit 3, an unreadable one (truncated, not SQLite) exit 4: before the policy is loaded.
   assertReadableDatabase(o.db);
   const policy = await openPolicyFromCli(o, 1);
-  const pool = createExecutor({ size: 1 });
+  const pool = createExecutor({ size: 1, allowPrivilegedRole: o.allowPrivilegedRole });
   try {
     const prompt = promptFromCli(policy.promptContract, o);
     const env = new SqlEnvironment(pool, { ...prompt, ...(o.mode === 'direct' ? { maxTurns: 1 } : {}) }, envDepsFromCli(o, basename(o.db).replace(/\.(sqlite3?|db)$/i, '')));
@@ -88,5 +88,5 @@ export function register(program: Command): void {
     .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run, or a turn with no valid action, is sampled again (at 0.7) up to n times, the first draft that runs (or, for a turn without action, calls the tool) kept", numberArg('--retries', { min: 0, max: 16 }), 0)
     .option('--rows <n>', 'rows of the final result to show', numberArg('--rows', { min: 1 }), 20)
     .option('--json', 'print the episode and the result as JSON');
-  addPromptOptions(cmd).action((q: string, o: AskCliOptions) => run(q, o));
+  addPrivilegedRoleOption(addPromptOptions(cmd)).action((q: string, o: AskCliOptions) => run(q, o));
 }

@@ -6,7 +6,7 @@ import { createExecutor } from '../../sql/executor.ts';
 import { LEGACY_QUOTES_MISSING, legacyQuotesAvailable } from '../../sql/open-database.mjs';
 import { isPostgresUrl } from '../../sql/postgres.ts';
 import { AgroError } from '../../errors.ts';
-import { numberArg } from '../options.ts';
+import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { addPromptOptions, askedPrompt, envDepsFromCli, printWarning, type PromptCliOptions } from '../prompt-options.ts';
@@ -19,7 +19,7 @@ import { printOut, printErr } from '../print.ts';
 /** Where the data's databases are when no --db-root is given and the data is no factory output. */
 const DEFAULT_DB_ROOT = 'data/databases';
 
-interface PredictCliOptions extends PolicyCliOptions, PromptCliOptions {
+interface PredictCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRoleCliOption {
   data: string;
   dbRoot?: string;
   out: string;
@@ -68,7 +68,7 @@ async function run(o: PredictCliOptions): Promise<void> {
     for (const id of new Set(ids)) catalog.resolve(id);
   } else resolveDatabases(dbRoot, ids);
   const policy = await openPolicyFromCli(o, o.concurrency);
-  const pool = createExecutor({ size: o.workers });
+  const pool = createExecutor({ size: o.workers, allowPrivilegedRole: o.allowPrivilegedRole });
   const ctrl = new AbortController();
   const onSig = (): void => ctrl.abort();
   process.once('SIGINT', onSig);
@@ -150,5 +150,5 @@ export function register(program: Command): void {
     .option('--seed <n>', 'seed for sampling', numberArg('--seed', { min: 0 }), 0)
     .option('--workers <n>', 'SQL executor processes', numberArg('--workers', { min: 1 }), 2)
     .option('--json', 'print the JSON report instead of the table');
-  addPromptOptions(cmd).action((o: PredictCliOptions) => run(o));
+  addPrivilegedRoleOption(addPromptOptions(cmd)).action((o: PredictCliOptions) => run(o));
 }

@@ -10,12 +10,12 @@ import { catalogFromDbRoot, catalogFromFactoryOutput, combineCatalogs, type Data
 import { createExecutor } from '../../sql/executor.ts';
 import { assertDir } from '../../data/databases.ts';
 import type { Policy } from '../../agent/policies/types.ts';
-import { numberArg, repeatable } from '../options.ts';
+import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg, repeatable } from '../options.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { addEndpointOptions, addPolicyOptions, openPolicyFromCli, playgroundPolicies, type PolicyCliOptions } from '../policy-options.ts';
 import { printOut } from '../print.ts';
 
-interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions {
+interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRoleCliOption {
   host: string;
   port: number;
   modelName?: string;
@@ -92,7 +92,7 @@ async function run(o: ServeCliOptions): Promise<void> {
       groups.push({ app: env });
     }
     if (o.dashboard) {
-      const pool = createExecutor();
+      const pool = createExecutor({ allowPrivilegedRole: o.allowPrivilegedRole });
       closers.push(() => pool.close());
       // The Playground runs the served policy itself (no second copy of the model) and any --llm-url.
       const dash = dashboardRoutes({ dir: o.dashboard, executor: pool, policies: playgroundPolicies(o, policy) });
@@ -153,5 +153,5 @@ export function register(program: Command): void {
     .option('--allowed-host <name>', 'also accept this Host (a reverse proxy\'s name, `name` or `name:port`); repeatable', repeatable, [])
     .option('--cors <origin>', 'let pages of this origin (scheme://host[:port]) call the API, with CORS preflights; repeatable', repeatable, [])
     .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/');
-  addPromptOptions(cmd, { from: true }).action((o: ServeCliOptions) => run(o));
+  addPrivilegedRoleOption(addPromptOptions(cmd, { from: true })).action((o: ServeCliOptions) => run(o));
 }
