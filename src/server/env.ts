@@ -29,6 +29,7 @@ import { parseAction, SQL_AGENT_ACTIONS } from '../agent/protocol.ts';
 import type { DatabaseCatalog } from '../data/catalog.ts';
 import type { SqlExecutor, SqlValue } from '../sql/types.ts';
 import { LanedExecutor } from '../sql/lanes.ts';
+import { EngineRouter } from '../sql/executor.ts';
 import { SessionStore, textBytes } from './env-sessions.ts';
 import { assertTokenForHost, guardedApp } from './guard.ts';
 import { DEFAULT_REWARDS, rewardItemSchema, rewardSpecSchema, scoreItems, type RewardItem } from './env-reward.ts';
@@ -64,6 +65,8 @@ export type EnvRoutesOptions = z.input<typeof envRoutesOptionsSchema> & {
   executor?: SqlExecutor;
   /** Where the environment finds each database's documentation (default: beside the file). */
   envDeps?: SqlEnvDeps;
+  /** PostgreSQL: serve a role that can do more than read (src/sql/pg-role.ts; `--allow-privileged-role`). */
+  allowPrivilegedRole?: boolean;
 };
 
 export interface EnvStats {
@@ -142,12 +145,13 @@ function jsonCell(v: SqlValue): string | number | null {
 }
 
 export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
-  const { catalog, env: envConfig, executor: given, envDeps, ...rest } = opts;
+  const { catalog, env: envConfig, executor: given, envDeps, allowPrivilegedRole, ...rest } = opts;
   const parsed = envRoutesOptionsSchema.safeParse(rest);
   if (!parsed.success) throw new AgroError('usage', `environment server: ${zodLine(parsed.error)}`);
   const o = parsed.data;
   const lanes = given ? undefined : new LanedExecutor({ fastSize: o.poolSize, slowSize: o.slowPoolSize, fastMs: o.fastLaneMs });
-  const executor: SqlExecutor = given ?? (lanes as LanedExecutor);
+  // SQLite files run in the laned pools, postgres:// databases (a --db-root URL) on the PostgreSQL executor.
+  const executor: SqlExecutor = given ?? new EngineRouter({ sqlite: lanes, size: o.poolSize, allowPrivilegedRole });
   const env = new SqlEnvironment(executor, envConfig, envDeps);
   const sessions = new SessionStore(o.maxSessions, o.sessionTtlMs, o.maxSessionBytes);
   let inFlight = 0;

@@ -18,6 +18,8 @@ import type { DbSchema, ExecOptions, ExecResult, SqlExecutor } from './types.ts'
 export type ExecutorOptions = SqlPoolOptions & {
   /** PostgreSQL: run queries on a role that can do more than read (PgExecutorOptions.allowPrivilegedRole). */
   allowPrivilegedRole?: boolean;
+  /** SQLite files go to this executor instead of a SqlPool of `size` (the environment server's laned pools). */
+  sqlite?: SqlExecutor;
 };
 
 /** The engine a database string names. */
@@ -27,13 +29,13 @@ export function engineOf(db: string): SqlDialect {
 
 export class EngineRouter implements SqlExecutor {
   /** Starts no process until its first query (cheap to make; bad options fail here). */
-  readonly sqlite: SqlPool;
+  readonly sqlite: SqlExecutor;
   private pg?: PgExecutor;
   private closed = false;
 
   /** `size`: SQLite processes, or connections per PostgreSQL server (default: the machine's cores). */
   constructor(private readonly opts: ExecutorOptions = {}) {
-    this.sqlite = new SqlPool(opts);
+    this.sqlite = opts.sqlite ?? new SqlPool(opts);
   }
 
   execute(db: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {

@@ -87,7 +87,7 @@ async function run(o: ServeCliOptions): Promise<void> {
     }
     if (catalog) {
       // The environment's prompts are the ones the policy in training reads: --prompt-from, else the served policy's contract.
-      const env: EnvRoutes = envRoutes({ catalog, env: promptFromCli(policy?.promptContract ?? null, o), envDeps: envDepsFromCli(o) });
+      const env: EnvRoutes = envRoutes({ catalog, env: promptFromCli(policy?.promptContract ?? null, o), envDeps: envDepsFromCli(o), allowPrivilegedRole: o.allowPrivilegedRole });
       closers.push(() => env.close());
       groups.push({ app: env });
     }
@@ -146,7 +146,7 @@ export function register(program: Command): void {
     .option('--max-tokens <n>', 'cap on max_tokens per completion', numberArg('--max-tokens', { min: 1 }), 1024)
     .option('--max-input-chars <n>', 'characters of message text per completion, checked before tokenizing (400 beyond)', numberArg('--max-input-chars', { min: 1 }), DEFAULT_MAX_INPUT_CHARS)
     .option('--grace <ms>', 'on shutdown, how long requests in flight may finish', numberArg('--grace', { min: 0 }), 10_000)
-    .option('--db-root <dir>', 'environment API: databases as <dir>/<db_id>/<db_id>.sqlite')
+    .option('--db-root <dir|url>', 'environment API: databases as <dir>/<db_id>/<db_id>.sqlite, or a postgres:// server whose databases are named by db_id')
     .option('--variants <dir>', 'environment API: variant databases as <dir>/<db_id>/*.sqlite (the test-suite reward)')
     .option('--factory <dir...>', 'environment API: agro synth output folders (their databases and variants)')
     .option('--token <token>', 'token every route but /health asks for (Authorization: Bearer, or the printed dashboard link; default env AGRO_TOKEN; required off loopback)')
