@@ -3,7 +3,7 @@
  * createExecutor() returns an executor that routes each query by it, so nothing above src/sql knows which
  * engine runs. Each engine's executor starts on its first query (a run on SQLite never opens a socket).
  */
-import { AgroError } from '../errors.ts';
+import { AgroError, redactSecrets } from '../errors.ts';
 import { dialectOf, type SqlDialect } from './dialect.ts';
 import { SqlPool, type SqlPoolOptions } from './pool.ts';
 import { PgExecutor, isPostgresUrl } from './postgres.ts';
@@ -38,13 +38,15 @@ export class EngineRouter implements SqlExecutor {
     this.sqlite = opts.sqlite ?? new SqlPool(opts);
   }
 
-  execute(db: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
+  async execute(db: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
+    let r: ExecResult;
     if (isPostgresUrl(db)) {
-      if (this.closed) return Promise.reject(new AgroError('usage', 'the SQL executor is closed'));
+      if (this.closed) throw new AgroError('usage', 'the SQL executor is closed');
       this.pg ??= new PgExecutor({ size: this.opts.size, defaults: this.opts.defaults, allowPrivilegedRole: this.opts.allowPrivilegedRole });
-      return this.pg.execute(db, sql, opts);
-    }
-    return this.sqlite.execute(db, sql, opts);
+      r = await this.pg.execute(db, sql, opts);
+    } else r = await this.sqlite.execute(db, sql, opts);
+    // An error's message becomes an observation a policy reads and a trajectory keeps: never with a password.
+    return r.ok ? r : { ...r, message: redactSecrets(r.message) };
   }
 
   async close(): Promise<void> {

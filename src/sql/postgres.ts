@@ -22,7 +22,7 @@
  */
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
-import { AgroError } from '../errors.ts';
+import { AgroError, redactSecrets } from '../errors.ts';
 import { processCpuMs } from '../util/proc.ts';
 import { assertSingleReadQuery } from './guard.ts';
 import { CappedQuery } from './pg-capped-query.ts';
@@ -44,16 +44,12 @@ function serialize(u: URL, original: string): string {
   return original.includes('{db_id}') ? s.replaceAll('%7Bdb_id%7D', '{db_id}') : s;
 }
 
-/** The URL without its password, for messages and reports (anything else is returned as it is). */
+/**
+ * The URL without its password, for messages and reports: errors.ts redactSecrets, the one redaction (it
+ * holds for URLs that do not parse, unknown schemes and typos too).
+ */
 export function redactUrl(url: string): string {
-  if (!isPostgresUrl(url)) return url;
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return serialize(u, url);
-  } catch {
-    return url.replace(/:[^:@/]*@/, ':***@');
-  }
+  return redactSecrets(url);
 }
 
 /**
