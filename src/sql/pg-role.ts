@@ -49,3 +49,37 @@ export function privilegedRoleError(role: string, reasons: string[], where: stri
     `refused: the PostgreSQL role ${JSON.stringify(role)} on ${where} is ${reasons.join(', ')}; untrusted SQL (questions' answers, a policy's queries, dashboard and API requests, agro sql) runs only as a role that can just read: make one with \`agro db copy <db.sqlite> <url> --reader <name>\` or the GRANTs in docs/postgres.md, or pass ${ALLOW_PRIVILEGED_ROLE_FLAG} to run it anyway (such a query could then change data or read and write the server's files)`,
   );
 }
+
+/**
+ * Why `role` cannot be made agro's reader (empty: it can): `agro db copy --reader` demotes and re-passwords the
+ * role it is given, so the login role itself, or a role that holds more than reading (attributes, server-file
+ * roles, membership in other roles, ownership of a database or of objects, write grants), is refused before
+ * anything changes (issue 47: `--reader <the login role>` demoted it part-way, then failed).
+ */
+export async function readerRoleProblems(client: pg.ClientBase, role: string): Promise<string[]> {
+  const r = await client.query<{ login: string; exists: boolean; rolsuper: boolean; rolcreaterole: boolean; rolcreatedb: boolean; rolbypassrls: boolean; rolreplication: boolean; server_roles: string | null; member_of: string | null; owns_db: boolean; owns: boolean; writes: boolean }>(
+    `SELECT current_user AS login, r.oid IS NOT NULL AS exists, r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolbypassrls, r.rolreplication,
+       (SELECT string_agg(s, ', ') FROM unnest(ARRAY['pg_read_server_files', 'pg_write_server_files', 'pg_execute_server_program']) s WHERE r.oid IS NOT NULL AND pg_has_role(r.oid, s, 'MEMBER')) AS server_roles,
+       (SELECT string_agg(g.rolname, ', ') FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid WHERE m.member = r.oid) AS member_of,
+       EXISTS (SELECT 1 FROM pg_database d WHERE d.datdba = r.oid) AS owns_db,
+       EXISTS (SELECT 1 FROM pg_class c WHERE c.relowner = r.oid) OR EXISTS (SELECT 1 FROM pg_namespace n WHERE n.nspowner = r.oid) AS owns,
+       EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE r.oid IS NOT NULL AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND has_table_privilege(r.oid, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')) AS writes
+     FROM (SELECT 1) one LEFT JOIN pg_roles r ON r.rolname = $1`,
+    [role],
+  );
+  const row = r.rows[0];
+  if (role === row.login) return ['it is the role this URL logs in as (the reader must be another role: agro would demote and re-password it)'];
+  if (!row.exists) return [];
+  const problems: string[] = [];
+  if (row.rolsuper) problems.push('a superuser');
+  if (row.rolcreaterole) problems.push('allowed to create roles');
+  if (row.rolcreatedb) problems.push('allowed to create databases');
+  if (row.rolbypassrls) problems.push('exempt from row security');
+  if (row.rolreplication) problems.push('a replication role');
+  if (row.server_roles) problems.push(`a member of ${row.server_roles}`);
+  if (row.member_of) problems.push(`a member of ${row.member_of}`);
+  if (row.owns_db) problems.push('the owner of a database');
+  if (row.owns) problems.push('the owner of tables or schemas');
+  if (row.writes) problems.push('allowed to write tables');
+  return problems;
+}
