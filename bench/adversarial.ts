@@ -12,6 +12,8 @@
 //   cli         issue #35's command-line cases (bench/_adversarial_cli.ts): endless and non-regular inputs,
 //               missing folders, unreadable databases, unusable output paths, control characters, the
 //               result byte cap, resume with stale temp folders and changed settings; `--only cli` runs it alone
+//   pg          issue #47's PostgreSQL section (bench/_adversarial_pg.ts): each bypass class on a server the
+//               bench starts, superuser and reader URLs, fingerprint and next request after each case; `--only pg`
 // Prints cases tried / passed and the peak memory of each; exits 1 when a case fails.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,6 +22,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { flag, num } from './_args.ts';
 import { cliSection, type CliRun } from './_adversarial_cli.ts';
+import { pgSection } from './_adversarial_pg.ts';
 import { treeRss } from './_tree-rss.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -222,6 +225,11 @@ export async function run(args: string[]): Promise<void> {
   const dev = JSON.parse(readFileSync(join(ROOT, 'data', 'dev.json'), 'utf8')) as Question[];
   const only = flag(args, '--only', '');
   try {
+    if (only === '' || only === 'pg') {
+      const table = await pgSection(record);
+      console.log(`\nPostgreSQL section (${new Date().toISOString().slice(0, 10)}):\n${table.join('\n')}\n`);
+      if (only === 'pg') return;
+    }
     await cliSection({ root: ROOT, dbRoot: DB_ROOT, music: MUSIC, dev: join(ROOT, 'data', 'dev.json'), run: runCliOut, record }, dir);
     if (only === 'cli') return;
     await blobs(dir, dev);

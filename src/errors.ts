@@ -24,11 +24,26 @@ const EXIT_CODES: Record<ErrorKind, number> = {
   internal: 70,
 };
 
+/**
+ * A URL's credentials in any text, written as `***`: the one redaction every message, log line,
+ * observation and report goes through (AgroError, the CLI's printing, redactUrl in sql/postgres.ts).
+ * Textual, so it holds for URLs that do not parse too (an unknown scheme such as mysql://, a typo such as
+ * postgre://, a `/` or `@` left unencoded in the password: everything from the user's `:` to the last `@`
+ * of the run is masked; a path made of such a URL, its `//` joined to `/`, too), and for libpq's `password=` parameter (in a query string or a key=value string).
+ */
+const URL_PASSWORD = /\b([A-Za-z][A-Za-z0-9+.-]*:\/\/?[^\s:/@"'`<>]*:)[^\s"'`<>]*@/g;
+const PASSWORD_PARAM = /\b(password=)[^\s&"'`<>]+/gi;
+
+export function redactSecrets(text: string): string {
+  if (!text.includes('@') && !/password=/i.test(text)) return text;
+  return text.replace(URL_PASSWORD, (_, head: string) => `${head}***@`).replace(PASSWORD_PARAM, (m, head: string) => (m.slice(head.length) === '***' ? m : `${head}***`));
+}
+
 export class AgroError extends Error {
   readonly kind: ErrorKind;
   constructor(kind: ErrorKind, message: string, options?: { cause?: unknown }) {
-    // Messages are single lines by contract: the CLI prints them as-is.
-    super(message.replace(/\s*\n\s*/g, ' '), options);
+    // Messages are single lines by contract: the CLI prints them as-is; never with a password in them.
+    super(redactSecrets(message.replace(/\s*\n\s*/g, ' ')), options);
     this.name = 'AgroError';
     this.kind = kind;
   }

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { AgroError, escapeControls, exitCodeFor, oneLine } from '../errors.ts';
+import { AgroError, escapeControls, exitCodeFor, oneLine, redactSecrets } from '../errors.ts';
 import { loadCommands, type RegisterCommand } from './commands/index.ts';
 
 /** Where a bug report goes; printed with every internal error so users know it is not their fault. */
@@ -52,7 +52,7 @@ export function usageError(err: CommanderError, command: string | undefined, arg
 
 /** Every error line goes out here: one line, `agro: ` first, control characters from user input escaped. */
 function printError(message: string): void {
-  process.stderr.write(`agro: ${escapeControls(message)}\n`);
+  process.stderr.write(`agro: ${escapeControls(redactSecrets(message))}\n`);
 }
 
 /** Runs the CLI and returns the process exit code; never throws for user errors. */

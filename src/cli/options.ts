@@ -1,6 +1,8 @@
 /** Flag parsing shared by the commands: every bad flag becomes one `usage` line naming the flag. */
+import type { Command } from 'commander';
 import type { z } from 'zod';
 import { AgroError } from '../errors.ts';
+import { ALLOW_PRIVILEGED_ROLE_FLAG } from '../sql/pg-role.ts';
 import { MAX_TIMEOUT_MS } from '../sql/pool.ts';
 
 /**
@@ -73,3 +75,12 @@ export function parseCliOptions<S extends z.ZodType>(schema: S, raw: unknown, co
 
 /** A repeatable option's parser: every occurrence appended (commander's default keeps the last). */
 export const repeatable = (value: string, previous: string[]): string[] => [...previous, value];
+
+/** `--allow-privileged-role`, for every command that runs SQL it did not write itself (src/sql/pg-role.ts). */
+export interface PrivilegedRoleCliOption {
+  allowPrivilegedRole?: boolean;
+}
+
+export function addPrivilegedRoleOption(cmd: Command): Command {
+  return cmd.option(ALLOW_PRIVILEGED_ROLE_FLAG, "PostgreSQL: run untrusted SQL even when the URL's role can do more than read (superuser, table owner or writer, server-file roles): such a query could change data or read and write the server's files");
+}

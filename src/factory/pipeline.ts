@@ -287,7 +287,8 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   if (!existsSync(argsPath)) writeFileAtomic(argsPath, argsKey + '\n');
 
   const ownExecutor = !opts.executor;
-  const pool = opts.executor ?? createExecutor({ size: 2 });
+  // The factory's queries are its own (verified templates): they may run as the owner (it makes variant schemas).
+  const pool = opts.executor ?? createExecutor({ size: 2, allowPrivilegedRole: true });
   // The databases do not change during a run: a query asked again is answered from memory.
   const executor = new CachingExecutor(pool);
   const progress = opts.progress ?? silentProgress;

@@ -34,6 +34,7 @@ import { parseAction, SQL_AGENT_ACTIONS } from '../agent/protocol.ts';
 import type { DatabaseCatalog } from '../data/catalog.ts';
 import type { SqlExecutor, SqlValue } from '../sql/types.ts';
 import { LanedExecutor } from '../sql/lanes.ts';
+import { EngineRouter } from '../sql/executor.ts';
 import { SessionStore, textBytes } from './env-sessions.ts';
 import { assertTokenForHost, guardedApp } from './guard.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
@@ -72,6 +73,8 @@ export type EnvRoutesOptions = z.input<typeof envRoutesOptionsSchema> & {
   envDeps?: SqlEnvDeps;
   /** Token ids of the environment's text under this tokenizer, named in every reply that carries them. */
   tokens?: { name: string; tokenizer: Tokenizer };
+  /** PostgreSQL: serve a role that can do more than read (src/sql/pg-role.ts; `--allow-privileged-role`). */
+  allowPrivilegedRole?: boolean;
 };
 
 export interface EnvStats {
@@ -150,14 +153,15 @@ function jsonCell(v: SqlValue): string | number | null {
 }
 
 export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
-  const { catalog, env: envConfig, executor: given, envDeps, tokens, ...rest } = opts;
+  const { catalog, env: envConfig, executor: given, envDeps, tokens, allowPrivilegedRole, ...rest } = opts;
   const idsOf = (field: string, texts: string | string[]): Record<string, unknown> =>
     tokens ? { tokenizer: tokens.name, [field]: Array.isArray(texts) ? texts.map((t) => tokens.tokenizer.encode(t)) : tokens.tokenizer.encode(texts) } : {};
   const parsed = envRoutesOptionsSchema.safeParse(rest);
   if (!parsed.success) throw new AgroError('usage', `environment server: ${zodLine(parsed.error)}`);
   const o = parsed.data;
   const lanes = given ? undefined : new LanedExecutor({ fastSize: o.poolSize, slowSize: o.slowPoolSize, fastMs: o.fastLaneMs });
-  const executor: SqlExecutor = given ?? (lanes as LanedExecutor);
+  // SQLite files run in the laned pools, postgres:// databases (a --db-root URL) on the PostgreSQL executor.
+  const executor: SqlExecutor = given ?? new EngineRouter({ sqlite: lanes, size: o.poolSize, allowPrivilegedRole });
   const env = new SqlEnvironment(executor, envConfig, envDeps);
   const sessions = new SessionStore(o.maxSessions, o.sessionTtlMs, o.maxSessionBytes);
   let inFlight = 0;

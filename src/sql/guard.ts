@@ -11,6 +11,7 @@
  */
 import { AgroError } from '../errors.ts';
 import { tokenize, type Token } from './lexer.ts';
+import { PG_ALLOWED_FUNCTIONS, PG_PAREN_KEYWORDS } from './pg-functions.ts';
 import { tokenizePg } from './pg-lexer.ts';
 
 /** The SQL dialect a query is checked in: the engine that will run it. */
@@ -97,31 +98,6 @@ const REFUSED_WORDS_PG: Record<string, string> = {
 };
 
 /**
- * Server functions a query may not call, by name (any schema), because they reach outside the data:
- * files and directories on the server, large objects, other databases (dblink, foreign data),
- * settings and sessions (set_config, signalling backends), locks, sequences, notifications, WAL and
- * replication, and functions that run SQL given as a string (query_to_xml), which would pass the guard by.
- */
-const REFUSED_FUNCTIONS_PG = new Set([
-  'pg_read_file', 'pg_read_binary_file', 'pg_ls_dir', 'pg_stat_file', 'pg_ls_logdir', 'pg_ls_waldir', 'pg_ls_tmpdir', 'pg_ls_archive_statusdir', 'pg_ls_logicalmapdir', 'pg_ls_logicalsnapdir', 'pg_ls_replslotdir',
-  'pg_file_write', 'pg_file_rename', 'pg_file_unlink', 'pg_logdir_ls', 'pg_current_logfile',
-  'set_config', 'pg_reload_conf', 'pg_rotate_logfile', 'pg_terminate_backend', 'pg_cancel_backend', 'pg_signal_backend', 'pg_log_backend_memory_contexts',
-  'pg_notify', 'nextval', 'setval', 'currval', 'lastval', 'txid_current', 'pg_current_xact_id',
-  'query_to_xml', 'query_to_xml_and_xmlschema', 'query_to_xmlschema', 'cursor_to_xml', 'cursor_to_xmlschema',
-  'database_to_xml', 'database_to_xml_and_xmlschema', 'database_to_xmlschema', 'schema_to_xml', 'schema_to_xml_and_xmlschema', 'schema_to_xmlschema',
-  'pg_switch_wal', 'pg_create_restore_point', 'pg_promote', 'pg_backup_start', 'pg_backup_stop', 'pg_start_backup', 'pg_stop_backup', 'pg_export_snapshot', 'pg_import_snapshot',
-  'pg_import_system_collations', 'pg_stat_reset', 'pg_stat_reset_shared', 'pg_stat_reset_single_table_counters', 'pg_stat_reset_single_function_counters', 'pg_stat_reset_slru', 'pg_stat_reset_replication_slot', 'pg_stat_reset_subscription_stats',
-]);
-/** Families refused by prefix: large objects, dblink, advisory locks, replication slots and logical decoding. */
-const REFUSED_FUNCTION_PREFIXES_PG = ['lo_', 'dblink', 'pg_advisory', 'pg_try_advisory', 'pg_replication_', 'pg_logical_', 'pg_create_', 'pg_drop_replication', 'pg_copy_', 'pg_wal_replay', 'pg_file_', 'pg_read_', 'pg_ls_'];
-/** Functions whose name alone is a library routine (loread/lowrite are the large-object readers). */
-const REFUSED_LO = new Set(['loread', 'lowrite', 'loimport', 'loexport']);
-
-function refusedFunctionPg(name: string): boolean {
-  return REFUSED_FUNCTIONS_PG.has(name) || REFUSED_LO.has(name) || REFUSED_FUNCTION_PREFIXES_PG.some((p) => name.startsWith(p));
-}
-
-/**
  * Longest SQL text run (characters). Real queries are a few thousand; a multi-megabyte one is an attack
  * on memory (one 4 MB literal cost the server about 200 MB on its way through the sandbox and back).
  */
@@ -132,7 +108,7 @@ export const MAX_SQL_CHARS = 100_000;
  * AgroError('sql_error') when the first word starts no SQLite statement at all (a syntax error).
  * A trailing semicolon and comments anywhere are fine. Returns the SQL unchanged for chaining.
  * In the `postgres` dialect the query is read with PostgreSQL's lexical rules, and also refused for
- * words that write or lock anywhere in it and for calls to the server functions listed above.
+ * words that write or lock anywhere in it and for calls to any function not on the allow list (pg-functions.ts).
  */
 export function assertSingleReadQuery(sql: string, dialect: SqlDialect = 'sqlite'): string {
   if (sql.length > MAX_SQL_CHARS) throw new AgroError('refused', `refused: the query is ${sql.length} characters long, at most ${MAX_SQL_CHARS}`);
@@ -162,18 +138,50 @@ function assertPgReadOnly(tokens: Token[]): void {
     const t = tokens[k];
     const prev = tokens[k - 1];
     // A column or table named like a keyword is only ever reached qualified (t.update) or quoted.
-    const qualified = prev?.kind === 'punct' && prev.text === '.';
+    const qualified = isPunct(prev, '.');
     if (t.kind === 'word' && !qualified) {
       const why = REFUSED_WORDS_PG[t.text.toUpperCase()];
       if (why) throw new AgroError('refused', `refused: ${why}`);
     }
-    const next = tokens[k + 1];
-    if ((t.kind === 'word' || t.kind === 'qid') && next?.kind === 'punct' && next.text === '(') {
-      // Unquoted names fold to lower case; a quoted one is exact, so "PG_READ_FILE" is some other function.
-      const name = t.kind === 'word' ? t.text.toLowerCase() : t.text;
-      if (refusedFunctionPg(name)) throw new AgroError('refused', `refused: ${name}() reaches outside the data and is not allowed`);
+    if ((t.kind === 'word' || t.kind === 'qid') && isPunct(tokens[k + 1], '(')) {
+      const name = calledFunction(tokens, k);
+      if (name !== undefined && !PG_ALLOWED_FUNCTIONS.has(name)) {
+        throw new AgroError('refused', `refused: function ${name}() is not one agro allows on PostgreSQL (known-pure functions only: src/sql/pg-functions.ts)`);
+      }
     }
   }
+}
+
+function isPunct(t: Token | undefined, text: string): boolean {
+  return t?.kind === 'punct' && t.text === text;
+}
+
+/**
+ * The function a name followed by `(` calls, as the allow list spells it (unquoted names fold to lower
+ * case, a quoted one is exact), or undefined where the parenthesis opens no call: the grammar's own words
+ * (IN (, OVER (, CAST (), a type's modifiers (`::numeric(10,2)`, `AS varchar(20)`), an alias's column list
+ * (`AS g(n)`) and a CTE's (`t(a, b) AS (`). A name qualified by a schema other than pg_catalog is returned
+ * whole, so it is never on the list.
+ */
+function calledFunction(tokens: Token[], k: number): string | undefined {
+  const t = tokens[k];
+  const prev = tokens[k - 1];
+  const own = t.kind === 'word' ? t.text.toLowerCase() : t.text;
+  if (isPunct(prev, '.')) {
+    const schema = tokens[k - 2];
+    const schemaName = schema?.kind === 'word' ? schema.text.toLowerCase() : schema?.kind === 'qid' ? schema.text : '?';
+    return schemaName === 'pg_catalog' && !isPunct(tokens[k - 3], '.') ? own : `${schemaName}.${own}`;
+  }
+  if (t.kind === 'word' && PG_PAREN_KEYWORDS.has(t.text.toUpperCase())) return undefined;
+  if (prev?.kind === 'word' && prev.text.toUpperCase() === 'AS') return undefined;
+  if (isPunct(prev, ':') && isPunct(tokens[k - 2], ':')) return undefined;
+  // `name(a, b) AS (` / `AS [NOT] MATERIALIZED (`: a CTE's column list (a call followed by AS takes a name, not a parenthesis).
+  const open = tokens[k + 1];
+  let m = k + 2;
+  while (m < tokens.length && !(isPunct(tokens[m], ')') && tokens[m].depth === open.depth)) m++;
+  const words = tokens.slice(m + 1, m + 5).map((x) => (x.kind === 'word' ? x.text.toUpperCase() : x.kind === 'punct' ? x.text : '?'));
+  if (words[0] === 'AS' && (words[1] === '(' || (words[1] === 'MATERIALIZED' && words[2] === '(') || (words[1] === 'NOT' && words[2] === 'MATERIALIZED' && words[3] === '('))) return undefined;
+  return own;
 }
 
 /** The parts of a better-sqlite3 Statement the second gate looks at. */

@@ -1,7 +1,8 @@
 /**
- * The one SQL tokenizer every part of agro uses (the sandbox's guard, structure features, the
- * partial-credit rewards, evaluation's DISTINCT rule, the cold start's plan notes), with the one
- * keyword list and the one way to quote an identifier or a string.
+ * The one SQL lexer core (`scan`) every part of agro uses (the sandbox's guard, structure features, the
+ * partial-credit rewards, evaluation's DISTINCT rule, the cold start's plan notes), read in SQLite's rules
+ * (`tokenize`) or PostgreSQL's (pg-lexer.ts: the same scanner with POSTGRES_LEX), with the one keyword list
+ * and the one way to quote an identifier or a string.
  *
  * It is forgiving on purpose: it never throws, so it says something useful about broken SQL too
  * (a model's half-written query), which is exactly what a parser refuses to do. Comments are dropped;
@@ -21,6 +22,8 @@ export interface Token {
   quote?: '"' | '`' | '[';
   /** Parenthesis depth the token sits at (0 = top level; a parenthesis sits at its outer depth). */
   depth: number;
+  /** A U&"..." name (PostgreSQL): its text between the quotes, escapes undecoded (text holds the decoded name). */
+  unicode?: string;
   /** Offsets in the source: sql.slice(start, end) is the token as written. */
   start: number;
   end: number;
@@ -51,12 +54,67 @@ export function isKeyword(word: string): boolean {
 
 /** Multi-character operators first, so `<>` is one token and not `<` then `>`. */
 const OPS = ['<>', '!=', '<=', '>=', '==', '||', '<<', '>>', '->>', '->', '=', '<', '>', '+', '-', '*', '/', '%', '&', '|', '~'].sort((a, b) => b.length - a.length);
-const NUMBER = /^(?:0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)/;
-/** Where a bare word starts and what continues it: the same in SQLite and PostgreSQL (pg-lexer.ts). */
+/** Where a bare word starts and what continues it: the same in SQLite and PostgreSQL. */
 export const WORD_START = /[A-Za-z_\u0080-\uffff]/;
 export const WORD_PART = /[A-Za-z0-9_$\u0080-\uffff]/;
 
-export function tokenize(sql: string): Token[] {
+/**
+ * What one SQL dialect's lexer does differently, as data and small hooks (sqlglot's shape): one scanner
+ * (`scan`) reads every dialect, so a rule fixed once holds in all of them, and a dialect's differences are
+ * the few lines of its LexDialect (SQLITE_LEX below, POSTGRES_LEX in pg-lexer.ts).
+ */
+export interface LexDialect {
+  /** Characters that end a `--` comment (SQLite: newline only; PostgreSQL: newline or carriage return). */
+  lineCommentEnds: string;
+  /** Whether block comments nest (PostgreSQL: `/* a /* b *\/ still *\/`). */
+  nestedComments: boolean;
+  /** Characters that quote a name, each with its closing character. */
+  nameQuotes: Readonly<Record<string, string>>;
+  /** Punctuation that opens / closes a parenthesis depth level. */
+  opens: string;
+  closes: string;
+  /** A number at the start of the text given (a slice from the token's first character). */
+  number: RegExp;
+  /** The length of the operator at `i`, or 0 when none starts there. */
+  operator(sql: string, i: number): number;
+  /** Tokens only this dialect has (PostgreSQL: E'', U&"", $tag$ strings), tried before the shared rules. */
+  special?(sql: string, i: number, depth: number): Token | undefined;
+  /** A last pass over the tokens (PostgreSQL: a U&"" name's UESCAPE clause). */
+  after?(tokens: Token[]): Token[];
+}
+
+/**
+ * A quoted run whose opening quote is at `open`: `close` doubled stands for itself (not for `]`, which
+ * cannot be escaped); with `backslash` (PostgreSQL's E'') a backslash escapes the next character. An
+ * unterminated one runs to the end (the engine refuses it).
+ */
+export function readQuoted(sql: string, open: number, close: string, backslash = false): { text: string; end: number } {
+  const n = sql.length;
+  let j = open + 1;
+  let text = '';
+  while (j < n) {
+    const c = sql[j];
+    if (backslash && c === '\\' && j + 1 < n) {
+      text += sql[j + 1];
+      j += 2;
+      continue;
+    }
+    if (c === close) {
+      if (close !== ']' && sql[j + 1] === close) {
+        text += close;
+        j += 2;
+        continue;
+      }
+      return { text, end: j + 1 };
+    }
+    text += c;
+    j++;
+  }
+  return { text, end: n };
+}
+
+/** The one scanner: whitespace, comments, strings, quoted names, numbers, words, operators, punctuation. */
+export function scan(sql: string, d: LexDialect): Token[] {
   const out: Token[] = [];
   const n = sql.length;
   let depth = 0;
@@ -65,33 +123,50 @@ export function tokenize(sql: string): Token[] {
     const c = sql[i];
     if (c === ' ' || c === '\n' || c === '\t' || c === '\r' || /\s/.test(c)) {
       i++;
-    } else if (c === '-' && sql[i + 1] === '-') {
-      const end = sql.indexOf('\n', i);
-      i = end < 0 ? n : end + 1;
-    } else if (c === '/' && sql[i + 1] === '*') {
-      const end = sql.indexOf('*/', i + 2);
-      i = end < 0 ? n : end + 2;
-    } else if (c === "'" || c === '"' || c === '`' || c === '[') {
-      const close = c === '[' ? ']' : c;
-      let j = i + 1;
-      let text = '';
-      while (j < n) {
-        if (sql[j] === close) {
-          // SQL doubles a closing quote to escape it ('it''s', "a""b"); brackets cannot be escaped.
-          if (close !== ']' && sql[j + 1] === close) {
-            text += close;
-            j += 2;
-            continue;
-          }
-          j++;
-          break;
-        }
-        text += sql[j++];
-      }
-      out.push(c === "'" ? { kind: 'str', text, depth, start: i, end: j } : { kind: 'qid', text, quote: c, depth, start: i, end: j });
+      continue;
+    }
+    if (c === '-' && sql[i + 1] === '-') {
+      let j = i + 2;
+      while (j < n && !d.lineCommentEnds.includes(sql[j])) j++;
       i = j;
+      continue;
+    }
+    if (c === '/' && sql[i + 1] === '*') {
+      if (!d.nestedComments) {
+        const end = sql.indexOf('*/', i + 2);
+        i = end < 0 ? n : end + 2;
+        continue;
+      }
+      let level = 1;
+      let j = i + 2;
+      while (j < n && level > 0) {
+        if (sql[j] === '/' && sql[j + 1] === '*') {
+          level++;
+          j += 2;
+        } else if (sql[j] === '*' && sql[j + 1] === '/') {
+          level--;
+          j += 2;
+        } else j++;
+      }
+      i = j;
+      continue;
+    }
+    const special = d.special?.(sql, i, depth);
+    if (special) {
+      out.push(special);
+      i = special.end;
+      continue;
+    }
+    if (c === "'") {
+      const q = readQuoted(sql, i, "'");
+      out.push({ kind: 'str', text: q.text, depth, start: i, end: q.end });
+      i = q.end;
+    } else if (d.nameQuotes[c] !== undefined) {
+      const q = readQuoted(sql, i, d.nameQuotes[c]);
+      out.push({ kind: 'qid', text: q.text, quote: c as Token['quote'], depth, start: i, end: q.end });
+      i = q.end;
     } else if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(sql[i + 1] ?? ''))) {
-      const m = NUMBER.exec(sql.slice(i, i + 128));
+      const m = d.number.exec(sql.slice(i, i + 128));
       const len = m ? m[0].length : 1;
       out.push({ kind: 'num', text: sql.slice(i, i + len), depth, start: i, end: i + len });
       i += len;
@@ -101,19 +176,34 @@ export function tokenize(sql: string): Token[] {
       out.push({ kind: 'word', text: sql.slice(i, j), depth, start: i, end: j });
       i = j;
     } else {
-      const op = OPS.find((o) => sql.startsWith(o, i));
-      if (op) {
-        out.push({ kind: 'op', text: op, depth, start: i, end: i + op.length });
-        i += op.length;
+      const len = d.operator(sql, i);
+      if (len > 0) {
+        out.push({ kind: 'op', text: sql.slice(i, i + len), depth, start: i, end: i + len });
+        i += len;
         continue;
       }
-      if (c === ')') depth = Math.max(0, depth - 1);
+      if (d.closes.includes(c)) depth = Math.max(0, depth - 1);
       out.push({ kind: 'punct', text: c, depth, start: i, end: i + 1 });
-      if (c === '(') depth++;
+      if (d.opens.includes(c)) depth++;
       i++;
     }
   }
-  return out;
+  return d.after ? d.after(out) : out;
+}
+
+/** SQLite's lexical rules (sqlite3's tokenize.c): `"`, backquotes and brackets quote names, comments do not nest. */
+export const SQLITE_LEX: LexDialect = {
+  lineCommentEnds: '\n',
+  nestedComments: false,
+  nameQuotes: { '"': '"', '`': '`', '[': ']' },
+  opens: '(',
+  closes: ')',
+  number: /^(?:0[xX][0-9a-fA-F]+|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)/,
+  operator: (sql, i) => OPS.find((o) => sql.startsWith(o, i))?.length ?? 0,
+};
+
+export function tokenize(sql: string): Token[] {
+  return scan(sql, SQLITE_LEX);
 }
 
 /** True when the token is the keyword `kw` (case-insensitive). */

@@ -1,6 +1,6 @@
 /**
  * One query in one round trip, with its row cap enforced by the server: Parse, Bind, Describe,
- * Execute (at most maxRows + 1 rows), Sync, all sent at once. The server stops producing rows at the
+ * Execute (at most maxRows + 1 rows), Sync, all sent at once, after the caller's prelude statements. The server stops producing rows at the
  * cap (PortalSuspended says there were more), and Sync ends the statement's implicit transaction.
  * A cursor (pg-cursor) needs a second round trip to close its portal, which made a point lookup cost
  * about 3x a direct query; this costs what a direct extended-protocol query costs.
@@ -54,7 +54,7 @@ export class CappedQuery extends EventEmitter implements pg.Submittable {
 
   constructor(
     private readonly text: string,
-    private readonly caps: { maxRows: number; maxBytes: number; parserFor: (oid: number) => Parser },
+    private readonly caps: { maxRows: number; maxBytes: number; parserFor: (oid: number) => Parser; prelude?: readonly string[] },
   ) {
     super();
     this.done = new Promise((res, rej) => {
@@ -72,6 +72,13 @@ export class CappedQuery extends EventEmitter implements pg.Submittable {
     const stream = (connection as unknown as { stream?: { cork?: () => void; uncork?: () => void } }).stream;
     stream?.cork?.();
     try {
+      // agro's own statements first (the READ ONLY transaction and its limits, postgres.ts), in the same
+      // round trip: an error in any of them skips the rest up to the Sync, the query included.
+      for (const text of this.caps.prelude ?? []) {
+        con.parse({ text, types: [] }, true);
+        con.bind({ portal: '', statement: '', values: [] }, true);
+        con.execute({ portal: '', rows: 0 }, true);
+      }
       con.parse({ text: this.text, types: [] }, true);
       con.bind({ portal: '', statement: '', values: [] }, true);
       con.describe({ type: 'P', name: '' }, true);

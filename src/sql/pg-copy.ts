@@ -12,13 +12,16 @@
  * (`SELECT Name FROM Artist`) finds them on PostgreSQL, which folds unquoted names to lower case.
  * Primary and foreign keys are added after the data, each on its own: one the data breaks (SQLite does
  * not enforce foreign keys, and lets NULLs into non-integer primary keys) is skipped and reported.
- * The whole copy is one transaction: the target ends complete or unchanged.
+ * The whole copy is one transaction: the target ends complete or unchanged; a database the copy creates is
+ * made under a temporary name and renamed at the end (dropped when the copy fails).
  */
+import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import pg from 'pg';
 import { AgroError } from '../errors.ts';
 import { openReadOnly } from './introspect.ts';
 import { quoteIdent } from './lexer.ts';
+import { readerRoleProblems } from './pg-role.ts';
 import { redactUrl } from './postgres.ts';
 import type { SqlValue } from './types.ts';
 
@@ -74,30 +77,71 @@ function param(v: SqlValue, type: string): unknown {
   return v;
 }
 
-/** Connects to the URL's database, creating it (from the server's `postgres` database) when it does not exist. */
-async function connectCreating(url: string): Promise<pg.Client> {
+/** A connection to the copy's target, and what to do with the database once the copy ends. */
+interface Target {
+  client: pg.Client;
+  /** Ends the client; when the database was made by this copy, renames it into place (ok) or drops it. */
+  finish(ok: boolean): Promise<void>;
+}
+
+/** The URL with another database name (the server's `postgres` database, a temporary one). */
+function onDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${encodeURIComponent(name)}`;
+  return u.toString();
+}
+
+async function adminQuery(url: string, sql: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: onDatabase(url, 'postgres') });
+  admin.on('error', () => undefined);
+  await admin.connect();
+  try {
+    await admin.query(sql);
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Connects to the URL's database. When it does not exist the copy goes into a new database under a temporary
+ * name (`agro_copy_<8 hex>`), renamed to the URL's name only once the copy has committed: CREATE DATABASE runs
+ * outside any transaction, so a failed copy drops it, and a killed one leaves the URL's name unused
+ * (issue 47: a failed copy left an empty database behind). A leftover temporary one holds nothing agro reads.
+ */
+async function connectCreating(url: string): Promise<Target> {
   const c = new pg.Client({ connectionString: url });
   c.on('error', () => undefined);
   try {
     await c.connect();
-    return c;
+    return { client: c, finish: async () => void (await c.end().catch(() => undefined)) };
   } catch (err) {
     if ((err as { code?: string }).code !== '3D000') throw err;
   }
-  const u = new URL(url);
-  const name = decodeURIComponent(u.pathname.replace(/^\//, ''));
-  u.pathname = '/postgres';
-  const admin = new pg.Client({ connectionString: u.toString() });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${quoteIdent(name)}`);
-  } finally {
-    await admin.end();
-  }
-  const again = new pg.Client({ connectionString: url });
+  const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+  const temp = `agro_copy_${randomBytes(4).toString('hex')}`;
+  await adminQuery(url, `CREATE DATABASE ${quoteIdent(temp)}`);
+  const drop = (): Promise<void> => adminQuery(url, `DROP DATABASE IF EXISTS ${quoteIdent(temp)}`).catch(() => undefined);
+  const again = new pg.Client({ connectionString: onDatabase(url, temp) });
   again.on('error', () => undefined);
-  await again.connect();
-  return again;
+  try {
+    await again.connect();
+  } catch (err) {
+    await drop();
+    throw err;
+  }
+  return {
+    client: again,
+    finish: async (ok) => {
+      await again.end().catch(() => undefined);
+      if (!ok) return drop();
+      try {
+        await adminQuery(url, `ALTER DATABASE ${quoteIdent(temp)} RENAME TO ${quoteIdent(name)}`);
+      } catch (err) {
+        await drop();
+        throw err;
+      }
+    },
+  };
 }
 
 function readColumns(db: Database.Database, table: string): Col[] {
@@ -109,14 +153,16 @@ export async function copySqliteToPostgres(sqlitePath: string, url: string, opts
   const batchRows = opts.batchRows ?? 1000;
   const fold = (n: string): string => (opts.keepCase ? n : n.toLowerCase());
   const src = openReadOnly(sqlitePath);
-  let c: pg.Client;
+  let target: Target;
   try {
-    c = await connectCreating(url);
+    target = await connectCreating(url);
   } catch (err) {
     src.close();
     throw new AgroError('invalid_input', `cannot connect to ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`);
   }
+  const c = target.client;
   const report: CopyReport = { tables: [], skipped: [], elapsedMs: 0 };
+  let ok = false;
   try {
     const objects = src.prepare(`SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name`).all() as Array<{ name: string; type: string }>;
     const tables = objects.filter((o) => o.type === 'table').map((o) => o.name);
@@ -208,16 +254,20 @@ export async function copySqliteToPostgres(sqlitePath: string, url: string, opts
     }
     await c.query('COMMIT');
     await c.query('ANALYZE');
-    report.elapsedMs = performance.now() - t0;
-    return report;
+    ok = true;
   } catch (err) {
     await c.query('ROLLBACK').catch(() => undefined);
     if (err instanceof AgroError) throw err;
     throw new AgroError('invalid_input', `copy of ${sqlitePath} into ${redactUrl(url)} failed: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
     src.close();
-    await c.end().catch(() => undefined);
+    // A database this copy made is renamed into place, or dropped if the copy failed.
+    await target.finish(ok).catch((err: unknown) => {
+      if (ok) throw new AgroError('invalid_input', `copy of ${sqlitePath} into ${redactUrl(url)} failed: ${err instanceof Error ? err.message : String(err)}`);
+    });
   }
+  report.elapsedMs = performance.now() - t0;
+  return report;
 }
 
 /** Runs statements one by one on the URL's database (setup SQL such as sandboxRoleSql, as its owner). */
@@ -229,6 +279,33 @@ export async function runAdminSql(url: string, statements: readonly string[]): P
     for (const s of statements) await c.query(s);
   } catch (err) {
     throw new AgroError('invalid_input', `setup on ${redactUrl(url)} failed: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Refuses `--reader <role>` before anything changes when the role cannot be agro's reader (pg-role.ts
+ * readerRoleProblems): the login role itself, or one with privileges beyond reading.
+ */
+export async function assertReaderRoleFit(url: string, role: string): Promise<void> {
+  let c = new pg.Client({ connectionString: url });
+  c.on('error', () => undefined);
+  try {
+    try {
+      await c.connect();
+    } catch (err) {
+      if ((err as { code?: string }).code !== '3D000') throw err;
+      // The database is yet to be made: the roles are the server's, read them from its postgres database.
+      c = new pg.Client({ connectionString: onDatabase(url, 'postgres') });
+      c.on('error', () => undefined);
+      await c.connect();
+    }
+    const problems = await readerRoleProblems(c, role);
+    if (problems.length > 0) throw new AgroError('usage', `--reader ${role}: refused, nothing changed: the role is ${problems.join(', ')}; name a new role (agro creates it) or one that may only read`);
+  } catch (err) {
+    if (err instanceof AgroError) throw err;
+    throw new AgroError('invalid_input', `cannot check --reader ${role} on ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
     await c.end().catch(() => undefined);
   }

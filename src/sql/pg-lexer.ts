@@ -5,107 +5,113 @@
  * backslash escapes, nested block comments, and `[` / backquote that quote nothing (`arr[1]` is a
  * subscript). A guard reading PostgreSQL with SQLite's rules would take `arr[1 + f()]` for a quoted
  * name and never see the call to f.
- * Same token shape as lexer.ts; never throws (an unterminated quote runs to the end; the server refuses it).
+ * The same scanner as SQLite's (lexer.ts `scan`), with PostgreSQL's differences as data and hooks
+ * (POSTGRES_LEX); never throws (an unterminated quote runs to the end; the server refuses it).
  */
-import { WORD_PART, WORD_START, type Token } from './lexer.ts';
+import { readQuoted, scan, type LexDialect, type Token } from './lexer.ts';
 
-const DOLLAR_TAG = /^\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/;
+/** A dollar-quote delimiter at the scan position (sticky), of any length: the server sets none (issue 47 found a 64-character window here). */
+const DOLLAR_TAG = /\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/y;
+
+function dollarTagAt(sql: string, i: number): string | undefined {
+  DOLLAR_TAG.lastIndex = i;
+  return DOLLAR_TAG.exec(sql)?.[0];
+}
+
+/**
+ * The name a U&"..." identifier spells (PostgreSQL's Unicode escapes: `\XXXX`, `\+XXXXXX`, the escape
+ * character doubled for itself), with `esc` as the escape character (UESCAPE). Undefined when the escapes
+ * are malformed: the server refuses those, and the guard must not guess a name.
+ */
+export function decodeUnicodeIdent(raw: string, esc = '\\'): string | undefined {
+  let out = '';
+  for (let j = 0; j < raw.length; ) {
+    if (raw[j] !== esc) {
+      out += raw[j++];
+      continue;
+    }
+    if (raw[j + 1] === esc) {
+      out += esc;
+      j += 2;
+      continue;
+    }
+    const m = raw[j + 1] === '+' ? /^[0-9A-Fa-f]{6}/.exec(raw.slice(j + 2)) : /^[0-9A-Fa-f]{4}/.exec(raw.slice(j + 1));
+    if (!m) return undefined;
+    const cp = parseInt(m[0], 16);
+    if (cp > 0x10ffff || cp === 0) return undefined;
+    out += String.fromCodePoint(cp);
+    j += (raw[j + 1] === '+' ? 2 : 1) + m[0].length;
+  }
+  return out;
+}
+
+const OP_CHARS = '+-*/<>=~!@#%^&|`?';
+
+/**
+ * PostgreSQL's lexical rules (scan.l) as the shared scanner's data: `--` comments end at \n or \r, block
+ * comments nest, only `"` quotes a name (`[` is a subscript, and opens a depth level), operators are runs of
+ * operator characters cut before an embedded `--` or `/*`, and numbers include PostgreSQL 16's hex, octal
+ * and binary integers and digit separators (PostgreSQL 15 refuses `0x1F`: "trailing junk after numeric literal").
+ */
+export const POSTGRES_LEX: LexDialect = {
+  lineCommentEnds: '\n\r',
+  nestedComments: true,
+  nameQuotes: { '"': '"' },
+  opens: '([',
+  closes: ')]',
+  number: /^(?:0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+|\d(?:_?\d)*\.?(?:\d(?:_?\d)*)?(?:[eE][+-]?\d+)?|\.\d(?:_?\d)*(?:[eE][+-]?\d+)?)/,
+  operator(sql, i) {
+    if (!OP_CHARS.includes(sql[i])) return 0;
+    let j = i + 1;
+    while (j < sql.length && OP_CHARS.includes(sql[j]) && !(sql[j] === '-' && sql[j + 1] === '-') && !(sql[j] === '/' && sql[j + 1] === '*')) j++;
+    return j - i;
+  },
+  special(sql, i, depth) {
+    const c = sql[i];
+    if ((c === 'E' || c === 'e') && sql[i + 1] === "'") {
+      const q = readQuoted(sql, i + 1, "'", true);
+      return { kind: 'str', text: q.text, depth, start: i, end: q.end };
+    }
+    if ((c === 'U' || c === 'u') && sql[i + 1] === '&' && (sql[i + 2] === "'" || sql[i + 2] === '"')) {
+      // U&'d\0061t' / U&"d\0061t": Unicode escapes inside, quoted as usual. A name is decoded as the server
+      // decodes it (UESCAPE, if it follows, re-decodes it: withUescape); one that does not decode keeps its
+      // escapes as written and so names no known function.
+      const q = readQuoted(sql, i + 2, sql[i + 2]);
+      if (sql[i + 2] === "'") return { kind: 'str', text: q.text, depth, start: i, end: q.end };
+      return { kind: 'qid', text: decodeUnicodeIdent(q.text) ?? `U&${q.text}`, quote: '"', depth, start: i, end: q.end, unicode: q.text };
+    }
+    if (c === '$') {
+      const tag = dollarTagAt(sql, i);
+      if (!tag) return undefined;
+      const close = sql.indexOf(tag, i + tag.length);
+      const end = close < 0 ? sql.length : close + tag.length;
+      return { kind: 'str', text: sql.slice(i + tag.length, close < 0 ? sql.length : close), depth, start: i, end };
+    }
+    return undefined;
+  },
+  after: withUescape,
+};
 
 export function tokenizePg(sql: string): Token[] {
+  return scan(sql, POSTGRES_LEX);
+}
+
+/**
+ * `U&"x!0041" UESCAPE '!'`: the escape character given after the name (comments and spaces between are
+ * already gone) re-decodes it; the UESCAPE clause itself is no token of the query's meaning.
+ */
+function withUescape(tokens: Token[]): Token[] {
   const out: Token[] = [];
-  const n = sql.length;
-  let depth = 0;
-  let i = 0;
-  /** A quoted run from `i` (the opening quote at `open`) with `close` doubled to escape it; `backslash`: E'' rules. */
-  const quoted = (open: number, close: string, backslash: boolean): { text: string; end: number } => {
-    let j = open + 1;
-    let text = '';
-    while (j < n) {
-      const c = sql[j];
-      if (backslash && c === '\\' && j + 1 < n) {
-        text += sql[j + 1];
-        j += 2;
-        continue;
-      }
-      if (c === close) {
-        if (sql[j + 1] === close) {
-          text += close;
-          j += 2;
-          continue;
-        }
-        return { text, end: j + 1 };
-      }
-      text += c;
-      j++;
-    }
-    return { text, end: n };
-  };
-  while (i < n) {
-    const c = sql[i];
-    if (/\s/.test(c)) {
-      i++;
-    } else if (c === '-' && sql[i + 1] === '-') {
-      const end = sql.indexOf('\n', i);
-      i = end < 0 ? n : end + 1;
-    } else if (c === '/' && sql[i + 1] === '*') {
-      // Block comments nest in PostgreSQL: /* a /* b */ still a comment */.
-      let level = 1;
-      let j = i + 2;
-      while (j < n && level > 0) {
-        if (sql[j] === '/' && sql[j + 1] === '*') {
-          level++;
-          j += 2;
-        } else if (sql[j] === '*' && sql[j + 1] === '/') {
-          level--;
-          j += 2;
-        } else j++;
-      }
-      i = j;
-    } else if (c === "'") {
-      const q = quoted(i, "'", false);
-      out.push({ kind: 'str', text: q.text, depth, start: i, end: q.end });
-      i = q.end;
-    } else if ((c === 'E' || c === 'e') && sql[i + 1] === "'") {
-      const q = quoted(i + 1, "'", true);
-      out.push({ kind: 'str', text: q.text, depth, start: i, end: q.end });
-      i = q.end;
-    } else if ((c === 'U' || c === 'u') && sql[i + 1] === '&' && (sql[i + 2] === "'" || sql[i + 2] === '"')) {
-      // U&'d\0061t' / U&"d\0061t": Unicode escapes inside, quoted as usual; the name is kept as written.
-      const q = quoted(i + 2, sql[i + 2], false);
-      out.push(sql[i + 2] === "'" ? { kind: 'str', text: q.text, depth, start: i, end: q.end } : { kind: 'qid', text: q.text, quote: '"', depth, start: i, end: q.end });
-      i = q.end;
-    } else if (c === '"') {
-      const q = quoted(i, '"', false);
-      out.push({ kind: 'qid', text: q.text, quote: '"', depth, start: i, end: q.end });
-      i = q.end;
-    } else if (c === '$' && DOLLAR_TAG.test(sql.slice(i, i + 64))) {
-      const tag = DOLLAR_TAG.exec(sql.slice(i, i + 64))![0];
-      const close = sql.indexOf(tag, i + tag.length);
-      const end = close < 0 ? n : close + tag.length;
-      out.push({ kind: 'str', text: sql.slice(i + tag.length, close < 0 ? n : close), depth, start: i, end });
-      i = end;
-    } else if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(sql[i + 1] ?? ''))) {
-      const m = /^(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)/.exec(sql.slice(i, i + 128));
-      const len = m ? m[0].length : 1;
-      out.push({ kind: 'num', text: sql.slice(i, i + len), depth, start: i, end: i + len });
-      i += len;
-    } else if (WORD_START.test(c)) {
-      let j = i + 1;
-      while (j < n && WORD_PART.test(sql[j])) j++;
-      out.push({ kind: 'word', text: sql.slice(i, j), depth, start: i, end: j });
-      i = j;
-    } else if ('+-*/<>=~!@#%^&|`?'.includes(c)) {
-      // PostgreSQL operators are runs of these characters (`::` and `;` are punctuation).
-      let j = i + 1;
-      while (j < n && '+-*/<>=~!@#%^&|`?'.includes(sql[j]) && !(sql[j] === '-' && sql[j + 1] === '-') && !(sql[j] === '/' && sql[j + 1] === '*')) j++;
-      out.push({ kind: 'op', text: sql.slice(i, j), depth, start: i, end: j });
-      i = j;
-    } else {
-      if (c === ')' || c === ']') depth = Math.max(0, depth - 1);
-      out.push({ kind: 'punct', text: c, depth, start: i, end: i + 1 });
-      if (c === '(' || c === '[') depth++;
-      i++;
-    }
+  for (let k = 0; k < tokens.length; k++) {
+    const t = tokens[k];
+    const u = tokens[k + 1];
+    const e = tokens[k + 2];
+    if (t.unicode !== undefined && u?.kind === 'word' && u.text.toUpperCase() === 'UESCAPE' && e?.kind === 'str') {
+      const esc = e.text.length === 1 && !/[0-9A-Fa-f+'"\s]/.test(e.text) ? e.text : undefined;
+      const name = esc ? decodeUnicodeIdent(t.unicode, esc) : undefined;
+      out.push({ ...t, text: name ?? `U&${t.unicode}`, end: e.end });
+      k += 2;
+    } else out.push(t);
   }
   return out;
 }

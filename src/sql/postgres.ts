@@ -3,9 +3,13 @@
  * The "database" is a postgres:// URL; one connection pool (npm `pg`) per URL.
  *
  * The sandbox, outermost first (docs/postgres.md says what the server's role must be):
- *  - the guard refuses anything but one read query before it is sent (guard.ts, PostgreSQL dialect);
- *  - every session starts with default_transaction_read_only=on (so each statement's transaction is
- *    read-only), with `statement_timeout` at the query's limit: the server stops its own runaway;
+ *  - the guard refuses anything but one read query before it is sent (guard.ts, PostgreSQL dialect): a
+ *    fast first refusal with a clear message, not the enforcement;
+ *  - every query runs inside a transaction agro opens `READ ONLY` and rolls back, its limit set with
+ *    `SET LOCAL statement_timeout` (the server stops its own runaway): whatever a query sets is undone;
+ *  - before a connection goes back to the pool its session is reset (RESET_SESSION: what DISCARD ALL
+ *    covers — settings, role, prepared statements, cursors, advisory locks, temporary objects); a
+ *    connection whose reset fails is closed, never reused. Sessions also start read-only;
  *  - the query is sent with the extended protocol, which refuses several statements in one string;
  *  - agro's own clock (and, on the same machine, the backend's CPU time from /proc) cancels a runaway
  *    with pg_cancel_backend from a separate connection, and terminates it if the cancel is not heard;
@@ -18,10 +22,11 @@
  */
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
-import { AgroError } from '../errors.ts';
+import { AgroError, redactSecrets } from '../errors.ts';
 import { processCpuMs } from '../util/proc.ts';
 import { assertSingleReadQuery } from './guard.ts';
 import { CappedQuery } from './pg-capped-query.ts';
+import { privilegedRoleError, rolePrivileges } from './pg-role.ts';
 import { EXEC_DEFAULTS, parseExecOptions, timedOut } from './pool.ts';
 import type { ExecErrorKind, ExecOptions, ExecResult, SqlExecutor, SqlValue, TimeLimit } from './types.ts';
 
@@ -39,16 +44,12 @@ function serialize(u: URL, original: string): string {
   return original.includes('{db_id}') ? s.replaceAll('%7Bdb_id%7D', '{db_id}') : s;
 }
 
-/** The URL without its password, for messages and reports (anything else is returned as it is). */
+/**
+ * The URL without its password, for messages and reports: errors.ts redactSecrets, the one redaction (it
+ * holds for URLs that do not parse, unknown schemes and typos too).
+ */
 export function redactUrl(url: string): string {
-  if (!isPostgresUrl(url)) return url;
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return serialize(u, url);
-  } catch {
-    return url.replace(/:[^:@/]*@/, ':***@');
-  }
+  return redactSecrets(url);
 }
 
 /**
@@ -149,6 +150,21 @@ export function errorKindOf(code: string | undefined): ExecErrorKind {
   return 'runtime';
 }
 
+/**
+ * What DISCARD ALL does (www.postgresql.org/docs/current/sql-discard.html), after ending the query's
+ * transaction, in one round trip. DISCARD ALL itself refuses to run inside the implicit transaction a
+ * multi-statement string opens, so its parts are written out: a request's session-level changes (an
+ * advisory lock, a setting or role it managed to keep) never reach the next request on this connection.
+ * RESET ALL returns every setting to the session's start (SESSION_OPTIONS and the URL's own `options`).
+ */
+export const RESET_SESSION =
+  'ROLLBACK; SET SESSION AUTHORIZATION DEFAULT; RESET ROLE; RESET ALL; DEALLOCATE ALL; CLOSE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES';
+
+/** The statements agro runs before each query, in its round trip: the READ ONLY transaction and its limit. */
+export function queryPrelude(timeoutMs: number): string[] {
+  return ['BEGIN READ ONLY', `SET LOCAL statement_timeout = ${Math.max(0, Math.floor(timeoutMs))}`];
+}
+
 /** Clients given a no-op 'error' listener (once each). */
 const QUIET = new WeakSet<pg.PoolClient>();
 
@@ -157,6 +173,17 @@ export interface PgExecutorOptions {
   size?: number;
   /** Defaults for every execute() call; per-call options override them. */
   defaults?: ExecOptions;
+  /**
+   * The first, lexical refusal (default: the guard in PostgreSQL's dialect). Tests replace it with a no-op
+   * to check that the connection's own layers (READ ONLY transaction, rollback, session reset) hold alone.
+   */
+  guard?: (sql: string) => void;
+  /**
+   * Run queries on a role that can do more than read (superuser, server-file roles, owner or writer of a
+   * table: pg-role.ts). Default false: the first query on such a URL throws AgroError('refused'). The
+   * factory, whose queries are its own, sets it; untrusted SQL only with --allow-privileged-role.
+   */
+  allowPrivilegedRole?: boolean;
 }
 
 interface Server {
@@ -165,6 +192,8 @@ interface Server {
   control?: Promise<pg.Client>;
   /** The backends run on this machine (loopback or a socket): their CPU time can be read from /proc. */
   local: boolean;
+  /** The role's privileges beyond reading (pg-role.ts), read on the first connection. */
+  privileges?: Promise<{ role: string; reasons: string[] }>;
 }
 
 function isLocal(url: string): boolean {
@@ -180,6 +209,8 @@ function isLocal(url: string): boolean {
 export class PgExecutor implements SqlExecutor {
   readonly size: number;
   private readonly defaults: Required<ExecOptions>;
+  private readonly guard: (sql: string) => void;
+  private readonly allowPrivilegedRole: boolean;
   private readonly servers = new Map<string, Server>();
   private closed = false;
   /** Queries stopped by agro's own clock or CPU watch (not by the server's statement_timeout); tests read it. */
@@ -194,6 +225,8 @@ export class PgExecutor implements SqlExecutor {
     }
     this.size = options.size ?? Math.max(2, availableParallelism());
     this.defaults = { ...EXEC_DEFAULTS, ...parseExecOptions(options.defaults, 'PgExecutor defaults') };
+    this.guard = options.guard ?? ((sql) => assertSingleReadQuery(sql, 'postgres'));
+    this.allowPrivilegedRole = options.allowPrivilegedRole ?? false;
   }
 
   private server(url: string): Server {
@@ -238,7 +271,7 @@ export class PgExecutor implements SqlExecutor {
     if (this.closed) throw new AgroError('usage', 'the PostgreSQL executor is closed');
     const o: Required<ExecOptions> = { ...this.defaults, ...parseExecOptions(opts, 'execute') };
     try {
-      assertSingleReadQuery(sql, 'postgres');
+      this.guard(sql);
     } catch (err) {
       if (err instanceof AgroError) return { ok: false, error: err.kind === 'sql_error' ? 'syntax' : 'refused', message: err.message, elapsedMs: 0 };
       throw err;
@@ -264,6 +297,23 @@ export class PgExecutor implements SqlExecutor {
       const kind = e.code ? errorKindOf(e.code) : 'bad_database';
       return { ok: false, error: kind === 'syntax' ? 'bad_database' : kind, message: `cannot connect to ${redactUrl(url)}: ${e.message ?? String(err)}`, elapsedMs: performance.now() - t0 };
     }
+    if (!this.allowPrivilegedRole) {
+      // Before the query reaches the server: a role that can write or reach files is refused whole.
+      let privileges: { role: string; reasons: string[] };
+      try {
+        s.privileges ??= rolePrivileges(client);
+        privileges = await s.privileges;
+      } catch (err) {
+        s.privileges = undefined;
+        client.release(true);
+        const e = err as { code?: string; message?: string };
+        return { ok: false, error: 'bad_database', message: `cannot read the role's privileges on ${redactUrl(url)}: ${e.message ?? String(err)}`, elapsedMs: performance.now() - t0 };
+      }
+      if (privileges.reasons.length > 0) {
+        client.release();
+        throw privilegedRoleError(privileges.role, privileges.reasons, redactUrl(url));
+      }
+    }
     return this.run(url, s, client, sql, o);
   }
 
@@ -276,7 +326,6 @@ export class PgExecutor implements SqlExecutor {
       QUIET.add(client);
       client.on('error', () => undefined);
     }
-    const conn = client as pg.PoolClient & { agroTimeoutMs?: number };
     let stoppedBy: TimeLimit | undefined;
     let broken = false;
     let cpu0: number | undefined;
@@ -302,11 +351,6 @@ export class PgExecutor implements SqlExecutor {
       return r;
     };
     try {
-      // The server's own limit, set once per connection and limit (not a round trip per query).
-      if (conn.agroTimeoutMs !== o.timeoutMs) {
-        await client.query(`SET statement_timeout = ${o.timeoutMs}`);
-        conn.agroTimeoutMs = o.timeoutMs;
-      }
       timers.push(setTimeout(() => stop('wall'), Math.max(0, t0 + o.timeoutMs + AGRO_STOP_AFTER_MS - performance.now())));
       if (o.cpuMs > 0 && s.local) {
         cpu0 = processCpuMs(pid);
@@ -321,10 +365,10 @@ export class PgExecutor implements SqlExecutor {
         }
       }
       const started = performance.now();
-      // No explicit transaction: the session is read-only, so the statement's implicit transaction is
-      // too. One round trip, the row cap enforced by the server (pg-capped-query.ts).
+      // The READ ONLY transaction, its limit and the query in one round trip, the row cap enforced by the
+      // server (pg-capped-query.ts); the transaction is rolled back by the reset below, never committed.
       const parsers = typeParsers(o.safeIntegers);
-      const q = new CappedQuery(sql, { maxRows: o.maxRows, maxBytes: o.maxBytes, parserFor: (oid) => parsers.getTypeParser(oid, 'text') as (t: string) => SqlValue });
+      const q = new CappedQuery(sql, { maxRows: o.maxRows, maxBytes: o.maxBytes, prelude: queryPrelude(o.timeoutMs), parserFor: (oid) => parsers.getTypeParser(oid, 'text') as (t: string) => SqlValue });
       client.query(q);
       const { columns, rows, truncated, truncatedBy } = await q.done;
       const elapsedMs = performance.now() - started;
@@ -350,7 +394,24 @@ export class PgExecutor implements SqlExecutor {
       return { ok: false, error: errorKindOf(e.code), message: e.message ?? String(err), elapsedMs };
     } finally {
       for (const t of timers) clearTimeout(t);
-      client.release(broken);
+      await this.reset(client, broken);
+    }
+  }
+
+  /**
+   * Ends the query's transaction and resets the session (RESET_SESSION) before the connection goes back
+   * to the pool; a connection that is broken, or whose reset fails, is closed instead (pg's release(err)).
+   */
+  private async reset(client: pg.PoolClient, broken: boolean): Promise<void> {
+    if (broken) {
+      client.release(true);
+      return;
+    }
+    try {
+      await client.query(RESET_SESSION);
+      client.release();
+    } catch (err) {
+      client.release(err instanceof Error ? err : true);
     }
   }
 

@@ -75,7 +75,8 @@ describe('the factory dialect on both engines', { skip: PG.skip }, () => {
     await copySqliteToPostgres(MUSIC, server.adminUrl('music_store'));
     await runAdminSql(server.adminUrl('music_store'), sandboxRoleSql({ role: 'agro_d', password: 'd-pw', database: 'music_store' }));
     url = server.url('agro_d', 'd-pw', 'music_store');
-    exec = createExecutor({ size: 2 });
+    // The factory's executor: its own queries may run as the owner (src/sql/pg-role.ts).
+    exec = createExecutor({ size: 2, allowPrivilegedRole: true });
   });
   after(async () => {
     await exec?.close();

@@ -17,7 +17,8 @@ describe('the cost gate on a PostgreSQL server', { skip: PG.skip }, () => {
 
   before(async () => {
     server = await startPostgres();
-    exec = createExecutor({ size: 2 });
+    // The factory's executor: its own queries may run as the owner (src/sql/pg-role.ts).
+    exec = createExecutor({ size: 2, allowPrivilegedRole: true });
   });
   after(async () => {
     await exec?.close();

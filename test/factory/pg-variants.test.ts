@@ -41,7 +41,8 @@ describe('variant databases on a PostgreSQL server', { skip: PG.skip }, () => {
     ]);
     maker = server.url('agro_maker', 'm-pw', 'shop');
     reader = server.url('agro_r', 'r-pw', 'shop');
-    exec = createExecutor({ size: 2 });
+    // The factory's executor: its own queries may run as the owner (src/sql/pg-role.ts).
+    exec = createExecutor({ size: 2, allowPrivilegedRole: true });
   });
   after(async () => {
     await exec?.close();

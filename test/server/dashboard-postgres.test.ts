@@ -298,9 +298,10 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
     const synth = join(qs, 'synth');
     await buildServerVariants(url, schema, buildSchemaGraph(schema), { count: 2, seed: 0, dir: join(synth, 'variants', DB), maxRowsPerTable: 300, tag: variantTag(synth, DB) });
 
-    // `agro eval --suite`, as the quickstart prints it, with the password in the root URL.
+    // `agro eval --suite`, as the quickstart prints it, with the password in the root URL. The role owns the
+    // variant schemas it made, so predictions (untrusted SQL) run on it only with the flag that names the risk.
     const evalOut = join(runs, 'eval-suite', 'report.json');
-    const r = spawnSync(process.execPath, [BIN, 'eval', '--data', join(qs, 'held_out.jsonl'), '--pred', join(qs, 'grpo', 'predictions.json'), '--db-root', url, '--suite', join(synth, 'variants'), '--timeout', '10000', '--out', evalOut], { encoding: 'utf8', env, timeout: 120_000 });
+    const r = spawnSync(process.execPath, [BIN, 'eval', '--data', join(qs, 'held_out.jsonl'), '--pred', join(qs, 'grpo', 'predictions.json'), '--db-root', url, '--suite', join(synth, 'variants'), '--timeout', '10000', '--out', evalOut, '--allow-privileged-role'], { encoding: 'utf8', env, timeout: 120_000 });
     assert.equal(r.status, 0, r.stderr);
     assert.ok(!r.stdout.includes(PASSWORD) && !r.stderr.includes(PASSWORD), 'agro eval printed the password');
     const reportText = readFileSync(evalOut, 'utf8');
@@ -313,7 +314,8 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
     assert.deepEqual(report.questions.map((q) => q.variantsChecked ?? null), [2, 2, null, null, 2]);
     assert.match(report.questions[1].failedVariant ?? '', /^postgres:\/\/agro_qsm:\*\*\*@127\.0\.0\.1:\d+\/music_store\?options=-c%20search_path%3Dagro_variant_[0-9a-f]+_[12]$/);
 
-    const dash = await startDashboard(runs, [], { ...env, PGPASSWORD: PASSWORD });
+    // The role owns its variant schemas: scoring predictions on it takes the flag that names the risk.
+    const dash = await startDashboard(runs, ['--allow-privileged-role'], { ...env, PGPASSWORD: PASSWORD });
     const bodies: string[] = [];
     const get = async <T>(path: string): Promise<T> => {
       const res = await fetch(dash.url + path);

@@ -45,7 +45,8 @@ describe('agro db copy into a real server', { skip: PG.skip }, () => {
 
   before(async () => {
     server = await startPostgres();
-    exec = createExecutor({ size: 2 });
+    // Checks as the copy's owner (the test's own queries, not untrusted SQL).
+    exec = createExecutor({ size: 2, allowPrivilegedRole: true });
   });
   after(async () => {
     await exec?.close();
@@ -135,12 +136,52 @@ describe('agro db copy into a real server', { skip: PG.skip }, () => {
     assert.equal((JSON.parse(sql.stdout) as { rows: unknown[][] }).rows.length, 2);
     const refused = agro(['sql', '--db', url, "SELECT pg_read_file('/etc/passwd')"]);
     assert.equal(refused.status, 5);
-    assert.match(refused.stderr, /^agro: refused: pg_read_file\(\)/);
+    assert.match(refused.stderr, /^agro: refused: function pg_read_file\(\)/);
     const schema = agro(['schema', '--db', url]);
     assert.equal(schema.status, 0, schema.stderr);
     assert.match(schema.stdout, /CREATE TABLE tracks/);
     assert.match(schema.stdout, /REFERENCES albums/);
     const missing = agro(['schema', '--db', server.url('agro_reader', 'reader-pw', 'nosuch')]);
     assert.equal(missing.status, 3);
+  });
+
+  test('--reader refuses the login role and any role with more than reading, before anything changes', async () => {
+    await server.admin(`CREATE ROLE agro_maker2 LOGIN CREATEDB PASSWORD 'm2-pw'`);
+    const before = await server.admin(`SELECT rolname, rolsuper, rolcreatedb, rolpassword FROM pg_authid ORDER BY rolname`);
+    for (const role of ['agro_admin', 'agro_maker2', 'pg_write_server_files']) {
+      const r = agro(['db', 'copy', sqliteOf('music_store'), server.adminUrl('reader_check'), '--reader', role], { AGRO_READER_PASSWORD: 'x-pw' });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, new RegExp(`^agro: --reader ${role}: refused, nothing changed: the role is `));
+      assert.equal(r.stderr.trim().split('\n').length, 1);
+    }
+    assert.deepEqual(await server.admin(`SELECT rolname, rolsuper, rolcreatedb, rolpassword FROM pg_authid ORDER BY rolname`), before);
+    assert.deepEqual(await server.admin(`SELECT datname FROM pg_database WHERE datname = 'reader_check' OR datname LIKE 'agro_copy_%'`), []);
+  });
+
+  test('a failed copy drops the database it created; a killed one leaves the name unused', async () => {
+    // Two table names PostgreSQL cuts to the same 63 characters: the second CREATE TABLE fails mid-copy.
+    const long = 'x'.repeat(63);
+    const bad = makeDb(join(tmp.dir, 'collide.sqlite'), `CREATE TABLE ${long}a (a INTEGER); CREATE TABLE ${long}b (b INTEGER); INSERT INTO ${long}a VALUES (1);`);
+    const r = agro(['db', 'copy', bad, server.adminUrl('failed_copy')]);
+    assert.equal(r.status, 4, r.stderr);
+    assert.deepEqual(await server.admin(`SELECT datname FROM pg_database WHERE datname = 'failed_copy' OR datname LIKE 'agro_copy_%'`), []);
+
+    // Killed (SIGKILL: no clean-up runs) while the copy is under way: the URL's database name stays unused.
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [BIN, 'db', 'copy', sqliteOf('music_store'), server.adminUrl('killed_copy')], { stdio: 'ignore' });
+    const exited = new Promise((res) => child.once('exit', res));
+    let seen = false;
+    for (let i = 0; i < 400 && !seen; i++) {
+      seen = (await server.admin(`SELECT 1 FROM pg_database WHERE datname LIKE 'agro_copy_%'`)).length > 0;
+      if (!seen) await new Promise((res) => setTimeout(res, 25));
+    }
+    child.kill('SIGKILL');
+    await exited;
+    assert.ok(seen, 'the copy never made its temporary database');
+    assert.deepEqual(await server.admin(`SELECT datname FROM pg_database WHERE datname = 'killed_copy'`), []);
+    // A copy that completes is renamed into place under the URL's name.
+    const ok = agro(['db', 'copy', sqliteOf('music_store'), server.adminUrl('renamed_copy')]);
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.deepEqual(await server.admin(`SELECT datname FROM pg_database WHERE datname = 'renamed_copy'`), [['renamed_copy']]);
   });
 });

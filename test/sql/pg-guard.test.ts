@@ -80,8 +80,63 @@ test("PostgreSQL's quoting is read as the server reads it", () => {
   const toks = tokenizePg("SELECT E'a\\'b', $q$x$q$, U&\"d\\0061t\", 1::int");
   assert.deepEqual(
     toks.map((t) => [t.kind, t.text]),
-    [['word', 'SELECT'], ['str', "a'b"], ['punct', ','], ['str', 'x'], ['punct', ','], ['qid', 'd\\0061t'], ['punct', ','], ['num', '1'], ['punct', ':'], ['punct', ':'], ['word', 'int']],
+    [['word', 'SELECT'], ['str', "a'b"], ['punct', ','], ['str', 'x'], ['punct', ','], ['qid', 'dat'], ['punct', ','], ['num', '1'], ['punct', ':'], ['punct', ':'], ['word', 'int']],
   );
+});
+
+test("issue 47's four disagreements with the server's lexer are gone", () => {
+  // 1. A line comment ends at a carriage return too.
+  assert.equal(verdict("SELECT 1 --\r, set_config('default_transaction_read_only','off',false)\n"), 'refused');
+  assert.deepEqual(tokenizePg('SELECT 1 --x\r, 2').map((t) => t.text), ['SELECT', '1', ',', '2']);
+  // 2. Unicode-escaped names are decoded as the server decodes them, UESCAPE included.
+  assert.equal(verdict('SELECT U&"set\\005fconfig"(\'a\', \'b\', false)'), 'refused');
+  assert.equal(verdict('SELECT U&"pg\\005fread\\005ffile"(\'/etc/passwd\')'), 'refused');
+  assert.equal(verdict("SELECT U&\"set!005fconfig\" UESCAPE '!' ('a', 'b', false)"), 'refused');
+  assert.equal(verdict("SELECT U&\"set!005fconfig\" /* c */ UESCAPE '!' ('a', 'b', false)"), 'refused');
+  assert.equal(verdict('SELECT U&"\\0063ount"(*) FROM t'), 'ok');
+  assert.equal(verdict("SELECT U&\"!0063ount\" UESCAPE '!' (*) FROM t"), 'ok');
+  assert.equal(verdict('SELECT U&"\\zzzz"(1)'), 'refused'); // malformed escapes name nothing known
+  // 3. A dollar-quote tag of any length.
+  const tag = `$${'a'.repeat(70)}$`;
+  assert.equal(verdict(`SELECT ${tag} ' ${tag}, set_config('statement_timeout','1234',false) --'`), 'refused');
+  assert.deepEqual(tokenizePg(`SELECT ${tag}x${tag}`).map((t) => [t.kind, t.text]), [['word', 'SELECT'], ['str', 'x']]);
+  // 4. Functions that run SQL given as text are not on the allow list.
+  assert.equal(verdict("SELECT * FROM ts_stat($$SELECT to_tsvector(set_config('a','b',false))$$)"), 'refused');
+  assert.equal(verdict("SELECT ts_rewrite('a'::tsquery, $$SELECT 'a'::tsquery, 'b'::tsquery$$)"), 'refused');
+});
+
+test('only allow-listed functions run; an unknown one is refused with one line naming it', () => {
+  for (const sql of [
+    'SELECT count(*), sum(x), avg(x), round(avg(x)::numeric, 2), max(length(name)) FROM t GROUP BY y HAVING count(*) > 1',
+    'SELECT rank() OVER (PARTITION BY a ORDER BY b DESC), lag(x, 1) OVER w FROM t WINDOW w AS (ORDER BY a)',
+    "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x), count(*) FILTER (WHERE x > 1), string_agg(n, ',' ORDER BY n) FROM t",
+    "SELECT CAST(x AS numeric(10, 2)), x::varchar(20), EXTRACT(YEAR FROM d), substring(n FROM 1 FOR 2), trim(BOTH ' ' FROM n) FROM t",
+    'SELECT coalesce(a, 0), nullif(b, 0), greatest(a, b), least(a, b), abs(a - b) FROM t WHERE a IN (1, 2) AND EXISTS (SELECT 1)',
+    'WITH r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r',
+    'WITH r(n) AS MATERIALIZED (SELECT 1) SELECT * FROM r, generate_series(1, 3) AS g(i)',
+    'SELECT pg_catalog.lower(n), "upper"(n) FROM t',
+    "SELECT ARRAY(SELECT 1), ROW(1, 2), DATE '2020-01-01', now() - INTERVAL '1 day'",
+  ]) {
+    assert.equal(verdict(sql), 'ok', sql);
+  }
+  for (const [sql, name] of [
+    ["SELECT set_config('a', 'b', false)", 'set_config'],
+    ['SELECT myschema.lower(n) FROM t', 'myschema.lower'],
+    ["SELECT public.pg_read_file('x')", 'public.pg_read_file'],
+    ["SELECT pg_ls_dir('.')", 'pg_ls_dir'],
+    ['SELECT "LOWER"(n) FROM t', 'LOWER'],
+    ['SELECT txid_current()', 'txid_current'],
+    ["SELECT xmlexists('//x' PASSING '<x/>')", 'xmlexists'],
+  ]) {
+    try {
+      assertSingleReadQuery(sql, 'postgres');
+      assert.fail(`ran: ${sql}`);
+    } catch (err) {
+      assert.ok(err instanceof AgroError && err.kind === 'refused', sql);
+      assert.match(err.message, new RegExp(`function ${name.replace('.', '\\.')}\\(\\)`));
+      assert.ok(!err.message.includes('\n'));
+    }
+  }
 });
 
 test('the SQLite dialect is unchanged', () => {

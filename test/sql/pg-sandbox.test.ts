@@ -10,6 +10,7 @@ import { copySqliteToPostgres, runAdminSql } from '../../src/sql/pg-copy.ts';
 import { sandboxRoleSql } from '../../src/sql/pg-setup.ts';
 import { PgExecutor } from '../../src/sql/postgres.ts';
 import type { ExecOptions, ExecResult } from '../../src/sql/types.ts';
+import { pgFingerprint } from '../support/pg-fingerprint.ts';
 import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
 
 const MUSIC = fileURLToPath(new URL('../../data/databases/music_store/music_store.sqlite', import.meta.url));
@@ -92,7 +93,7 @@ const ESCAPES = [
   "SELECT PG_READ_FILE('/etc/passwd')",
   "SELECT pg_catalog.pg_read_file('/etc/passwd')",
   "SELECT \"pg_read_file\"('/etc/passwd')",
-  "SELECT U&\"\\0070g_read_file\"('/etc/passwd')", // an escaped name the guard cannot read: the role stops it
+  "SELECT U&\"\\0070g_read_file\"('/etc/passwd')", // an escaped name: decoded by the guard as the server decodes it
   "SELECT arr[length(pg_read_file('/etc/passwd'))] FROM (SELECT ARRAY[1] AS arr) s",
   "SELECT $$'$$, pg_read_file('/etc/passwd'), '$$'",
   "SELECT lo_import('/etc/passwd')",
@@ -207,41 +208,7 @@ describe('the PostgreSQL sandbox', { skip: PG.skip }, () => {
   let exec: PgExecutor;
 
   /** Every table's row count and md5 over its rows, every database's, plus the catalog facts an escape could change. */
-  async function snapshot(): Promise<string> {
-    const out: string[] = [];
-    const c = new pg.Client({ connectionString: server.adminUrl('music_store') });
-    await c.connect();
-    try {
-      const dbs = (await c.query(`SELECT datname FROM pg_database WHERE NOT datistemplate ORDER BY 1`)).rows.map((r: { datname: string }) => r.datname);
-      out.push(`databases ${dbs.join(',')}`);
-      for (const db of dbs) {
-        const d = new pg.Client({ connectionString: server.adminUrl(db) });
-        await d.connect();
-        try {
-          const tables = (await d.query(`SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r','p','m') AND n.nspname NOT IN ('pg_catalog','information_schema') ORDER BY 1`)).rows.map((r: { t: string }) => r.t);
-          for (const t of tables) {
-            const r = await d.query(`SELECT count(*) AS n, md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS h FROM ${t} x`);
-            out.push(`${db} ${t} ${r.rows[0].n} ${r.rows[0].h}`);
-          }
-          const objs = await d.query(`SELECT count(*) AS n, md5(string_agg(relname::text || relkind::text || coalesce(relacl::text, ''), ',' ORDER BY oid)) AS h FROM pg_class WHERE relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace, 'pg_toast'::regnamespace)`);
-          out.push(`${db} objects ${objs.rows[0].n} ${objs.rows[0].h}`);
-          const lo = await d.query(`SELECT count(*) AS n FROM pg_largeobject_metadata`);
-          out.push(`${db} large objects ${lo.rows[0].n}`);
-        } finally {
-          await d.end();
-        }
-      }
-      const roles = await c.query(`SELECT string_agg(concat_ws(' ', rolname, rolsuper, rolcreaterole, rolcreatedb, rolcanlogin, rolconfig::text), ',' ORDER BY rolname) AS r FROM pg_roles`);
-      out.push(`roles ${roles.rows[0].r}`);
-      const settings = await c.query(`SELECT coalesce(string_agg(setconfig::text, ',' ORDER BY setrole, setdatabase), '') AS s FROM pg_db_role_setting`);
-      out.push(`role settings ${settings.rows[0].s}`);
-      const conf = await c.query(`SELECT string_agg(name || '=' || setting, ',' ORDER BY name) AS s FROM pg_settings WHERE context IN ('sighup', 'postmaster', 'superuser')`);
-      out.push(`server settings ${conf.rows[0].s}`);
-    } finally {
-      await c.end();
-    }
-    return out.join('\n');
-  }
+  const snapshot = (): Promise<string> => pgFingerprint(server, 'music_store');
 
   before(async () => {
     server = await startPostgres();

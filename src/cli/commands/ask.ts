@@ -5,7 +5,7 @@ import { EPISODE_MODES, runEpisode, type EpisodeMode, type EpisodeEvent } from '
 import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { assertReadableDatabase } from '../../sql/introspect.ts';
-import { numberArg } from '../options.ts';
+import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
 import { turnTokens } from '../../agent/prompt-contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
@@ -13,7 +13,7 @@ import { printOut } from '../print.ts';
 import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, type Answer, type PolicyAnswer } from '../../answer/answer.ts';
 import { Answerer } from '../../answer/resources.ts';
 
-interface AskCliOptions extends PolicyCliOptions, PromptCliOptions {
+interface AskCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRoleCliOption {
   db: string;
   evidence?: string;
   mode: EpisodeMode;
@@ -49,7 +49,7 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
   // A missing file is exit 3, an unreadable one (truncated, not SQLite) exit 4: before the policy is loaded.
   assertReadableDatabase(o.db);
   const policy = await openPolicyFromCli(o, 1);
-  const pool = createExecutor({ size: 1 });
+  const pool = createExecutor({ size: 1, allowPrivilegedRole: o.allowPrivilegedRole });
   try {
     const prompt = promptFromCli(policy.promptContract, o);
     const env = new SqlEnvironment(pool, { ...prompt, ...(o.mode === 'direct' ? { maxTurns: 1 } : {}) }, envDepsFromCli(o, basename(o.db).replace(/\.(sqlite3?|db)$/i, '')));
@@ -110,5 +110,5 @@ export function register(program: Command): void {
     .option('--search-samples <k>', 'sampled episodes (at 0.7) beside the greedy one as candidates', numberArg('--search-samples', { min: 0, max: 32 }), SEARCH_SAMPLES)
     .option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v])
     .option('--json', 'print the episode and the result as JSON');
-  addPromptOptions(cmd).action((q: string, o: AskCliOptions) => run(q, o));
+  addPrivilegedRoleOption(addPromptOptions(cmd)).action((q: string, o: AskCliOptions) => run(q, o));
 }

@@ -7,7 +7,7 @@ import { createExecutor } from '../../sql/executor.ts';
 import { isPostgresUrl } from '../../sql/postgres.ts';
 import { dashboardRoutes, MAX_API_BODY, webBundleBuilt } from '../../server/dashboard.ts';
 import { assertTokenForHost, guard, guardedApp } from '../../server/guard.ts';
-import { numberArg, repeatable } from '../options.ts';
+import { addPrivilegedRoleOption, numberArg, repeatable, type PrivilegedRoleCliOption } from '../options.ts';
 import { addPolicyOptions, playgroundPolicies, type PolicyCliOptions } from '../policy-options.ts';
 import { printOut } from '../print.ts';
 
@@ -23,7 +23,7 @@ function openBrowser(url: string): void {
   }
 }
 
-interface DashboardCliOptions extends PolicyCliOptions {
+interface DashboardCliOptions extends PolicyCliOptions, PrivilegedRoleCliOption {
   port: number;
   host: string;
   open: boolean;
@@ -49,7 +49,8 @@ export function register(program: Command): void {
     .option('--no-open', 'do not launch a browser')
     .option('--token <token>', 'token every request needs (the printed link sets it as a cookie; default env AGRO_TOKEN; required off loopback)')
     .option('--allowed-host <name>', 'also accept this Host (a reverse proxy\'s name, `name` or `name:port`); repeatable', repeatable, [])
-    .option('--cors <origin>', 'let pages of this origin (scheme://host[:port]) call the API, with CORS preflights; repeatable', repeatable, [])
+    .option('--cors <origin>', 'let pages of this origin (scheme://host[:port]) call the API, with CORS preflights; repeatable', repeatable, []);
+  addPrivilegedRoleOption(cmd)
     .action(async (dir: string, opts: DashboardCliOptions) => {
       if (opts.port > 65535) throw new AgroError('usage', `--port must be at most 65535, got ${opts.port}`);
       const token = opts.token ?? process.env.AGRO_TOKEN;
@@ -67,7 +68,7 @@ export function register(program: Command): void {
       guard(access);
       if (!webBundleBuilt()) throw new AgroError('not_found', 'the dashboard app is not built: run `npm run build:web` (npm install does it)');
       for (const db of opts.db) if (!isPostgresUrl(db) && !existsSync(db)) throw new AgroError('not_found', `--db: database not found: ${db}`);
-      const pool = createExecutor();
+      const pool = createExecutor({ allowPrivilegedRole: opts.allowPrivilegedRole });
       const app = dashboardRoutes({ dir, executor: pool, policies: playgroundPolicies(opts), databases: opts.db });
       const guarded = guardedApp(app, access);
       const server = serve({ fetch: guarded.fetch, port: opts.port, hostname: opts.host });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { AgroError } from '../../errors.ts';
-import { copySqliteToPostgres, runAdminSql } from '../../sql/pg-copy.ts';
+import { assertReaderRoleFit, copySqliteToPostgres, runAdminSql } from '../../sql/pg-copy.ts';
 import { sandboxRoleSql } from '../../sql/pg-setup.ts';
 import { dropVariantSchemas } from '../../sql/pg-variants.ts';
 import { isPostgresUrl, redactUrl } from '../../sql/postgres.ts';
@@ -19,6 +19,8 @@ export function register(program: Command): void {
       if (!isPostgresUrl(url)) throw new AgroError('usage', `not a postgres:// URL: ${url}`);
       const password = process.env.AGRO_READER_PASSWORD;
       if (opts.reader && !password) throw new AgroError('usage', '--reader needs the role\'s password in AGRO_READER_PASSWORD');
+      // Before the copy: a role that cannot be the reader stops it with nothing changed.
+      if (opts.reader) await assertReaderRoleFit(url, opts.reader);
       const r = await copySqliteToPostgres(sqlite, url, { replace: opts.replace, keepCase: opts.keepCase });
       for (const t of r.tables) printOut(`${t.name}: ${t.rows} rows (${t.columns.map((c) => `${c.name} ${c.type}`).join(', ')})\n`);
       for (const s of r.skipped) printOut(`skipped ${s}\n`);

@@ -13,7 +13,7 @@ import { writeBirdFiles } from '../../data/bird-files.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { LEGACY_QUOTES_MISSING, legacyQuotesAvailable } from '../../sql/open-database.mjs';
 import { ensureDir, writeJsonAtomic } from '../../util/fs.ts';
-import { LIMITS } from '../options.ts';
+import { LIMITS, addPrivilegedRoleOption } from '../options.ts';
 import { prepareOutDir, prepareOutFile } from '../out-path.ts';
 import { printOut } from '../print.ts';
 
@@ -35,6 +35,7 @@ const optionsSchema = z.object({
   keepDistinct: z.boolean().optional(),
   birdSortedRows: z.boolean().optional(),
   exportBird: z.string().min(1).optional(),
+  allowPrivilegedRole: z.boolean().optional(),
 });
 type EvalCliOptions = z.infer<typeof optionsSchema>;
 
@@ -81,7 +82,7 @@ async function runEval(raw: unknown): Promise<void> {
   const showBar = !o.json && process.stderr.isTTY;
   const bar = showBar ? new cliProgress.SingleBar({ stream: process.stderr, clearOnComplete: true, hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
   bar?.start(dataset.items.length, 0);
-  const pool = createExecutor({ size: o.workers });
+  const pool = createExecutor({ size: o.workers, allowPrivilegedRole: o.allowPrivilegedRole });
   let report;
   try {
     report = await evaluate(dataset, predictions, pool, {
@@ -111,7 +112,7 @@ async function runEval(raw: unknown): Promise<void> {
 }
 
 export function register(program: Command): void {
-  program
+  const cmdEval = program
     .command('eval')
     .description('Execution accuracy of predicted SQL against a BIRD- or Spider-style question set')
     .requiredOption('--data <file>', "questions: JSON array or JSONL with db_id and SQL (BIRD) or query (Spider), or BIRD's dev_gold.sql (SQL<TAB>db_id per line)")
@@ -131,6 +132,6 @@ export function register(program: Command): void {
     .option('--out <file>', 'write the JSON report (with per-question outcomes) to this file')
     .option('--json', 'print the JSON report to stdout instead of the table')
     .option('--workers <n>', 'SQL executor processes', '2')
-    .option('--float-tol <x>', 'relative tolerance for comparing numbers (0 = exact, as the official scripts)', String(EVAL_DEFAULTS.floatTol))
-    .action(async (opts: unknown) => runEval(opts));
+    .option('--float-tol <x>', 'relative tolerance for comparing numbers (0 = exact, as the official scripts)', String(EVAL_DEFAULTS.floatTol));
+  addPrivilegedRoleOption(cmdEval).action(async (opts: unknown) => runEval(opts));
 }

@@ -6,7 +6,7 @@ import { createExecutor } from '../../sql/executor.ts';
 import { LEGACY_QUOTES_MISSING, legacyQuotesAvailable } from '../../sql/open-database.mjs';
 import { isPostgresUrl } from '../../sql/postgres.ts';
 import { AgroError } from '../../errors.ts';
-import { numberArg } from '../options.ts';
+import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { addPromptOptions, askedPrompt, envDepsFromCli, printWarning, type PromptCliOptions } from '../prompt-options.ts';
@@ -20,7 +20,7 @@ import { printOut, printErr } from '../print.ts';
 /** Where the data's databases are when no --db-root is given and the data is no factory output. */
 const DEFAULT_DB_ROOT = 'data/databases';
 
-interface PredictCliOptions extends PolicyCliOptions, PromptCliOptions {
+interface PredictCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRoleCliOption {
   data: string;
   dbRoot?: string;
   out: string;
@@ -73,7 +73,7 @@ async function run(o: PredictCliOptions): Promise<void> {
     for (const id of new Set(ids)) catalog.resolve(id);
   } else resolveDatabases(dbRoot, ids);
   const policy = await openPolicyFromCli(o, o.concurrency);
-  const pool = createExecutor({ size: o.workers });
+  const pool = createExecutor({ size: o.workers, allowPrivilegedRole: o.allowPrivilegedRole });
   const ctrl = new AbortController();
   const onSig = (): void => ctrl.abort();
   process.once('SIGINT', onSig);
@@ -165,5 +165,5 @@ export function register(program: Command): void {
     .option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v])
     .option('--oracle', 'also score every candidate: how often some candidate was right, by source (slower; for benchmarks)')
     .option('--json', 'print the JSON report instead of the table');
-  addPromptOptions(cmd).action((o: PredictCliOptions) => run(o));
+  addPrivilegedRoleOption(addPromptOptions(cmd)).action((o: PredictCliOptions) => run(o));
 }

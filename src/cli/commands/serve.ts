@@ -10,7 +10,7 @@ import { catalogFromDbRoot, catalogFromFactoryOutput, combineCatalogs, type Data
 import { createExecutor } from '../../sql/executor.ts';
 import { assertDir } from '../../data/databases.ts';
 import type { Policy } from '../../agent/policies/types.ts';
-import { numberArg, repeatable } from '../options.ts';
+import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg, repeatable } from '../options.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { addEndpointOptions, addPolicyOptions, openPolicyFromCli, playgroundPolicies, type PolicyCliOptions } from '../policy-options.ts';
 import { printOut } from '../print.ts';
@@ -18,7 +18,7 @@ import { Tokenizer } from '../../model/tokenizer.ts';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions {
+interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRoleCliOption {
   host: string;
   port: number;
   modelName?: string;
@@ -99,12 +99,12 @@ async function run(o: ServeCliOptions): Promise<void> {
     }
     if (catalog) {
       // The environment's prompts are the ones the policy in training reads: --prompt-from, else the served policy's contract.
-      const env: EnvRoutes = envRoutes({ catalog, env: promptFromCli(policy?.promptContract ?? null, o), envDeps: envDepsFromCli(o), ...(tokens ? { tokens } : {}) });
+      const env: EnvRoutes = envRoutes({ catalog, env: promptFromCli(policy?.promptContract ?? null, o), envDeps: envDepsFromCli(o), allowPrivilegedRole: o.allowPrivilegedRole, ...(tokens ? { tokens } : {}) });
       closers.push(() => env.close());
       groups.push({ app: env });
     }
     if (o.dashboard) {
-      const pool = createExecutor();
+      const pool = createExecutor({ allowPrivilegedRole: o.allowPrivilegedRole });
       closers.push(() => pool.close());
       // The Playground runs the served policy itself (no second copy of the model) and any --llm-url.
       const dash = dashboardRoutes({ dir: o.dashboard, executor: pool, policies: playgroundPolicies(o, policy) });
@@ -158,7 +158,7 @@ export function register(program: Command): void {
     .option('--max-tokens <n>', 'cap on max_tokens per completion', numberArg('--max-tokens', { min: 1 }), 1024)
     .option('--max-input-chars <n>', 'characters of message text per completion, checked before tokenizing (400 beyond)', numberArg('--max-input-chars', { min: 1 }), DEFAULT_MAX_INPUT_CHARS)
     .option('--grace <ms>', 'on shutdown, how long requests in flight may finish', numberArg('--grace', { min: 0 }), 10_000)
-    .option('--db-root <dir>', 'environment API: databases as <dir>/<db_id>/<db_id>.sqlite')
+    .option('--db-root <dir|url>', 'environment API: databases as <dir>/<db_id>/<db_id>.sqlite, or a postgres:// server whose databases are named by db_id')
     .option('--variants <dir>', 'environment API: variant databases as <dir>/<db_id>/*.sqlite (the test-suite reward)')
     .option('--factory <dir...>', 'environment API: agro synth output folders (their databases and variants)')
     .option('--tokenizer <path>', 'environment API: token ids of every prompt and observation under this tokenizer (a checkpoint folder or a Hugging Face tokenizer.json)')
@@ -166,5 +166,5 @@ export function register(program: Command): void {
     .option('--allowed-host <name>', 'also accept this Host (a reverse proxy\'s name, `name` or `name:port`); repeatable', repeatable, [])
     .option('--cors <origin>', 'let pages of this origin (scheme://host[:port]) call the API, with CORS preflights; repeatable', repeatable, [])
     .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/');
-  addPromptOptions(cmd, { from: true }).action((o: ServeCliOptions) => run(o));
+  addPrivilegedRoleOption(addPromptOptions(cmd, { from: true })).action((o: ServeCliOptions) => run(o));
 }

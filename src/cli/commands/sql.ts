@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { AgroError, type ErrorKind } from '../../errors.ts';
-import { LIMITS, numberArg, timeoutArg } from '../options.ts';
+import { LIMITS, addPrivilegedRoleOption, numberArg, timeoutArg } from '../options.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { EXEC_DEFAULTS } from '../../sql/pool.ts';
 import type { ExecErrorKind, ExecResult, Row, SqlValue } from '../../sql/types.ts';
@@ -52,7 +52,7 @@ function formatBytes(n: number): string {
 }
 
 export function register(program: Command): void {
-  program
+  const cmd = program
     .command('sql')
     .description('Run one read-only query against a SQLite database or a PostgreSQL server (sandboxed: time limit, row and byte caps).')
     .argument('<sql>', 'a single SELECT / WITH / VALUES statement (one that starts with "-", such as a -- comment, goes after --)')
@@ -62,9 +62,10 @@ export function register(program: Command): void {
     .option('--json', 'print {columns, rows, truncated, elapsedMs} as JSON (blobs as {blob: base64})')
     .option('--timeout <ms>', 'wall-clock limit in milliseconds', timeoutArg(), 5000)
     .option('--max-rows <n>', 'rows kept before the result is cut', numberArg('--max-rows', { min: 0, max: LIMITS.rows }), 10_000)
-    .option('--max-bytes <n>', 'bytes of cell data (text as UTF-8) kept before the result is cut', numberArg('--max-bytes', { min: 0, max: LIMITS.resultBytes }), EXEC_DEFAULTS.maxBytes)
-    .action(async (query: string, opts: { db: string; json?: boolean; timeout: number; maxRows: number; maxBytes: number }) => {
-      const pool = createExecutor({ size: 1 });
+    .option('--max-bytes <n>', 'bytes of cell data (text as UTF-8) kept before the result is cut', numberArg('--max-bytes', { min: 0, max: LIMITS.resultBytes }), EXEC_DEFAULTS.maxBytes);
+  addPrivilegedRoleOption(cmd)
+    .action(async (query: string, opts: { db: string; json?: boolean; timeout: number; maxRows: number; maxBytes: number; allowPrivilegedRole?: boolean }) => {
+      const pool = createExecutor({ size: 1, allowPrivilegedRole: opts.allowPrivilegedRole });
       try {
         const r = await pool.execute(opts.db, query, { timeoutMs: opts.timeout, maxRows: opts.maxRows, maxBytes: opts.maxBytes });
         if (!r.ok) throw new AgroError(KIND[r.error], r.message);

@@ -68,7 +68,8 @@ async function showExample(exec: SqlExecutor, db: string, p: SynthPair): Promise
 
 async function run(raw: unknown): Promise<void> {
   const o = parseOptions(raw);
-  const exec = createExecutor({ size: 2 });
+  // The factory's own queries (src/sql/pg-role.ts): the owner's URL is fine here.
+  const exec = createExecutor({ size: 2, allowPrivilegedRole: true });
   try {
     const quiet = Boolean(o.json) || !process.stderr.isTTY;
     const r = await runFactory(
