@@ -12,6 +12,8 @@ import { join, resolve } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { SqlEnvironment } from '../src/agent/sql-env.ts';
+import { TURN_TOKENS } from '../src/agent/prompt-contract.ts';
+import { RESPONSE_TOKENS } from '../src/rl/train-config.ts';
 import { synthesizeTrajectories } from '../src/agent/trajectories.ts';
 import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
 import type { Environment, TaskBase } from '../src/agent/types.ts';
@@ -141,7 +143,7 @@ export async function run(args: string[]): Promise<void> {
   const poolArg = quickstartConfigSchema.shape.rlPool.safeParse(args.includes('--no-filter') ? 'all' : flag(args, '--pool', q.rlPool));
   if (!poolArg.success) throw new Error(`--pool: active, filtered or all, got ${flag(args, '--pool', '')}`);
   const rlPool = poolArg.data;
-  const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320 };
+  const evalOpts = { maxTurnTokens: TURN_TOKENS, maxResponseTokens: RESPONSE_TOKENS };
 
   const backend = await initBackend();
   const work = mkdtempSync(join(tmpdir(), 'agro-bench-rl-'));

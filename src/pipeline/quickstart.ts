@@ -27,7 +27,8 @@ import { redactUrl } from '../sql/postgres.ts';
 import { pgDbId } from '../sql/pg-introspect.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
-import { promptContractFiles, readPromptContract, resolvePromptSettings, type PromptSettings } from '../agent/prompt-contract.ts';
+import { readPromptContract, resolvePromptSettings, TURN_TOKENS, type PromptSettings } from '../agent/prompt-contract.ts';
+import { RESPONSE_TOKENS } from '../rl/train-config.ts';
 import { resolveModelPath } from '../model/builtin.ts';
 import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { selectColdStart } from '../train/coldstart.ts';
@@ -433,7 +434,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
 
     // ---- 2. diversity-aware cold start ----
     const sftDir = join(out, 'sft');
-    const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320, seed: cfg.seed };
+    const evalOpts = { maxTurnTokens: TURN_TOKENS, maxResponseTokens: RESPONSE_TOKENS, seed: cfg.seed };
     if (!report.sft) {
       const trajs = await synthesizeTrajectories(train, env, { verifyShare: cfg.verifyShare, seed: cfg.seed });
       const size = cfg.coldStart > 0 ? Math.min(cfg.coldStart, trajs.length) : trajs.length;
@@ -461,7 +462,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       log(`[2/4] SFT of ${what} on ${backend} (${tokenizer.vocabSize}-token tokenizer, ${meanLen} tokens per sample), up to ${start.sftSteps} steps${until} ...`);
       const t0 = performance.now();
       const res = await runSft({
-        sideFiles: promptContractFiles(env.config, { maxTurnTokens: evalOpts.maxTurnTokens }),
+        prompt: { env: env.config, maxTurnTokens: evalOpts.maxTurnTokens },
         outDir: sftDir,
         model,
         tokenizer,
@@ -512,7 +513,6 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
       const rewards: number[] = [];
       const zero: number[] = [];
       const res = await runGrpo({
-        sideFiles: promptContractFiles(env.config, { maxTurnTokens: evalOpts.maxTurnTokens }),
         outDir: rlDir,
         env,
         tasks: rlTasks,

@@ -20,6 +20,8 @@ import { saveCheckpoint } from '../model/checkpoint.ts';
 import { AdamW, lrAt } from '../train/optim.ts';
 import { checkResumeSettings, cleanRunCheckpoints, listCheckpoints, recordedSettings, restoreTrainerState, resumeConfig, truncateMetrics } from '../train/run-state.ts';
 import type { Environment } from '../agent/types.ts';
+import { SqlEnvironment } from '../agent/sql-env.ts';
+import { promptContractFiles } from '../agent/prompt-contract.ts';
 import { lossConfig } from './config.ts';
 import { prepareRewards } from './rewards.ts';
 import { advantages, collect, logProbs, record, responseAdvantages, score, select, signalRewards, update, zeroSignalGroups, type AdvantageExtras, type Anchor, type StepContext, type StepRecord } from './phases.ts';
@@ -71,8 +73,6 @@ export interface TrainRunOptions<T extends TaskBase & { difficulty?: string }> {
   /** Rollout sampler (e.g. llama.cpp); synced to `model` at the start and after each update. Default: TF.js on `model`. */
   engine?: RolloutEngine;
   signal?: AbortSignal;
-  /** JSON files every checkpoint of the run carries (the agent's prompt contract). */
-  sideFiles?: Readonly<Record<string, unknown>>;
   /** On resume, accept settings other than the run's (recorded in train_config.json); otherwise they are refused. */
   allowChanges?: boolean;
   /** SFT samples whose loss, × coef, joins every step's (`batch` of them a step, in a seeded order; phases.ts Anchor). */
@@ -183,7 +183,9 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   truncateMetrics(metricsPath, state.step);
   writeJsonAtomic(configPath, { ...settings, model: model.config, ...(resumeChanges.length ? { resumeChanges } : {}) });
   const nextTasks = taskStream(opts.tasks, state, cfg.curriculum);
-  const checkpoint = checkpointer(opts.outDir, (dir) => saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, hooks: Object.fromEntries(hooks.flatMap((h) => (h.state ? [[h.name, h.state()]] : []))), kind: 'grpo' }, optimizerState: opt.exportState(), sideFiles: opts.sideFiles }));
+  // An SQL agent's checkpoints carry its whole prompt contract: the environment's prompt and the turns it sampled.
+  const sideFiles = env instanceof SqlEnvironment ? promptContractFiles(env.config, { maxTurnTokens: cfg.maxTurnTokens }) : undefined;
+  const checkpoint = checkpointer(opts.outDir, (dir) => saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, hooks: Object.fromEntries(hooks.flatMap((h) => (h.state ? [[h.name, h.state()]] : []))), kind: 'grpo' }, optimizerState: opt.exportState(), sideFiles }));
   const evaluate = () => evaluatePolicy(env, opts.heldOut ?? [], model, tokenizer, { maxTurnTokens: cfg.maxTurnTokens, maxResponseTokens: cfg.maxResponseTokens, seed: cfg.seed, engine });
   const schedule = { lr: cfg.lr, minLrRatio: cfg.minLrRatio, warmupSteps: cfg.warmupSteps, steps: cfg.steps };
   const anchorAt = anchorStream(opts.anchor, cfg.seed);

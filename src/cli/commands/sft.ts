@@ -18,7 +18,7 @@ import type { WeightMap } from '../../model/llama.ts';
 import { Tokenizer } from '../../model/tokenizer.ts';
 import { formatAction, AGENT_SPECIAL_TOKENS } from '../../agent/protocol.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
-import { promptContractFiles, readPromptContract } from '../../agent/prompt-contract.ts';
+import { readPromptContract } from '../../agent/prompt-contract.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import type { ExecResult } from '../../sql/types.ts';
 import { resolveDatabase } from '../../data/databases.ts';
@@ -168,7 +168,8 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   for (const line of cleanRunCheckpoints(o.out)) log(`checkpoints: ${line} (left by a write that was cut)`);
   // The prompt: what the starting checkpoint was trained with (resumed run, else --init), then the flags.
   const startDir = o.resume ? listCheckpoints(o.out).at(-1)?.dir : o.init;
-  const env = new SqlEnvironment(noExecution, promptFromCli(startDir && existsSync(startDir) ? readPromptContract(startDir) : null, o), envDepsFromCli(o));
+  const startContract = startDir && existsSync(startDir) ? readPromptContract(startDir) : null;
+  const env = new SqlEnvironment(noExecution, promptFromCli(startContract, o), envDepsFromCli(o));
   // A factory output (its folder, or its dataset.jsonl beside manifest.json) names its own database.
   const source = resolveTaskSource(o.data, { dbRoot: o.dbRoot, defaultDbRoot: DEFAULT_DB_ROOT });
   const rows = readRows(source.dataPath);
@@ -216,7 +217,7 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   const bar = stepBar(!o.json, 'sft', runConfig.steps, { start: startStep, format: 'loss {loss} | {tps} tok/s' });
   try {
     const res = await runSft({
-      outDir: o.out, model, tokenizer, samples, config, resumeFrom, sideFiles: promptContractFiles(env.config), allowChanges: o.allowChanges,
+      outDir: o.out, model, tokenizer, samples, config, resumeFrom, prompt: { env: env.config, maxTurnTokens: startContract?.decoding?.maxTurnTokens }, allowChanges: o.allowChanges,
       signal: controller.signal,
       onStep: (m) => bar.update(m.step, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
     });

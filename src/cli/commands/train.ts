@@ -11,7 +11,7 @@ import { LlamaModel } from '../../model/llama.ts';
 import { ENGINE_NAMES, type RolloutEngine } from '../../model/engine.ts';
 import { createEngine } from '../../model/engines.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
-import { promptContractFiles, readPromptContract } from '../../agent/prompt-contract.ts';
+import { readPromptContract } from '../../agent/prompt-contract.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { resolveTaskSource, tasksFromCatalog } from '../../agent/tasks.ts';
 import { createExecutor } from '../../sql/executor.ts';
@@ -276,7 +276,6 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
     }
     const res = await runGrpo({
       engine,
-      ...(env instanceof SqlEnvironment ? { sideFiles: promptContractFiles(env.config) } : {}),
       outDir: o.out,
       env,
       tasks,
