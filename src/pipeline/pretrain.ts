@@ -28,7 +28,8 @@ import { PROMPT_CONTRACT_FILE, readPromptContract } from '../agent/prompt-contra
 import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import type { SqlTask } from '../agent/sql-env.ts';
-import type { DatasetRow, SynthPair } from '../factory/types.ts';
+import type { DatasetRow } from '../data/dataset-row.ts';
+import type { SynthPair } from '../factory/types.ts';
 import { addNoise } from '../factory/language/noise.ts';
 import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
 import type { ChatMessage } from '../agent/types.ts';

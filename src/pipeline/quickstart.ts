@@ -20,7 +20,7 @@ import { AgroError, parseWith } from '../errors.ts';
 import { displayPath, readJsonl, writeJsonAtomic, writeFileAtomic } from '../util/fs.ts';
 import { Rng } from '../util/rng.ts';
 import { runFactory, type Manifest } from '../factory/pipeline.ts';
-import type { DatasetRow } from '../factory/types.ts';
+import type { DatasetRow } from '../data/dataset-row.ts';
 import { createExecutor, databaseDocs } from '../sql/executor.ts';
 import { dialectOf } from '../sql/dialect.ts';
 import { redactUrl } from '../sql/postgres.ts';
@@ -32,9 +32,10 @@ import { RESPONSE_TOKENS } from '../rl/train-config.ts';
 import { resolveModelPath } from '../model/builtin.ts';
 import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { selectColdStart } from '../train/coldstart.ts';
-import { prepareSamples, runSft, type SftSample } from '../train/sft.ts';
+import { runSft } from '../train/sft.ts';
 import type { ChatMessage } from '../agent/types.ts';
 import { runGrpo } from '../rl/trainer.ts';
+import { anchorSamples, RL_ANCHOR } from '../rl/anchor.ts';
 import { resolveAlgo } from '../rl/config.ts';
 import type { PolicyEval } from '../rl/evaluate.ts';
 import { PassRateHelper, sharedPassRates } from './pass-rate-helper.ts';
@@ -51,13 +52,10 @@ import { loadCheckpoint } from '../model/checkpoint.ts';
 import { sqlFeatures, structureKey } from '../sql/features.ts';
 import { suiteVariants } from '../data/databases.ts';
 import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
-import type { ProgressSink } from '../factory/types.ts';
+import type { ProgressSink } from '../util/progress.ts';
 import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import { readDataset } from '../data/read-dataset.ts';
 import { splitBySkeleton } from '../data/splits.ts';
-
-/** The RL anchor measured from a checkpoint (weight, samples a step; see FROM_CHECKPOINT): `agro train --anchor`'s defaults too. */
-export const RL_ANCHOR = { coef: 1, batch: 4 } as const;
 
 export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
@@ -190,10 +188,9 @@ export const quickstartConfigSchema = z.strictObject({
 export type QuickstartConfig = z.infer<typeof quickstartConfigSchema>;
 export type QuickstartConfigInput = z.input<typeof quickstartConfigSchema>;
 
-/** The cold-start trajectories as SFT samples for the RL stage's anchor (those longer than the model's positions left out). */
-function anchorSamples(path: string, tokenizer: Tokenizer, maxPositions: number): SftSample[] {
-  const rows = readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { messages: ChatMessage[] });
-  return prepareSamples(rows.map((r) => renderChat(tokenizer, r.messages)), maxPositions, 'anchor samples').kept;
+/** The cold-start trajectories the RL stage's anchor trains on. */
+function coldStartConversations(path: string): ChatMessage[][] {
+  return readJsonl<{ messages: ChatMessage[] }>(path).map((r) => r.messages);
 }
 
 /** The CI-sized run: every stage, a tiny model, a couple of minutes on 2 cores. */
@@ -536,7 +533,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
           seed: cfg.seed,
         },
         ...(passRates ? { passRates } : {}),
-        ...(start.rlAnchor > 0 ? { anchor: { samples: anchorSamples(join(out, 'cold_start.jsonl'), ck.tokenizer, ck.model.config.maxPositions), coef: start.rlAnchor, batch: cfg.rlAnchorBatch } } : {}),
+        ...(start.rlAnchor > 0 ? { anchor: { samples: anchorSamples(coldStartConversations(join(out, 'cold_start.jsonl')), ck.tokenizer, ck.model.config.maxPositions, 'anchor samples'), coef: start.rlAnchor, batch: cfg.rlAnchorBatch } } : {}),
         signal: hooks.signal,
         onStep: (r: StepRecord) => {
           rewards.push(r.reward);
