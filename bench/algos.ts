@@ -1,6 +1,6 @@
 // `npm run bench -- algos [--quick] [--from RUN] [--seeds 3] [--first-seed 0] [--algos a,b,...] [--steps N]
 //                          [--prompts N] [--group 4] [--held-out N] [--lr X] [--ppo-epochs 1] [--rewards partial|preset] [--results FILE]`
-// Every preset of the GRPO family (src/rl/config.ts PRESETS) on the same data, seeds and compute, in one table:
+// Every preset of the GRPO family (src/rl/algo-config.ts PRESETS) on the same data, seeds and compute, in one table:
 // held-out execution accuracy (mean ± sample sd and min..max over seeds), zero-signal groups per step, KL to the
 // SFT start, entropy, wall time. Every preset starts from the SAME SFT checkpoint with the same steps × prompts ×
 // group size, the SFT model as the KL reference (presets with a KL coefficient use it; the others only measure it).
@@ -31,7 +31,7 @@ import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
 import { selectColdStart } from '../src/train/coldstart.ts';
 import { runSft } from '../src/train/sft.ts';
 import { runGrpo } from '../src/rl/trainer.ts';
-import { PRESET_NAMES } from '../src/rl/config.ts';
+import { PRESET_NAMES } from '../src/rl/algo-config.ts';
 import { std } from '../src/rl/advantages.ts';
 import type { StepRecord } from '../src/rl/phases.ts';
 import { initBackend } from '../src/model/backend.ts';

@@ -36,13 +36,13 @@ import { runSft } from '../train/sft.ts';
 import type { ChatMessage } from '../agent/types.ts';
 import { runGrpo } from '../rl/trainer.ts';
 import { anchorSamples, RL_ANCHOR } from '../rl/anchor.ts';
-import { resolveAlgo } from '../rl/config.ts';
+import { resolveAlgo } from '../rl/algo-config.ts';
 import type { PolicyEval } from '../rl/evaluate.ts';
 import { PassRateHelper, sharedPassRates } from './pass-rate-helper.ts';
 import { CheckpointPolicy } from '../agent/policies/checkpoint.ts';
 import { runPredict, type QuestionRecord } from './predict.ts';
 import type { StepRecord } from '../rl/phases.ts';
-import type { PassRecord } from '../rl/group_hooks.ts';
+import type { PassRecord } from '../rl/group-math.ts';
 import { initBackend, type BackendName } from '../model/backend.ts';
 import { Tokenizer } from '../model/tokenizer.ts';
 import { LlamaModel } from '../model/llama.ts';
@@ -81,7 +81,7 @@ export const quickstartConfigSchema = z.strictObject({
   /**
    * Which RL questions train, after sampling each passSamples times with the SFT policy. 'filtered': only those it
    * got right sometimes (0 < correct < passSamples: the only groups with a learning signal), all through RL. 'active'
-   * (the active-pool sampler, src/rl/hooks.ts): every RL question, starting from those counts; a question leaves the
+   * (the active-pool sampler, src/rl/trainer-hooks.ts): every RL question, starting from those counts; a question leaves the
    * pool as soon as a group comes out unanimous (all right or all wrong) and is rolled out again every rlRecheck-th
    * visit, so the pool follows the policy as it learns. 'all': every RL question in the run's order.
    * Measured on music_store (2,400 pairs, 6,000 SFT steps, 400 RL steps at 3e-4), held-out EX gain over the run's

@@ -1,7 +1,7 @@
 /**
  * The group-relative RL loop (GRPO and its family) for any Environment. Each step is the phases of
  * phases.ts in order — collect → score → select (DAPO refills) → log-probs → advantages → update → record —
- * with the algorithm's hooks (hooks.ts: prompt sampler, group rewrites, advantage inputs and reshaping) at
+ * with the algorithm's hooks (trainer-hooks.ts: prompt sampler, group rewrites, advantage inputs and reshaping) at
  * their seams; this file only orchestrates them: the task order, checkpoints, held-out evaluation, metrics.jsonl.
  * Checkpoints hold the weights, the optimizer moments and the trainer state (step, data position, RNG),
  * so a resumed run continues exactly.
@@ -22,13 +22,13 @@ import { checkResumeSettings, cleanRunCheckpoints, listCheckpoints, recordedSett
 import type { Environment } from '../agent/types.ts';
 import { SqlEnvironment } from '../agent/sql-env.ts';
 import { promptContractFiles } from '../agent/prompt-contract.ts';
-import { lossConfig } from './config.ts';
+import { lossConfig } from './algo-config.ts';
 import { prepareRewards } from './rewards.ts';
 import { advantages, collect, logProbs, record, responseAdvantages, score, select, signalRewards, update, zeroSignalGroups, type AdvantageExtras, type Anchor, type StepContext, type StepRecord } from './phases.ts';
 import type { SftSample } from '../train/sft.ts';
 import type { AdvantageResult } from './advantages.ts';
-import { activeHooks, type Batch, type TrainerHook } from './hooks.ts';
-import type { PassRecord } from './group_hooks.ts';
+import { activeHooks, type Batch, type TrainerHook } from './trainer-hooks.ts';
+import type { PassRecord } from './group-math.ts';
 import { evaluatePolicy, type PolicyEval } from './evaluate.ts';
 import { resolveTrainConfig, trainConfigSchema, type TrainConfig, type TrainConfigInput } from './train-config.ts';
 

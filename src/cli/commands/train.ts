@@ -18,12 +18,12 @@ import { createExecutor } from '../../sql/executor.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import { cleanRunCheckpoints, listCheckpoints, recordedSettings, resumeConfig } from '../../train/run-state.ts';
 import { runGrpo } from '../../rl/trainer.ts';
-import { runTrainingFreeGrpo } from '../../rl/training_free.ts';
+import { runTrainingFreeGrpo } from '../../rl/training-free.ts';
 import { LlmClient } from '../../llm/client.ts';
 import type { StepRecord } from '../../rl/phases.ts';
 import { resolveTrainConfig, trainConfigSchema, type TrainConfigInput } from '../../rl/train-config.ts';
 import { stepBar } from '../progress.ts';
-import { PRESET_NAMES } from '../../rl/config.ts';
+import { PRESET_NAMES } from '../../rl/algo-config.ts';
 import type { Environment, TaskBase } from '../../agent/types.ts';
 import { SearchEnvironment, type SearchTask } from '../../search/env.ts';
 import { SearchCorpus } from '../../search/corpus.ts';
@@ -69,7 +69,7 @@ interface TrainCliOptions extends PromptCliOptions {
 /** Where BIRD/Spider-style data finds its databases when no --db-root is given (a factory output names its own). */
 const DEFAULT_DB_ROOT = 'data/databases';
 
-/** Not a preset of the gradient trainer: the experience-library loop of rl/training_free.ts. */
+/** Not a preset of the gradient trainer: the experience-library loop of rl/training-free.ts. */
 const TRAINING_FREE = 'training_free_grpo';
 
 /** A checkpoint directory, or a run directory whose newest checkpoint is used. */
