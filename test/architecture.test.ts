@@ -56,3 +56,43 @@ test('no file-level import cycles in src/', () => {
   for (const f of graph.keys()) visit(f, []);
   assert.deepEqual(cycles, []);
 });
+
+test('the web app has no file-level import cycles either (pages link through routes.ts, not main.tsx)', () => {
+  const WEB = resolve('web/src');
+  const webFiles = (dir: string): string[] =>
+    readdirSync(dir).flatMap((n) => {
+      const p = join(dir, n);
+      return statSync(p).isDirectory() ? webFiles(p) : /\.tsx?$/.test(n) ? [p] : [];
+    });
+  const webImports = (file: string): string[] =>
+    [...readFileSync(file, 'utf8').matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*['"](\.[^'"]+)['"]/g)].map((m) => resolve(dirname(file), m[1]));
+  const graph = new Map(webFiles(WEB).map((f) => [f, webImports(f)]));
+  const state = new Map<string, 1 | 2>();
+  const cycles: string[] = [];
+  const visit = (f: string, path: string[]): void => {
+    if (state.get(f) === 2) return;
+    if (state.get(f) === 1) {
+      cycles.push([...path.slice(path.indexOf(f)), f].map((p) => relative(WEB, p)).join(' -> '));
+      return;
+    }
+    state.set(f, 1);
+    for (const t of graph.get(f) ?? []) visit(t, [...path, f]);
+    state.set(f, 2);
+  };
+  for (const f of graph.keys()) visit(f, []);
+  assert.deepEqual(cycles, []);
+});
+
+/** Literal homes: a default written twice is a bug (issue 50). Each pattern may match in the one file named, nowhere else in src/. */
+test('tokens per turn, the episode token budget and the schema budget are each written in one place', () => {
+  const homes: [RegExp, string][] = [
+    [/\b(?:TURN_TOKENS|maxTurnTokens)\s*[:=]\s*96\b|default\(96\)/, 'agent/prompt-contract.ts'],
+    [/(?:TURN_TOKENS|[tT]urnTokens)\s*(?:\?\?|=|:)\s*256\b/, 'agent/prompt-contract.ts'],
+    [/\b(?:RESPONSE_TOKENS|maxResponseTokens)\s*[:=]\s*320\b|default\(320\)/, 'rl/train-config.ts'],
+    [/schemaChars[^\n]*default\(1800\)/, 'agent/sql-env.ts'],
+  ];
+  for (const [pattern, home] of homes) {
+    const where = files(SRC).filter((f) => pattern.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f));
+    assert.deepEqual(where, [home], `${pattern} is written in ${where.join(', ')}`);
+  }
+});
