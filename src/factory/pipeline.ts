@@ -30,8 +30,8 @@ import { buildLexicon, colKey, withData, type Lexicon } from './language/names.t
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
-import { diversityStage, selfCoverage, sqlFeaturesMemo, type Coverage } from './diversity/index.ts';
-import { sqlSkeleton, structureKey } from '../sql/features.ts';
+import { diversityStage, selfCoverage, type Coverage } from './diversity/index.ts';
+import { sqlFeaturesShared, sqlSkeleton, structureKey } from '../sql/features.ts';
 import { categoryValues, longTextColumns, profileSchema, type Skipped } from './profile.ts';
 import { HUMAN_SHAPES } from './shapes.ts';
 import { realizeStage } from './language/realize.ts';
@@ -385,7 +385,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     // Coverage of the final set: distinct SQL skeletons (literals masked) and structure-feature combinations.
     const cov = selfCoverage(items.length, {
       skeletons: items.map((p) => sqlSkeleton(p.sql)),
-      structures: items.map((p) => structureKey(sqlFeaturesMemo(p.sql))),
+      structures: items.map((p) => structureKey(sqlFeaturesShared(p.sql))),
     });
     const caught = Object.entries(rejections.augment ?? {})
       .filter(([r]) => r.endsWith('_on_variant') || r.startsWith('variant_'))
