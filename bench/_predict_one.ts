@@ -14,7 +14,7 @@ import { openaiRoutes } from '../src/server/openai.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import type { EngineName } from '../src/model/engine.ts';
 
-const o = JSON.parse(process.argv[2]) as { ckpt: string; data: string; engine: EngineName; serve: boolean; mode: 'agent' | 'direct'; concurrency: number; schemaChars: number; maxTurnTokens: number };
+const o = JSON.parse(process.argv[2]) as { ckpt: string; data: string; engine: EngineName; serve: boolean; mode: 'agent' | 'direct'; concurrency: number; schemaChars?: number; maxTurnTokens?: number };
 const local = await CheckpointPolicy.open(o.ckpt, { engine: o.engine });
 let policy: Policy = local;
 let close = async (): Promise<void> => {};

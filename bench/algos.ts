@@ -1,6 +1,6 @@
 // `npm run bench -- algos [--quick] [--from RUN] [--seeds 3] [--first-seed 0] [--algos a,b,...] [--steps N]
 //                          [--prompts N] [--group 4] [--held-out N] [--lr X] [--ppo-epochs 1] [--rewards partial|preset] [--results FILE]`
-// Every preset of the GRPO family (src/rl/config.ts PRESETS) on the same data, seeds and compute, in one table:
+// Every preset of the GRPO family (src/rl/algo-config.ts PRESETS) on the same data, seeds and compute, in one table:
 // held-out execution accuracy (mean ± sample sd and min..max over seeds), zero-signal groups per step, KL to the
 // SFT start, entropy, wall time. Every preset starts from the SAME SFT checkpoint with the same steps × prompts ×
 // group size, the SFT model as the KL reference (presets with a KL coefficient use it; the others only measure it).
@@ -22,6 +22,8 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { SqlEnvironment, type SqlTask } from '../src/agent/sql-env.ts';
+import { checkpointPrompt, readPromptContract, turnTokens } from '../src/agent/prompt-contract.ts';
+import { RESPONSE_TOKENS } from '../src/rl/train-config.ts';
 import { sqlTaskOf } from '../src/agent/tasks.ts';
 import { readDataset } from '../src/data/read-dataset.ts';
 import { synthesizeTrajectories } from '../src/agent/trajectories.ts';
@@ -29,7 +31,7 @@ import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
 import { selectColdStart } from '../src/train/coldstart.ts';
 import { runSft } from '../src/train/sft.ts';
 import { runGrpo } from '../src/rl/trainer.ts';
-import { PRESET_NAMES } from '../src/rl/config.ts';
+import { PRESET_NAMES } from '../src/rl/algo-config.ts';
 import { std } from '../src/rl/advantages.ts';
 import type { StepRecord } from '../src/rl/phases.ts';
 import { initBackend } from '../src/model/backend.ts';
@@ -188,7 +190,7 @@ function fromRun(run: string, pool: SqlPool, heldOutN: number): Setup {
   const reportPath = join(run, 'report.json');
   if (!existsSync(reportPath)) throw new Error(`bench: ${run} is not a quickstart run (no report.json)`);
   const report = JSON.parse(readFileSync(reportPath, 'utf8')) as {
-    config: { db: string; schemaChars: number };
+    config: { db: string };
     synth?: { variants: number };
     sft?: { checkpoint: string; eval: { accuracy: number } };
   };
@@ -199,10 +201,10 @@ function fromRun(run: string, pool: SqlPool, heldOutN: number): Setup {
   const variants = join(run, 'synth', 'variants');
   const tasks = (file: string): SqlTask[] =>
     readDataset(join(run, file)).items.map((it) => sqlTaskOf(it, db, (report.synth?.variants ?? 0) > 0 ? suiteVariants(variants, it.dbId, db) : []));
-  const env = new SqlEnvironment(pool, { schemaChars: report.config.schemaChars });
+  // The prompt and tokens per turn the checkpoint was trained with (its contract), as the quickstart evaluates it.
+  const env = new SqlEnvironment(pool, checkpointPrompt(checkpoint));
   const heldOut = tasks('held_out.jsonl').slice(0, heldOutN);
-  // The quickstart's own evaluation settings.
-  const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320 };
+  const evalOpts = { maxTurnTokens: turnTokens(readPromptContract(checkpoint), undefined).maxTurnTokens, maxResponseTokens: RESPONSE_TOKENS };
   let sft: Promise<number> | undefined;
   return {
     label: `from ${run} (${basename(db)}, SFT checkpoint ${basename(checkpoint)})`,

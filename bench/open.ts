@@ -19,14 +19,13 @@ import { CHAT_TOKENS, renderChatText, renderPrompt, type ChatMessage } from '../
 import { sampleGroups } from '../src/model/generate.ts';
 import { exportGguf } from '../src/model/gguf.ts';
 import { SqlEnvironment } from '../src/agent/sql-env.ts';
-import { readPromptContract } from '../src/agent/prompt-contract.ts';
+import { checkpointPrompt, readPromptContract, turnTokens } from '../src/agent/prompt-contract.ts';
 import { resolveModelPath } from '../src/model/builtin.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 
 export async function run(args: string[]): Promise<void> {
   const ckpt = resolveModelPath(flag(args, '--ckpt', 'base'));
   const python = flag(args, '--python', 'python3');
-  const schemaChars = Number(flag(args, '--schema-chars', String(readPromptContract(ckpt)?.schemaChars ?? 200)));
   if (!existsSync(ckpt)) {
     console.log(`open: no checkpoint at ${ckpt} (run agro quickstart first, or pass --ckpt DIR)`);
     return;
@@ -35,11 +34,13 @@ export async function run(args: string[]): Promise<void> {
   const ck = loadCheckpoint(ckpt);
   const tk = ck.tokenizer;
   const pool = new SqlPool({ size: 1 });
-  const env = new SqlEnvironment(pool, { schemaChars });
+  const asked = flag(args, '--schema-chars', '');
+  // The prompt the checkpoint was trained with (its contract, as predict reads it), unless --schema-chars asks another.
+  const env = new SqlEnvironment(pool, checkpointPrompt(ckpt, asked ? { schemaChars: Number(asked) } : {}));
   const messages: ChatMessage[] = env.openingFor({ id: 'q', dbId: 'music_store', dbPath: 'data/databases/music_store/music_store.sqlite', question: 'How many artists are there?', goldSql: '' });
   await pool.close();
   const promptIds = renderPrompt(tk, messages);
-  const maxNewTokens = 96;
+  const maxNewTokens = turnTokens(readPromptContract(ckpt), undefined).maxTurnTokens;
   const endId = tk.tokenId(CHAT_TOKENS.end);
   const [[greedy]] = await sampleGroups(ck.model, [promptIds], 1, { maxNewTokens, temperature: 0, stopTokenIds: [endId, tk.tokenId(CHAT_TOKENS.eos)] });
   const logits = tf.tidy(() => ck.model.forward(tf.tensor2d([promptIds], [1, promptIds.length], 'int32')));

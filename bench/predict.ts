@@ -1,4 +1,4 @@
-// `npm run bench -- predict [--ckpt DIR] [--data FILE] [--n 16] [--schema-chars 200]`: questions per
+// `npm run bench -- predict [--ckpt DIR] [--data FILE] [--n 16] [--schema-chars N]`: questions per
 // second of `agro predict`, agent vs direct mode, on the TF.js and llama.cpp engines and through
 // `agro serve` (an in-process server on TF.js, the client over HTTP), at concurrency 1 and 4, with
 // each configuration's peak RSS (its own process). Default: the quickstart's policy and held-out set.
@@ -12,7 +12,8 @@ export async function run(args: string[]): Promise<void> {
   const ckpt = flag(args, '--ckpt', 'runs/quickstart/grpo/checkpoints/step-60');
   const data = flag(args, '--data', 'runs/quickstart/held_out.jsonl');
   const n = num(args, '--n', 16);
-  const schemaChars = num(args, '--schema-chars', 200);
+  // The checkpoint's prompt contract (schema budget, tokens per turn) unless --schema-chars asks another.
+  const schemaChars = flag(args, '--schema-chars', '') ? num(args, '--schema-chars', 0) : undefined;
   if (!existsSync(ckpt) || !existsSync(data)) {
     console.log(`predict: needs ${ckpt} and ${data} (run agro quickstart first, or pass --ckpt and --data)`);
     return;
@@ -20,13 +21,13 @@ export async function run(args: string[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'agro-bench-predict-'));
   const subset = join(dir, 'dev.jsonl');
   writeFileSync(subset, readFileSync(data, 'utf8').trim().split('\n').slice(0, n).join('\n') + '\n');
-  console.log(`${n} questions from ${data}, policy ${ckpt}, greedy, 96 tokens per turn; load ${loadavg().map((x) => x.toFixed(2)).join(' ')} (shared machine)`);
+  console.log(`${n} questions from ${data}, policy ${ckpt}, greedy, the tokens per turn of its contract; load ${loadavg().map((x) => x.toFixed(2)).join(' ')} (shared machine)`);
   console.log('engine      mode    conc  q/s    EX %   tools/q  peak RSS MB');
   try {
     for (const [engine, serve] of [['tfjs', false], ['llama.cpp', false], ['tfjs', true]] as const) {
       for (const mode of ['agent', 'direct'] as const) {
         for (const concurrency of [1, 4]) {
-          const cfg = { ckpt, data: subset, engine, serve, mode, concurrency, schemaChars, maxTurnTokens: 96 };
+          const cfg = { ckpt, data: subset, engine, serve, mode, concurrency, schemaChars };
           const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/_predict_one.ts', JSON.stringify(cfg)], { encoding: 'utf8' });
           const name = serve ? 'serve(tfjs)' : engine;
           if (r.status !== 0) {

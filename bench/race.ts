@@ -21,7 +21,7 @@ import { agroCli } from './_agro.ts';
 import { flag, num } from './_args.ts';
 import { listCheckpoints } from '../src/train/run-state.ts';
 import { writeJsonAtomic } from '../src/util/fs.ts';
-import { PROMPT_FIELDS, readPromptContract } from '../src/agent/prompt-contract.ts';
+import { checkpointPrompt } from '../src/agent/prompt-contract.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'bin/agro.js');
@@ -74,14 +74,19 @@ function procCpuS(pid: number): number {
 
 const agro = (...args: string[]): string => agroCli(args).stdout;
 
+/** The schema budget the checkpoint was trained with (its prompt contract, as predict reads it), unless --schema-chars asks another. */
+function schemaCharsOf(args: string[], checkpoint: string): number {
+  const asked = flag(args, '--schema-chars', '');
+  return checkpointPrompt(checkpoint, asked ? { schemaChars: num(args, '--schema-chars', 0) } : {}).schemaChars;
+}
+
 function setupFrom(args: string[], out: string): Setup {
   const qs = flag(args, '--quickstart', '');
   if (qs) {
-    const rep = JSON.parse(readFileSync(join(qs, 'report.json'), 'utf8')) as { config: { db: string; schemaChars?: number }; sft: { checkpoint: string } };
+    const rep = JSON.parse(readFileSync(join(qs, 'report.json'), 'utf8')) as { config: { db: string }; sft: { checkpoint: string } };
     const variants = join(qs, 'synth/variants');
     const ck = existsSync(rep.sft.checkpoint) ? rep.sft.checkpoint : resolve(ROOT, rep.sft.checkpoint);
-    // The schema budget lives in the checkpoint's prompt contract (older quickstart reports kept it in their config).
-    const schemaChars = num(args, '--schema-chars', readPromptContract(resolve(ck))?.schemaChars ?? rep.config.schemaChars ?? 200);
+    const schemaChars = schemaCharsOf(args, resolve(ck));
     return { init: resolve(ck), data: join(qs, 'rl.jsonl'), heldOut: join(qs, 'held_out.jsonl'), dbRoot: resolve(ROOT, dirname(dirname(rep.config.db))), variants: existsSync(variants) ? variants : null, schemaChars };
   }
   const dbRoot = resolve(flag(args, '--db-root', join(ROOT, 'data/databases')));
@@ -105,8 +110,7 @@ function setupFrom(args: string[], out: string): Setup {
     }
     init = listCheckpoints(sft).at(-1)!.dir;
   }
-  // The schema budget the checkpoint was trained with (its prompt contract), unless asked otherwise.
-  const schemaChars = num(args, '--schema-chars', readPromptContract(resolve(init))?.schemaChars ?? 200);
+  const schemaChars = schemaCharsOf(args, resolve(init));
   return { init: resolve(init), data: resolve(data), heldOut: resolve(heldOut), dbRoot, variants: flag(args, '--variants', '') || null, schemaChars };
 }
 
@@ -176,8 +180,7 @@ async function runAgro(s: Setup, b: Budget, seed: number, dir: string, algo: str
 
 async function runTrl(py: string, s: Setup, b: Budget, seed: number, dir: string, multi: boolean, trainJsonl: string): Promise<Omit<RunResult, 'exAfter'>> {
   // The sessions play the episode the checkpoint's prompt contract describes (turns, observations), as agro train does.
-  const contract = readPromptContract(s.init);
-  const env = { ...(contract ? Object.fromEntries(PROMPT_FIELDS.map((f) => [f, contract[f]])) : {}), schemaChars: s.schemaChars };
+  const env = checkpointPrompt(s.init, { schemaChars: s.schemaChars });
   const srv = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/_env_server.ts'), JSON.stringify({ dbRoot: s.dbRoot, env, ...(s.variants ? { variants: s.variants } : {}) })], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((res, rej) => {
     srv.stdout.once('data', (d: Buffer) => res((JSON.parse(d.toString().split('\n')[0]) as { url: string }).url));

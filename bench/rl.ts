@@ -12,6 +12,8 @@ import { join, resolve } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { SqlEnvironment } from '../src/agent/sql-env.ts';
+import { TURN_TOKENS } from '../src/agent/prompt-contract.ts';
+import { RESPONSE_TOKENS } from '../src/rl/train-config.ts';
 import { synthesizeTrajectories } from '../src/agent/trajectories.ts';
 import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
 import type { Environment, TaskBase } from '../src/agent/types.ts';
@@ -19,10 +21,10 @@ import { loadSqlTasks, sqlTaskOf } from '../src/agent/tasks.ts';
 import { selectColdStart } from '../src/train/coldstart.ts';
 import { runSft } from '../src/train/sft.ts';
 import { runGrpo } from '../src/rl/trainer.ts';
-import { evaluatePolicy, samplePassRates, type PolicyEval } from '../src/rl/evaluate.ts';
+import { evaluatePolicy, greedyEpisodes as greedyRollouts, samplePassRates, type PolicyEval } from '../src/rl/evaluate.ts';
 import type { StepRecord } from '../src/rl/phases.ts';
 import type { TrainConfigInput } from '../src/rl/train-config.ts';
-import { rollout, type Trajectory } from '../src/rl/rollout.ts';
+import type { Trajectory } from '../src/rl/rollout.ts';
 import { initBackend } from '../src/model/backend.ts';
 import { Tokenizer } from '../src/model/tokenizer.ts';
 import { LlamaModel } from '../src/model/llama.ts';
@@ -65,7 +67,7 @@ export interface EpisodeStats {
   answered: number;
 }
 
-/** Greedy episodes (temperature 0, one per task), as evaluatePolicy runs them, kept for inspection. */
+/** Greedy episodes (temperature 0, one per task), rl/evaluate.ts's, kept for inspection; memory sampled after each rollout. */
 export async function greedyEpisodes<T extends TaskBase>(
   env: Environment<T>,
   tasks: readonly T[],
@@ -73,18 +75,7 @@ export async function greedyEpisodes<T extends TaskBase>(
   tokenizer: Tokenizer,
   opts: { maxTurnTokens: number; maxResponseTokens: number; batch?: number },
 ): Promise<{ task: T; traj: Trajectory; correct: boolean }[]> {
-  const out: { task: T; traj: Trajectory; correct: boolean }[] = [];
-  const batch = opts.batch ?? 8;
-  for (let i = 0; i < tasks.length; i += batch) {
-    const chunk = tasks.slice(i, i + batch);
-    const trajs = await rollout(env, chunk, model, tokenizer, { groupSize: 1, maxTurnTokens: opts.maxTurnTokens, maxResponseTokens: opts.maxResponseTokens, temperature: 0, topP: 1, seed: 0 });
-    for (const t of trajs) {
-      const task = chunk[t.group];
-      out.push({ task, traj: t, correct: (await env.rewardContext(task, t)).correct });
-    }
-    samplePeak();
-  }
-  return out;
+  return (await greedyRollouts(env, tasks, model, tokenizer, opts, samplePeak)).map((e) => ({ task: e.task, traj: e.traj, correct: e.ctx.correct }));
 }
 
 export function episodeStats(eps: readonly { traj: Trajectory; correct: boolean }[]): EpisodeStats {
@@ -141,7 +132,7 @@ export async function run(args: string[]): Promise<void> {
   const poolArg = quickstartConfigSchema.shape.rlPool.safeParse(args.includes('--no-filter') ? 'all' : flag(args, '--pool', q.rlPool));
   if (!poolArg.success) throw new Error(`--pool: active, filtered or all, got ${flag(args, '--pool', '')}`);
   const rlPool = poolArg.data;
-  const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320 };
+  const evalOpts = { maxTurnTokens: TURN_TOKENS, maxResponseTokens: RESPONSE_TOKENS };
 
   const backend = await initBackend();
   const work = mkdtempSync(join(tmpdir(), 'agro-bench-rl-'));

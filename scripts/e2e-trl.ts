@@ -11,7 +11,7 @@
  *                       rewards differ (else GRPO has nothing to learn from and the agreement check is empty).
  *   --data FILE         BIRD/Spider questions to export and train on (default data/dev.json)
  *   --db-root DIR       their databases (default data/databases)
- *   --schema-chars N    the prompt's schema budget: the one the checkpoint was trained with (default 200, the quickstart's)
+ *   --schema-chars N    the prompt's schema budget: the one the checkpoint was trained with (default: its prompt contract, else the environment's)
  *   --steps N [AGRO_E2E_STEPS, 3]  --group G [AGRO_E2E_GROUP, 8]  --prompts P (per step, 1)  --len L [AGRO_E2E_LEN, 96]
  *   --multiturn         agro's multi-turn episodes through the server's sessions (agro_trl.agro_rollout_func): also checks,
  *                       episode by episode, that every token the environment wrote (<|tool|>, the observation,
@@ -33,7 +33,7 @@ import { parseAction, SQL_AGENT_ACTIONS } from '../src/agent/protocol.ts';
 import { listCheckpoints } from '../src/train/run-state.ts';
 import { Tokenizer } from '../src/model/tokenizer.ts';
 import { CHAT_TOKENS } from '../src/model/chat.ts';
-import { PROMPT_FIELDS, readPromptContract, type PromptContract } from '../src/agent/prompt-contract.ts';
+import { checkpointPrompt, PROMPT_FIELDS, type PromptContract } from '../src/agent/prompt-contract.ts';
 import { SqlEnvironment, sqlEnvConfigSchema } from '../src/agent/sql-env.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { scoreItems, type RewardItem } from '../src/server/env-reward.ts';
@@ -82,7 +82,8 @@ const GROUP = num(argv.group, 'AGRO_E2E_GROUP', 8);
 const PROMPTS = num(argv.prompts, null, 1);
 const LEN = num(argv.len, 'AGRO_E2E_LEN', 96);
 const TEMPERATURE = num(argv.temperature, null, 1);
-const SCHEMA_CHARS = num(argv['schema-chars'], null, 200);
+/** Asked on the command line; else the checkpoint's contract (as predict reads it). */
+const SCHEMA_CHARS_ASKED = argv['schema-chars'] !== undefined ? num(argv['schema-chars'], null, 0) : undefined;
 const MULTI = argv.multiturn === true;
 const ENV = argv.env === true;
 if (MULTI && ENV) fail('give --multiturn (agro_rollout_func) or --env (environment_factory), not both');
@@ -193,9 +194,10 @@ async function main(): Promise<void> {
   const ck = checkpoint();
   const dataDir = join(RUN, 'data');
   // The prompt must be the one the checkpoint was trained on: its prompt contract when it has one
-  // (a --schema-chars given on top wins, with agro's warning), else the budget given or the quickstart's.
+  // (a --schema-chars given on top wins, with agro's warning), else the budget given or the environment's.
   const hasContract = existsSync(join(ck, 'prompt_contract.json'));
-  const promptArgs = [...(hasContract ? ['--prompt-from', ck] : []), ...(!hasContract || argv['schema-chars'] !== undefined ? ['--schema-chars', String(SCHEMA_CHARS)] : [])];
+  const prompt = checkpointPrompt(ck, { schemaChars: SCHEMA_CHARS_ASKED });
+  const promptArgs = [...(hasContract ? ['--prompt-from', ck] : []), ...(!hasContract || SCHEMA_CHARS_ASKED !== undefined ? ['--schema-chars', String(prompt.schemaChars)] : [])];
   agro('export', '--format', 'trl', '--data', DATA, '--db-root', DB_ROOT, '--out', dataDir, '--val', '0', ...promptArgs);
   // The verl export as pyarrow (what verl's RLHFDataset uses underneath) reads it: nested types intact.
   const verlDir = join(RUN, 'verl');
@@ -208,8 +210,7 @@ async function main(): Promise<void> {
   mkdirSync(out, { recursive: true });
   writeFileSync(logPath, '');
   // Multi-turn episodes run in the server's sessions: turns and observations as the checkpoint's contract says.
-  const contract = readPromptContract(ck);
-  const srv = await serveEnv({ catalog: catalogFromDbRoot(DB_ROOT), ...(contract ? { env: Object.fromEntries(PROMPT_FIELDS.map((f) => [f, contract[f]])) } : {}) });
+  const srv = await serveEnv({ catalog: catalogFromDbRoot(DB_ROOT), env: checkpointPrompt(ck) });
   console.log(`e2e:trl: environment server at ${srv.url}; GRPOTrainer ${STEPS} steps, ${PROMPTS} prompt(s) × group ${GROUP}, ${LEN} completion tokens, T ${TEMPERATURE}, on ${ck}`);
   let trl;
   try {
@@ -309,7 +310,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     checkpoint: ck,
     data: DATA,
-    schemaChars: SCHEMA_CHARS,
+    schemaChars: prompt.schemaChars,
     steps: STEPS,
     promptsPerStep: PROMPTS,
     group: GROUP,

@@ -6,20 +6,23 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 /** Upstream first: a folder may import only from folders before it (and itself). */
-const LAYERS = ['errors.ts', 'util', 'sql', 'llm', 'factory', 'data', 'model', 'agent', 'search', 'answer', 'train', 'rl', 'eval', 'pipeline', 'server', 'cli'];
+const LAYERS = ['errors.ts', 'util', 'sql', 'llm', 'data', 'factory', 'model', 'agent', 'search', 'answer', 'train', 'rl', 'eval', 'pipeline', 'server', 'cli'];
 const SRC = resolve('src');
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((n) => {
     const p = join(dir, n);
-    return statSync(p).isDirectory() ? files(p) : /\.(ts|mjs)$/.test(n) ? [p] : [];
+    return statSync(p).isDirectory() ? files(p) : /\.(tsx?|mjs)$/.test(n) ? [p] : [];
   });
 }
+
+/** A static import or re-export of a relative path. */
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*['"](\.[^'"]+)['"]/g;
 
 function imports(file: string): string[] {
   const text = readFileSync(file, 'utf8');
   const out: string[] = [];
-  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*['"](\.[^'"]+)['"]/g)) out.push(resolve(dirname(file), m[1]));
+  for (const m of text.matchAll(IMPORT)) out.push(resolve(dirname(file), m[1]));
   for (const m of text.matchAll(/import\(\s*['"](\.[^'"]+)['"]\s*\)/g)) out.push(resolve(dirname(file), m[1]));
   return out.filter((p) => p.startsWith(SRC));
 }
@@ -39,14 +42,14 @@ test('no folder of src/ imports a folder downstream of it, even by type', () => 
   assert.deepEqual(bad, []);
 });
 
-test('no file-level import cycles in src/', () => {
-  const graph = new Map(files(SRC).map((f) => [f, imports(f)]));
+/** Each import cycle of the graph, as 'a -> b -> a' with paths relative to root. */
+function cyclesOf(graph: Map<string, string[]>, root: string): string[] {
   const state = new Map<string, 1 | 2>();
   const cycles: string[] = [];
   const visit = (f: string, path: string[]): void => {
     if (state.get(f) === 2) return;
     if (state.get(f) === 1) {
-      cycles.push([...path.slice(path.indexOf(f)), f].map((p) => relative(SRC, p)).join(' -> '));
+      cycles.push([...path.slice(path.indexOf(f)), f].map((p) => relative(root, p)).join(' -> '));
       return;
     }
     state.set(f, 1);
@@ -54,5 +57,30 @@ test('no file-level import cycles in src/', () => {
     state.set(f, 2);
   };
   for (const f of graph.keys()) visit(f, []);
-  assert.deepEqual(cycles, []);
+  return cycles;
+}
+
+test('no file-level import cycles in src/', () => {
+  assert.deepEqual(cyclesOf(new Map(files(SRC).map((f) => [f, imports(f)])), SRC), []);
+});
+
+test('the web app has no file-level import cycles either (pages link through routes.ts, not main.tsx)', () => {
+  const WEB = resolve('web/src');
+  const webFiles = files(WEB).filter((f) => /\.tsx?$/.test(f));
+  const graph = new Map(webFiles.map((f) => [f, [...readFileSync(f, 'utf8').matchAll(IMPORT)].map((m) => resolve(dirname(f), m[1]))]));
+  assert.deepEqual(cyclesOf(graph, WEB), []);
+});
+
+/** Literal homes: a default written twice is a bug (issue 50). Each pattern may match in the one file named, nowhere else in src/. */
+test('tokens per turn, the episode token budget and the schema budget are each written in one place', () => {
+  const homes: [RegExp, string][] = [
+    [/\b(?:TURN_TOKENS|maxTurnTokens)\s*[:=]\s*96\b|default\(96\)/, 'agent/prompt-contract.ts'],
+    [/(?:TURN_TOKENS|[tT]urnTokens)\s*(?:\?\?|=|:)\s*256\b/, 'agent/prompt-contract.ts'],
+    [/\b(?:RESPONSE_TOKENS|maxResponseTokens)\s*[:=]\s*320\b|default\(320\)/, 'rl/train-config.ts'],
+    [/schemaChars[^\n]*default\(1800\)/, 'agent/sql-env.ts'],
+  ];
+  for (const [pattern, home] of homes) {
+    const where = files(SRC).filter((f) => pattern.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f));
+    assert.deepEqual(where, [home], `${pattern} is written in ${where.join(', ')}`);
+  }
 });

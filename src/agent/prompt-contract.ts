@@ -20,6 +20,19 @@ export type PromptSettings = Pick<SqlEnvConfig, PromptField>;
 
 const fields = Object.fromEntries(PROMPT_FIELDS.map((f) => [f, true])) as { [K in PromptField]: true };
 
+/**
+ * New tokens per turn a policy trains and is evaluated with unless its run chose another: short turns keep
+ * the RL trainer's rollouts and the episode budget (maxResponseTokens) cheap on a CPU. The RL trainer's
+ * default (rl/train-config.ts) and the turn length SFT and pretraining write into their contracts.
+ */
+export const TURN_TOKENS = 96;
+
+/**
+ * New tokens per turn for a policy without a contract (an endpoint, a GGUF file, a checkpoint not made by
+ * agro): it was not trained to agro's short turns, so it gets room to write a longer one.
+ */
+export const UNTRAINED_TURN_TOKENS = 256;
+
 /** How the policy was sampled in training and evaluation: what predict and ask use unless told otherwise. */
 export const decodingSchema = z.strictObject({
   /** New tokens per turn. */
@@ -46,16 +59,16 @@ export function promptContract(config: SqlEnvConfig, decoding?: Decoding, memory
   return { kind: 'agro-prompt-contract', version: 1, ...settings, ...(decoding ? { decoding } : {}), ...(memory?.length ? { memory: [...memory] } : {}) };
 }
 
-/** The side files a trainer hands to its checkpoints (memory paths as given: absolute, or relative to each checkpoint). */
-export function promptContractFiles(config: SqlEnvConfig, decoding?: Decoding, memory?: readonly string[]): Record<string, unknown> {
+/** The side files a trainer hands to its checkpoints: the whole contract, decoding included (memory paths as given: absolute, or relative to each checkpoint). */
+export function promptContractFiles(config: SqlEnvConfig, decoding: Decoding, memory?: readonly string[]): Record<string, unknown> {
   return { [PROMPT_CONTRACT_FILE]: promptContract(config, decoding, memory) };
 }
 
-/** New tokens per turn: asked, else the contract's, else the default; an asked value that contradicts the contract is named on one line. */
-export function turnTokens(contract: PromptContract | null, asked: number | undefined, dflt = 256): { maxTurnTokens: number; warning: string | null } {
+/** New tokens per turn: asked, else the contract's, else UNTRAINED_TURN_TOKENS; an asked value that contradicts the contract is named on one line. */
+export function turnTokens(contract: PromptContract | null, asked: number | undefined): { maxTurnTokens: number; warning: string | null } {
   const trained = contract?.decoding?.maxTurnTokens;
   return {
-    maxTurnTokens: asked ?? trained ?? dflt,
+    maxTurnTokens: asked ?? trained ?? UNTRAINED_TURN_TOKENS,
     warning: asked !== undefined && trained !== undefined && asked !== trained ? `the policy was trained and evaluated with ${trained} new tokens per turn; using --max-turn-tokens ${asked}` : null,
   };
 }
@@ -76,6 +89,16 @@ export function readPromptContract(checkpointDir: string): PromptContract | null
     throw new AgroError('invalid_input', `${path}: ${i.path.join('.') || 'contract'}: ${i.message}`);
   }
   return r.data.memory ? { ...r.data, memory: r.data.memory.map((m) => resolve(checkpointDir, m)) } : r.data;
+}
+
+/**
+ * Every prompt setting of a checkpoint folder: its contract's (the environment's defaults for one without), with
+ * `asked` on top, as `agro predict` resolves them. What a bench or script that builds its own environment uses.
+ */
+export function checkpointPrompt(checkpointDir: string, asked: Partial<PromptSettings> = {}): PromptSettings {
+  const defined = Object.fromEntries(Object.entries(asked).filter(([, v]) => v !== undefined)) as Partial<PromptSettings>;
+  const full = sqlEnvConfigSchema.parse(resolvePromptSettings(readPromptContract(checkpointDir), defined).settings);
+  return Object.fromEntries(PROMPT_FIELDS.map((f) => [f, full[f]])) as PromptSettings;
 }
 
 /** How a setting is named on the command line, for the warning. */

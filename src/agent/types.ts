@@ -108,6 +108,12 @@ export interface Entity {
  * Everything a finished episode tells the reward registry (src/rl/rewards.ts). Environments fill it;
  * rewards read it and never reach back into the environment.
  */
+/** One reward's value for an episode, with the reason it gives. */
+export interface RewardValue {
+  value: number;
+  reason: string;
+}
+
 export interface RewardContext {
   /** The final assistant turn (format reward when `turns` is absent). */
   response?: string;

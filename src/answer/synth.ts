@@ -13,7 +13,7 @@ import { Rng } from '../util/rng.ts';
 import type { TableProfile } from '../factory/profile.ts';
 import type { SchemaGraph } from '../factory/schema-graph.ts';
 import { synthesize } from '../factory/synthesize.ts';
-import { silentProgress } from '../factory/types.ts';
+import { silentProgress } from '../util/progress.ts';
 
 export type QuestionSynth = (question: string, n: number) => Promise<string[]>;
 

@@ -4,7 +4,7 @@
  * so a log still shows that a long stage is moving. Off in JSON mode.
  */
 import cliProgress from 'cli-progress';
-import type { ProgressSink } from '../factory/types.ts';
+import type { ProgressSink } from '../util/progress.ts';
 
 export interface StepBar {
   /** Position `value` of `total`, with the fields the format names ({loss}, {reward}, ...). */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { isJsonl, parseJson, parseJsonl, readText } from './read-json.ts';
-import { DIFFICULTIES } from '../factory/types.ts';
+import { DIFFICULTIES } from './dataset-row.ts';
 import type { Dataset, EvalItem } from './types.ts';
 
 const nonEmpty = z.string().trim().min(1);

@@ -62,3 +62,27 @@ export function isJsonl(path: string, text: string): boolean {
     return true;
   }
 }
+
+/** Rows of a .jsonl file (one JSON object a line) or of a .json array (BIRD's dev.json). */
+export function readRows(path: string): { line: number; value: unknown }[] {
+  const text = readText(path, 'dataset');
+  if (text.trimStart().startsWith('[')) {
+    let arr: unknown;
+    try {
+      arr = JSON.parse(text);
+    } catch (err) {
+      throw new AgroError('invalid_input', `${path}: not valid JSON: ${(err as Error).message}`);
+    }
+    return (arr as unknown[]).map((value, i) => ({ line: i + 1, value }));
+  }
+  const rows: { line: number; value: unknown }[] = [];
+  text.split('\n').forEach((raw, i) => {
+    if (!raw.trim()) return;
+    try {
+      rows.push({ line: i + 1, value: JSON.parse(raw) });
+    } catch (err) {
+      throw new AgroError('invalid_input', `${path}:${i + 1}: not valid JSON: ${(err as Error).message}`);
+    }
+  });
+  return rows;
+}

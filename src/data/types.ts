@@ -1,5 +1,5 @@
 /** A question with its gold SQL, whichever file format it was read from (BIRD, Spider, agro's dataset.jsonl). */
-import type { Difficulty } from '../factory/types.ts';
+import type { Difficulty } from './dataset-row.ts';
 
 /** One question to evaluate, whichever format it was read from. */
 export interface EvalItem {

@@ -1,4 +1,4 @@
-import { DIFFICULTIES } from '../factory/types.ts';
+import { DIFFICULTIES } from '../data/dataset-row.ts';
 import { OUTCOMES, PRED_ERROR_KINDS, UNLABELED, type BucketScore, type EvalSummary, type Outcome, type PredErrorKind } from './types.ts';
 
 export interface Scored {

@@ -4,6 +4,7 @@ import type { CompareMode, ExecResult, Row, SqlExecutor } from '../sql/types.ts'
 import { folderDatabases, resolveDatabases, suiteVariants } from '../data/databases.ts';
 import type { Dataset, EvalItem } from '../data/types.ts';
 import { summarize } from './metrics.ts';
+import { mapConcurrent } from '../util/concurrency.ts';
 import { isEmptyStatement, sortRowValues, spiderPair, type PreparedQuery } from './official.ts';
 import { UNLABELED, type EvalReport, type PredErrorKind, type QuestionResult } from './types.ts';
 
@@ -146,19 +147,6 @@ async function evaluateOne(item: EvalItem, pred: string, dbPath: string, variant
   };
 }
 
-/** Runs `fn` over `items` with at most `limit` in flight, keeping results in input order. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i], i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-  return out;
-}
 
 /**
  * Execution accuracy of `predictions` (one SQL string per item) against the dataset's gold queries.
@@ -187,7 +175,7 @@ export async function evaluate(dataset: Dataset, predictions: readonly string[],
     [...dbs].map(([id, path]) => [id, [...(s.mode === 'spider' ? folderDatabases(path) : []), ...(s.suiteDir ? suiteVariants(s.suiteDir, id, path) : [])]]),
   );
   let done = 0;
-  const questions = await mapLimit(dataset.items, s.concurrency, async (item, i) => {
+  const questions = await mapConcurrent(dataset.items, s.concurrency, undefined, async (item, i) => {
     const r = await evaluateOne(item, predictions[i], dbs.get(item.dbId)!, variants.get(item.dbId)!, exec, s);
     options.onProgress?.(++done, dataset.items.length);
     return r;

@@ -1,5 +1,5 @@
 /**
- * Several samples per question: execution-based self-consistency (pass@k is src/rl/evaluate.ts's passAtK).
+ * Several samples per question: execution-based self-consistency (pass@k is src/util/pass-at-k.ts).
  * Self-consistency votes over result sets: samples whose queries return the same result (as a set in
  * BIRD mode, a multiset in Spider mode) form one group; the largest group wins, ties go to the group
  * whose first sample came first; samples whose query failed do not vote.

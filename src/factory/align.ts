@@ -11,7 +11,7 @@ import { realizePair } from './language/realize.ts';
 import { ParseError, parseQuestion, type ParseEnv } from './language/general-parse.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
 import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
-import { QUESTION_STYLES } from './types.ts';
+import { QUESTION_STYLES } from '../data/dataset-row.ts';
 
 /** 'ok', or why the question does not lead back to the pair's results. */
 export async function roundTrip(ctx: StageContext, env: ParseEnv, p: SynthPair): Promise<'ok' | 'roundtrip_unparsed' | 'roundtrip_mismatch'> {
@@ -33,7 +33,7 @@ export function alignStage(env: ParseEnv): Stage<SynthPair, SynthPair> {
     async run(items, ctx) {
       const out: SynthPair[] = [];
       ctx.progress.start('align', items.length);
-      const results = await mapConcurrent(items, STAGE_CONCURRENCY, async (p) => {
+      const results = await mapConcurrent(items, STAGE_CONCURRENCY, undefined, async (p) => {
         let r = await roundTrip(ctx, env, p);
         if (r !== 'ok') {
           const first = r;

@@ -267,7 +267,7 @@ export function ambiguityStage(): Stage<SynthPair, SynthPair> {
     async run(items, ctx) {
       const out: SynthPair[] = [];
       ctx.progress.start('augment', items.length);
-      const reasons = await mapConcurrent(items, STAGE_CONCURRENCY, async (p) => {
+      const reasons = await mapConcurrent(items, STAGE_CONCURRENCY, undefined, async (p) => {
         const r = await ambiguityReason(ctx, p);
         if (!r) await humanizeRanking(ctx, p);
         ctx.progress.tick();

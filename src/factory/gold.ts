@@ -24,7 +24,8 @@ import { realizeStage } from './language/realize.ts';
 import { databaseLanguage, loadSchema } from './pipeline.ts';
 import { queryShape } from './realism.ts';
 import { draftPair } from './synthesize.ts';
-import { silentProgress, STAGE_CONCURRENCY, type StageContext, type SynthPair } from './types.ts';
+import { silentProgress } from '../util/progress.ts';
+import { STAGE_CONCURRENCY, type StageContext, type SynthPair } from './types.ts';
 import { isEmptyAggregate, MAX_RESULT_ROWS, VERIFY_TIMEOUT_MS } from './verify.ts';
 
 export interface GoldSql {
@@ -195,7 +196,7 @@ export async function goldPairs(db: { dbId: string; path: string }, items: reado
     },
   };
   // Run once: a query that fails, or whose answer is empty or all NULL, would match a wrong reading too.
-  const why = await mapConcurrent(candidates, STAGE_CONCURRENCY, async (p) => {
+  const why = await mapConcurrent(candidates, STAGE_CONCURRENCY, undefined, async (p) => {
     const r = await opts.executor.execute(db.path, p.sql, { timeoutMs: Math.min(timeoutMs, VERIFY_TIMEOUT_MS), maxRows: MAX_RESULT_ROWS + 1 });
     if (!r.ok) return r.error === 'timeout' ? 'timeout' : 'exec_error';
     if (r.rows.length === 0) return 'empty_result';

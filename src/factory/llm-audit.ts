@@ -107,7 +107,7 @@ export function llmAuditStage(opts: LlmAuditOptions): StatsStage {
       const schemaText = renderSchema(ctx.schema, { maxChars: opts.schemaChars ?? 6000 });
       const audit = makeLlmAuditor(client, schemaText, new CircuitBreaker(opts.breakerThreshold ?? 3));
       ctx.progress.start('llm-audit', items.length);
-      const results = await mapConcurrent(items, client.config.concurrency, async (p): Promise<SynthPair | null> => {
+      const results = await mapConcurrent(items, client.config.concurrency, undefined, async (p): Promise<SynthPair | null> => {
         const next: SynthPair = { ...p, provenance: { ...p.provenance, stages: [...p.provenance.stages, 'llm-audit'], checks: [...p.provenance.checks] } };
         stats.called++;
         let r = await audit(next);

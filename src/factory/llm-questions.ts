@@ -9,7 +9,8 @@ import type { ChatMessage, LlmConfigInput } from '../llm/client.ts';
 import { CircuitBreaker, failureReason } from '../llm/breaker.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
 import { renderSchema } from '../sql/render.ts';
-import type { QuestionStyle, Stage, StageContext, SynthPair } from './types.ts';
+import type { QuestionStyle } from '../data/dataset-row.ts';
+import type { Stage, StageContext, SynthPair } from './types.ts';
 
 export const QuestionReplySchema = z.object({
   question: z.string().trim().min(8).max(600),
@@ -87,7 +88,7 @@ export function llmQuestionsStage(opts: LlmQuestionsOptions): StatsStage {
         stats.fallback[reason] = (stats.fallback[reason] ?? 0) + 1;
       };
       ctx.progress.start('llm-questions', items.length);
-      const out = await mapConcurrent(items, client.config.concurrency, async (p): Promise<SynthPair> => {
+      const out = await mapConcurrent(items, client.config.concurrency, undefined, async (p): Promise<SynthPair> => {
         const next: SynthPair = { ...p, provenance: { ...p.provenance, stages: [...p.provenance.stages, 'llm-questions'], checks: [...p.provenance.checks] } };
         try {
           if (breaker.open) {

@@ -30,15 +30,17 @@ import { buildLexicon, colKey, withData, type Lexicon } from './language/names.t
 import { llmQuestionsStage, type LlmStageStats } from './llm-questions.ts';
 import { llmAuditStage } from './llm-audit.ts';
 import { refineStage, type CycleLog } from './refine.ts';
-import { diversityStage, selfCoverage, sqlFeaturesMemo, type Coverage } from './diversity/index.ts';
-import { sqlSkeleton, structureKey } from '../sql/features.ts';
+import { diversityStage, selfCoverage, type Coverage } from './diversity/index.ts';
+import { sqlFeaturesShared, sqlSkeleton, structureKey } from '../sql/features.ts';
 import { categoryValues, longTextColumns, profileSchema, type Skipped } from './profile.ts';
 import { HUMAN_SHAPES } from './shapes.ts';
 import { realizeStage } from './language/realize.ts';
 import { noiseStage } from './language/noise.ts';
 import { buildSchemaGraph, inferForeignKeys, type SchemaGraph } from './schema-graph.ts';
 import { astShape, synthesize } from './synthesize.ts';
-import { silentProgress, toDatasetRow, type DatasetRow, type ProgressSink, type Stage, type StageContext, type SynthPair } from './types.ts';
+import { silentProgress, type ProgressSink } from '../util/progress.ts';
+import { toDatasetRow, type Stage, type StageContext, type SynthPair } from './types.ts';
+import type { DatasetRow } from '../data/dataset-row.ts';
 import { verifyStage } from './verify.ts';
 import { CachingExecutor } from './exec-cache.ts';
 import { costGate, MAX_ROWS_READ } from './cost.ts';
@@ -384,7 +386,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     // Coverage of the final set: distinct SQL skeletons (literals masked) and structure-feature combinations.
     const cov = selfCoverage(items.length, {
       skeletons: items.map((p) => sqlSkeleton(p.sql)),
-      structures: items.map((p) => structureKey(sqlFeaturesMemo(p.sql))),
+      structures: items.map((p) => structureKey(sqlFeaturesShared(p.sql))),
     });
     const caught = Object.entries(rejections.augment ?? {})
       .filter(([r]) => r.endsWith('_on_variant') || r.startsWith('variant_'))

@@ -162,7 +162,7 @@ export class LlmPredictor implements Predictor {
     private readonly breaker = new CircuitBreaker(),
   ) {}
   async predict(items: PredictItem[]): Promise<string[]> {
-    return mapConcurrent(items, this.client.config.concurrency, async (it) => {
+    return mapConcurrent(items, this.client.config.concurrency, undefined, async (it) => {
       if (this.breaker.open) {
         this.failures++;
         return '';

@@ -15,7 +15,7 @@ import type { AuditOutcome } from './llm-audit.ts';
 import { makeLlmAuditor } from './llm-audit.ts';
 import type { Predictor } from './predictors.ts';
 import { FunctionPredictor, LlmPredictor } from './predictors.ts';
-import { QUESTION_STYLES } from './types.ts';
+import { QUESTION_STYLES } from '../data/dataset-row.ts';
 import type { Stage, StageContext, SynthPair } from './types.ts';
 
 export interface CycleLog {

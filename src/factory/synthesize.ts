@@ -14,7 +14,8 @@ import { col, emptySelect, lit, renameAlias, type AggFn, type ColRef, type Cond,
 import { printQuery, printSelect } from './print.ts';
 import type { TableProfile, UsableColumn } from './profile.ts';
 import { buildJoins, joinPaths, type SchemaGraph } from './schema-graph.ts';
-import { STAGE_CONCURRENCY, type Difficulty, type StageContext, type SynthPair } from './types.ts';
+import { STAGE_CONCURRENCY, type StageContext, type SynthPair } from './types.ts';
+import type { Difficulty } from '../data/dataset-row.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
 import { verifyPair } from './verify.ts';
 
@@ -780,7 +781,7 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
     // (a join whose filter removes nothing, a LIKE that matches every row), and a shape with none
     // left never reaches the final selection. Verifying here costs nothing more: the verify stage
     // asks the same queries again of the caching executor.
-    const verified = await mapConcurrent(out, STAGE_CONCURRENCY, (p) => verifyPair(ctx, p));
+    const verified = await mapConcurrent(out, STAGE_CONCURRENCY, undefined, (p) => verifyPair(ctx, p));
     shapeCount.clear();
     out.forEach((p, i) => {
       if (verified[i] !== null) return;

@@ -1,39 +1,13 @@
 /**
- * The factory's shared contract: the item that flows through the stages, the stage interface,
- * and the dataset row written to dataset.jsonl (BIRD field names, so `agro eval` reads it).
+ * The factory's shared contract: the item that flows through the stages and the stage interface. The row
+ * it writes to dataset.jsonl is data/dataset-row.ts's (the file format, which every reader shares).
  */
 import type { Rng } from '../util/rng.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import type { SqlDialect } from '../sql/dialect.ts';
 import type { QueryAst } from './ast.ts';
-
-/** BIRD's difficulty buckets, which the factory assigns from a query's structure. */
-export const DIFFICULTIES = ['simple', 'moderate', 'challenging'] as const;
-export type Difficulty = (typeof DIFFICULTIES)[number];
-export type QuestionStyle = 'formal' | 'colloquial' | 'imperative' | 'terse';
-export const QUESTION_STYLES: readonly QuestionStyle[] = ['formal', 'colloquial', 'imperative', 'terse'];
-
-export interface Provenance {
-  /** Stage names the pair went through, in order. */
-  stages: string[];
-  /** Checks it passed, e.g. 'exec', 'non_degenerate', 'variants:3', 'unambiguous', 'roundtrip', 'llm-audit'. */
-  checks: string[];
-  /** Refinement cycle that produced it (stage 8). */
-  cycle?: number;
-  /** Id of the pair this one was repaired from (re-realized or refined). */
-  repairedFrom?: string;
-  /** Structural template that produced the SQL (e.g. 'group-agg', 'in-subquery'). */
-  template?: string;
-  /**
-   * How the question was worded: 'intent', a sentence as people ask it (language/intents.ts); 'general', the
-   * general grammar's template sentence ("... where the X is Y"); 'llm', rewritten by an LLM.
-   */
-  grammar?: 'intent' | 'general' | 'llm';
-  /** The intent sentence was asked in people's variety (frames, adjectives, values as typed, synonyms: language/). */
-  people?: boolean;
-  /** Train-time noise put on the question after its round trip (language/noise.ts): what was changed. */
-  noise?: string[];
-}
+import type { DatasetRow, Difficulty, Provenance, QuestionStyle } from '../data/dataset-row.ts';
+import type { ProgressSink } from '../util/progress.ts';
 
 /** A question/SQL pair under construction. question/evidence are '' until realization. */
 export interface SynthPair {
@@ -53,29 +27,6 @@ export interface SynthPair {
   /** Other questions for the same query (realize), each parsed back to it on every database (align). */
   paraphrases?: string[];
 }
-
-/** One line of dataset.jsonl. */
-export interface DatasetRow {
-  question_id: number;
-  db_id: string;
-  question: string;
-  evidence: string;
-  SQL: string;
-  difficulty: Difficulty;
-  source: 'agro-synth';
-  style: QuestionStyle;
-  provenance: Provenance;
-  /** Other questions people might ask for the same SQL, each checked as the question is; absent when none were asked for. */
-  paraphrases?: string[];
-}
-
-export interface ProgressSink {
-  start(stage: string, total: number): void;
-  tick(n?: number): void;
-  stop(): void;
-}
-
-export const silentProgress: ProgressSink = { start() {}, tick() {}, stop() {} };
 
 export interface StageContext {
   dbId: string;

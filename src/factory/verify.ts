@@ -138,7 +138,7 @@ export const verifyStage: Stage<SynthPair, SynthPair> = {
     const out: SynthPair[] = [];
     let single = 0;
     ctx.progress.start('verify', items.length);
-    const reasons = await mapConcurrent(items, STAGE_CONCURRENCY, async (p) => {
+    const reasons = await mapConcurrent(items, STAGE_CONCURRENCY, undefined, async (p) => {
       const r = await verifyPair(ctx, p);
       ctx.progress.tick();
       return r;

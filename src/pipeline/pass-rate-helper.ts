@@ -15,7 +15,9 @@ import type { Tokenizer } from '../model/tokenizer.ts';
 import { passRateBatches, passRatesOf, sampleBatches, type PassRateOptions, type PassRates } from '../rl/evaluate.ts';
 import type { HelperReply, HelperRequest } from './pass-rate-child.ts';
 
-const CHILD_SCRIPT = fileURLToPath(new URL('./pass-rate-child.mjs', import.meta.url));
+const CHILD_SCRIPT = fileURLToPath(new URL('./pass-rate-child.ts', import.meta.url));
+/** The child runs the TypeScript sources through tsx's loader, found from here (not from the user's working folder). */
+const TSX_LOADER = import.meta.resolve('tsx');
 
 export class PassRateHelper {
   /** Batches the helper has sampled so far. */
@@ -44,8 +46,8 @@ export class PassRateHelper {
 
   /** Starts the helper now, so that its start-up overlaps the parent's work; its first request waits for it. */
   static start(backend: BackendName, config: SqlEnvConfig, docs: DbDocs | undefined): PassRateHelper {
-    // No execArgv: the child loads tsx itself (pass-rate-child.mjs), as bin/agro.js does.
-    const child = fork(CHILD_SCRIPT, [], { execArgv: [], serialization: 'advanced', stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+    // Only tsx's loader: none of the parent's flags (an inspector port, a test runner's) carry over.
+    const child = fork(CHILD_SCRIPT, [], { execArgv: ['--import', TSX_LOADER], serialization: 'advanced', stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
     return new PassRateHelper(child, { kind: 'setup', backend, config, ...(docs ? { docs } : {}) });
   }
 

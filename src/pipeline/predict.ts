@@ -29,7 +29,8 @@ import { summarize } from '../eval/metrics.ts';
 import { readDataset } from '../data/read-dataset.ts';
 import { resolveDatabases } from '../data/databases.ts';
 import { majorityVote } from '../eval/sampling.ts';
-import { passAtK } from '../rl/evaluate.ts';
+import { passAtK } from '../util/pass-at-k.ts';
+import { mapConcurrent } from '../util/concurrency.ts';
 import type { EvalReport, QuestionResult } from '../eval/types.ts';
 import type { EvalItem } from '../data/types.ts';
 import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predictions.ts';
@@ -267,14 +268,6 @@ async function oracleOf(candidates: readonly RankedCandidate[], score: (sql: str
   return out;
 }
 
-async function mapLimit<T>(items: readonly T[], limit: number, signal: AbortSignal | undefined, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length && !signal?.aborted) await fn(items[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-}
-
 export async function runPredict(input: z.input<typeof predictConfigSchema>, policy: Policy, executor: SqlExecutor, hooks: PredictHooks = {}, envDeps: SqlEnvDeps = {}): Promise<PredictResult> {
   const parsed = predictConfigSchema.safeParse(input);
   if (!parsed.success) {
@@ -396,7 +389,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
   };
 
   const pending = dataset.items.filter((it) => !done.has(it.index));
-  await mapLimit(pending, cfg.concurrency, hooks.signal, runQuestion);
+  await mapConcurrent(pending, cfg.concurrency, hooks.signal, runQuestion);
   const files: PredictResult['files'] = { trajectories: trajPath };
   if (done.size < dataset.items.length) return { interrupted: true, done: done.size, total: dataset.items.length, files };
 

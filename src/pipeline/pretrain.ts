@@ -24,11 +24,12 @@ import { respellEpisode, respellings } from '../agent/identifier-forms.ts';
 import { resolveModelPath } from '../model/builtin.ts';
 import { findDocs } from '../sql/docs.ts';
 import { SqlEnvironment } from '../agent/sql-env.ts';
-import { promptContractFiles } from '../agent/prompt-contract.ts';
+import { PROMPT_CONTRACT_FILE, readPromptContract } from '../agent/prompt-contract.ts';
 import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import type { SqlTask } from '../agent/sql-env.ts';
-import type { DatasetRow, SynthPair } from '../factory/types.ts';
+import type { DatasetRow } from '../data/dataset-row.ts';
+import type { SynthPair } from '../factory/types.ts';
 import { addNoise } from '../factory/language/noise.ts';
 import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
 import type { ChatMessage } from '../agent/types.ts';
@@ -89,9 +90,6 @@ export type PretrainConfigInput = z.input<typeof pretrainConfigSchema>;
 
 /** Share of a respelled episode's names that change (the rest keep their spelling). */
 const RESPELL_NAMES = 0.5;
-
-/** Tokens per turn the base is sampled with (as the quickstart evaluates). */
-const TURN_TOKENS = 96;
 
 export interface PretrainReport {
   config: PretrainConfig;
@@ -308,7 +306,7 @@ export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHoo
           evalEvery: heldOut.length ? cfg.evalEvery : 0, checkpointEvery: cfg.checkpointEvery, maxSeqLen: model.config.maxPositions, seed: cfg.seed,
         },
         ...(resumeFrom ? { resumeFrom } : {}),
-        sideFiles: promptContractFiles(env.config, { maxTurnTokens: TURN_TOKENS }),
+        prompt: { env: env.config },
         signal: hooks.signal,
         onStep: (m) => hooks.onStep?.(m, cfg.steps),
       });
@@ -322,7 +320,7 @@ export async function runPretrain(input: PretrainConfigInput, hooks: PretrainHoo
       const final = loadCheckpoint(res.checkpoint);
       report.model = join(out, 'model');
       try {
-        saveCheckpoint(report.model, { model: final.model, tokenizer: final.tokenizer, sideFiles: promptContractFiles(env.config, { maxTurnTokens: TURN_TOKENS }) }, { dtype: 'F16' });
+        saveCheckpoint(report.model, { model: final.model, tokenizer: final.tokenizer, sideFiles: { [PROMPT_CONTRACT_FILE]: readPromptContract(res.checkpoint) } }, { dtype: 'F16' });
       } finally {
         final.model.dispose();
       }

@@ -14,27 +14,30 @@
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { basename, dirname, extname, join, relative, resolve } from 'node:path';
 import { findDocs, readDocs } from '../sql/docs.ts';
+import type { DbDocs } from '../sql/docs-types.ts';
 import { addNoise } from '../factory/language/noise.ts';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import { displayPath, readJsonl, writeJsonAtomic, writeFileAtomic } from '../util/fs.ts';
 import { Rng } from '../util/rng.ts';
 import { runFactory, type Manifest } from '../factory/pipeline.ts';
-import type { DatasetRow } from '../factory/types.ts';
+import type { DatasetRow } from '../data/dataset-row.ts';
 import { createExecutor, databaseDocs } from '../sql/executor.ts';
 import { dialectOf } from '../sql/dialect.ts';
 import { redactUrl } from '../sql/postgres.ts';
 import { pgDbId } from '../sql/pg-introspect.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
-import { promptContractFiles, readPromptContract, resolvePromptSettings, type PromptSettings } from '../agent/prompt-contract.ts';
+import { readPromptContract, resolvePromptSettings, TURN_TOKENS, type PromptSettings } from '../agent/prompt-contract.ts';
+import { RESPONSE_TOKENS } from '../rl/train-config.ts';
 import { resolveModelPath } from '../model/builtin.ts';
 import { synthesizeTrajectories } from '../agent/trajectories.ts';
 import { selectColdStart } from '../train/coldstart.ts';
-import { prepareSamples, runSft, type SftSample } from '../train/sft.ts';
+import { runSft } from '../train/sft.ts';
 import type { ChatMessage } from '../agent/types.ts';
 import { runGrpo } from '../rl/trainer.ts';
-import { resolveAlgo } from '../rl/config.ts';
+import { anchorSamples, RL_ANCHOR } from '../rl/anchor.ts';
+import { resolveAlgo } from '../rl/algo-config.ts';
 import type { PolicyEval } from '../rl/evaluate.ts';
 import { PassRateHelper, sharedPassRates } from './pass-rate-helper.ts';
 import { CheckpointPolicy } from '../agent/policies/checkpoint.ts';
@@ -42,7 +45,7 @@ import { runPredict, type QuestionRecord } from './predict.ts';
 import { buildMemory, MEMORY_FILE, pairsOfDataset, writeMemory } from '../answer/memory.ts';
 import { introspectDatabase } from '../sql/executor.ts';
 import type { StepRecord } from '../rl/phases.ts';
-import type { PassRecord } from '../rl/group_hooks.ts';
+import type { PassRecord } from '../rl/group-math.ts';
 import { initBackend, type BackendName } from '../model/backend.ts';
 import { Tokenizer } from '../model/tokenizer.ts';
 import { LlamaModel } from '../model/llama.ts';
@@ -52,21 +55,15 @@ import { loadCheckpoint } from '../model/checkpoint.ts';
 import { sqlFeatures, structureKey } from '../sql/features.ts';
 import { suiteVariants } from '../data/databases.ts';
 import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
-import type { ProgressSink } from '../factory/types.ts';
+import type { ProgressSink } from '../util/progress.ts';
 import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import { readDataset } from '../data/read-dataset.ts';
 import { splitBySkeleton } from '../data/splits.ts';
 
-/** The RL anchor measured from a checkpoint (weight, samples a step; see FROM_CHECKPOINT): `agro train --anchor`'s defaults too. */
-export const RL_ANCHOR = { coef: 1, batch: 4 } as const;
-
 export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
   out: z.string().default('runs/quickstart'),
-  /**
-   * Verified pairs to synthesize. More pairs is what generalizes: on music_store (seed 0) held-out EX after
-   * SFT was 8.3% with 800 pairs and 32.2% with 2,400, same 3,000 steps; the factory makes them in ~1 min.
-   */
+  /** Verified pairs to synthesize: more pairs is what generalizes (docs/training.md#the-defaults-measurements). */
   pairs: z.number().int().min(10).default(2400),
   variants: z.number().int().min(0).default(2),
   /** Share of the pairs held out for evaluation (disjoint from SFT and RL by SQL skeleton). */
@@ -75,27 +72,15 @@ export const quickstartConfigSchema = z.strictObject({
   rlShare: z.number().min(0).lt(1).default(0.35),
   /** Samples per question for pass@k (headroom) and for the RL prompt filter. */
   passSamples: z.number().int().min(2).default(4),
-  /**
-   * Held-out questions the headroom (pass@k before and after RL) is sampled on: the same seeded subset both
-   * times. A diagnostic, so a subset: all 360 questions × 4 samples, twice, were ~2 of the quickstart's minutes;
-   * 120 were 24 s (2026-11-27); 60 take half that back from the RL anchor's cost (the run is 5.2 min).
-   */
+  /** Held-out questions the headroom (pass@k before and after RL) is sampled on, the same seeded subset both times: a diagnostic, so a subset. */
   headroomQuestions: z.number().int().min(1).default(60),
   /**
    * Which RL questions train, after sampling each passSamples times with the SFT policy. 'filtered': only those it
    * got right sometimes (0 < correct < passSamples: the only groups with a learning signal), all through RL. 'active'
-   * (the active-pool sampler, src/rl/hooks.ts): every RL question, starting from those counts; a question leaves the
+   * (the active-pool sampler, src/rl/trainer-hooks.ts): every RL question, starting from those counts; a question leaves the
    * pool as soon as a group comes out unanimous (all right or all wrong) and is rolled out again every rlRecheck-th
-   * visit, so the pool follows the policy as it learns. 'all': every RL question in the run's order.
-   * Measured on music_store (2,400 pairs, 6,000 SFT steps, 400 RL steps at 3e-4), held-out EX gain over the run's
-   * SFT checkpoint, seeds 0/1/2: active (rlRecheck 4) +5.3/+6.4/+4.7, mean +5.5 (34.2 → 39.4, 30.6 → 36.9,
-   * 34.5 → 39.2); filtered +3.6/+3.6/+2.7, mean +3.3, with 81% of the sampled groups unanimous by the end (the
-   * 130–150 kept questions are soon always right). The active pool trains on ~540 distinct questions in 400 steps
-   * (filtered: 146) at the same CPU time. rlRecheck 2: +3.6 (seed 0); 8: +5.6/+7.2/+3.8 (the same mean, twice the
-   * spread). What did not help the filtered pool (seed 0): 1,000 steps +2.5, rollout temperature 1.5 +2.8,
-   * passSamples 8 (211 kept) +3.6, 4,800 pairs (496 kept) +2.6. With the factory's intent questions (#15) the
-   * same runs start lower and spread wider: active +8.9/+2.2/+3.3 (19.4 → 28.3, 22.7 → 24.9, 24.1 → 27.4; mean
-   * +4.8), filtered +6.9/+4.2/+3.0 (mean +4.7).
+   * visit, so the pool follows the policy as it learns. 'all': every RL question in the run's order. 'active'
+   * gained the most (docs/training.md#the-defaults-measurements).
    */
   rlPool: z.enum(['active', 'filtered', 'all']).default('active'),
   rlRecheck: z.number().int().min(1).default(4),
@@ -103,10 +88,7 @@ export const quickstartConfigSchema = z.strictObject({
   coldStart: z.number().int().min(0).default(0),
   /** Share of cold-start trajectories that run the query once before answering. */
   verifyShare: z.number().min(0).max(1).default(0.3),
-  /**
-   * tiny: measured here, `small` (~8x the compute per token) took 12.2 min with 600 SFT steps and
-   * scored 0.8% held out, tiny with 3,000 steps 4.8 min and 15.8%.
-   */
+  /** From scratch: tiny, which learns more in the same minutes than `small` (docs/training.md#the-defaults-measurements). */
   preset: presetSchema.default('tiny'),
   vocabSize: z.number().int().min(300).default(2048),
   /**
@@ -115,31 +97,20 @@ export const quickstartConfigSchema = z.strictObject({
    * this database's data), or a checkpoint folder. preset and vocabSize apply to 'scratch' only.
    */
   from: z.string().min(1).default('base'),
-  /**
-   * 6,000 (music_store, 2,400 pairs): held-out accuracy 34.2% (seed 0) and 30.6% (seed 1), against 27.2%
-   * after 3,000 steps and 36.9% after 8,000 (seed 0); a longer cold start also leaves RL more to convert.
-   */
+  /** SFT steps; default: the start's recipe (FROM_SCRATCH, FROM_CHECKPOINT). */
   sftSteps: z.number().int().min(1).optional(),
   sftBatch: z.number().int().min(1).default(8),
   /**
    * Early stopping for the cold start: the loss on the RL questions' trajectories (skeletons SFT never
    * sees, and never the held-out ones) every sftEvalEvery steps; SFT ends after sftPatience evaluations
-   * without a new best and keeps the best step. 0 = train every one of sftSteps. Off by default: on
-   * music_store (2,400 pairs, seed 0) patience 4 kept step 2,100 and scored 25.3% held out against 32.2%
-   * after all 3,000 steps; execution accuracy keeps rising after the loss on unseen skeletons bottoms out.
+   * without a new best and keeps the best step. 0 = train every one of sftSteps. Off by default: execution
+   * accuracy keeps rising after the loss on unseen skeletons bottoms out (docs/training.md#the-defaults-measurements).
    */
   sftPatience: z.number().int().min(0).default(0),
   sftEvalEvery: z.number().int().min(1).default(100),
   /** Default: 5e-3 from scratch, FROM_CHECKPOINT.sftLr from a checkpoint. */
   sftLr: z.number().positive().optional(),
   algo: z.string().default('grpo'),
-  /**
-   * Measured on music_store, 2,400 pairs, seed 0 (RL gain in held-out EX points): 60 steps at lr 1e-4 +1.7,
-   * 200 at 3e-4 +1.9, 200 at 1e-3 −8.3 (collapse), group of 8 at 5e-4 −0.6, no pass-rate filter (4,800
-   * pairs, 2,880 RL questions) −4.2. Harder RL fits the RL questions and forgets the rest. After 6,000 SFT
-   * steps, 400 steps at 3e-4 on the filtered pool: +3.6 on seeds 0 and 1 (34.2 → 37.8, 30.6 → 34.2); on the
-   * active pool (rlPool) +5.5 over seeds 0–2 (+4.8 with the intent questions of #15).
-   */
   /** Default: 400 from scratch, FROM_CHECKPOINT.rlSteps from a checkpoint (a bigger model's step costs more). */
   rlSteps: z.number().int().min(1).optional(),
   /**
@@ -154,10 +125,8 @@ export const quickstartConfigSchema = z.strictObject({
   /** Default: 3e-4 from scratch, FROM_CHECKPOINT.rlLr from a checkpoint. */
   rlLr: z.number().positive().optional(),
   /**
-   * The RL learning rate decays by a cosine to rlLr × this at the last step (1 = constant). Measured on
-   * music_store (2,400 pairs, active pool, 400 steps, same SFT checkpoints), held-out EX points from RL on
-   * seeds 0–2: constant +8.9 / +2.2 / +3.3 (mean +4.8), cosine to 0.1 +11.1 / +5.5 / +3.9 (mean +6.8): the
-   * late steps, on few informative groups, no longer undo what the early ones learned.
+   * The RL learning rate decays by a cosine to rlLr × this at the last step (1 = constant): the late steps, on few
+   * informative groups, no longer undo what the early ones learned (docs/training.md#the-defaults-measurements).
    */
   rlMinLrRatio: z.number().min(0).max(1).default(0.1),
   /**
@@ -191,10 +160,9 @@ export const quickstartConfigSchema = z.strictObject({
 export type QuickstartConfig = z.infer<typeof quickstartConfigSchema>;
 export type QuickstartConfigInput = z.input<typeof quickstartConfigSchema>;
 
-/** The cold-start trajectories as SFT samples for the RL stage's anchor (those longer than the model's positions left out). */
-function anchorSamples(path: string, tokenizer: Tokenizer, maxPositions: number): SftSample[] {
-  const rows = readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { messages: ChatMessage[] });
-  return prepareSamples(rows.map((r) => renderChat(tokenizer, r.messages)), maxPositions, 'anchor samples').kept;
+/** The cold-start trajectories the RL stage's anchor trains on. */
+function coldStartConversations(path: string): ChatMessage[][] {
+  return readJsonl<{ messages: ChatMessage[] }>(path).map((r) => r.messages);
 }
 
 /** The CI-sized run: every stage, a tiny model, a couple of minutes on 2 cores. */
@@ -244,19 +212,10 @@ interface Recipe { sftSteps: number; schemaChars?: number; sftLr: number; rlStep
 /** From scratch: the tiny model's recipe measured above. */
 const FROM_SCRATCH: Recipe = { sftSteps: 6000, sftLr: 5e-3, schemaChars: 200, rlSteps: 400, rlLr: 3e-4, rlCandidates: Infinity, rlAnchor: 0 };
 /**
- * From a pretrained checkpoint: fine-tuning needs fewer, gentler steps than learning from nothing, and each
- * step of the base preset costs ~6× one of `tiny` (2026-11-26, 2 cores shared: 600 SFT steps took 326 s, a GRPO
- * step ~2 s), so the budget is cut to keep the quickstart within minutes: GRPO visits 4 prompts a step, so
- * 400 RL candidates are sampled for the pool instead of all of them. On music_store (seed 0, 2026-11-26) GRPO at
- * the scratch recipe's 3e-4 lost 4.4 points after SFT (33.1% → 28.6%, mean reward falling 0.58 → 0.36).
- * GRPO alone still lost ground: it gains on the questions it samples and loses more on those it never does
- * (on the 840 RL questions, greedy: 162 visited 101 → 104 right, 678 never visited 212 → 199). The cold-start
- * loss mixed into each step (rlAnchor 1, 4 samples) holds them: over seeds 0–2 the RL gain went from a mean of
- * −0.7 points to +1.8 (+1.1, +1.1, +3.1; 2026-11-27, docs/training.md#rl-from-the-base-model).
- * 90 steps keep that gain in 14 s less (+1.1, +1.4, +2.8, mean +1.8; 2026-11-28), which brings the quickstart
- * under 5 minutes. Cheaper pools lost it on seed 1 (same SFT checkpoints, 90 steps; gains on seeds 0/1/2):
- * 240 candidates +1.1/+0.3/+1.9, 320 candidates −0.6 on seed 1 and +0.8 on seed 2, 2 samples each +1.1/−0.8/+3.1;
- * so did 2 anchor samples a step (seeds 1/2: −0.8/+2.5).
+ * From a pretrained checkpoint: fine-tuning needs fewer, gentler steps than learning from nothing, and a step of
+ * the base preset costs ~6× one of `tiny`, so the budget is cut to keep the quickstart within minutes (RL samples
+ * 400 candidates for its pool, not all); the cold-start loss mixed into each step (RL_ANCHOR) keeps what SFT taught
+ * on the questions RL never samples (docs/training.md#rl-from-the-base-model).
  */
 const FROM_CHECKPOINT: Recipe = { sftSteps: 300, sftLr: 1e-3, rlSteps: 90, rlLr: 1e-4, rlCandidates: 400, rlAnchor: RL_ANCHOR.coef };
 
@@ -378,6 +337,275 @@ export function rlAlgoOverrides(passRates: ReadonlyMap<string, PassRecord> | und
   return { kl: { coef: 0 }, dynamicSampling: { enabled: true }, ...(passRates ? { sampler: { name: 'active', recheck } } : {}) };
 }
 
+/** What every stage reads: the resolved config, the run's folder and report, the database, the environment, the pool. */
+interface RunContext {
+  cfg: QuickstartConfig;
+  hooks: QuickstartHooks;
+  log: (line: string) => void;
+  /** The database: a resolved file path or the server's URL. */
+  db: string;
+  /** How a path or URL is written and printed (a server without its password). */
+  shown: (p: string) => string;
+  out: string;
+  report: QuickstartReport;
+  save: () => void;
+  backend: string;
+  pool: SqlExecutor;
+  env: SqlEnvironment;
+  start: ReturnType<typeof startOf>;
+  /** The pass-rate helper (started on first use; null for a server's database). */
+  helper: () => PassRateHelper | null;
+  /** The database's documentation, for the factory's wording and the agent's prompt alike. */
+  docs: DbDocs | undefined;
+  /** Greedy evaluation and pass-rate sampling: the turns the policy trains with. */
+  evalOpts: { maxTurnTokens: number; maxResponseTokens: number; seed: number };
+}
+
+/** The questions of each stage, from the factory's output split by SQL skeleton, and where predict finds their databases. */
+interface Split {
+  heldOut: SqlTask[];
+  /** The held-out questions the headroom is sampled on: the same seeded subset before and after RL. */
+  headroomSet: SqlTask[];
+  /** SFT's questions: every phrasing of its queries, a share with noise. */
+  train: SqlTask[];
+  rlCandidates: SqlTask[];
+  heldOutPath: string;
+  suiteDir: string | undefined;
+  variantsDir: string;
+  /** Variant databases the factory made (the reward and the evaluation match on each). */
+  variants: number;
+  dbRoot: string;
+  /** The memory the trained agent answers with (every verified pair), and the one without the held-out pairs its held-out measure uses. */
+  memoryPath: string;
+  evalMemoryPath: string;
+}
+
+/** How a checkpoint of a stage folder names the memory: relative to `<stage>/checkpoints/<step>`, so the run folder can move. */
+const contractMemory = (stageDir: string, memoryPath: string): string[] => [relative(join(stageDir, 'checkpoints', 'step'), memoryPath)];
+
+/** 1. The data factory (skipped once done), then the split by SQL skeleton (recomputed: it is seeded). */
+async function dataStage(c: RunContext): Promise<Split> {
+  const { cfg, hooks, log, db, shown, out, report, save, pool, start, docs } = c;
+  const synthDir = join(out, 'synth');
+  if (!report.synth) {
+    log(`[1/4] synthesizing ${cfg.pairs} verified pairs from ${shown(cfg.db)} ...`);
+    const t0 = performance.now();
+    const res = await runFactory({ db, out: synthDir, n: cfg.pairs, seed: cfg.seed, variants: cfg.variants, phrasings: cfg.phrasings, ...(docs ? { docs } : {}) }, { executor: pool, log: (line) => log(`[1/4] ${line}`), ...(hooks.factoryProgress ? { progress: hooks.factoryProgress } : {}) });
+    const m: Manifest = res.manifest;
+    report.synth = { rows: m.rows, difficulty: m.difficulty, variants: m.variants.length, caughtByVariants: m.caughtByVariants, seconds: Math.round((performance.now() - t0) / 100) / 10 };
+    save();
+  }
+  log(`[1/4] data: ${report.synth.rows} pairs (${Object.entries(report.synth.difficulty).map(([k, v]) => `${k} ${v}`).join(', ')}), ${report.synth.variants} variant databases, ${report.synth.caughtByVariants} pairs rejected only thanks to the variants`);
+  const rows = readJsonl<DatasetRow>(join(synthDir, 'dataset.jsonl'));
+  if (rows.length < 10) throw new AgroError('invalid_input', `the factory produced only ${rows.length} pairs from ${shown(cfg.db)}; the quickstart needs at least 10`);
+  const variantsDir = join(synthDir, 'variants');
+  const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
+  const toTask = (i: number): SqlTask => sqlTaskOf(items[i], db, report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, items[i].dbId, db) : []);
+  const split = splitBySkeleton(rows.map((_, i) => i), (i) => rows[i].SQL, { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
+  if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${shown(cfg.db)} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
+  const heldOut = split.heldOut.map(toTask);
+  // The same seeded subset before and after RL, so the two headrooms compare.
+  const headroomSet = new Rng(cfg.seed ^ 0x4ead).shuffle([...heldOut]).slice(0, cfg.headroomQuestions);
+  // SFT reads every phrasing of its queries, a share of them with noise as people type (RL and the held-out
+  // set keep the first, clean phrasing).
+  const noiseRng = new Rng(cfg.seed ^ 0x5eed);
+  const noisy = (t: SqlTask): SqlTask => (noiseRng.next() < cfg.noise ? { ...t, question: addNoise(t.question, noiseRng).text } : t);
+  const train = split.sft.flatMap((i) => withPhrasings(toTask(i), rows[i].paraphrases)).map(noisy);
+  // A recipe with few RL steps samples the pass rates of as many RL questions as its steps visit, not all.
+  const rlAll = split.rl.map(toTask);
+  const rlCandidates = rlAll.length > start.rlCandidates ? new Rng(cfg.seed ^ 0x41).shuffle([...rlAll]).slice(0, start.rlCandidates) : rlAll;
+  report.split = { sft: split.sft.length, sftQuestions: train.length, rl: rlCandidates.length, heldOut: heldOut.length };
+  const writeRows = (name: string, idx: number[]): void => writeFileAtomic(join(out, name), idx.map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
+  writeRows('held_out.jsonl', split.heldOut);
+  writeRows('train.jsonl', split.sft);
+  writeRows('rl.jsonl', split.rl);
+  const heldOutPath = join(out, 'held_out.jsonl');
+  // The memory the trained agent answers with: every verified pair (named by its checkpoints' prompt contract);
+  // and, for the held-out measure of the answer path, one without the held-out pairs.
+  const memoryPath = join(synthDir, MEMORY_FILE);
+  const evalMemoryPath = join(out, 'memory-train.json');
+  if (!existsSync(memoryPath) || !existsSync(evalMemoryPath)) {
+    const schema = await introspectDatabase(db);
+    const memoryOf = (idx: readonly number[]) => buildMemory(items[0].dbId, schema, pairsOfDataset(idx.map((i) => rows[i])));
+    writeMemory(evalMemoryPath, await memoryOf([...split.sft, ...split.rl]));
+    writeMemory(memoryPath, await memoryOf(rows.map((_, i) => i)));
+  }
+  const suiteDir = report.synth.variants > 0 ? variantsDir : undefined;
+  const dbRoot = databaseRoot(db, items[0].dbId, out);
+  log(`[1/4] split by SQL skeleton (no held-out skeleton is trained on): SFT ${split.sft.length} queries (${train.length} questions with their paraphrases), RL ${rlCandidates.length}${rlCandidates.length < rlAll.length ? ` (sampled from ${rlAll.length})` : ''}, held out ${heldOut.length}`);
+  return { heldOut, headroomSet, train, rlCandidates, heldOutPath, suiteDir, variantsDir, variants: report.synth.variants, dbRoot, memoryPath, evalMemoryPath };
+}
+
+/** 2. The diversity-aware cold start and its evaluation (skipped once done). */
+async function coldStartStage(c: RunContext, s: Split): Promise<NonNullable<QuickstartReport['sft']>> {
+  const { cfg, hooks, log, out, report, save, pool, env, start, backend, evalOpts } = c;
+  const startHelper = c.helper;
+  const { train, rlCandidates, heldOutPath, dbRoot, suiteDir, headroomSet } = s;
+  const sftDir = join(out, 'sft');
+  if (!report.sft) {
+    const trajs = await synthesizeTrajectories(train, env, { verifyShare: cfg.verifyShare, seed: cfg.seed });
+    const size = cfg.coldStart > 0 ? Math.min(cfg.coldStart, trajs.length) : trajs.length;
+    // The reasoning here is templated from the SQL, so the SQL structure carries most of the signal.
+    const ids = new Set(selectColdStart(trajs, size, { seed: cfg.seed, sqlWeight: 0.8 }));
+    const chosen = trajs.filter((t) => ids.has(t.id));
+    const structures = (ts: typeof trajs): number => new Set(ts.map((t) => structureKey(sqlFeatures(t.sqls[t.sqls.length - 1])))).size;
+    const random = new Rng(cfg.seed).shuffle([...trajs]).slice(0, size);
+    report.coldStart = { candidates: trajs.length, selected: chosen.length, verify: chosen.filter((t) => t.kind === 'verify').length, lookup: chosen.filter((t) => t.kind === 'lookup').length, structures: structures(chosen), randomStructures: structures(random) };
+    writeFileAtomic(join(out, 'cold_start.jsonl'), chosen.map((t) => JSON.stringify({ id: t.id, difficulty: t.difficulty, messages: t.messages })).join('\n') + '\n');
+    log(`[2/4] cold start: ${chosen.length} of ${trajs.length} trajectories (${report.coldStart.verify} check the result with a tool call first, ${report.coldStart.lookup ?? 0} look a value up), covering ${report.coldStart.structures} SQL structures (a random subset: ${report.coldStart.randomStructures})`);
+
+    const from = start.dir ? loadCheckpoint(start.dir) : null;
+    const tokenizer = from?.tokenizer ?? Tokenizer.train(chosen.flatMap((t) => t.messages.map((m) => m.content)), { vocabSize: cfg.vocabSize, specialTokens: [...AGENT_SPECIAL_TOKENS] });
+    const model = from?.model ?? new LlamaModel(resolveModelConfig({ preset: cfg.preset, vocabSize: tokenizer.vocabSize }), { seed: cfg.seed });
+    const what = start.dir ? `${cfg.from} (${displayPath(start.dir)})` : `a new ${cfg.preset} model`;
+    const samples = chosen.map((t) => renderChat(tokenizer, t.messages));
+    const meanLen = Math.round(samples.reduce((a, s) => a + s.ids.length, 0) / samples.length);
+    // Early stopping watches questions of skeletons SFT never trains on: the RL ones (the held-out
+    // set stays untouched until the end). Without RL questions, SFT holds out a share of its own.
+    const stopOn = cfg.sftPatience > 0 && rlCandidates.length >= 5
+      ? (await synthesizeTrajectories(new Rng(cfg.seed + 7).shuffle([...rlCandidates]).slice(0, STOP_SAMPLES), env, { verifyShare: cfg.verifyShare, seed: cfg.seed + 7 })).map((t) => renderChat(tokenizer, t.messages))
+      : undefined;
+    const until = cfg.sftPatience > 0 ? `, stopping when the loss on ${stopOn ? `the ${stopOn.length} RL questions` : 'a held-out share'} has not improved for ${cfg.sftPatience * cfg.sftEvalEvery} steps` : '';
+    log(`[2/4] SFT of ${what} on ${backend} (${tokenizer.vocabSize}-token tokenizer, ${meanLen} tokens per sample), up to ${start.sftSteps} steps${until} ...`);
+    const t0 = performance.now();
+    const res = await runSft({
+      prompt: { env: env.config, maxTurnTokens: evalOpts.maxTurnTokens, memory: contractMemory(sftDir, s.memoryPath) },
+      outDir: sftDir,
+      model,
+      tokenizer,
+      samples,
+      ...(stopOn ? { heldOut: stopOn } : {}),
+      config: {
+        steps: start.sftSteps, batchSize: cfg.sftBatch, lr: start.sftLr, warmupSteps: Math.min(20, Math.floor(start.sftSteps / 10)),
+        evalEvery: cfg.sftPatience > 0 ? cfg.sftEvalEvery : 0, patience: cfg.sftPatience, checkpointEvery: 0, maxSeqLen: model.config.maxPositions, seed: cfg.seed,
+      },
+      signal: hooks.signal,
+      onStep: (m) => hooks.onStep?.('sft', m.step, start.sftSteps, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
+    });
+    if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during SFT; run it again to continue');
+    const seconds = Math.round((performance.now() - t0) / 100) / 10;
+    startHelper();
+    const ev = await predictEval(res.checkpoint, heldOutPath, dbRoot, suiteDir, join(sftDir, 'predict'), pool, hooks.signal);
+    writeJsonAtomic(join(sftDir, 'predictions.json'), ev.predictions);
+    const headroom = await sharedPassRates(startHelper(), env, headroomSet, model, tokenizer, res.checkpoint, { ...evalOpts, samples: cfg.passSamples });
+    report.sft = { steps: res.steps, ...(res.best ? { bestStep: res.best.step } : {}), finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev, passAt: headroom.passAt, passOn: headroomSet.length };
+    save();
+    model.dispose();
+  }
+  const stopped = report.sft.bestStep !== undefined ? `stopped at step ${report.sft.steps}, kept step ${report.sft.bestStep} (validation loss ${report.sft.heldOutLoss?.toFixed(3)})` : `held-out loss ${report.sft.heldOutLoss?.toFixed(3) ?? '-'}`;
+  log(`[2/4] after SFT: ${stopped}, execution accuracy ${pct(report.sft.eval.accuracy)} on ${report.sft.eval.n} held-out questions (${report.sft.seconds}s); headroom${onQuestions(report.sft.passOn, report.sft.eval.n)} ${passText(report.sft.passAt)}`);
+  return report.sft;
+}
+
+/** 3. GRPO from the cold start and its evaluation (skipped once done). */
+async function rlStage(c: RunContext, s: Split, sft: NonNullable<QuickstartReport['sft']>): Promise<NonNullable<QuickstartReport['rl']>> {
+  const { cfg, hooks, log, out, report, save, pool, env, start, evalOpts } = c;
+  const startHelper = c.helper;
+  const { train, rlCandidates, heldOutPath, dbRoot, suiteDir, headroomSet } = s;
+  const rlDir = join(out, 'grpo');
+  if (!report.rl) {
+    const ck = loadCheckpoint(sft.checkpoint);
+    let rlTasks = rlCandidates.length ? rlCandidates : train;
+    let passRates: Map<string, PassRecord> | undefined;
+    if (cfg.rlPool !== 'all' && rlCandidates.length) {
+      const samples = start.rlPassSamples;
+      const rates = await sharedPassRates(startHelper(), env, rlCandidates, ck.model, ck.tokenizer, sft.checkpoint, { ...evalOpts, samples, seed: cfg.seed + 1, temperature: cfg.rlTemperature, constrain: cfg.rlConstrain });
+      const byCorrect = Array.from({ length: samples + 1 }, (_, c) => rates.correct.filter((x) => x === c).length);
+      const { tasks, kept, passRates: prior } = rlPoolPlan(cfg.rlPool, rlCandidates, rates.correct, { passSamples: samples, promptsPerStep: cfg.promptsPerStep }, cfg.algo);
+      report.rlFilter = { candidates: rlCandidates.length, kept: kept.length, byCorrect };
+      rlTasks = tasks;
+      passRates = prior;
+      const training = passRates
+        ? `all ${rlTasks.length}: the ${kept.length} in between first, the others again every ${cfg.rlRecheck}th visit and each one while its groups disagree`
+        : `the ${rlTasks.length} ${rlTasks === kept ? 'in between' : 'candidates'}`;
+      log(`[3/4] RL questions the SFT policy gets right in 0..${samples} of ${samples} samples: ${byCorrect.join(' / ')}; training on ${training}`);
+    }
+    const anchored = start.rlAnchor > 0 ? `; the cold-start loss (weight ${start.rlAnchor}, ${cfg.rlAnchorBatch} samples a step) keeps what SFT learned` : '';
+    log(`[3/4] ${cfg.algo}: ${start.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts on questions SFT never saw, reward = execution on the original and ${s.variants} variant databases${anchored} ...`);
+    const t0 = performance.now();
+    const rewards: number[] = [];
+    const zero: number[] = [];
+    const res = await runGrpo({
+      outDir: rlDir,
+      memory: contractMemory(rlDir, s.memoryPath),
+      env,
+      tasks: rlTasks,
+      model: ck.model,
+      tokenizer: ck.tokenizer,
+      config: {
+        algo: cfg.algo,
+        // Dynamic sampling re-checks every group as training goes: a question the policy now always (or
+        // never) gets right is dropped and replaced, so each step trains on groups with a signal.
+        algoOverrides: rlAlgoOverrides(passRates, cfg.rlRecheck),
+        steps: start.rlSteps,
+        promptsPerStep: cfg.promptsPerStep,
+        groupSize: cfg.groupSize,
+        lr: start.rlLr,
+        minLrRatio: cfg.rlMinLrRatio,
+        temperature: cfg.rlTemperature,
+        constrain: cfg.rlConstrain,
+        maxTurnTokens: evalOpts.maxTurnTokens,
+        maxResponseTokens: evalOpts.maxResponseTokens,
+        checkpointEvery: 0,
+        seed: cfg.seed,
+      },
+      ...(passRates ? { passRates } : {}),
+      ...(start.rlAnchor > 0 ? { anchor: { samples: anchorSamples(coldStartConversations(join(out, 'cold_start.jsonl')), ck.tokenizer, ck.model.config.maxPositions, 'anchor samples'), coef: start.rlAnchor, batch: cfg.rlAnchorBatch } } : {}),
+      signal: hooks.signal,
+      onStep: (r: StepRecord) => {
+        rewards.push(r.reward);
+        zero.push(r.zero_signal);
+        hooks.onStep?.('rl', r.step, start.rlSteps, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2) });
+      },
+    });
+    if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during RL; run it again to continue');
+    const seconds = Math.round((performance.now() - t0) / 100) / 10;
+    const ev = await predictEval(res.checkpoint, heldOutPath, dbRoot, suiteDir, join(rlDir, 'predict'), pool, hooks.signal, s.evalMemoryPath);
+    writeJsonAtomic(join(rlDir, 'predictions.json'), ev.predictions);
+    const after = await sharedPassRates(startHelper(), env, headroomSet, ck.model, ck.tokenizer, res.checkpoint, { ...evalOpts, samples: cfg.passSamples });
+    const k = Math.max(1, Math.floor(rewards.length / 3));
+    const avg = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+    report.rl = { steps: res.steps, checkpoint: res.checkpoint, seconds, eval: ev, passAt: after.passAt, passOn: headroomSet.length, firstReward: avg(rewards.slice(0, k)), lastReward: avg(rewards.slice(-k)), zeroSignal: avg(zero) };
+    save();
+    ck.model.dispose();
+  }
+  log(`[3/4] after ${cfg.algo}: execution accuracy ${pct(report.rl.eval.accuracy)}, headroom${onQuestions(report.rl.passOn, report.rl.eval.n)} ${passText(report.rl.passAt)} (tool calls per episode ${report.rl.eval.toolCalls.toFixed(2)}), mean reward ${report.rl.firstReward.toFixed(3)} → ${report.rl.lastReward.toFixed(3)}, zero-signal groups ${pct(report.rl.zeroSignal ?? 0)} (${report.rl.seconds}s)`);
+  return report.rl;
+}
+
+/** 4. The summary: the gain from RL, and the commands that check and use the trained agent. */
+function summaryStage(c: RunContext, s: Split, sft: NonNullable<QuickstartReport['sft']>, rl: NonNullable<QuickstartReport['rl']>): void {
+  const { cfg, log, db, shown, out } = c;
+  const { heldOut, dbRoot, suiteDir, variantsDir } = s;
+  const rlDir = join(out, 'grpo');
+  const gain = 100 * (rl.eval.accuracy - sft.eval.accuracy);
+  log(`[4/4] held-out execution accuracy: SFT ${pct(sft.eval.accuracy)} → ${cfg.algo} ${pct(rl.eval.accuracy)} on ${rl.eval.n} questions (${gain >= 0 ? '+' : ''}${gain.toFixed(1)} points from RL)`);
+  if (rl.eval.chosen !== undefined) log(`      answer path (the policy's answer, the memory of the other pairs and their edits, question-time synthesis, ranked): ${pct(rl.eval.chosen)} beside greedy ${pct(rl.eval.accuracy)}`);
+  const te = rl.eval.toolEffect;
+  if (te) log(`      tool use: ${te.checked} answers ran a query first; ${te.changed} changed it after seeing the result: ${te.fixed} fixed a wrong query, ${te.broke} broke a right one`);
+  for (const d of Object.keys(rl.eval.byDifficulty).sort()) {
+    const a = sft.eval.byDifficulty[d] ?? { n: 0, correct: 0 };
+    const b = rl.eval.byDifficulty[d];
+    log(`      ${d.padEnd(12)} ${a.correct}/${a.n} → ${b.correct}/${b.n}`);
+  }
+  // The same figure from the evaluator, from the predictions file.
+  // Quoted for the shell where needed, so that a printed command can be pasted as it is.
+  const sh = (w: string): string => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
+  const rel = (p: string): string => sh(dialectOf(p) === 'postgres' ? shown(p) : displayPath(p));
+  log(`run directory: ${rel(out)} (report.json, synth/, sft/, grpo/)`);
+  log(`check with the evaluator: agro eval --data ${rel(join(out, 'held_out.jsonl'))} --pred ${rel(join(rlDir, 'predictions.json'))} --db-root ${rel(dbRoot)}${s.variants > 0 ? ` --suite ${rel(variantsDir)}` : ''}`);
+  // How to use the trained agent: the same prompt settings (schema budget) as in training.
+  const ck = rel(rl.checkpoint);
+  const sample = heldOut[0]?.question ?? 'How many rows are there?';
+  log(`ask your agent:   agro ask --policy ${ck} --db ${rel(db)} ${sh(sample)}`);
+  // The policy's own held-out figure (--no-search); the answer path's with the memory that leaves the held-out pairs out
+  // (the checkpoint's own memory holds every pair, the held-out ones too).
+  const onFile = `agro predict --policy ${ck} --data ${rel(join(out, 'held_out.jsonl'))} --db-root ${rel(dbRoot)}${suiteDir ? ` --suite ${rel(suiteDir)}` : ''}`;
+  log(`run it on a file: ${onFile} --no-search --out ${rel(join(out, 'predict'))}`);
+  log(`the answer path:  ${onFile} --memory ${rel(s.evalMemoryPath)} --search-samples 0 --out ${rel(join(out, 'predict-answer'))}`);
+  log(`serve it:         agro serve --policy ${ck}   (OpenAI API on http://127.0.0.1:8000/v1; then agro predict --llm-url http://127.0.0.1:8000/v1 ...)`);
+}
+
 export async function runQuickstart(input: QuickstartConfigInput, hooks: QuickstartHooks = {}): Promise<QuickstartReport> {
   const cfg = resolveQuickstartConfig(input);
   const log = hooks.log ?? (() => {});
@@ -405,211 +633,13 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
   // A server's database stays with this process (the helper has no connection to it).
   let helper = null as PassRateHelper | null;
   const startHelper = (): PassRateHelper | null => (helper ??= server ? null : PassRateHelper.start(backend, env.config, docs));
+  const evalOpts = { maxTurnTokens: TURN_TOKENS, maxResponseTokens: RESPONSE_TOKENS, seed: cfg.seed };
+  const c: RunContext = { cfg, hooks, log, db, shown, out, report, save, backend, pool, env, start, helper: startHelper, docs, evalOpts };
   try {
-    // ---- 1. data factory ----
-    const synthDir = join(out, 'synth');
-    if (!report.synth) {
-      log(`[1/4] synthesizing ${cfg.pairs} verified pairs from ${shown(cfg.db)} ...`);
-      const t0 = performance.now();
-      const res = await runFactory({ db, out: synthDir, n: cfg.pairs, seed: cfg.seed, variants: cfg.variants, phrasings: cfg.phrasings, ...(docs ? { docs } : {}) }, { executor: pool, log: (line) => log(`[1/4] ${line}`), ...(hooks.factoryProgress ? { progress: hooks.factoryProgress } : {}) });
-      const m: Manifest = res.manifest;
-      report.synth = { rows: m.rows, difficulty: m.difficulty, variants: m.variants.length, caughtByVariants: m.caughtByVariants, seconds: Math.round((performance.now() - t0) / 100) / 10 };
-      save();
-    }
-    log(`[1/4] data: ${report.synth.rows} pairs (${Object.entries(report.synth.difficulty).map(([k, v]) => `${k} ${v}`).join(', ')}), ${report.synth.variants} variant databases, ${report.synth.caughtByVariants} pairs rejected only thanks to the variants`);
-    const rows = readJsonl<DatasetRow>(join(synthDir, 'dataset.jsonl'));
-    if (rows.length < 10) throw new AgroError('invalid_input', `the factory produced only ${rows.length} pairs from ${shown(cfg.db)}; the quickstart needs at least 10`);
-    const variantsDir = join(synthDir, 'variants');
-    const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
-    const toTask = (i: number): SqlTask => sqlTaskOf(items[i], db, report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, items[i].dbId, db) : []);
-    const split = splitBySkeleton(rows.map((_, i) => i), (i) => rows[i].SQL, { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
-    if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${shown(cfg.db)} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
-    const heldOut = split.heldOut.map(toTask);
-    // The same seeded subset before and after RL, so the two headrooms compare.
-    const headroomSet = new Rng(cfg.seed ^ 0x4ead).shuffle([...heldOut]).slice(0, cfg.headroomQuestions);
-    // SFT reads every phrasing of its queries, a share of them with noise as people type (RL and the held-out
-    // set keep the first, clean phrasing).
-    const noiseRng = new Rng(cfg.seed ^ 0x5eed);
-    const noisy = (t: SqlTask): SqlTask => (noiseRng.next() < cfg.noise ? { ...t, question: addNoise(t.question, noiseRng).text } : t);
-    const train = split.sft.flatMap((i) => withPhrasings(toTask(i), rows[i].paraphrases)).map(noisy);
-    // A recipe with few RL steps samples the pass rates of as many RL questions as its steps visit, not all.
-    const rlAll = split.rl.map(toTask);
-    const rlCandidates = rlAll.length > start.rlCandidates ? new Rng(cfg.seed ^ 0x41).shuffle([...rlAll]).slice(0, start.rlCandidates) : rlAll;
-    report.split = { sft: split.sft.length, sftQuestions: train.length, rl: rlCandidates.length, heldOut: heldOut.length };
-    const writeRows = (name: string, idx: number[]): void => writeFileAtomic(join(out, name), idx.map((i) => JSON.stringify(rows[i])).join('\n') + '\n');
-    writeRows('held_out.jsonl', split.heldOut);
-    writeRows('train.jsonl', split.sft);
-    writeRows('rl.jsonl', split.rl);
-    const heldOutPath = join(out, 'held_out.jsonl');
-    // The memory the trained agent answers with: every verified pair (named by its checkpoints' prompt contract);
-    // and, for the held-out measure of the answer path, one without the held-out pairs.
-    const memoryPath = join(synthDir, MEMORY_FILE);
-    const evalMemoryPath = join(out, 'memory-train.json');
-    if (!existsSync(memoryPath) || !existsSync(evalMemoryPath)) {
-      const schema = await introspectDatabase(db);
-      const memoryOf = (idx: readonly number[]) => buildMemory(items[0].dbId, schema, pairsOfDataset(idx.map((i) => rows[i])));
-      writeMemory(evalMemoryPath, await memoryOf([...split.sft, ...split.rl]));
-      writeMemory(memoryPath, await memoryOf(rows.map((_, i) => i)));
-    }
-    /** How a checkpoint of a stage folder names the memory: relative to `<stage>/checkpoints/<step>`, so the run folder can move. */
-    const contractMemory = (stageDir: string): string[] => [relative(join(stageDir, 'checkpoints', 'step'), memoryPath)];
-    const suiteDir = report.synth.variants > 0 ? variantsDir : undefined;
-    const dbRoot = databaseRoot(db, items[0].dbId, out);
-    log(`[1/4] split by SQL skeleton (no held-out skeleton is trained on): SFT ${split.sft.length} queries (${train.length} questions with their paraphrases), RL ${rlCandidates.length}${rlCandidates.length < rlAll.length ? ` (sampled from ${rlAll.length})` : ''}, held out ${heldOut.length}`);
-
-    // ---- 2. diversity-aware cold start ----
-    const sftDir = join(out, 'sft');
-    const evalOpts = { maxTurnTokens: 96, maxResponseTokens: 320, seed: cfg.seed };
-    if (!report.sft) {
-      const trajs = await synthesizeTrajectories(train, env, { verifyShare: cfg.verifyShare, seed: cfg.seed });
-      const size = cfg.coldStart > 0 ? Math.min(cfg.coldStart, trajs.length) : trajs.length;
-      // The reasoning here is templated from the SQL, so the SQL structure carries most of the signal.
-      const ids = new Set(selectColdStart(trajs, size, { seed: cfg.seed, sqlWeight: 0.8 }));
-      const chosen = trajs.filter((t) => ids.has(t.id));
-      const structures = (ts: typeof trajs): number => new Set(ts.map((t) => structureKey(sqlFeatures(t.sqls[t.sqls.length - 1])))).size;
-      const random = new Rng(cfg.seed).shuffle([...trajs]).slice(0, size);
-      report.coldStart = { candidates: trajs.length, selected: chosen.length, verify: chosen.filter((t) => t.kind === 'verify').length, lookup: chosen.filter((t) => t.kind === 'lookup').length, structures: structures(chosen), randomStructures: structures(random) };
-      writeFileAtomic(join(out, 'cold_start.jsonl'), chosen.map((t) => JSON.stringify({ id: t.id, difficulty: t.difficulty, messages: t.messages })).join('\n') + '\n');
-      log(`[2/4] cold start: ${chosen.length} of ${trajs.length} trajectories (${report.coldStart.verify} check the result with a tool call first, ${report.coldStart.lookup ?? 0} look a value up), covering ${report.coldStart.structures} SQL structures (a random subset: ${report.coldStart.randomStructures})`);
-
-      const from = start.dir ? loadCheckpoint(start.dir) : null;
-      const tokenizer = from?.tokenizer ?? Tokenizer.train(chosen.flatMap((t) => t.messages.map((m) => m.content)), { vocabSize: cfg.vocabSize, specialTokens: [...AGENT_SPECIAL_TOKENS] });
-      const model = from?.model ?? new LlamaModel(resolveModelConfig({ preset: cfg.preset, vocabSize: tokenizer.vocabSize }), { seed: cfg.seed });
-      const what = start.dir ? `${cfg.from} (${displayPath(start.dir)})` : `a new ${cfg.preset} model`;
-      const samples = chosen.map((t) => renderChat(tokenizer, t.messages));
-      const meanLen = Math.round(samples.reduce((a, s) => a + s.ids.length, 0) / samples.length);
-      // Early stopping watches questions of skeletons SFT never trains on: the RL ones (the held-out
-      // set stays untouched until the end). Without RL questions, SFT holds out a share of its own.
-      const stopOn = cfg.sftPatience > 0 && rlCandidates.length >= 5
-        ? (await synthesizeTrajectories(new Rng(cfg.seed + 7).shuffle([...rlCandidates]).slice(0, STOP_SAMPLES), env, { verifyShare: cfg.verifyShare, seed: cfg.seed + 7 })).map((t) => renderChat(tokenizer, t.messages))
-        : undefined;
-      const until = cfg.sftPatience > 0 ? `, stopping when the loss on ${stopOn ? `the ${stopOn.length} RL questions` : 'a held-out share'} has not improved for ${cfg.sftPatience * cfg.sftEvalEvery} steps` : '';
-      log(`[2/4] SFT of ${what} on ${backend} (${tokenizer.vocabSize}-token tokenizer, ${meanLen} tokens per sample), up to ${start.sftSteps} steps${until} ...`);
-      const t0 = performance.now();
-      const res = await runSft({
-        sideFiles: promptContractFiles(env.config, { maxTurnTokens: evalOpts.maxTurnTokens }, contractMemory(sftDir)),
-        outDir: sftDir,
-        model,
-        tokenizer,
-        samples,
-        ...(stopOn ? { heldOut: stopOn } : {}),
-        config: {
-          steps: start.sftSteps, batchSize: cfg.sftBatch, lr: start.sftLr, warmupSteps: Math.min(20, Math.floor(start.sftSteps / 10)),
-          evalEvery: cfg.sftPatience > 0 ? cfg.sftEvalEvery : 0, patience: cfg.sftPatience, checkpointEvery: 0, maxSeqLen: model.config.maxPositions, seed: cfg.seed,
-        },
-        signal: hooks.signal,
-        onStep: (m) => hooks.onStep?.('sft', m.step, start.sftSteps, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
-      });
-      if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during SFT; run it again to continue');
-      const seconds = Math.round((performance.now() - t0) / 100) / 10;
-      startHelper();
-      const ev = await predictEval(res.checkpoint, heldOutPath, dbRoot, suiteDir, join(sftDir, 'predict'), pool, hooks.signal);
-      writeJsonAtomic(join(sftDir, 'predictions.json'), ev.predictions);
-      const headroom = await sharedPassRates(startHelper(), env, headroomSet, model, tokenizer, res.checkpoint, { ...evalOpts, samples: cfg.passSamples });
-      report.sft = { steps: res.steps, ...(res.best ? { bestStep: res.best.step } : {}), finalLoss: res.finalLoss, heldOutLoss: res.heldOutLoss, checkpoint: res.checkpoint, seconds, eval: ev, passAt: headroom.passAt, passOn: headroomSet.length };
-      save();
-      model.dispose();
-    }
-    const stopped = report.sft.bestStep !== undefined ? `stopped at step ${report.sft.steps}, kept step ${report.sft.bestStep} (validation loss ${report.sft.heldOutLoss?.toFixed(3)})` : `held-out loss ${report.sft.heldOutLoss?.toFixed(3) ?? '-'}`;
-    log(`[2/4] after SFT: ${stopped}, execution accuracy ${pct(report.sft.eval.accuracy)} on ${report.sft.eval.n} held-out questions (${report.sft.seconds}s); headroom${onQuestions(report.sft.passOn, report.sft.eval.n)} ${passText(report.sft.passAt)}`);
-
-    // ---- 3. GRPO ----
-    const rlDir = join(out, 'grpo');
-    if (!report.rl) {
-      const ck = loadCheckpoint(report.sft.checkpoint);
-      let rlTasks = rlCandidates.length ? rlCandidates : train;
-      let passRates: Map<string, PassRecord> | undefined;
-      if (cfg.rlPool !== 'all' && rlCandidates.length) {
-        const samples = start.rlPassSamples;
-        const rates = await sharedPassRates(startHelper(), env, rlCandidates, ck.model, ck.tokenizer, report.sft.checkpoint, { ...evalOpts, samples, seed: cfg.seed + 1, temperature: cfg.rlTemperature, constrain: cfg.rlConstrain });
-        const byCorrect = Array.from({ length: samples + 1 }, (_, c) => rates.correct.filter((x) => x === c).length);
-        const { tasks, kept, passRates: prior } = rlPoolPlan(cfg.rlPool, rlCandidates, rates.correct, { passSamples: samples, promptsPerStep: cfg.promptsPerStep }, cfg.algo);
-        report.rlFilter = { candidates: rlCandidates.length, kept: kept.length, byCorrect };
-        rlTasks = tasks;
-        passRates = prior;
-        const training = passRates
-          ? `all ${rlTasks.length}: the ${kept.length} in between first, the others again every ${cfg.rlRecheck}th visit and each one while its groups disagree`
-          : `the ${rlTasks.length} ${rlTasks === kept ? 'in between' : 'candidates'}`;
-        log(`[3/4] RL questions the SFT policy gets right in 0..${samples} of ${samples} samples: ${byCorrect.join(' / ')}; training on ${training}`);
-      }
-      const anchored = start.rlAnchor > 0 ? `; the cold-start loss (weight ${start.rlAnchor}, ${cfg.rlAnchorBatch} samples a step) keeps what SFT learned` : '';
-      log(`[3/4] ${cfg.algo}: ${start.rlSteps} steps × ${cfg.promptsPerStep} prompts × ${cfg.groupSize} rollouts on questions SFT never saw, reward = execution on the original and ${report.synth.variants} variant databases${anchored} ...`);
-      const t0 = performance.now();
-      const rewards: number[] = [];
-      const zero: number[] = [];
-      const res = await runGrpo({
-        sideFiles: promptContractFiles(env.config, { maxTurnTokens: evalOpts.maxTurnTokens }, contractMemory(rlDir)),
-        outDir: rlDir,
-        env,
-        tasks: rlTasks,
-        model: ck.model,
-        tokenizer: ck.tokenizer,
-        config: {
-          algo: cfg.algo,
-          // Dynamic sampling re-checks every group as training goes: a question the policy now always (or
-          // never) gets right is dropped and replaced, so each step trains on groups with a signal.
-          algoOverrides: rlAlgoOverrides(passRates, cfg.rlRecheck),
-          steps: start.rlSteps,
-          promptsPerStep: cfg.promptsPerStep,
-          groupSize: cfg.groupSize,
-          lr: start.rlLr,
-          minLrRatio: cfg.rlMinLrRatio,
-          temperature: cfg.rlTemperature,
-          constrain: cfg.rlConstrain,
-          maxTurnTokens: evalOpts.maxTurnTokens,
-          maxResponseTokens: evalOpts.maxResponseTokens,
-          checkpointEvery: 0,
-          seed: cfg.seed,
-        },
-        ...(passRates ? { passRates } : {}),
-        ...(start.rlAnchor > 0 ? { anchor: { samples: anchorSamples(join(out, 'cold_start.jsonl'), ck.tokenizer, ck.model.config.maxPositions), coef: start.rlAnchor, batch: cfg.rlAnchorBatch } } : {}),
-        signal: hooks.signal,
-        onStep: (r: StepRecord) => {
-          rewards.push(r.reward);
-          zero.push(r.zero_signal);
-          hooks.onStep?.('rl', r.step, start.rlSteps, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2) });
-        },
-      });
-      if (res.interrupted) throw new AgroError('internal', 'quickstart interrupted during RL; run it again to continue');
-      const seconds = Math.round((performance.now() - t0) / 100) / 10;
-      const ev = await predictEval(res.checkpoint, heldOutPath, dbRoot, suiteDir, join(rlDir, 'predict'), pool, hooks.signal, evalMemoryPath);
-      writeJsonAtomic(join(rlDir, 'predictions.json'), ev.predictions);
-      const after = await sharedPassRates(startHelper(), env, headroomSet, ck.model, ck.tokenizer, res.checkpoint, { ...evalOpts, samples: cfg.passSamples });
-      const k = Math.max(1, Math.floor(rewards.length / 3));
-      const avg = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-      report.rl = { steps: res.steps, checkpoint: res.checkpoint, seconds, eval: ev, passAt: after.passAt, passOn: headroomSet.length, firstReward: avg(rewards.slice(0, k)), lastReward: avg(rewards.slice(-k)), zeroSignal: avg(zero) };
-      save();
-      ck.model.dispose();
-    }
-    log(`[3/4] after ${cfg.algo}: execution accuracy ${pct(report.rl.eval.accuracy)}, headroom${onQuestions(report.rl.passOn, report.rl.eval.n)} ${passText(report.rl.passAt)} (tool calls per episode ${report.rl.eval.toolCalls.toFixed(2)}), mean reward ${report.rl.firstReward.toFixed(3)} → ${report.rl.lastReward.toFixed(3)}, zero-signal groups ${pct(report.rl.zeroSignal ?? 0)} (${report.rl.seconds}s)`);
-
-    // ---- 4. summary ----
-    const gain = 100 * (report.rl.eval.accuracy - report.sft.eval.accuracy);
-    log(`[4/4] held-out execution accuracy: SFT ${pct(report.sft.eval.accuracy)} → ${cfg.algo} ${pct(report.rl.eval.accuracy)} on ${report.rl.eval.n} questions (${gain >= 0 ? '+' : ''}${gain.toFixed(1)} points from RL)`);
-    if (report.rl.eval.chosen !== undefined) log(`      answer path (the policy's answer, the memory of the other pairs and their edits, ranked): ${pct(report.rl.eval.chosen)} beside greedy ${pct(report.rl.eval.accuracy)}`);
-    const te = report.rl.eval.toolEffect;
-    if (te) log(`      tool use: ${te.checked} answers ran a query first; ${te.changed} changed it after seeing the result: ${te.fixed} fixed a wrong query, ${te.broke} broke a right one`);
-    for (const d of Object.keys(report.rl.eval.byDifficulty).sort()) {
-      const a = report.sft.eval.byDifficulty[d] ?? { n: 0, correct: 0 };
-      const b = report.rl.eval.byDifficulty[d];
-      log(`      ${d.padEnd(12)} ${a.correct}/${a.n} → ${b.correct}/${b.n}`);
-    }
-    // The same figure from the evaluator, from the predictions file.
-    // Quoted for the shell where needed, so that a printed command can be pasted as it is.
-    const sh = (w: string): string => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
-    const rel = (p: string): string => sh(dialectOf(p) === 'postgres' ? shown(p) : displayPath(p));
-    log(`run directory: ${rel(out)} (report.json, synth/, sft/, grpo/)`);
-    log(`check with the evaluator: agro eval --data ${rel(join(out, 'held_out.jsonl'))} --pred ${rel(join(rlDir, 'predictions.json'))} --db-root ${rel(dbRoot)}${report.synth.variants > 0 ? ` --suite ${rel(variantsDir)}` : ''}`);
-    // How to use the trained agent: the same prompt settings (schema budget) as in training.
-    const ck = rel(report.rl.checkpoint);
-    const sample = heldOut[0]?.question ?? 'How many rows are there?';
-    log(`ask your agent:   agro ask --policy ${ck} --db ${rel(db)} ${sh(sample)}`);
-    // The policy's own held-out figure (--no-search); the answer path's with the memory that leaves the held-out pairs out
-    // (the checkpoint's own memory holds every pair, the held-out ones too).
-    const onFile = `agro predict --policy ${ck} --data ${rel(join(out, 'held_out.jsonl'))} --db-root ${rel(dbRoot)}${suiteDir ? ` --suite ${rel(suiteDir)}` : ''}`;
-    log(`run it on a file: ${onFile} --no-search --out ${rel(join(out, 'predict'))}`);
-    log(`the answer path:  ${onFile} --memory ${rel(evalMemoryPath)} --search-samples 0 --out ${rel(join(out, 'predict-answer'))}`);
-    log(`serve it:         agro serve --policy ${ck}   (OpenAI API on http://127.0.0.1:8000/v1; then agro predict --llm-url http://127.0.0.1:8000/v1 ...)`);
+    const split = await dataStage(c);
+    const sft = await coldStartStage(c, split);
+    const rl = await rlStage(c, split, sft);
+    summaryStage(c, split, sft, rl);
     save();
     return report;
   } finally {

@@ -100,7 +100,7 @@ export interface AdvantageInput {
   responseMasks?: readonly (readonly number[])[];
   /**
    * Per-policy-token rewards added to the outcome reward (which sits on the last policy token), e.g. REINFORCE++'s
-   * −β·KL in the reward (see kl_reward.ts). Rows of lengths[i]. Used by reinforce_pp, remax and gae.
+   * −β·KL in the reward (see kl-reward.ts). Rows of lengths[i]. Used by reinforce_pp, remax and gae.
    */
   tokenRewards?: readonly (readonly number[])[];
   /** remax: the reward of the greedy rollout for the same prompt, one per response. */
@@ -530,7 +530,7 @@ const seedGrpo: AdvantageFn = (input, p) => {
  * Distinctiveness-Aware GRPO", 2025): GRPO's advantage is a sum over pairs,
  * A_i = Σ_j (r_i − r_j) / (G·σ_g); pairs whose fine-grained scores differ by less than `distinctThreshold` are
  * masked, A_i = Σ_{j: |s_i − s_j| ≥ τ} (r_i − r_j) / (G·(σ_g + eps)). The off-policy anchors are a sampler hook
- * (`dagrpoAnchorGroups` in group_hooks.ts).
+ * (`dagrpoAnchorGroups` in group-math.ts).
  */
 const dagrpo: AdvantageFn = (input, p) => {
   const r = input.rewards;

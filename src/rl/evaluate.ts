@@ -1,11 +1,12 @@
 /** Greedy evaluation of a policy on held-out tasks of any environment (execution accuracy for the SQL agent). */
-import type { Environment, TaskBase } from '../agent/types.ts';
+import type { Environment, EpisodeContext, TaskBase } from '../agent/types.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import type { RolloutEngine } from '../model/engine.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { parseAction, ACTION_KINDS } from '../agent/protocol.ts';
 import { normalizeSql } from '../sql/features.ts';
 import { rollout, type Trajectory } from './rollout.ts';
+import { passAtK } from '../util/pass-at-k.ts';
 
 export interface PolicyEval {
   accuracy: number;
@@ -38,21 +39,21 @@ function firstToolQuery(t: Trajectory): string | undefined {
   return undefined;
 }
 
-/** Greedy single-sample episodes on held-out tasks: execution accuracy (or the env's notion of correct), by difficulty. */
-export async function evaluatePolicy<T extends TaskBase & { difficulty?: string }>(
+export type GreedyOptions = { maxTurnTokens: number; maxResponseTokens: number; seed?: number; batch?: number; engine?: RolloutEngine };
+
+/**
+ * Greedy single-sample episodes (temperature 0, one per task, `batch` tasks a rollout), each with what the
+ * environment says of it; `afterBatch` runs after each rollout (a bench samples its memory there).
+ */
+export async function greedyEpisodes<T extends TaskBase>(
   env: Environment<T>,
   tasks: readonly T[],
   model: LlamaModel,
   tokenizer: Tokenizer,
-  opts: { maxTurnTokens: number; maxResponseTokens: number; seed?: number; batch?: number; engine?: RolloutEngine },
-): Promise<PolicyEval> {
-  const byDifficulty: PolicyEval['byDifficulty'] = {};
-  const predictions: string[] = [];
-  let correct = 0;
-  let calls = 0;
-  let used = 0;
-  const toolEffect = { checked: 0, changed: 0, fixed: 0, broke: 0 };
-  const endReasons: Record<string, number> = {};
+  opts: GreedyOptions,
+  afterBatch?: () => void,
+): Promise<{ task: T; traj: Trajectory; ctx: EpisodeContext }[]> {
+  const out: { task: T; traj: Trajectory; ctx: EpisodeContext }[] = [];
   const batch = opts.batch ?? 8;
   for (let i = 0; i < tasks.length; i += batch) {
     const chunk = tasks.slice(i, i + batch);
@@ -65,45 +66,52 @@ export async function evaluatePolicy<T extends TaskBase & { difficulty?: string 
       seed: opts.seed ?? 0,
       engine: opts.engine,
     });
-    for (const t of trajs) {
-      const task = chunk[t.group];
-      predictions.push(t.answer ?? '');
-      const ctx = await env.rewardContext(task, t);
-      const d = task.difficulty ?? 'all';
-      byDifficulty[d] ??= { n: 0, correct: 0 };
-      byDifficulty[d].n++;
-      if (ctx.correct) {
-        correct++;
-        byDifficulty[d].correct++;
-      }
-      calls += t.toolCalls;
-      if (t.toolCalls > 0) used++;
-      endReasons[t.endReason] = (endReasons[t.endReason] ?? 0) + 1;
-      const first = firstToolQuery(t);
-      if (first !== undefined && t.answer !== undefined) {
-        toolEffect.checked++;
-        if (normalizeSql(first) !== normalizeSql(t.answer)) {
-          toolEffect.changed++;
-          const firstRight = (await env.rewardContext(task, { ...t, answer: first })).correct;
-          if (!firstRight && ctx.correct) toolEffect.fixed++;
-          if (firstRight && !ctx.correct) toolEffect.broke++;
-        }
+    for (const t of trajs) out.push({ task: chunk[t.group], traj: t, ctx: await env.rewardContext(chunk[t.group], t) });
+    afterBatch?.();
+  }
+  return out;
+}
+
+/** Greedy single-sample episodes on held-out tasks: execution accuracy (or the env's notion of correct), by difficulty. */
+export async function evaluatePolicy<T extends TaskBase & { difficulty?: string }>(
+  env: Environment<T>,
+  tasks: readonly T[],
+  model: LlamaModel,
+  tokenizer: Tokenizer,
+  opts: GreedyOptions,
+): Promise<PolicyEval> {
+  const byDifficulty: PolicyEval['byDifficulty'] = {};
+  const predictions: string[] = [];
+  let correct = 0;
+  let calls = 0;
+  let used = 0;
+  const toolEffect = { checked: 0, changed: 0, fixed: 0, broke: 0 };
+  const endReasons: Record<string, number> = {};
+  for (const { task, traj: t, ctx } of await greedyEpisodes(env, tasks, model, tokenizer, opts)) {
+    predictions.push(t.answer ?? '');
+    const d = task.difficulty ?? 'all';
+    byDifficulty[d] ??= { n: 0, correct: 0 };
+    byDifficulty[d].n++;
+    if (ctx.correct) {
+      correct++;
+      byDifficulty[d].correct++;
+    }
+    calls += t.toolCalls;
+    if (t.toolCalls > 0) used++;
+    endReasons[t.endReason] = (endReasons[t.endReason] ?? 0) + 1;
+    const first = firstToolQuery(t);
+    if (first !== undefined && t.answer !== undefined) {
+      toolEffect.checked++;
+      if (normalizeSql(first) !== normalizeSql(t.answer)) {
+        toolEffect.changed++;
+        const firstRight = (await env.rewardContext(task, { ...t, answer: first })).correct;
+        if (!firstRight && ctx.correct) toolEffect.fixed++;
+        if (firstRight && !ctx.correct) toolEffect.broke++;
       }
     }
   }
   const n = tasks.length;
   return { accuracy: n ? correct / n : 0, n, byDifficulty, toolCalls: n ? calls / n : 0, toolUse: n ? used / n : 0, predictions, toolEffect, endReasons };
-}
-
-/** The unbiased pass@k estimator (Chen et al. 2021) from n samples of which c are correct: 1 − C(n−c, k)/C(n, k). */
-export function passAtK(n: number, c: number, k: number): number {
-  if (!(Number.isInteger(n) && Number.isInteger(c) && Number.isInteger(k)) || n < 1 || c < 0 || c > n || k < 1 || k > n) {
-    throw new RangeError(`passAtK needs integers 0 <= c <= n and 1 <= k <= n, got n=${n} c=${c} k=${k}`);
-  }
-  if (n - c < k) return 1;
-  let miss = 1;
-  for (let i = n - c + 1; i <= n; i++) miss *= 1 - k / i;
-  return 1 - miss;
 }
 
 export interface PassRates {

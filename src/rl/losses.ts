@@ -448,7 +448,7 @@ const disco: PolicyLossFn = (x, p) => {
  * Reg-GRPO (DeepVideo-R1, "Difficulty-aware Regressive GRPO", 2025), core form: instead of a clipped surrogate the
  * policy regresses the group advantage, L = mean_i (A_i − (ρ_i − mean_g ρ)/regScale)², ρ_i the sequence ratio
  * exp(mean_t Δ). A fixed scale stands in for the paper's normalization of the predicted advantage; the
- * difficulty-aware data augmentation is a sampler concern (group_hooks.ts difficultyAugment).
+ * difficulty-aware data augmentation is a sampler concern (group-math.ts difficultyAugment).
  */
 const regGrpo: PolicyLossFn = (x) => {
   const lens = seqLens(x);

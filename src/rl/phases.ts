@@ -1,6 +1,6 @@
 /**
  * The phases of one group-relative RL step, each a function the trainer (trainer.ts) calls in order; the
- * variants that change more than an advantage or a loss plug in between them through hooks.ts:
+ * variants that change more than an advantage or a loss plug in between them through trainer-hooks.ts:
  *
  *   collect  → G episodes per task from the policy (the rollout engine, multi-turn, with the environment)
  *   score    → the reward registry on each finished episode, grouped by task
@@ -19,12 +19,12 @@ import type { Tokenizer } from '../model/tokenizer.ts';
 import { sequenceLogProbs } from '../model/generate.ts';
 import { accumulateGrads, clipByGlobalNorm, type AdamW } from '../train/optim.ts';
 import { disposeBatch, makeBatch, summedNll, type SftSample } from '../train/sft.ts';
-import { advantageParams, type AlgoConfig, type lossConfig } from './config.ts';
+import { advantageParams, type AlgoConfig, type lossConfig } from './algo-config.ts';
 import { computeAdvantages, dynamicSamplingFilter, egrpoShape, mean, std, type AdvantageInput, type AdvantageResult, type EgrpoSignals } from './advantages.ts';
 import { computePolicyLoss, microBatchShares, stopGradient, type LossMetrics } from './losses.ts';
 import { otcOptimalCalls, scoreEpisode, type prepareRewards, type ScoredEpisode } from './rewards.ts';
 import { rollout, type Trajectory } from './rollout.ts';
-import { gtpoTokenWeights } from './group_hooks.ts';
+import { gtpoTokenWeights } from './group-math.ts';
 import type { TrainConfig } from './train-config.ts';
 
 /** What every phase of a step may read: the run's fixed parts. */
@@ -480,7 +480,7 @@ export interface StepRecord {
   trained: number;
   adv_mean: number;
   adv_abs_mean: number;
-  /** Figures of the active trainer hooks (hooks.ts), e.g. kl_reward_beta, remax_baseline, dppo_kept. */
+  /** Figures of the active trainer hooks (trainer-hooks.ts), e.g. kl_reward_beta, remax_baseline, dppo_kept. */
   hooks?: Record<string, number>;
   eval_accuracy?: number;
 }

@@ -9,13 +9,10 @@ import { parseAction, SQL_AGENT_ACTIONS } from '../agent/protocol.ts';
 import { sqlTouches } from '../sql/touches.ts';
 import { setF1 } from '../util/sets.ts';
 import { invalid } from './validate.ts';
-import { entityMatchRate, exactMatch } from '../search/match.ts';
-import type { RewardContext, RewardDeps } from '../agent/types.ts';
+import { entityMatchReward, exactMatchReward } from '../search/rewards.ts';
+import type { RewardContext, RewardDeps, RewardValue } from '../agent/types.ts';
+import { need } from '../agent/reward-inputs.ts';
 
-export interface RewardValue {
-  value: number;
-  reason: string;
-}
 
 /** Everything a reward may look at; each reward reads only its own fields and says which it misses. */
 type RewardFn<P> = (ctx: RewardContext, params: P, deps: RewardDeps) => RewardValue;
@@ -26,11 +23,6 @@ interface RewardEntry<S extends z.ZodType> {
 }
 function entry<S extends z.ZodType>(e: RewardEntry<S>): RewardEntry<S> {
   return e;
-}
-
-function need<T>(value: T | undefined | null, what: string, reward: string): T {
-  if (value === undefined || value === null) throw invalid(`reward "${reward}" needs ${what}`);
-  return value;
 }
 
 // ---- execution ----
@@ -119,25 +111,6 @@ function sqlOverlapReward(ctx: RewardContext, p: z.infer<typeof overlapParams>):
   }
   if (n === 0) return { value: 0, reason: 'nothing to compare' };
   return { value: sum / n, reason: `F1 ${scores.join(', ')}` };
-}
-
-/**
- * E-GRPO's entity match rate γ (arXiv 2510.24694): the fraction of ground-truth entities the agent mentioned
- * in its reasoning (`ctx.reasoning`; the final answer when no reasoning is given), word-bounded, aliases allowed.
- */
-function entityMatchReward(ctx: RewardContext): RewardValue {
-  const ents = need(ctx.goldEntities, 'goldEntities', 'entity_match').map((e) => (typeof e === 'string' ? { name: e } : e));
-  const text = ctx.reasoning ?? need(ctx.answer, 'answer or reasoning', 'entity_match');
-  if (ents.length === 0) return { value: 0, reason: 'no gold entities' };
-  const { rate, matched } = entityMatchRate(text, ents);
-  return { value: rate, reason: `${matched.length}/${ents.length} entities found` };
-}
-
-/** Search-R1's exact match: normalized answer equals a normalized gold answer or alias. */
-function exactMatchReward(ctx: RewardContext): RewardValue {
-  const golds = need(ctx.goldAnswers, 'goldAnswers', 'exact_match');
-  const hit = exactMatch(need(ctx.answer, 'answer', 'exact_match'), golds);
-  return { value: hit ? 1 : 0, reason: hit ? 'exact match' : 'no exact match' };
 }
 
 // ---- tool-use efficiency (OTC) ----

@@ -2,7 +2,11 @@
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import { optimizerFields } from '../train/optim.ts';
-import { resolveAlgo, type AlgoConfig } from './config.ts';
+import { resolveAlgo, type AlgoConfig } from './algo-config.ts';
+import { TURN_TOKENS } from '../agent/prompt-contract.ts';
+
+/** New tokens per episode (all turns of the agent together): the budget rollouts and evaluation share. */
+export const RESPONSE_TOKENS = 320;
 
 /** Every GRPO-trainer default lives here; the algorithm itself (advantage, loss, rewards) is an AlgoConfig preset. */
 export const trainConfigSchema = z.strictObject({
@@ -20,8 +24,9 @@ export const trainConfigSchema = z.strictObject({
   /** Most padded tokens (rows × length) in one forward/backward pass; bounds memory (wasm has a few GB at most). */
   maxBatchTokens: z.number().int().min(2).default(2048),
   ...optimizerFields({ lr: 2e-4, minLrRatio: 1, warmupSteps: 0, weightDecay: 0, beta1: 0.9, beta2: 0.99 }),
-  maxTurnTokens: z.number().int().positive().default(96),
-  maxResponseTokens: z.number().int().positive().default(320),
+  /** New tokens per turn; every checkpoint's prompt contract records it (decoding), so predict and ask sample alike. */
+  maxTurnTokens: z.number().int().positive().default(TURN_TOKENS),
+  maxResponseTokens: z.number().int().positive().default(RESPONSE_TOKENS),
   temperature: z.number().min(0).default(1),
   topP: z.number().gt(0).max(1).default(1),
   /** Rollouts decode as `agro predict` does by default: SQL held to SQL's words and the database's names (rollout.ts). */

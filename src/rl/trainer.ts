@@ -1,7 +1,7 @@
 /**
  * The group-relative RL loop (GRPO and its family) for any Environment. Each step is the phases of
  * phases.ts in order — collect → score → select (DAPO refills) → log-probs → advantages → update → record —
- * with the algorithm's hooks (hooks.ts: prompt sampler, group rewrites, advantage inputs and reshaping) at
+ * with the algorithm's hooks (trainer-hooks.ts: prompt sampler, group rewrites, advantage inputs and reshaping) at
  * their seams; this file only orchestrates them: the task order, checkpoints, held-out evaluation, metrics.jsonl.
  * Checkpoints hold the weights, the optimizer moments and the trainer state (step, data position, RNG),
  * so a resumed run continues exactly.
@@ -20,13 +20,15 @@ import { saveCheckpoint } from '../model/checkpoint.ts';
 import { AdamW, lrAt } from '../train/optim.ts';
 import { checkResumeSettings, cleanRunCheckpoints, listCheckpoints, recordedSettings, restoreTrainerState, resumeConfig, truncateMetrics } from '../train/run-state.ts';
 import type { Environment } from '../agent/types.ts';
-import { lossConfig } from './config.ts';
+import { SqlEnvironment } from '../agent/sql-env.ts';
+import { promptContractFiles } from '../agent/prompt-contract.ts';
+import { lossConfig } from './algo-config.ts';
 import { prepareRewards } from './rewards.ts';
 import { advantages, collect, logProbs, record, responseAdvantages, score, select, signalRewards, update, zeroSignalGroups, type AdvantageExtras, type Anchor, type StepContext, type StepRecord } from './phases.ts';
 import type { SftSample } from '../train/sft.ts';
 import type { AdvantageResult } from './advantages.ts';
-import { activeHooks, type Batch, type TrainerHook } from './hooks.ts';
-import type { PassRecord } from './group_hooks.ts';
+import { activeHooks, type Batch, type TrainerHook } from './trainer-hooks.ts';
+import type { PassRecord } from './group-math.ts';
 import { evaluatePolicy, type PolicyEval } from './evaluate.ts';
 import { resolveTrainConfig, trainConfigSchema, type TrainConfig, type TrainConfigInput } from './train-config.ts';
 
@@ -71,12 +73,12 @@ export interface TrainRunOptions<T extends TaskBase & { difficulty?: string }> {
   /** Rollout sampler (e.g. llama.cpp); synced to `model` at the start and after each update. Default: TF.js on `model`. */
   engine?: RolloutEngine;
   signal?: AbortSignal;
-  /** JSON files every checkpoint of the run carries (the agent's prompt contract). */
-  sideFiles?: Readonly<Record<string, unknown>>;
   /** On resume, accept settings other than the run's (recorded in train_config.json); otherwise they are refused. */
   allowChanges?: boolean;
   /** SFT samples whose loss, × coef, joins every step's (`batch` of them a step, in a seeded order; phases.ts Anchor). */
   anchor?: { samples: readonly SftSample[]; coef: number; batch: number };
+  /** Memory files the checkpoints' prompt contract names (the answer path's; relative to each checkpoint folder, or absolute). */
+  memory?: readonly string[];
 }
 
 export interface TrainResult {
@@ -183,7 +185,9 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   truncateMetrics(metricsPath, state.step);
   writeJsonAtomic(configPath, { ...settings, model: model.config, ...(resumeChanges.length ? { resumeChanges } : {}) });
   const nextTasks = taskStream(opts.tasks, state, cfg.curriculum);
-  const checkpoint = checkpointer(opts.outDir, (dir) => saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, hooks: Object.fromEntries(hooks.flatMap((h) => (h.state ? [[h.name, h.state()]] : []))), kind: 'grpo' }, optimizerState: opt.exportState(), sideFiles: opts.sideFiles }));
+  // An SQL agent's checkpoints carry its whole prompt contract: the environment's prompt and the turns it sampled.
+  const sideFiles = env instanceof SqlEnvironment ? promptContractFiles(env.config, { maxTurnTokens: cfg.maxTurnTokens }, opts.memory) : undefined;
+  const checkpoint = checkpointer(opts.outDir, (dir) => saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, hooks: Object.fromEntries(hooks.flatMap((h) => (h.state ? [[h.name, h.state()]] : []))), kind: 'grpo' }, optimizerState: opt.exportState(), sideFiles }));
   const evaluate = () => evaluatePolicy(env, opts.heldOut ?? [], model, tokenizer, { maxTurnTokens: cfg.maxTurnTokens, maxResponseTokens: cfg.maxResponseTokens, seed: cfg.seed, engine });
   const schedule = { lr: cfg.lr, minLrRatio: cfg.minLrRatio, warmupSteps: cfg.warmupSteps, steps: cfg.steps };
   const anchorAt = anchorStream(opts.anchor, cfg.seed);

@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { parseAction, SQL_AGENT_ACTIONS } from '../agent/protocol.ts';
 import type { SqlEnvironment, SqlTask } from '../agent/sql-env.ts';
 import type { EpisodeContext, Transcript } from '../agent/types.ts';
-import { otcOptimalCalls, prepareRewards, scoreEpisode, type RewardSpec, type RewardValue } from '../rl/rewards.ts';
+import { otcOptimalCalls, prepareRewards, scoreEpisode, type RewardSpec } from '../rl/rewards.ts';
+import type { RewardValue } from '../agent/types.ts';
 
 export const rewardSpecSchema = z.strictObject({
   name: z.string().min(1),

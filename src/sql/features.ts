@@ -347,19 +347,27 @@ function visitSelect(sel: Node, acc: Acc, depth: number): void {
   }
 }
 
-/** Parsing costs milliseconds; dedup, embedding and hardness ask about the same queries again. */
-const CACHE_MAX = 20_000;
+/**
+ * Parsing costs milliseconds; dedup, embedding and hardness ask about the same queries again (the factory embeds
+ * the same pairs more than once: selection, then the coverage of the final set). The oldest entry goes first.
+ */
+const CACHE_MAX = 50_000;
 const cache = new Map<string, SqlFeatures>();
 
-/** Structure features of one query. Never throws: unparseable SQL gets token-level features. */
-export function sqlFeatures(sql: string): SqlFeatures {
+/** Structure features of one query, the cached object itself: for callers that only read it (embedding's hot loop). */
+export function sqlFeaturesShared(sql: string): Readonly<SqlFeatures> {
   let f = cache.get(sql);
   if (!f) {
     f = computeFeatures(sql);
-    if (cache.size >= CACHE_MAX) cache.clear();
     cache.set(sql, f);
+    if (cache.size > CACHE_MAX) cache.delete(cache.keys().next().value!);
   }
-  return structuredClone(f);
+  return f;
+}
+
+/** Structure features of one query, the caller's own copy. Never throws: unparseable SQL gets token-level features. */
+export function sqlFeatures(sql: string): SqlFeatures {
+  return structuredClone(sqlFeaturesShared(sql));
 }
 
 function computeFeatures(sql: string): SqlFeatures {

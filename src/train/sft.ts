@@ -26,6 +26,8 @@ import { AdamW, accumulateGrads, clipByGlobalNorm, lrAt, optimizerFields } from 
 import type { LlamaModel, WeightMap } from '../model/llama.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.ts';
+import { promptContractFiles, TURN_TOKENS } from '../agent/prompt-contract.ts';
+import type { SqlEnvConfig } from '../agent/sql-env.ts';
 
 // ---------------------------------------------------------------- config
 
@@ -209,8 +211,11 @@ export interface SftRunOptions {
   stopAfter?: number;
   /** Abort (e.g. on SIGINT): checkpoint the current step and return. */
   signal?: AbortSignal;
-  /** JSON files every checkpoint of the run carries (the agent's prompt contract). */
-  sideFiles?: Readonly<Record<string, unknown>>;
+  /**
+   * The SQL environment the samples' prompts were rendered with: every checkpoint of the run carries it whole as
+   * its prompt contract, with the tokens per turn the policy is to run at (default TURN_TOKENS).
+   */
+  prompt?: { env: SqlEnvConfig; maxTurnTokens?: number; memory?: readonly string[] };
   /** On resume, accept settings other than the run's (recorded in sft_config.json); otherwise they are refused. */
   allowChanges?: boolean;
 }
@@ -307,16 +312,17 @@ export async function runSft(opts: SftRunOptions): Promise<SftResult> {
   let lastLoss: number | null = null;
   let lastCkStep = -1;
   let interrupted = false;
+  const sideFiles = opts.prompt ? promptContractFiles(opts.prompt.env, { maxTurnTokens: opts.prompt.maxTurnTokens ?? TURN_TOKENS }, opts.prompt.memory) : undefined;
   const checkpoint = (): string => {
     const dir = join(opts.outDir, 'checkpoints', `step-${state.step}`);
     if (lastCkStep === state.step) return dir;
-    saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, kind: 'sft' }, optimizerState: opt.exportState(), sideFiles: opts.sideFiles });
+    saveCheckpoint(dir, { model, tokenizer, trainerState: { ...state, kind: 'sft' }, optimizerState: opt.exportState(), sideFiles });
     lastCkStep = state.step;
     return dir;
   };
   // The best weights so far, on disk so that a resumed run still ends on them.
   const bestDir = join(opts.outDir, 'checkpoints', 'best');
-  const saveBest = (): void => saveCheckpoint(bestDir, { model, tokenizer, trainerState: { ...state, kind: 'sft' }, sideFiles: opts.sideFiles });
+  const saveBest = (): void => saveCheckpoint(bestDir, { model, tokenizer, trainerState: { ...state, kind: 'sft' }, sideFiles });
 
   while (state.step < cfg.steps && !state.stoppedEarly) {
       if (opts.signal?.aborted) { interrupted = true; break; }

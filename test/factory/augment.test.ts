@@ -11,7 +11,8 @@ import { col, emptySelect, lit } from '../../src/factory/ast.ts';
 import { ambiguityReason, buildVariants } from '../../src/factory/augment.ts';
 import { printQuery } from '../../src/factory/print.ts';
 import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
-import { silentProgress, type StageContext, type SynthPair } from '../../src/factory/types.ts';
+import { silentProgress } from '../../src/util/progress.ts';
+import type { StageContext, SynthPair } from '../../src/factory/types.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 
 test('variants keep the schema, keep foreign keys consistent, and are written atomically', async () => {

@@ -16,7 +16,7 @@ import { col, emptySelect, lit, type QueryAst, type SelectAst } from '../../src/
 import { printQuery } from '../../src/factory/print.ts';
 import { runFactory } from '../../src/factory/pipeline.ts';
 import { TEMPLATE_NAMES } from '../../src/factory/synthesize.ts';
-import { QUESTION_STYLES } from '../../src/factory/types.ts';
+import { QUESTION_STYLES } from '../../src/data/dataset-row.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 
 /** A one-table database like the Kaggle ones: no declared types, numbers and dates stored as text. */

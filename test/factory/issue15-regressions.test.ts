@@ -21,7 +21,9 @@ import { makeParseEnv, parseQuestion } from '../../src/factory/language/general-
 import { synthesize, TEMPLATE_NAMES } from '../../src/factory/synthesize.ts';
 import { isTrivialValue, SINGLE_VALUE_SHARE, verifyPair, verifyStage } from '../../src/factory/verify.ts';
 import { runFactory, schemaUse, unusedSchema, type Manifest } from '../../src/factory/pipeline.ts';
-import { QUESTION_STYLES, silentProgress, type StageContext, type SynthPair } from '../../src/factory/types.ts';
+import { QUESTION_STYLES } from '../../src/data/dataset-row.ts';
+import { silentProgress } from '../../src/util/progress.ts';
+import type { StageContext, SynthPair } from '../../src/factory/types.ts';
 import { makeOddDb, synthInputs, tmpDir } from './fixtures.ts';
 
 /** One country is stored with a stray space, as CSV imports leave them ('US '). */

@@ -12,7 +12,7 @@ import { COUNT_NOUN_FRAMES, DISTINCT_COUNT_FRAMES, GROUP_TOP_FRAMES, LIST_FRAMES
 import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
 import { printQuery } from '../../src/factory/print.ts';
 import { runFactory } from '../../src/factory/pipeline.ts';
-import { QUESTION_STYLES } from '../../src/factory/types.ts';
+import { QUESTION_STYLES } from '../../src/data/dataset-row.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { testSuiteMatch } from '../../src/sql/testsuite.ts';

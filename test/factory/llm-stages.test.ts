@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { emptySelect } from '../../src/factory/ast.ts';
-import { silentProgress } from '../../src/factory/types.ts';
+import { silentProgress } from '../../src/util/progress.ts';
 import type { StageContext, SynthPair } from '../../src/factory/types.ts';
 import type { SqlExecutor } from '../../src/sql/types.ts';
 import { Rng } from '../../src/util/rng.ts';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { testSuiteMatch } from '../../src/sql/testsuite.ts';
 import { FactoryStopped, runFactory } from '../../src/factory/pipeline.ts';
-import type { DatasetRow } from '../../src/factory/types.ts';
+import type { DatasetRow } from '../../src/data/dataset-row.ts';
 import { makeOddDb, makeShopDb, tmpDir } from './fixtures.ts';
 
 const dir = tmpDir();

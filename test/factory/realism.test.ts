@@ -18,7 +18,8 @@ import { realizeEvidence, realizeQuestion } from '../../src/factory/language/rea
 import { makeParseEnv, parseQuestion } from '../../src/factory/language/general-parse.ts';
 import { runFactory, shortfallLine, type StageReport } from '../../src/factory/pipeline.ts';
 import { identifierLeaks, queryShape, schemaItems } from '../../src/factory/realism.ts';
-import { silentProgress, type StageContext, type SynthPair } from '../../src/factory/types.ts';
+import { silentProgress } from '../../src/util/progress.ts';
+import type { StageContext, SynthPair } from '../../src/factory/types.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));

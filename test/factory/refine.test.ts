@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { emptySelect } from '../../src/factory/ast.ts';
-import { silentProgress } from '../../src/factory/types.ts';
+import { silentProgress } from '../../src/util/progress.ts';
 import type { StageContext, SynthPair } from '../../src/factory/types.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { refinePairs, refineStage } from '../../src/factory/refine.ts';

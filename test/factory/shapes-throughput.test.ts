@@ -18,7 +18,8 @@ import { CachingExecutor } from '../../src/factory/exec-cache.ts';
 import { QueryCost, rowsRead, MAX_ROWS_READ } from '../../src/factory/cost.ts';
 import { diversityStage } from '../../src/factory/diversity/index.ts';
 import { Rng } from '../../src/util/rng.ts';
-import { silentProgress, type StageContext, type SynthPair } from '../../src/factory/types.ts';
+import { silentProgress } from '../../src/util/progress.ts';
+import type { StageContext, SynthPair } from '../../src/factory/types.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 
 test('round thresholds: two significant digits from 100 up, two decimals below', () => {

@@ -8,7 +8,8 @@ import { printQuery } from '../../src/factory/print.ts';
 import { sqlName } from '../../src/sql/lexer.ts';
 import { columnPhrase, words } from '../../src/factory/language/names.ts';
 import { difficultyOf, synthesize } from '../../src/factory/synthesize.ts';
-import { silentProgress, type StageContext } from '../../src/factory/types.ts';
+import { silentProgress } from '../../src/util/progress.ts';
+import type { StageContext } from '../../src/factory/types.ts';
 import { makeShopDb, synthInputs, tmpDir } from './fixtures.ts';
 
 test('printer quotes odd identifiers and the SQL runs', () => {

@@ -10,7 +10,8 @@ import { verifyPair } from '../../src/factory/verify.ts';
 import { realizeEvidence, realizeQuestion } from '../../src/factory/language/realize.ts';
 import { alignStage, roundTrip } from '../../src/factory/align.ts';
 import { makeParseEnv, parseQuestion } from '../../src/factory/language/general-parse.ts';
-import { silentProgress, type StageContext, type SynthPair } from '../../src/factory/types.ts';
+import { silentProgress } from '../../src/util/progress.ts';
+import type { StageContext, SynthPair } from '../../src/factory/types.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 
 const dir = tmpDir();

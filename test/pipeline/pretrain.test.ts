@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { tidySql } from '../../src/factory/gold.ts';
 import { heldOutDatabases, listDatabases, type PretrainReport } from '../../src/pipeline/pretrain.ts';
-import { readPromptContract } from '../../src/agent/prompt-contract.ts';
+import { readPromptContract, TURN_TOKENS } from '../../src/agent/prompt-contract.ts';
+import { predictResolution, writtenResolution } from '../support/contract-roundtrip.ts';
 import { floatToHalf, halfToFloat, readSafetensors } from '../../src/model/safetensors.ts';
 
 const BIN = 'bin/agro.js';
@@ -21,7 +22,7 @@ test('held-out databases are chosen by seed, the same on every call, never all o
   assert.deepEqual(listDatabases(['data/databases']).map((d) => d.dbId), ['music_store', 'retail', 'school']);
 });
 
-test('agro pretrain: the factory on every database, one tokenizer, SFT with the grounded prompt contract; a rerun resumes bit for bit; a second stage starts from its model', { timeout: 900_000 }, () => {
+test('agro pretrain: the factory on every database, one tokenizer, SFT with the grounded prompt contract; a rerun resumes bit for bit; a second stage starts from its model', { timeout: 900_000 }, async () => {
   const out = join(mkdtempSync(join(tmpdir(), 'agro-pretrain-')), 'run');
   const args = [BIN, 'pretrain', '--dbs', 'data/databases', '--out', out, '--pairs', '30', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '500', '--steps', '4', '--batch-size', '4', '--checkpoint-every', '2', '--eval-every', '2', '--backend', 'cpu', '--json'];
   const first = spawnSync(process.execPath, args, { encoding: 'utf8' });
@@ -47,6 +48,10 @@ test('agro pretrain: the factory on every database, one tokenizer, SFT with the 
   assert.equal(report.model, join(out, 'model'));
   assert.deepEqual(readdirSync(report.model!).sort(), ['config.json', 'generation_config.json', 'model.safetensors', 'prompt_contract.json', 'tokenizer.json', 'tokenizer_config.json']);
   assert.deepEqual(readPromptContract(report.model!), contract);
+  // predict runs the shipped model with the prompt and tokens per turn it was trained with.
+  const written = writtenResolution(report.model!)!;
+  assert.equal(written.maxTurnTokens, TURN_TOKENS);
+  assert.deepEqual(await predictResolution(report.model!), { prompt: written.prompt, maxTurnTokens: TURN_TOKENS });
   const f16 = readSafetensors(join(report.model!, 'model.safetensors')).tensors;
   for (const [name, t] of readSafetensors(join(final, 'model.safetensors')).tensors) {
     assert.ok(t.data.every((x, i) => f16.get(name)!.data[i] === halfToFloat(floatToHalf(x))), name);

@@ -7,12 +7,14 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resolveQuickstartConfig, rlPoolPlan, startOf, type QuickstartReport } from '../../src/pipeline/quickstart.ts';
 import { skeletonKey } from '../../src/data/splits.ts';
+import { TURN_TOKENS } from '../../src/agent/prompt-contract.ts';
+import { predictResolution, writtenResolution } from '../support/contract-roundtrip.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const lines = (p: string) => readFileSync(p, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number>);
 
 // The CI-sized quickstart through the real CLI: every stage runs and leaves sane, consistent outputs.
-test('agro quickstart --small runs synth → cold start → GRPO → eval end to end', { timeout: 600_000 }, () => {
+test('agro quickstart --small runs synth → cold start → GRPO → eval end to end', { timeout: 600_000 }, async () => {
   const out = join(mkdtempSync(join(tmpdir(), 'agro-qs-')), 'run');
   const r = spawnSync(process.execPath, [BIN, 'quickstart', '--small', '--out', out, '--json'], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
@@ -96,6 +98,13 @@ test('agro quickstart --small runs synth → cold start → GRPO → eval end to
   assert.equal(resolve(ask[1]), join(out, 'grpo', 'checkpoints', 'step-3'));
   const contract = JSON.parse(readFileSync(join(ask[1], 'prompt_contract.json'), 'utf8')) as { schemaChars: number; decoding: { maxTurnTokens: number } };
   assert.equal(contract.schemaChars, report.config.schemaChars);
+  // Both checkpoints carry the whole contract, and predict resolves the prompt and tokens per turn they trained with.
+  for (const ck of [sft.checkpoint, rl.checkpoint]) {
+    const written = writtenResolution(ck);
+    assert.ok(written?.hasDecoding, ck);
+    assert.equal(written.maxTurnTokens, TURN_TOKENS);
+    assert.deepEqual(await predictResolution(ck), { prompt: written.prompt, maxTurnTokens: written.maxTurnTokens });
+  }
   const asked = spawnSync(process.execPath, [BIN, 'ask', '--policy', ask[1], '--db', ask[2], '--json', ask[3].replace(/'\\''/g, "'")], { encoding: 'utf8' });
   // 0 when the agent's answer runs, 6 (SQL error) when it does not: the command ran as printed either way.
   assert.ok(asked.status === 0 || asked.status === 6, `exit ${asked.status}: ${asked.stderr}`);

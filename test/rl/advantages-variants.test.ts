@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgroError } from '../../src/errors.ts';
 import { computeAdvantages, dynamicSamplingFilter, egrpoShape, semanticEntropy, verlMaskedReturns } from '../../src/rl/advantages.ts';
-import { AdaptiveKlController, FixedKlController, klTokenRewards } from '../../src/rl/kl_reward.ts';
+import { AdaptiveKlController, FixedKlController, klTokenRewards } from '../../src/rl/kl-reward.ts';
 import { prepareRewards, scoreEpisode } from '../../src/rl/rewards.ts';
 
 function close(actual: readonly number[], expected: readonly number[], tol = 1e-6): void {

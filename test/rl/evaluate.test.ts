@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { passAtK } from '../../src/rl/evaluate.ts';
+import { passAtK } from '../../src/util/pass-at-k.ts';
 
 test('pass@k is the unbiased estimator 1 - C(n-c, k)/C(n, k), checked by hand', () => {
   assert.equal(passAtK(4, 2, 1), 0.5);

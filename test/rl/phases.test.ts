@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs-core';
 import { setupTf } from './tf_setup.ts';
 import { advantages, select, signalRewards, zeroSignalGroups, type Scored } from '../../src/rl/phases.ts';
-import { lossConfig, resolveAlgo } from '../../src/rl/config.ts';
+import { lossConfig, resolveAlgo } from '../../src/rl/algo-config.ts';
 import { prepareRewards } from '../../src/rl/rewards.ts';
 import { computePolicyLoss } from '../../src/rl/losses.ts';
 

@@ -14,7 +14,7 @@ import { Tokenizer } from '../../src/model/tokenizer.ts';
 import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 import { LlmClient } from '../../src/llm/client.ts';
 import { resolveTrainConfig } from '../../src/rl/train-config.ts';
-import { applyExperienceOps, renderExperiences, runTrainingFreeGrpo, withPromptPrefix, type Experience } from '../../src/rl/training_free.ts';
+import { applyExperienceOps, renderExperiences, runTrainingFreeGrpo, withPromptPrefix, type Experience } from '../../src/rl/training-free.ts';
 import type { ChatMessage, Episode } from '../../src/agent/types.ts';
 import { ShortAnswerEnv } from '../support/short-answer-env.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.ts';

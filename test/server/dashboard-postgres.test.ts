@@ -21,19 +21,13 @@ import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
 import { introspectDatabase } from '../../src/sql/executor.ts';
 import type { EvalReport } from '../../src/eval/types.ts';
 import type { CompareResult, DatasetDetail, EvalDetail, PlaygroundEvent } from '../../src/server/dashboard/api-types.ts';
+import { sseEvents } from '../support/sse-events.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
 import { BIN, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
 import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
 
 const PASSWORD = 'dash-pg-secret';
 
-function sseEvents(body: string): PlaygroundEvent[] {
-  return body
-    .split('\n\n')
-    .map((block) => /^data: (.*)$/m.exec(block)?.[1])
-    .filter((d): d is string => d !== undefined)
-    .map((d) => JSON.parse(d) as PlaygroundEvent);
-}
 
 type Question = { question: string; gold: string; pred: string };
 /** Held-out rows in BIRD's layout for `questions` under `dbId`. */

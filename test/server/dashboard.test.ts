@@ -16,6 +16,7 @@ import { startFakeOpenAI } from '../support/fake-openai.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
 import { EndpointPolicy } from '../../src/agent/policies/endpoint.ts';
 import type { PlaygroundEvent } from '../../src/server/dashboard/api-types.ts';
+import { sseEvents } from '../support/sse-events.ts';
 import { appendColumns, chartPlan, seriesOf } from '../../web/src/metrics.ts';
 import { decimateRows, pickRows, type Columns } from '../../web/src/decimate.ts';
 
@@ -228,14 +229,6 @@ test('agro dashboard serves the app and the API on loopback until interrupted', 
   assert.equal(await exited, 0);
 });
 
-/** The events of a server-sent-event body. */
-function sseEvents(body: string): PlaygroundEvent[] {
-  return body
-    .split('\n\n')
-    .map((block) => /^data: (.*)$/m.exec(block)?.[1])
-    .filter((d): d is string => d !== undefined)
-    .map((d) => JSON.parse(d) as PlaygroundEvent);
-}
 
 test('Playground over HTTP: an --llm-url endpoint runs the agent episode, each step streamed in order; a dead endpoint is one error event', async () => {
   const root = join(tmp, 'play');

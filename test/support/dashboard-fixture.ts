@@ -42,7 +42,6 @@ export async function buildDashboardFixture(dir: string, exec: SqlExecutor): Pro
   writeJsonAtomic(join(dir, 'eval', 'report.json'), report);
 
   // Runs: a tiny policy that answers one question, then two GRPO steps from it.
-  writeJsonAtomic(join(dir, 'report.json'), { config: { schemaChars: SCHEMA_CHARS } });
   await initBackend();
   const env = new SqlEnvironment(exec, { schemaChars: SCHEMA_CHARS });
   const task: SqlTask = { id: 'genres', dbId: 'music_store', dbPath: MUSIC_STORE, question: PLAYGROUND_QUESTION, goldSql: PLAYGROUND_SQL, difficulty: 'simple' };
@@ -58,6 +57,8 @@ export async function buildDashboardFixture(dir: string, exec: SqlExecutor): Pro
     samples: [sample],
     heldOut: [sample],
     config: { steps: sftSteps, batchSize: 1, lr: 1e-2, warmupSteps: 2, evalEvery: 10, checkpointEvery: 0, seed: 0 },
+    // The Playground runs each checkpoint on the prompt its contract names.
+    prompt: { env: env.config },
   });
   model.dispose();
   const ck = loadCheckpoint(sft.checkpoint);

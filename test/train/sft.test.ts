@@ -227,7 +227,9 @@ test('bad configs and empty datasets fail before training with one-line errors',
 // ---- agro sft ----
 import { spawnSync } from 'node:child_process';
 import { writeFileSync, existsSync } from 'node:fs';
-import { readRows, rowsToConversations, runSftCommand } from '../../src/cli/commands/sft.ts';
+import { runSftCommand } from '../../src/cli/commands/sft.ts';
+import { rowsToConversations } from '../../src/agent/row-conversations.ts';
+import { readRows } from '../../src/data/read-json.ts';
 import { tablesRead } from '../../src/sql/lexer.ts';
 import { SQL_AGENT_SYSTEM_PROMPT } from '../../src/agent/sql-env.ts';
 import { prepareSamples, splitByTokens } from '../../src/train/sft.ts';

@@ -5,23 +5,7 @@ import { RunsPage } from './pages/Runs.tsx';
 import { DataPage } from './pages/Data.tsx';
 import { EvalsPage } from './pages/Evals.tsx';
 import { PlaygroundPage } from './pages/Playground.tsx';
-
-/** Hash routes (#/runs?...): the server needs no route of its own for pages. */
-export interface Route {
-  page: string;
-  params: URLSearchParams;
-}
-
-function parseHash(): Route {
-  const h = location.hash.replace(/^#\/?/, '');
-  const [page, query] = h.split('?');
-  return { page: page || 'runs', params: new URLSearchParams(query ?? '') };
-}
-
-export function navigate(page: string, params: Record<string, string> = {}): void {
-  const q = new URLSearchParams(params).toString();
-  location.hash = `#/${page}${q ? `?${q}` : ''}`;
-}
+import { parseHash } from './routes.ts';
 
 const PAGES: [string, string][] = [
   ['runs', 'Runs'],

@@ -10,6 +10,7 @@ import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { addPromptOptions, askedPrompt, envDepsFromCli, printWarning, type PromptCliOptions } from '../prompt-options.ts';
+import { UNTRAINED_TURN_TOKENS } from '../../agent/prompt-contract.ts';
 import { readDataset } from '../../data/read-dataset.ts';
 import { resolveDatabases } from '../../data/databases.ts';
 import { catalogFromFactoryOutput, factoryOutputOf } from '../../data/catalog.ts';
@@ -154,7 +155,7 @@ export function register(program: Command): void {
     .option('--temperature <t>', 'sampling temperature (default 0 = greedy; 0.7 with --samples > 1)', numberArg('--temperature', { min: 0, integer: false }))
     .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run, or a turn with no valid action, is sampled again (at 0.7) up to n times, the first draft that runs (or, for a turn without action, calls the tool) kept", numberArg('--retries', { min: 0, max: 16 }), 0)
     .option('--concurrency <n>', 'questions in flight', numberArg('--concurrency', { min: 1 }), 4)
-    .option('--max-turn-tokens <n>', "new tokens per turn (default: the policy's prompt contract, else 256)", numberArg('--max-turn-tokens', { min: 1 }))
+    .option('--max-turn-tokens <n>', `new tokens per turn (default: the policy's prompt contract, else ${UNTRAINED_TURN_TOKENS})`, numberArg('--max-turn-tokens', { min: 1 }))
     .option('--suite <dir>', 'test-suite scoring: also compare on <dir>/<db_id>/*.sqlite variants (as agro eval --suite)')
     .option('--episode-timeout <ms>', 'wall-clock limit of one episode', numberArg('--episode-timeout', { min: 1 }), 120_000)
     .option('--timeout <ms>', 'per-query limit when scoring', numberArg('--timeout', { min: 1 }), 30_000)

@@ -1,28 +1,23 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
 import { prepareOutDir } from '../out-path.ts';
-import { readText } from '../../data/read-json.ts';
 import { LIMITS, numberArg, seedArg } from '../options.ts';
-import { tablesRead } from '../../sql/lexer.ts';
 import { initBackend } from '../../model/backend.ts';
 import type { BackendName } from '../../model/backend.ts';
-import { chatMessageSchema, renderChat } from '../../model/chat.ts';
-import type { ChatMessage } from '../../model/chat.ts';
+import { renderChat } from '../../model/chat.ts';
 import { loadCheckpoint } from '../../model/checkpoint.ts';
 import { PRESET_NAMES, resolveModelConfig, type PresetName } from '../../model/config.ts';
 import { LlamaModel } from '../../model/llama.ts';
 import type { WeightMap } from '../../model/llama.ts';
 import { Tokenizer } from '../../model/tokenizer.ts';
-import { formatAction, AGENT_SPECIAL_TOKENS } from '../../agent/protocol.ts';
+import { AGENT_SPECIAL_TOKENS } from '../../agent/protocol.ts';
+import { noExecution, rowDatabases, rowsToConversations } from '../../agent/row-conversations.ts';
+import { readRows } from '../../data/read-json.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
-import { promptContractFiles, readPromptContract } from '../../agent/prompt-contract.ts';
+import { readPromptContract } from '../../agent/prompt-contract.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
-import type { ExecResult } from '../../sql/types.ts';
-import { resolveDatabase } from '../../data/databases.ts';
-import type { DatabaseCatalog } from '../../data/catalog.ts';
 import { resolveTaskSource } from '../../agent/tasks.ts';
 import { resolveSftConfig, runSft, sftConfigSchema } from '../../train/sft.ts';
 import { stepBar } from '../progress.ts';
@@ -36,88 +31,6 @@ import { printOut } from '../print.ts';
  * rows (rendered as single-turn agent samples with the SQL agent's own prompt) or ready chat
  * `messages` (multi-turn trajectories, used as they are).
  */
-
-const sqlRow = z.object({
-  db_id: z.string().min(1),
-  question: z.string().min(1),
-  evidence: z.string().nullish(),
-  SQL: z.string().min(1).optional(),
-  query: z.string().min(1).optional(),
-  /** Optional reasoning to put in <think>; otherwise a short note naming the tables the SQL reads. */
-  think: z.string().optional(),
-});
-const messagesRow = z.object({ messages: z.array(chatMessageSchema).min(1) });
-
-/** Rows of a .jsonl file (one JSON object a line) or of a .json array (BIRD's dev.json). */
-export function readRows(path: string): { line: number; value: unknown }[] {
-  const text = readText(path, 'dataset');
-  if (text.trimStart().startsWith('[')) {
-    let arr: unknown;
-    try {
-      arr = JSON.parse(text);
-    } catch (err) {
-      throw new AgroError('invalid_input', `${path}: not valid JSON: ${(err as Error).message}`);
-    }
-    return (arr as unknown[]).map((value, i) => ({ line: i + 1, value }));
-  }
-  const rows: { line: number; value: unknown }[] = [];
-  text.split('\n').forEach((raw, i) => {
-    if (!raw.trim()) return;
-    try {
-      rows.push({ line: i + 1, value: JSON.parse(raw) });
-    } catch (err) {
-      throw new AgroError('invalid_input', `${path}:${i + 1}: not valid JSON: ${(err as Error).message}`);
-    }
-  });
-  return rows;
-}
-
-/** The environment never executes anything while only building prompts. */
-const noExecution = {
-  execute: (): Promise<ExecResult> => Promise.reject(new AgroError('internal', 'sft builds prompts only; it runs no SQL')),
-  close: async (): Promise<void> => {},
-};
-
-/** A db_id's database: under a db-root, or from a catalog. */
-function dbPathResolver(databases: string | DatabaseCatalog): (dbId: string) => string {
-  return (dbId) => (typeof databases === 'string' ? resolveDatabase(databases, dbId) : databases.resolve(dbId).path);
-}
-
-/** The distinct databases of the rows made from a question (rows of ready messages and malformed rows name none). */
-export function rowDatabases(rows: { value: unknown }[], databases: string | DatabaseCatalog): string[] {
-  const dbPathOf = dbPathResolver(databases);
-  const ids = new Set<string>();
-  for (const { value } of rows) {
-    if (messagesRow.safeParse(value).success) continue;
-    const r = sqlRow.safeParse(value);
-    if (r.success) ids.add(r.data.db_id);
-  }
-  return [...ids].map(dbPathOf);
-}
-
-/**
- * Dataset rows to chat conversations: the SQL agent's opening + one answer turn, or the row's messages.
- * `databases` is a db-root (`<dir>/<db_id>/<db_id>.sqlite`) or a catalog (a factory output names its own).
- */
-export function rowsToConversations(rows: { line: number; value: unknown }[], databases: string | DatabaseCatalog, label: string, env = new SqlEnvironment(noExecution)): ChatMessage[][] {
-  const dbPathOf = dbPathResolver(databases);
-  return rows.map(({ line, value }) => {
-    const asMessages = messagesRow.safeParse(value);
-    if (asMessages.success) return asMessages.data.messages;
-    const r = sqlRow.safeParse(value);
-    if (!r.success) {
-      const issue = r.error.issues[0];
-      throw new AgroError('invalid_input', `${label}:${line}: expected {db_id, question, evidence?, SQL} or {messages}: ${issue.path.join('.') || 'row'}: ${issue.message}`);
-    }
-    const sql = (r.data.SQL ?? r.data.query ?? '').trim();
-    if (!sql) throw new AgroError('invalid_input', `${label}:${line}: row has neither SQL nor query`);
-    const dbPath = dbPathOf(r.data.db_id);
-    const opening = env.openingFor({ id: `${line}`, dbId: r.data.db_id, dbPath, question: r.data.question, evidence: r.data.evidence ?? undefined, goldSql: sql });
-    const tables = tablesRead(sql);
-    const think = r.data.think ?? (tables.length ? `The answer reads ${tables.join(', ')}.` : '');
-    return [...opening, { role: 'assistant' as const, content: formatAction({ kind: 'answer', content: sql, think }) }];
-  });
-}
 
 /** Where BIRD-style rows find their databases when no --db-root is given (a factory output names its own). */
 const DEFAULT_DB_ROOT = 'data/databases';
@@ -168,7 +81,8 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   for (const line of cleanRunCheckpoints(o.out)) log(`checkpoints: ${line} (left by a write that was cut)`);
   // The prompt: what the starting checkpoint was trained with (resumed run, else --init), then the flags.
   const startDir = o.resume ? listCheckpoints(o.out).at(-1)?.dir : o.init;
-  const env = new SqlEnvironment(noExecution, promptFromCli(startDir && existsSync(startDir) ? readPromptContract(startDir) : null, o), envDepsFromCli(o));
+  const startContract = startDir && existsSync(startDir) ? readPromptContract(startDir) : null;
+  const env = new SqlEnvironment(noExecution, promptFromCli(startContract, o), envDepsFromCli(o));
   // A factory output (its folder, or its dataset.jsonl beside manifest.json) names its own database.
   const source = resolveTaskSource(o.data, { dbRoot: o.dbRoot, defaultDbRoot: DEFAULT_DB_ROOT });
   const rows = readRows(source.dataPath);
@@ -216,7 +130,7 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   const bar = stepBar(!o.json, 'sft', runConfig.steps, { start: startStep, format: 'loss {loss} | {tps} tok/s' });
   try {
     const res = await runSft({
-      outDir: o.out, model, tokenizer, samples, config, resumeFrom, sideFiles: promptContractFiles(env.config), allowChanges: o.allowChanges,
+      outDir: o.out, model, tokenizer, samples, config, resumeFrom, prompt: { env: env.config, maxTurnTokens: startContract?.decoding?.maxTurnTokens }, allowChanges: o.allowChanges,
       signal: controller.signal,
       onStep: (m) => bar.update(m.step, { loss: m.loss.toFixed(3), tps: m.tokens_per_s }),
     });

@@ -11,29 +11,27 @@ import { LlamaModel } from '../../model/llama.ts';
 import { ENGINE_NAMES, type RolloutEngine } from '../../model/engine.ts';
 import { createEngine } from '../../model/engines.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
-import { promptContractFiles, readPromptContract } from '../../agent/prompt-contract.ts';
+import { readPromptContract } from '../../agent/prompt-contract.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { resolveTaskSource, tasksFromCatalog } from '../../agent/tasks.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import { cleanRunCheckpoints, listCheckpoints, recordedSettings, resumeConfig } from '../../train/run-state.ts';
 import { runGrpo } from '../../rl/trainer.ts';
-import { runTrainingFreeGrpo } from '../../rl/training_free.ts';
+import { runTrainingFreeGrpo } from '../../rl/training-free.ts';
 import { LlmClient } from '../../llm/client.ts';
 import type { StepRecord } from '../../rl/phases.ts';
 import { resolveTrainConfig, trainConfigSchema, type TrainConfigInput } from '../../rl/train-config.ts';
 import { stepBar } from '../progress.ts';
-import { PRESET_NAMES } from '../../rl/config.ts';
+import { PRESET_NAMES } from '../../rl/algo-config.ts';
 import type { Environment, TaskBase } from '../../agent/types.ts';
 import { SearchEnvironment, type SearchTask } from '../../search/env.ts';
 import { SearchCorpus } from '../../search/corpus.ts';
 import type { SearchQuestion } from '../../search/synthesize.ts';
 import { printOut } from '../print.ts';
-import { RL_ANCHOR } from '../../pipeline/quickstart.ts';
-import { readRows, rowDatabases, rowsToConversations } from './sft.ts';
-import { renderChat } from '../../model/chat.ts';
-import { prepareSamples, type SftSample } from '../../train/sft.ts';
-import type { Tokenizer } from '../../model/tokenizer.ts';
+import { anchorSamples, RL_ANCHOR } from '../../rl/anchor.ts';
+import { rowDatabases, rowsToConversations } from '../../agent/row-conversations.ts';
+import { readRows } from '../../data/read-json.ts';
 
 /**
  * `agro train`: group-relative RL of a checkpoint as a multi-turn SQL agent, on a dataset of BIRD-style
@@ -71,7 +69,7 @@ interface TrainCliOptions extends PromptCliOptions {
 /** Where BIRD/Spider-style data finds its databases when no --db-root is given (a factory output names its own). */
 const DEFAULT_DB_ROOT = 'data/databases';
 
-/** Not a preset of the gradient trainer: the experience-library loop of rl/training_free.ts. */
+/** Not a preset of the gradient trainer: the experience-library loop of rl/training-free.ts. */
 const TRAINING_FREE = 'training_free_grpo';
 
 /** A checkpoint directory, or a run directory whose newest checkpoint is used. */
@@ -131,12 +129,6 @@ async function anchorConversations(anchor: ReturnType<typeof readAnchorRows>, pa
   if (!(env instanceof SqlEnvironment)) return rowsToConversations(anchor.rows, anchor.catalog, path);
   await env.prepareAll(rowDatabases(anchor.rows, anchor.catalog));
   return rowsToConversations(anchor.rows, anchor.catalog, path, env);
-}
-
-function anchorSamples(conversations: ReturnType<typeof rowsToConversations>, tokenizer: Tokenizer, maxPositions: number, path: string): SftSample[] {
-  const { kept, tooLong } = prepareSamples(conversations.map((c) => renderChat(tokenizer, c)), maxPositions, `--anchor ${path}`);
-  if (kept.length === 0) throw new AgroError('invalid_input', `--anchor ${path}: no sample fits the model's ${maxPositions} positions${tooLong ? ` (${tooLong} too long)` : ''}`);
-  return kept;
 }
 
 /** Weight and batch: the flags, else on resume the run's (a flag left out keeps the run's value), else the defaults. */
@@ -276,7 +268,6 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
     }
     const res = await runGrpo({
       engine,
-      ...(env instanceof SqlEnvironment ? { sideFiles: promptContractFiles(env.config) } : {}),
       outDir: o.out,
       env,
       tasks,
@@ -286,7 +277,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
       reference,
       config,
       resumeFrom,
-      ...(anchorRows ? { anchor: { samples: anchorSamples(await anchorConversations(anchorRows, o.anchor!, env), ck.tokenizer, ck.model.config.maxPositions, o.anchor!), ...anchorSettings(o, Boolean(o.resume && existing.length)) } } : {}),
+      ...(anchorRows ? { anchor: { samples: anchorSamples(await anchorConversations(anchorRows, o.anchor!, env), ck.tokenizer, ck.model.config.maxPositions, `--anchor ${o.anchor!}`), ...anchorSettings(o, Boolean(o.resume && existing.length)) } } : {}),
       allowChanges: o.allowChanges,
       signal: controller.signal,
       onStep: (r: StepRecord) => bar.update(r.step, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2), tps: r.tokens_per_s }),

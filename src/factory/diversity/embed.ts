@@ -3,7 +3,7 @@
  * its text (question, reasoning) as a lexical embedding. Both halves are unit-normalized and
  * weighted so that squared distance = w·|Δstructure|² + (1−w)·|Δtext|².
  */
-import { FEATURE_DIM, featureVector, sqlFeatures, type SqlFeatures } from '../../sql/features.ts';
+import { FEATURE_DIM, featureVector, sqlFeaturesShared } from '../../sql/features.ts';
 import { fitTextEmbedder, l2normalize } from './text-embed.ts';
 import type { TextEmbedOptions } from './text-embed.ts';
 
@@ -19,24 +19,6 @@ export interface HybridOptions {
   text?: TextEmbedOptions;
 }
 
-const FEATURE_MEMO_SIZE = 50_000;
-const featureMemo = new Map<string, SqlFeatures>();
-
-/**
- * sqlFeatures, remembered by SQL text: parsing is the slow part of embedding, and the factory
- * embeds the same pairs more than once (selection, then the coverage of the final set). Callers
- * only read the result.
- */
-export function sqlFeaturesMemo(sql: string): SqlFeatures {
-  let f = featureMemo.get(sql);
-  if (!f) {
-    f = sqlFeatures(sql);
-    featureMemo.set(sql, f);
-    if (featureMemo.size > FEATURE_MEMO_SIZE) featureMemo.delete(featureMemo.keys().next().value!);
-  }
-  return f;
-}
-
 /**
  * Structure vector of several SQLs: the mean and the element-wise max of their feature vectors
  * (mean says what the item mostly does, max what it ever did), unit-normalized.
@@ -45,7 +27,7 @@ export function structureVector(sqls: readonly string[]): Float64Array {
   const v = new Float64Array(2 * FEATURE_DIM);
   if (sqls.length === 0) return v;
   for (const sql of sqls) {
-    const f = featureVector(sqlFeaturesMemo(sql));
+    const f = featureVector(sqlFeaturesShared(sql));
     for (let i = 0; i < FEATURE_DIM; i++) {
       v[i] += f[i] / sqls.length;
       v[FEATURE_DIM + i] = Math.max(v[FEATURE_DIM + i], f[i]);

@@ -1,6 +1,6 @@
 export { dedup, jaccard, minhash, shingles } from './dedup.ts';
 export type { DedupItem, DedupOptions, DedupResult, DuplicateReason } from './dedup.ts';
-export { embedHybrid, structureVector, sqDist, sqlFeaturesMemo } from './embed.ts';
+export { embedHybrid, structureVector, sqDist } from './embed.ts';
 export type { EmbedInput, HybridOptions } from './embed.ts';
 export { fitTextEmbedder, words } from './text-embed.ts';
 export { kCenterGreedy, clusterBalanced, kMeans, quotasFor, selectIndices, randomIndices } from './select.ts';

@@ -4,7 +4,8 @@
  * structure and question wording at the requested difficulty mix.
  */
 import type { Row } from '../../sql/types.ts';
-import type { Difficulty, Stage, StageContext, SynthPair } from '../types.ts';
+import type { Difficulty } from '../../data/dataset-row.ts';
+import type { Stage, StageContext, SynthPair } from '../types.ts';
 import { dedup } from './dedup.ts';
 import { embedHybrid } from './embed.ts';
 import { resultFingerprint } from './fingerprint.ts';

@@ -3,7 +3,7 @@
  * the ..."): one list per intent, which the sentence writer (intents.ts) picks from by style and variant
  * and the parser (intent-parse.ts) builds its openers from, so a frame added here is parsed back.
  */
-import type { QuestionStyle } from '../types.ts';
+import type { QuestionStyle } from '../../data/dataset-row.ts';
 
 export interface Frame {
   /** The words that open the question, without the space after them. */

@@ -18,7 +18,7 @@ import { colKey, columnWords, spokenColumn, tablePlural, tableSingular, type Lex
 import { comparative, superlative, type Gradable } from './adjectives.ts';
 import { COUNT_CLAUSE_FRAMES, COUNT_NOUN_FRAMES, DISTINCT_COUNT_FRAMES, GROUP_TOP_FRAMES, LIST_FRAMES, pickFrame, VALUE_FRAMES } from './frames.ts';
 import type { ForeignKey } from '../../sql/types.ts';
-import type { QuestionStyle } from '../types.ts';
+import type { QuestionStyle } from '../../data/dataset-row.ts';
 
 /** The comparison words of a filter said after its column; '=' on text is just the value. */
 export const NAT_OPS: ReadonlyArray<[string, string]> = [

@@ -18,8 +18,9 @@ import { columnPhrase, spokenColumn, tablePlural, tableSingular, type Lexicon } 
 import { realizeIntent } from './intents.ts';
 import { printLiteral } from '../print.ts';
 import { datePart, likeOp, nameIn, type SqlDialect } from '../../sql/dialect.ts';
-import type { QuestionStyle, Stage, SynthPair } from '../types.ts';
-import { QUESTION_STYLES } from '../types.ts';
+import type { QuestionStyle } from '../../data/dataset-row.ts';
+import type { Stage, SynthPair } from '../types.ts';
+import { QUESTION_STYLES } from '../../data/dataset-row.ts';
 
 export const OP_WORDS: Record<string, string> = { '-': 'minus', '+': 'plus', '*': 'multiplied by', '/': 'divided by' };
 export const CMP_WORDS: Record<string, string> = {

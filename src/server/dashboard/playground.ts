@@ -6,15 +6,14 @@
  * the folder's .gguf files, and what the command line adds (`--policy` path, `--llm-url` endpoint, or a
  * policy the server already has open). The episode is the agent's greedy one, as in evaluation.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename } from 'node:path';
 import { AgroError, oneLine } from '../../errors.ts';
 import { runEpisode, type EpisodeEvent } from '../../agent/episode.ts';
 import { openPolicy, type PolicySpec } from '../../agent/policies/open.ts';
 import type { Policy, PolicyKind } from '../../agent/policies/types.ts';
 import { SQL_AGENT_ACTIONS, parseAction } from '../../agent/protocol.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
-import { readPromptContract, resolvePromptSettings } from '../../agent/prompt-contract.ts';
+import { readPromptContract, resolvePromptSettings, turnTokens } from '../../agent/prompt-contract.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import type { PlaygroundEvent, PolicyInfo } from './api-types.ts';
 import { toResultTable } from './results.ts';
@@ -51,6 +50,7 @@ export interface PolicyBackendOptions {
   /** Engine, threads and batch for the folder's checkpoints and GGUF files (as --engine/--threads/--batch). */
   local?: Pick<PolicySpec, 'engine' | 'threads' | 'maxBatch'>;
   maxTurns?: number;
+  /** New tokens per turn; default: each policy's contract (predict's rule, prompt-contract.ts turnTokens). */
   maxTurnTokens?: number;
   episodeTimeoutMs?: number;
 }
@@ -60,67 +60,42 @@ interface Entry {
   /** How to open it; absent for a policy the caller holds open. */
   spec?: PolicySpec;
   held?: Policy;
-  /** The run folder a checkpoint came from (for the schema budget it was trained with). */
-  runDir?: string;
-}
-
-/**
- * The schema budget a policy was trained with: a quickstart records it in report.json (a policy sees the
- * prompt it learned on); anything else gets the environment's default.
- */
-function schemaCharsFor(runDir: string): number | undefined {
-  for (const dir of [runDir, dirname(runDir)]) {
-    const p = join(dir, 'report.json');
-    if (!existsSync(p)) continue;
-    try {
-      const n = (JSON.parse(readFileSync(p, 'utf8')) as { config?: { schemaChars?: unknown } }).config?.schemaChars;
-      if (typeof n === 'number') return n;
-    } catch {
-      // Not a quickstart report.
-    }
-  }
-  return undefined;
 }
 
 const endpointId = (url: string, model: string | undefined): string => `${url}${model ? `#${model}` : ''}`;
 
-/** A checkpoint sits in <run>/checkpoints/step-N: its run folder (where a quickstart's report.json is near). */
-const runDirOf = (checkpointDir: string): string => dirname(dirname(resolve(checkpointDir)));
-
 /** The policy list: command-line ones first (what the user asked for), then the folder's. */
 function entries(o: PolicyBackendOptions): Entry[] {
   const out: Entry[] = [];
-  for (const { policy: p, path } of o.open ?? []) out.push({ info: { id: `open:${p.name}`, label: `${p.name} (served)`, kind: p.kind }, held: p, ...(path && p.kind === 'checkpoint' ? { runDir: runDirOf(path) } : {}) });
+  for (const { policy: p } of o.open ?? []) out.push({ info: { id: `open:${p.name}`, label: `${p.name} (served)`, kind: p.kind }, held: p });
   for (const x of o.extra ?? []) {
     if (x.spec.llmUrl) {
       const label = x.label ?? `${x.spec.llmModel ?? 'first model'} at ${x.spec.llmUrl}`;
       out.push({ info: { id: endpointId(x.spec.llmUrl, x.spec.llmModel), label, kind: 'endpoint' }, spec: x.spec });
     } else if (x.spec.path) {
       const kind: PolicyKind = /\.gguf$/i.test(x.spec.path) ? 'gguf' : 'checkpoint';
-      out.push({ info: { id: `path:${x.spec.path}`, label: x.label ?? basename(x.spec.path), kind }, spec: { ...o.local, ...x.spec }, ...(kind === 'checkpoint' ? { runDir: runDirOf(x.spec.path) } : {}) });
+      out.push({ info: { id: `path:${x.spec.path}`, label: x.label ?? basename(x.spec.path), kind }, spec: { ...o.local, ...x.spec } });
     }
   }
   const s = o.scan();
-  for (const c of s.checkpoints) out.push({ info: { id: c.id, label: `${c.run} (step ${c.step})`, kind: 'checkpoint' }, spec: { ...o.local, path: c.dir }, runDir: runDirOf(c.dir) });
+  for (const c of s.checkpoints) out.push({ info: { id: c.id, label: `${c.run} (step ${c.step})`, kind: 'checkpoint' }, spec: { ...o.local, path: c.dir } });
   // A GGUF runs on llama.cpp whatever --engine says for checkpoints.
   for (const g of s.ggufs) out.push({ info: { id: g.id, label: g.id, kind: 'gguf' }, spec: { threads: o.local?.threads, maxBatch: o.local?.maxBatch, path: g.file } });
   return out;
 }
 
 export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
-  const maxTurnTokens = o.maxTurnTokens ?? 256;
   const envs = new Map<string, SqlEnvironment>();
-  // A policy runs on the prompt it was trained with: its checkpoint's contract; a checkpoint from before
-  // contracts gets the schema budget its quickstart recorded; anything else the environment's defaults.
-  const envFor = (e: Entry): SqlEnvironment => {
+  // A policy runs as predict runs it: its checkpoint's contract (prompt and tokens per turn) under what the
+  // command line asked; anything without a contract gets the defaults.
+  const envFor = (e: Entry): { env: SqlEnvironment; maxTurnTokens: number } => {
     const path = e.held ? undefined : e.spec?.path;
     const contract = e.held ? e.held.promptContract : path && e.info.kind === 'checkpoint' ? readPromptContract(path) : null;
-    const legacy = !contract && e.runDir ? schemaCharsFor(e.runDir) : undefined;
-    const { settings } = resolvePromptSettings(contract, { ...(legacy ? { schemaChars: legacy } : {}), ...(o.maxTurns ? { maxTurns: o.maxTurns } : {}) });
+    const { settings } = resolvePromptSettings(contract, o.maxTurns ? { maxTurns: o.maxTurns } : {});
     const key = JSON.stringify(settings);
     let env = envs.get(key);
     if (!env) envs.set(key, (env = new SqlEnvironment(o.executor, settings)));
-    return env;
+    return { env, maxTurnTokens: turnTokens(contract, o.maxTurnTokens).maxTurnTokens };
   };
   const find = (id: string): Entry => {
     const e = entries(o).find((x) => x.info.id === id);
@@ -192,7 +167,7 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
       let release = (): void => {};
       try {
         const entry = find(policyId);
-        const env = envFor(entry);
+        const { env, maxTurnTokens } = envFor(entry);
         const task: SqlTask = { id: 'playground', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, goldSql: '' };
         // A server's schema, docs and values are read (once) before the prompt is made.
         await env.prepare(dbPath);
@@ -227,7 +202,7 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
       }
     },
     async prompt(policyId, dbPath, question = '') {
-      const env = envFor(find(policyId));
+      const { env } = envFor(find(policyId));
       await env.prepare(dbPath);
       return env.openingFor({ id: 'schema', dbId: '', dbPath, question, goldSql: '' })[0].content;
     },

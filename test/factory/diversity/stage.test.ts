@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { SqlPool } from '../../../src/sql/pool.ts';
 import { introspectSchema } from '../../../src/sql/introspect.ts';
 import { emptySelect } from '../../../src/factory/ast.ts';
-import { silentProgress } from '../../../src/factory/types.ts';
-import type { Difficulty, SynthPair } from '../../../src/factory/types.ts';
+import { silentProgress } from '../../../src/util/progress.ts';
+import type { Difficulty } from '../../../src/data/dataset-row.ts';
+import type { SynthPair } from '../../../src/factory/types.ts';
 import { Rng } from '../../../src/util/rng.ts';
 import { diversityStage } from '../../../src/factory/diversity/stage.ts';
 

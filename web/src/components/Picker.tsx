@@ -1,5 +1,5 @@
 /** The side panel's pieces shared by the pages: a list of things to open, a labelled select. */
-import { navigate } from '../main.tsx';
+import { navigate } from '../routes.ts';
 
 /** Links that open one item of a page (#/page?id=...), the current one marked. */
 export function ItemList(props: { title: string; page: string; items: { id: string; label?: string }[]; active: string | null }) {

@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { apiUrl, getJson } from '../api.ts';
 import { LineChart, type Series } from '../components/Chart.tsx';
-import { navigate } from '../main.tsx';
+import { navigate } from '../routes.ts';
 import { appendColumns, chartPlan, rowCount, seriesOf } from '../metrics.ts';
 import { useOverview } from '../overview.ts';
 import type { MetricsEvent, RunDetail } from '../../../src/server/dashboard/api-types.ts';

@@ -15,7 +15,7 @@ import {
   varianceAwareSample,
   variancePromotionScores,
   withAnchors,
-} from '../../src/rl/group_hooks.ts';
+} from '../../src/rl/group-math.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { scafSqlHint } from '../../src/agent/hints.ts';
 
@@ -132,7 +132,7 @@ test('DaGRPO anchors, Scaf-GRPO tiers and hints, Reg-GRPO difficulty actions', (
 
 test('the advantages phase applies GTPO weights to the policy tokens when the preset enables it', async () => {
   const { advantages } = await import('../../src/rl/phases.ts');
-  const { resolveAlgo } = await import('../../src/rl/config.ts');
+  const { resolveAlgo } = await import('../../src/rl/algo-config.ts');
   const { prepareRewards } = await import('../../src/rl/rewards.ts');
   type S = Parameters<typeof advantages>[1][number][number];
   // one group: prompt token 1 (mask 0), then policy tokens; response 0 [5, 7] rewarded 1, response 1 [5, 8] rewarded 0

@@ -81,7 +81,7 @@ export const algoConfigSchema = z.strictObject({
   loss: lossSchema.prefault({}),
   kl: klSchema.prefault({}),
   entropyCoef: z.number().default(0),
-  /** GTPO conflict-token weights on the advantages (group_hooks.ts gtpoTokenWeights); posBoost amplifies positive ones. */
+  /** GTPO conflict-token weights on the advantages (group-math.ts gtpoTokenWeights); posBoost amplifies positive ones. */
   gtpo: z.strictObject({ enabled: z.boolean().default(false), posBoost: z.number().min(1).default(2) }).prefault({}),
   /** TRL mask_truncated_completions: truncated episodes leave the loss mask but still count in group statistics. */
   maskTruncated: z.boolean().default(false),

@@ -9,7 +9,7 @@
  *
  * The hooks of a run come from its algorithm config (`activeHooks`); each keeps its own state (saved in the
  * checkpoint's trainer state, so a resumed run continues exactly) and reports its figures into the step's
- * metrics line under `hooks`. The math is in pure functions (group_hooks.ts, kl_reward.ts); this file only feeds them.
+ * metrics line under `hooks`. The math is in pure functions (group-math.ts, kl-reward.ts); this file only feeds them.
  */
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
@@ -17,10 +17,10 @@ import { Rng } from '../util/rng.ts';
 import type { TaskBase } from '../agent/types.ts';
 import { CHAT_TOKENS } from '../model/chat.ts';
 import { sequenceLogProbs } from '../model/generate.ts';
-import type { AlgoConfig } from './config.ts';
+import type { AlgoConfig } from './algo-config.ts';
 import { mean, type AdvantageResult } from './advantages.ts';
-import { activePoolVisit, dppoPrune, igpoTurnAdvantages, type PassRecord, type PoolRecord, mgrpoAdvantages, saltStepAdvantages, varianceAwareSample, variancePromotionScores, withAnchors } from './group_hooks.ts';
-import { klController, klTokenRewards } from './kl_reward.ts';
+import { activePoolVisit, dppoPrune, igpoTurnAdvantages, type PassRecord, type PoolRecord, mgrpoAdvantages, saltStepAdvantages, varianceAwareSample, variancePromotionScores, withAnchors } from './group-math.ts';
+import { klController, klTokenRewards } from './kl-reward.ts';
 import { collect, score, type AdvantageExtras, type Scored, type StepContext } from './phases.ts';
 import { policyTokenTurns, replay, turnStarts, type Trajectory } from './rollout.ts';
 
@@ -152,7 +152,7 @@ const activeState = z.array(z.tuple([z.string(), z.number().int().min(0), z.numb
 
 /**
  * The active pool: the run's order, skipping each prompt whose latest group (or prior pass count) was unanimous
- * except on every `recheck`-th visit (group_hooks.ts activePoolVisit). A pass-rate filter done once before RL goes
+ * except on every `recheck`-th visit (group-math.ts activePoolVisit). A pass-rate filter done once before RL goes
  * stale as the policy learns: questions it now always gets right still cost a rollout each visit and teach nothing.
  * Here they leave the pool as soon as a group shows it, and questions once never solved get re-probed.
  */

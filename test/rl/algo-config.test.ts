@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs-core';
 import { AgroError } from '../../src/errors.ts';
-import { advantageParams, lossConfig, PRESET_NAMES, resolveAlgo } from '../../src/rl/config.ts';
+import { advantageParams, lossConfig, PRESET_NAMES, resolveAlgo } from '../../src/rl/algo-config.ts';
 import { computeAdvantages } from '../../src/rl/advantages.ts';
 import { computePolicyLoss } from '../../src/rl/losses.ts';
 import { prepareRewards } from '../../src/rl/rewards.ts';

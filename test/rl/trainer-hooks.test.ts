@@ -1,4 +1,4 @@
-// The trainer hooks (src/rl/hooks.ts) through the real trainer: each run is 1–4 GRPO steps of the tiny model,
+// The trainer hooks (src/rl/trainer-hooks.ts) through the real trainer: each run is 1–4 GRPO steps of the tiny model,
 // on the bundled school database after a short SFT (so episodes call tools and answer) or on a toy environment
 // where a hook's effect must be exact; every check reads what the hook should have changed in metrics.jsonl.
 import { test, before, after } from 'node:test';
@@ -22,7 +22,7 @@ import { runSft } from '../../src/train/sft.ts';
 import { runGrpo } from '../../src/rl/trainer.ts';
 import type { StepRecord } from '../../src/rl/phases.ts';
 import type { TrainConfigInput } from '../../src/rl/train-config.ts';
-import type { PassRecord } from '../../src/rl/group_hooks.ts';
+import type { PassRecord } from '../../src/rl/group-math.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'agro-hooks-'));
 const pool = new SqlPool({ size: 1 });
