@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { readText } from '../../data/read-json.ts';
-import { dirname, join } from 'node:path';
+import { readInputBytes } from '../../util/fs.ts';
+import { createHash } from 'node:crypto';
+import { dirname, join, resolve } from 'node:path';
 import { AgroError, escapeControls } from '../../errors.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { LIMITS, numberArg, seedArg } from '../options.ts';
@@ -119,11 +121,12 @@ function readConfigFile(path: string): TrainConfigInput {
 
 
 /** The anchor's rows, read before anything heavy: BIRD-style rows (with the dataset's databases) or ready chat messages, as `agro sft` reads them. */
-function readAnchorRows(path: string, o: TrainCliOptions): { rows: ReturnType<typeof readRows>; catalog: ReturnType<typeof resolveTaskSource>['catalog'] } {
+function readAnchorRows(path: string, o: TrainCliOptions): { rows: ReturnType<typeof readRows>; catalog: ReturnType<typeof resolveTaskSource>['catalog']; hash: string } {
   const src = resolveTaskSource(path, { dbRoot: o.dbRoot, defaultDbRoot: DEFAULT_DB_ROOT });
   const rows = readRows(src.dataPath);
   if (rows.length === 0) throw new AgroError('invalid_input', `--anchor ${path}: no rows`);
-  return { rows, catalog: src.catalog };
+  // The content's hash goes into train_config.json: a resume with another file of as many samples is a change.
+  return { rows, catalog: src.catalog, hash: `sha256:${createHash('sha256').update(readInputBytes(src.dataPath, 'anchor')).digest('hex')}` };
 }
 
 /** The anchor's conversations: a BIRD-style row opens with the policy's own prompt (the environment built from its contract), as in `agro sft`. */
@@ -180,12 +183,17 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   if (existing.length && !o.resume) {
     throw new AgroError('usage', `${o.out} already has checkpoints (newest ${existing.at(-1)?.dir}); pass --resume to continue or choose another --out`);
   }
-  if (o.resume && existing.length && !trainingFree) {
+  const resuming = Boolean(o.resume && existing.length && !trainingFree);
+  if (resuming) {
     // Flags left out on resume keep the run's values (runGrpo refuses the ones given that differ, unless --allow-changes).
     const recorded = recordedSettings(join(o.out, 'train_config.json')).train as Record<string, unknown> | undefined;
     config = resumeConfig(recorded ?? {}, Object.keys(trainConfigSchema.shape), config) as TrainConfigInput;
     ({ algo, train: trainCfg } = resolveTrainConfig(config));
   }
+  // The starting policy (and KL reference) as the checkpoint folder it resolves to, recorded by runGrpo: a resume
+  // keeps the run's when --init is left out, and one that names another is refused unless --allow-changes.
+  const recordedInit = resuming ? recordedSettings(join(o.out, 'train_config.json')).init : undefined;
+  const initDir = o.init !== undefined ? resolve(resolveCheckpointDir(o.init)) : typeof recordedInit === 'string' ? recordedInit : undefined;
   // Each task kind brings its questions, read before the checkpoint is loaded (a bad dataset costs nothing),
   // and its environment; the trainer only sees the Environment interface.
   let searchEnv: Environment<TaskBase & { difficulty?: string }> | undefined;
@@ -212,7 +220,7 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   let ck: Checkpoint;
   let ckDir: string;
   let resumeFrom: { trainerState: object; optimizerState?: Checkpoint['optimizerState'] } | undefined;
-  if (o.resume && existing.length && !trainingFree) {
+  if (resuming) {
     const dir = existing[existing.length - 1].dir;
     ckDir = dir;
     ck = loadCheckpoint(dir);
@@ -220,15 +228,15 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
     resumeFrom = { trainerState: ck.trainerState, optimizerState: ck.optimizerState };
     log(`resuming from ${dir}`);
   } else {
-    if (!o.init) throw new AgroError('usage', '--init <checkpoint or run dir> is required (train a cold start with `agro sft` first)');
-    ckDir = resolveCheckpointDir(o.init);
+    if (!initDir) throw new AgroError('usage', '--init <checkpoint or run dir> is required (train a cold start with `agro sft` first)');
+    ckDir = initDir;
     ck = loadCheckpoint(ckDir);
   }
   // The KL reference is the starting policy: the --init checkpoint (also when resuming).
   let reference: LlamaModel | undefined;
   if ((algo.kl.coef > 0 || algo.klInReward.enabled) && !trainingFree) {
-    if (!o.init) throw new AgroError('usage', `algorithm "${trainCfg.algo}" measures a KL to the starting policy: --init is needed as the KL reference, also with --resume`);
-    reference = loadCheckpoint(resolveCheckpointDir(o.init)).model;
+    if (!initDir) throw new AgroError('usage', `algorithm "${trainCfg.algo}" measures a KL to the starting policy: --init is needed as the KL reference`);
+    reference = loadCheckpoint(initDir).model;
   }
 
   let pool: SqlExecutor | undefined;
@@ -286,7 +294,8 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
       reference,
       config,
       resumeFrom,
-      ...(anchorRows ? { anchor: { samples: anchorSamples(await anchorConversations(anchorRows, o.anchor!, env), ck.tokenizer, ck.model.config.maxPositions, o.anchor!), ...anchorSettings(o, Boolean(o.resume && existing.length)) } } : {}),
+      ...(anchorRows ? { anchor: { samples: anchorSamples(await anchorConversations(anchorRows, o.anchor!, env), ck.tokenizer, ck.model.config.maxPositions, o.anchor!), ...anchorSettings(o, resuming), hash: anchorRows.hash } } : {}),
+      ...(initDir !== undefined ? { init: initDir } : {}),
       allowChanges: o.allowChanges,
       signal: controller.signal,
       onStep: (r: StepRecord) => bar.update(r.step, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2), tps: r.tokens_per_s }),
