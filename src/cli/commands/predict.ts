@@ -11,7 +11,7 @@ import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../p
 import { prepareOutDir } from '../out-path.ts';
 import { addPromptOptions, askedPrompt, envDepsFromCli, printWarning, type PromptCliOptions } from '../prompt-options.ts';
 import { readDataset } from '../../data/read-dataset.ts';
-import { resolveDatabases } from '../../data/databases.ts';
+import { resolveDatabasesFromFlag } from '../db-root.ts';
 import { catalogFromFactoryOutput, factoryOutputOf } from '../../data/catalog.ts';
 import { join } from 'node:path';
 import { printOut, printErr } from '../print.ts';
@@ -66,7 +66,7 @@ async function run(o: PredictCliOptions): Promise<void> {
   if (factory !== undefined) {
     const catalog = catalogFromFactoryOutput(factory);
     for (const id of new Set(ids)) catalog.resolve(id);
-  } else resolveDatabases(dbRoot, ids);
+  } else resolveDatabasesFromFlag(o.dbRoot, DEFAULT_DB_ROOT, ids);
   const policy = await openPolicyFromCli(o, o.concurrency);
   const pool = createExecutor({ size: o.workers });
   const ctrl = new AbortController();
