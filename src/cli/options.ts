@@ -62,12 +62,30 @@ export const timeoutArg = (flag = '--timeout'): ((v: string) => number) => numbe
 /** `--seed <n>`: a 32-bit unsigned seed (larger values would silently alias smaller ones). */
 export const seedArg = (flag = '--seed'): ((v: string) => number) => numberArg(flag, { min: 0, max: LIMITS.seed });
 
-/** Validate a command's parsed options with a zod schema; the first issue becomes `agro: <command>: --flag: message`. */
+/** A zod number schema's range (through optional/default wrappers), as the spec parseNumber words; undefined for other schemas. */
+function numberSpecOf(schema: unknown): NumberSpec | undefined {
+  let s = schema as { minValue?: number | null; maxValue?: number | null; isInt?: boolean; unwrap?: () => unknown; safeParse?: (v: unknown) => { success: boolean } } | undefined;
+  for (let i = 0; s && !('isInt' in s) && typeof s.unwrap === 'function' && i < 4; i++) s = s.unwrap() as typeof s;
+  if (!s || !('isInt' in s)) return undefined;
+  const min = s.minValue ?? -Infinity, max = s.maxValue ?? Infinity;
+  // `.positive()` reads as min 0; the schema refusing its own minimum tells it apart from `.min(0)`.
+  const positive = min === 0 && s.safeParse?.(0).success === false;
+  return { min, max, integer: Boolean(s.isInt), positive };
+}
+
+/**
+ * Validate a command's parsed options with a zod schema; the first issue becomes `agro: <command>: --flag: message`,
+ * and a bad number is worded as every numeric flag is (`--n must be an integer from 1 to 1000000, got "abc"`).
+ */
 export function parseCliOptions<S extends z.ZodType>(schema: S, raw: unknown, command: string): z.infer<S> {
   const r = schema.safeParse(raw);
   if (!r.success) {
     const issue = r.error.issues[0];
-    const flag = String(issue.path[0] ?? '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    const key = String(issue.path[0] ?? '');
+    const flag = key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    const spec = numberSpecOf((schema as { shape?: Record<string, unknown> }).shape?.[key]);
+    const value = (raw as Record<string, unknown> | null)?.[key];
+    if (spec && issue.path.length === 1 && value !== undefined) throw new AgroError('usage', `${command}: --${flag} must be ${rangeText(spec)}, got "${String(value)}"`);
     throw new AgroError('usage', `${command}: --${flag}: ${issue.message}`);
   }
   return r.data;

@@ -4,11 +4,14 @@ function row(cells: string[], widths: number[]): string {
   return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
 }
 
-/** The human-readable summary: accuracy per difficulty and overall, then outcome counts. */
+/**
+ * The human-readable summary: accuracy per difficulty and overall, then outcome counts. A difficulty without
+ * questions has no row here (the JSON report keeps it, so reports line up across runs).
+ */
 export function formatReport(report: EvalReport): string {
   const s = report.summary;
   const header = ['', 'count', 'correct', 'EX %'];
-  const body = [...s.byDifficulty.map((b) => [b.bucket, String(b.count), String(b.correct), b.accuracy.toFixed(2)])];
+  const body = s.byDifficulty.filter((b) => b.count > 0).map((b) => [b.bucket, String(b.count), String(b.correct), b.accuracy.toFixed(2)]);
   const total = ['total', String(s.count), String(s.correct), s.accuracy.toFixed(2)];
   const widths = header.map((h, i) => Math.max(h.length, i === 0 ? 11 : 7, ...[...body, total].map((r) => r[i].length)));
   const rule = '-'.repeat(widths.reduce((a, w) => a + w, 0) + 2 * (widths.length - 1));

@@ -7,6 +7,7 @@ import { LlamaModel } from './llama.ts';
 import type { WeightMap } from './llama.ts';
 import { readSafetensors, writeSafetensors, type WriteDtype } from './safetensors.ts';
 import { Tokenizer } from './tokenizer.ts';
+import { resolveModelPath } from './builtin.ts';
 import { generationConfig, HF_SIDE_FILES, tokenizerConfig } from './hf-files.ts';
 
 /**
@@ -162,4 +163,29 @@ export function loadCheckpoint(dir: string): Checkpoint {
   }
   if (existsSync(join(dir, FILES.optimizer))) ck.optimizerState = readSafetensors(join(dir, FILES.optimizer)).tensors;
   return ck;
+}
+
+/** Checkpoints of a run directory, newest last: checkpoints/step-N (those a trainer wrote whole: with trainer_state.json). */
+export function listCheckpoints(outDir: string): { step: number; dir: string }[] {
+  const root = join(outDir, 'checkpoints');
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .map((n) => /^step-(\d+)$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ step: Number(m[1]), dir: join(root, m[0]) }))
+    .filter((c) => existsSync(join(c.dir, 'trainer_state.json')))
+    .sort((a, b) => a.step - b.step);
+}
+
+/**
+ * The checkpoint a path names: a checkpoint folder (config.json) as it is, a run directory its newest
+ * checkpoints/step-N, a built-in name (`base`) its folder. The one rule for `train --init`, `sft --init` and the
+ * `--policy` of ask, predict and serve.
+ */
+export function resolveCheckpointDir(spec: string): string {
+  const path = resolveModelPath(spec);
+  if (existsSync(join(path, 'config.json'))) return path;
+  const cks = listCheckpoints(path);
+  if (cks.length) return cks[cks.length - 1].dir;
+  throw new AgroError('not_found', `no checkpoint at ${path} (expected config.json + model.safetensors, or a run directory with checkpoints/step-N)`);
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { AgroError } from '../errors.ts';
 import { writeJsonAtomic } from '../util/fs.ts';
+import { learnMerges } from './bpe-train.ts';
 
 /**
  * Byte-level BPE tokenizer stored as a Hugging Face `tokenizer.json`.
@@ -215,53 +216,20 @@ export class Tokenizer {
       }
     }
     const symbols: string[] = [...specials, ...BYTE_TO_CHAR];
-    const symId = new Map<string, number>(BYTE_TO_CHAR.map((c, i) => [c, specials.length + i]));
+    // Byte symbols are single UTF-16 units (U+0021..U+0143): a table from unit to id, no per-character strings.
+    const symId = new Int32Array(0x144).fill(-1);
+    BYTE_TO_CHAR.forEach((c, i) => { symId[c.charCodeAt(0)] = specials.length + i; });
     // Sorted so the word order (and so every tie-break downstream) does not depend on corpus order.
     const entries = [...wordCounts.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    const words: number[][] = entries.map(([w]) => [...w].map((c) => symId.get(c) as number));
-    const freqs = entries.map(([, c]) => c);
-    const KEY = 1 << 20;
-    const pairCount = new Map<number, number>();
-    const pairWhere = new Map<number, Set<number>>();
-    const add = (a: number, b: number, wi: number, n: number): void => {
-      const k = a * KEY + b;
-      pairCount.set(k, (pairCount.get(k) ?? 0) + n);
-      let s = pairWhere.get(k);
-      if (!s) pairWhere.set(k, (s = new Set()));
-      s.add(wi);
-    };
-    words.forEach((w, wi) => { for (let i = 0; i + 1 < w.length; i++) add(w[i], w[i + 1], wi, freqs[wi]); });
-    const heap = new PairHeap();
-    for (const [k, c] of pairCount) heap.push(c, k);
+    const words = entries.map(([w]) => {
+      const ids = new Int32Array(w.length);
+      for (let i = 0; i < w.length; i++) ids[i] = symId[w.charCodeAt(i)];
+      return ids;
+    });
     const merges: [string, string][] = [];
-    while (symbols.length < opts.vocabSize) {
-      const top = heap.pop();
-      if (!top) break;
-      const cur = pairCount.get(top.key) ?? 0;
-      if (cur !== top.count) { if (cur > 0) heap.push(cur, top.key); continue; }
-      if (cur < minFreq) break;
-      const a = Math.floor(top.key / KEY), b = top.key % KEY;
-      const newId = symbols.length;
-      symbols.push(symbols[a] + symbols[b]);
+    for (const [a, b] of learnMerges(words, entries.map(([, c]) => c), symbols.length, opts.vocabSize - symbols.length, minFreq)) {
       merges.push([symbols[a], symbols[b]]);
-      const touched = new Set<number>();
-      const where = [...(pairWhere.get(top.key) ?? [])].sort((x, y) => x - y);
-      for (const wi of where) {
-        const w = words[wi], f = freqs[wi];
-        for (let i = 0; i + 1 < w.length; i++) {
-          if (w[i] !== a || w[i + 1] !== b) continue;
-          const dec = (x: number, y: number): void => { const k = x * KEY + y; pairCount.set(k, (pairCount.get(k) ?? 0) - f); touched.add(k); };
-          if (i > 0) dec(w[i - 1], a);
-          if (i + 2 < w.length) dec(b, w[i + 2]);
-          dec(a, b);
-          w.splice(i, 2, newId);
-          if (i > 0) { add(w[i - 1], newId, wi, f); touched.add(w[i - 1] * KEY + newId); }
-          if (i + 1 < w.length) { add(newId, w[i + 1], wi, f); touched.add(newId * KEY + w[i + 1]); }
-        }
-      }
-      pairCount.delete(top.key);
-      pairWhere.delete(top.key);
-      for (const k of touched) { const c = pairCount.get(k) ?? 0; if (c > 0) heap.push(c, k); }
+      symbols.push(symbols[a] + symbols[b]);
     }
     const vocab = new Map<string, number>();
     symbols.forEach((s, i) => vocab.set(s, i));
@@ -606,42 +574,6 @@ class RankHeap {
         let m = i;
         if (l < this.r.length && this.below(l, m)) m = l;
         if (rr < this.r.length && this.below(rr, m)) m = rr;
-        if (m === i) break;
-        this.swap(i, m); i = m;
-      }
-    }
-    return top;
-  }
-}
-
-/** Max-heap of (count, pair key); ties pop the smaller key first so training is deterministic. */
-class PairHeap {
-  private c: number[] = [];
-  private k: number[] = [];
-  private above(i: number, j: number): boolean {
-    return this.c[i] > this.c[j] || (this.c[i] === this.c[j] && this.k[i] < this.k[j]);
-  }
-  private swap(i: number, j: number): void {
-    [this.c[i], this.c[j]] = [this.c[j], this.c[i]];
-    [this.k[i], this.k[j]] = [this.k[j], this.k[i]];
-  }
-  push(count: number, key: number): void {
-    this.c.push(count); this.k.push(key);
-    let i = this.c.length - 1;
-    while (i > 0) { const p = (i - 1) >> 1; if (!this.above(i, p)) break; this.swap(i, p); i = p; }
-  }
-  pop(): { count: number; key: number } | undefined {
-    if (this.c.length === 0) return undefined;
-    const top = { count: this.c[0], key: this.k[0] };
-    const lc = this.c.pop() as number, lk = this.k.pop() as number;
-    if (this.c.length > 0) {
-      this.c[0] = lc; this.k[0] = lk;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1, r = l + 1;
-        let m = i;
-        if (l < this.c.length && this.above(l, m)) m = l;
-        if (r < this.c.length && this.above(r, m)) m = r;
         if (m === i) break;
         this.swap(i, m); i = m;
       }

@@ -75,8 +75,10 @@ export interface TrainRunOptions<T extends TaskBase & { difficulty?: string }> {
   signal?: AbortSignal;
   /** On resume, accept settings other than the run's (recorded in train_config.json); otherwise they are refused. */
   allowChanges?: boolean;
-  /** SFT samples whose loss, × coef, joins every step's (`batch` of them a step, in a seeded order; phases.ts Anchor). */
-  anchor?: { samples: readonly SftSample[]; coef: number; batch: number };
+  /** SFT samples whose loss, × coef, joins every step's (`batch` of them a step, in a seeded order; phases.ts Anchor); `hash` names their file's content. */
+  anchor?: { samples: readonly SftSample[]; coef: number; batch: number; hash?: string };
+  /** The starting policy and KL reference as a checkpoint folder: recorded, and a resume from another one is a change. */
+  init?: string;
   /** Memory files the checkpoints' prompt contract names (the answer path's; relative to each checkpoint folder, or absolute). */
   memory?: readonly string[];
 }
@@ -172,8 +174,9 @@ export async function runGrpo<T extends TaskBase & { difficulty?: string }>(opts
   if (opts.resumeFrom) state = restoreTrainerState(stateSchema, opts.resumeFrom, opt, 'a GRPO');
   // The settings a resume compares: the config, the algorithm and the task counts (not the model, which the checkpoint fixes).
   // The anchor too: a resume without it (or with another weight) would silently train another objective.
-  const anchor = opts.anchor && opts.anchor.coef > 0 && opts.anchor.samples.length ? { coef: opts.anchor.coef, batch: opts.anchor.batch, samples: opts.anchor.samples.length } : undefined;
-  const settings = { train: cfg, algo, tasks: opts.tasks.length, heldOut: opts.heldOut?.length ?? 0, anchor };
+  // So are the starting policy (the KL reference) and the anchor's content: another file of as many samples is another objective.
+  const anchor = opts.anchor && opts.anchor.coef > 0 && opts.anchor.samples.length ? { coef: opts.anchor.coef, batch: opts.anchor.batch, samples: opts.anchor.samples.length, ...(opts.anchor.hash ? { hash: opts.anchor.hash } : {}) } : undefined;
+  const settings = { train: cfg, algo, tasks: opts.tasks.length, heldOut: opts.heldOut?.length ?? 0, anchor, ...(opts.init !== undefined ? { init: opts.init } : {}) };
   const resumeChanges = opts.resumeFrom ? checkResumeSettings(configPath, settings, { step: state.step, allowChanges: opts.allowChanges, flag: '--allow-changes' }) : [];
   const hooks = activeHooks(c, opts.tasks, { passRates: opts.passRates });
   for (const h of hooks) if (h.restore && state.hooks[h.name] !== undefined) h.restore(state.hooks[h.name]);

@@ -13,10 +13,10 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
-import { parse as parseCsv } from 'csv-parse/sync';
+import { Parser as CsvParser } from 'csv-parse';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
-import { readInputBytes } from '../util/fs.ts';
+import { readInputBytes, readInputChunks } from '../util/fs.ts';
 import { dbDocsSchema, type ColumnDoc, type DbDocs, type TableDoc } from './docs-types.ts';
 import { fold } from './words.ts';
 
@@ -87,25 +87,35 @@ export function parseValueDescription(text: string): { values?: Record<string, s
 
 const BIRD_HEADER = 'original_column_name';
 
-/** One BIRD description CSV (already decoded) as the TableDoc of `table`. `where` names the file in errors. */
-export function parseBirdCsv(table: string, text: string, where: string): TableDoc {
-  let rows: string[][];
-  try {
-    rows = parseCsv(text, { bom: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true }) as string[][];
-  } catch (err) {
-    throw new AgroError('invalid_input', `${where}: not a readable CSV file (${err instanceof Error ? err.message : String(err)})`);
-  }
-  const header = (rows[0] ?? []).map((h) => h.replace(/^\uFEFF/, '').trim().toLowerCase());
-  const at = (name: string): number => header.indexOf(name);
-  if (at(BIRD_HEADER) < 0) {
-    throw new AgroError('invalid_input', `${where}: not a BIRD column description file (its header has no ${BIRD_HEADER})`);
-  }
-  const [iOrig, iName, iDesc, iValues] = [at(BIRD_HEADER), at('column_name'), at('column_description'), at('value_description')];
+/**
+ * The most characters kept of one field of a BIRD description CSV; a longer field is cut as it is read (and
+ * ends with " …"). BIRD's own value descriptions stay far below it; without a cap one 100 MB field made
+ * `synth` peak at 3.3 GB, the field copied by each cleaning step.
+ */
+export const DOC_FIELD_MAX_CHARS = 10_000;
+
+/** A field cut to DOC_FIELD_MAX_CHARS, copied out so that the long original can be freed. */
+function capField(field: unknown): string {
+  const s = typeof field === 'string' ? field : '';
+  if (s.length <= DOC_FIELD_MAX_CHARS) return s;
+  // A slice would keep the whole field alive (V8 slices share their parent): a round trip through bytes copies it.
+  return Buffer.from(s.slice(0, DOC_FIELD_MAX_CHARS), 'utf8').toString('utf8') + ' …';
+}
+
+/** A TableDoc built from BIRD CSV records as they come: the header first, then one column per row; nothing else kept. */
+function birdTableBuilder(table: string, where: string): { record(fields: string[]): void; done(): TableDoc } {
+  let header: string[] | undefined;
+  let iOrig = -1, iName = -1, iDesc = -1, iValues = -1;
   const columns: ColumnDoc[] = [];
   const seen = new Set<string>();
-  for (const row of rows.slice(1)) {
+  const useHeader = (fields: string[]): void => {
+    header = fields.map((h) => h.replace(/^\uFEFF/, '').trim().toLowerCase());
+    [iOrig, iName, iDesc, iValues] = ['original_column_name', 'column_name', 'column_description', 'value_description'].map((n) => header!.indexOf(n));
+    if (iOrig < 0) throw new AgroError('invalid_input', `${where}: not a BIRD column description file (its header has no ${BIRD_HEADER})`);
+  };
+  const useRow = (row: string[]): void => {
     const column = clean(row[iOrig]);
-    if (column === undefined || seen.has(column.toLowerCase())) continue;
+    if (column === undefined || seen.has(column.toLowerCase())) return;
     seen.add(column.toLowerCase());
     const doc: ColumnDoc = { column };
     const name = iName >= 0 ? clean(row[iName]) : undefined;
@@ -119,8 +129,72 @@ export function parseBirdCsv(table: string, text: string, where: string): TableD
     const text = [description, note].filter((s) => s !== undefined).join('. Values: ');
     if (text !== '') doc.description = description === undefined && note !== undefined ? `Values: ${note}` : text;
     if (doc.name || doc.description || doc.values) columns.push(doc);
+  };
+  return {
+    record: (fields) => (header === undefined ? useHeader(fields) : useRow(fields)),
+    done: () => {
+      if (header === undefined) useHeader([]);
+      return { table, columns };
+    },
+  };
+}
+
+/**
+ * csv-parse's streaming parser fed text in pieces, each record handed to `onRecord` with its fields capped
+ * (DOC_FIELD_MAX_CHARS) and then dropped: the parser keeps one field at a time, never the file's records. Its
+ * write() and end() run the parse in the caller's turn (records leave through on_record, so it never waits on
+ * a reader), so the callers stay synchronous.
+ */
+function csvFeed(where: string, onRecord: (fields: string[]) => void): { write(text: string): void; end(): void } {
+  const parser = new CsvParser({
+    bom: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true,
+    on_record: (fields: unknown[]) => { onRecord(fields.map(capField)); return null; },
+  });
+  // The error is read below from `errored`, in the same turn; this listener only keeps the later event quiet.
+  parser.on('error', () => {});
+  const check = (): void => {
+    const err = parser.errored;
+    if (!err) return;
+    if (err instanceof AgroError) throw err;
+    throw new AgroError('invalid_input', `${where}: not a readable CSV file (${err.message})`);
+  };
+  return {
+    write: (text) => { if (text !== '') parser.write(text); check(); },
+    end: () => { parser.end(); check(); },
+  };
+}
+
+/** One BIRD description CSV (already decoded) as the TableDoc of `table`. `where` names the file in errors. */
+export function parseBirdCsv(table: string, text: string, where: string): TableDoc {
+  const doc = birdTableBuilder(table, where);
+  const feed = csvFeed(where, doc.record);
+  feed.write(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+  feed.end();
+  return doc.done();
+}
+
+/**
+ * One BIRD description CSV file as the TableDoc of `table`, read a MiB at a time (memory: the longest field,
+ * not the file): UTF-8 when the whole file is valid UTF-8 (a BOM dropped), else read again as Windows-1252,
+ * which is what BIRD's non-UTF-8 files are (decodeText's rule, applied as the bytes stream by).
+ */
+export function readBirdCsv(path: string, table: string): TableDoc {
+  try {
+    return readBirdCsvAs(path, table, 'utf-8');
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'ERR_ENCODING_INVALID_ENCODED_DATA') throw err;
+    return readBirdCsvAs(path, table, 'windows-1252');
   }
-  return { table, columns };
+}
+
+function readBirdCsvAs(path: string, table: string, encoding: 'utf-8' | 'windows-1252'): TableDoc {
+  const decoder = new TextDecoder(encoding, { fatal: encoding === 'utf-8' });
+  const doc = birdTableBuilder(table, path);
+  const feed = csvFeed(path, doc.record);
+  readInputChunks(path, 'documentation', (chunk) => feed.write(decoder.decode(chunk, { stream: true })));
+  feed.write(decoder.decode());
+  feed.end();
+  return doc.done();
 }
 
 /** A BIRD `database_description` folder: one TableDoc per `<table>.csv` (macOS `._*` files skipped), tables by name. */
@@ -129,7 +203,7 @@ export function readBirdFolder(dir: string): DbDocs {
     .filter((f) => extname(f).toLowerCase() === '.csv' && !f.startsWith('._'))
     .sort();
   if (files.length === 0) throw new AgroError('invalid_input', `${dir}: no <table>.csv file in this documentation folder`);
-  return { tables: files.map((f) => parseBirdCsv(basename(f, extname(f)).trim(), decodeText(readInputBytes(join(dir, f), 'documentation')), join(dir, f))) };
+  return { tables: files.map((f) => readBirdCsv(join(dir, f), basename(f, extname(f)).trim())) };
 }
 
 // ---------------------------------------------------------------- Spider / KaggleDBQA tables.json
@@ -252,7 +326,7 @@ export function readDocsWithFormat(path: string, dbId?: string): { docs: DbDocs;
     throw new AgroError('invalid_input', `${path}: no documentation here (expected <table>.csv files, database_description/ or tables.json)`);
   }
   if (extname(path).toLowerCase() === '.csv') {
-    return { docs: { tables: [parseBirdCsv(basename(path, extname(path)).trim(), decodeText(readInputBytes(path, 'documentation')), path)] }, format: 'bird' };
+    return { docs: { tables: [readBirdCsv(path, basename(path, extname(path)).trim())] }, format: 'bird' };
   }
   return docsFromJson(readJson(path), path, dbId);
 }

@@ -3,6 +3,8 @@
  * Implementations live beside this file; change the contract only with everyone's callers in view.
  */
 
+import type { ErrorKind } from '../errors.ts';
+
 /** A cell as better-sqlite3 returns it (integers as JS numbers; blobs as bytes). */
 export type SqlValue = number | string | bigint | Uint8Array | null;
 export type Row = SqlValue[];
@@ -40,6 +42,16 @@ export type ExecErrorKind =
   | 'timeout' // ran past one of its limits (`limit` says which) and was stopped
   | 'no_database' // the database file does not exist
   | 'bad_database'; // the file is not a readable SQLite database
+
+/** The CLI's error kind (and so exit code, docs/cli-errors.md) for a query that produced no result. */
+export const EXEC_ERROR_KIND: Record<ExecErrorKind, ErrorKind> = {
+  refused: 'refused',
+  syntax: 'sql_error',
+  runtime: 'sql_error',
+  timeout: 'timeout',
+  no_database: 'not_found',
+  bad_database: 'invalid_input',
+};
 
 export type ExecResult =
   | {

@@ -2,7 +2,7 @@
  * What the SFT and GRPO trainers share about a run directory: restoring a trainer from a checkpoint and
  * keeping metrics.jsonl consistent with the step it resumed from.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { AgroError } from '../errors.ts';
@@ -120,14 +120,5 @@ export function checkResumeSettings(configPath: string, settings: object, opts: 
   return [...history, { step: opts.step, changes }];
 }
 
-/** Checkpoints of a run directory, newest last: checkpoints/step-N. */
-export function listCheckpoints(outDir: string): { step: number; dir: string }[] {
-  const root = join(outDir, 'checkpoints');
-  if (!existsSync(root)) return [];
-  return readdirSync(root)
-    .map((n) => /^step-(\d+)$/.exec(n))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ step: Number(m[1]), dir: join(root, m[0]) }))
-    .filter((c) => existsSync(join(c.dir, 'trainer_state.json')))
-    .sort((a, b) => a.step - b.step);
-}
+/** Checkpoints of a run directory, newest last (their home is model/checkpoint.ts, beside the resolver of `--init` and `--policy`). */
+export { listCheckpoints } from '../model/checkpoint.ts';

@@ -138,6 +138,17 @@ export function readInputText(path: string, what: string, maxBytes = MAX_INPUT_B
 
 /** readInputText's bytes, undecoded (for files that may not be UTF-8: BIRD's description CSVs). */
 export function readInputBytes(path: string, what: string, maxBytes = MAX_INPUT_BYTES): Buffer {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  readInputChunks(path, what, (chunk) => { chunks.push(chunk); total += chunk.length; }, maxBytes);
+  return Buffer.concat(chunks, total);
+}
+
+/**
+ * readInputBytes's file, handed over a MiB at a time with the same checks and bounds, for readers that keep
+ * less than the whole file (a streaming parse). A chunk is the reader's to keep: it is never reused.
+ */
+export function readInputChunks(path: string, what: string, onChunk: (chunk: Buffer) => void, maxBytes = MAX_INPUT_BYTES): void {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -153,19 +164,18 @@ export function readInputBytes(path: string, what: string, maxBytes = MAX_INPUT_
     if (!st.isFile()) throw new AgroError('invalid_input', `${what} path is not a regular file (a device, FIFO or socket): ${path}`);
     const tooBig = (): AgroError => new AgroError('invalid_input', `${what} file ${path} is larger than ${maxBytes / 2 ** 20} MiB, the most agro reads`);
     if (st.size > maxBytes) throw tooBig();
-    const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
       const buf = Buffer.allocUnsafe(Math.min(1 << 20, maxBytes + 1 - total));
       const n = readSync(fd, buf, 0, buf.length, null);
       if (n === 0) break;
-      chunks.push(n === buf.length ? buf : buf.subarray(0, n));
       total += n;
       if (total > maxBytes) throw tooBig();
+      onChunk(n === buf.length ? buf : buf.subarray(0, n));
     }
-    return Buffer.concat(chunks, total);
   } catch (err) {
-    if (err instanceof AgroError) throw err;
+    // The reader's own errors pass through; only the file system's become a one-line message.
+    if (err instanceof AgroError || (err as NodeJS.ErrnoException).syscall === undefined) throw err;
     throw new AgroError('invalid_input', `cannot read ${what} file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   } finally {
     closeSync(fd);

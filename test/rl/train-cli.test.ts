@@ -1,9 +1,10 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { initBackend } from '../../src/model/backend.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
@@ -81,8 +82,9 @@ test('agro train --anchor mixes an SFT loss into every step, records it, and a r
   const steps = () => readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { anchor_loss?: number });
   assert.equal(steps().length, 2);
   for (const m of steps()) assert.ok(Number.isFinite(m.anchor_loss) && m.anchor_loss! > 0, `anchor_loss ${m.anchor_loss}`);
-  const cfg = JSON.parse(readFileSync(join(out, 'train_config.json'), 'utf8')) as { anchor?: unknown };
-  assert.deepEqual(cfg.anchor, { coef: 2, batch: 1, samples: 2 });
+  const cfg = JSON.parse(readFileSync(join(out, 'train_config.json'), 'utf8')) as { anchor?: unknown; init?: string };
+  assert.deepEqual(cfg.anchor, { coef: 2, batch: 1, samples: 2, hash: `sha256:${createHash('sha256').update(readFileSync(anchor)).digest('hex')}` });
+  assert.equal(cfg.init, resolve(ck), 'the starting policy (the KL reference) is recorded');
   // Resumed with the file alone: the run's weight and batch carry over.
   const resumed = agro(...base, '--steps', '3', '--resume', '--allow-changes', '--anchor', anchor);
   assert.equal(resumed.status, 0, resumed.stderr);
@@ -95,6 +97,21 @@ test('agro train --anchor mixes an SFT loss into every step, records it, and a r
   const heavier = agro(...base, '--steps', '3', '--resume', '--anchor', anchor, '--anchor-weight', '5');
   assert.equal(heavier.status, 2);
   assert.match(heavier.stderr, /anchor\.coef 2 → 5/);
+  // Another anchor file of as many samples, or another starting policy, is another objective too (issue #47).
+  const other = join(dir, 'anchor-other.jsonl');
+  writeFileSync(other, readFileSync(anchor, 'utf8').replace('How many students are there?', 'Count the students.'));
+  const swapped = agro(...base, '--steps', '3', '--resume', '--anchor', other);
+  assert.equal(swapped.status, 2, swapped.stderr);
+  assert.match(swapped.stderr, /^agro: resume: the run was trained with other settings: anchor\.hash "sha256:\w+" → "sha256:\w+" \(.*--allow-changes/);
+  assert.equal(swapped.stderr.trim().split('\n').length, 1, swapped.stderr);
+  const ck2 = join(dir, 'init-2');
+  cpSync(ck, ck2, { recursive: true });
+  const reinit = agro(...base.map((a) => (a === ck ? ck2 : a)), '--steps', '3', '--resume', '--anchor', anchor);
+  assert.equal(reinit.status, 2, reinit.stderr);
+  assert.match(reinit.stderr, /^agro: resume: the run was trained with other settings: init ".*init" → ".*init-2"/);
+  // Left out on resume, --init keeps the run's (the KL reference included).
+  const bare = agro(...base.filter((a, i) => a !== ck && base[i + 1] !== ck), '--steps', '3', '--resume', '--anchor', anchor);
+  assert.equal(bare.status, 0, bare.stderr);
   // Anchor settings without an anchor are a usage error.
   const stray = agro(...base.map((a) => (a === out ? join(dir, 'stray') : a)), '--steps', '1', '--anchor-weight', '2');
   assert.equal(stray.status, 2);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { AgroError } from '../../errors.ts';
 import type { EngineName } from '../../model/engine.ts';
 import { resolveModelPath } from '../../model/builtin.ts';
+import { listCheckpoints, resolveCheckpointDir } from '../../model/checkpoint.ts';
 import { CheckpointPolicy } from './checkpoint.ts';
 import { EndpointPolicy } from './endpoint.ts';
 import { GgufPolicy, isGgufFile } from './gguf.ts';
@@ -36,8 +37,9 @@ export async function openPolicy(spec: PolicySpec): Promise<Policy> {
   if (!path) throw new AgroError('usage', 'no policy: give --policy <checkpoint dir | file.gguf> or --llm-url <endpoint>');
   if (!existsSync(path)) throw new AgroError('not_found', `policy not found: ${path}`);
   if (statSync(path).isDirectory()) {
-    if (!existsSync(join(path, 'config.json'))) throw new AgroError('invalid_input', `${path} is not a checkpoint: it has no config.json (expected an agro/Hugging Face checkpoint folder or a .gguf file)`);
-    return CheckpointPolicy.open(path, { engine: spec.engine, maxBatch: spec.maxBatch, threads: spec.threads, constrain: spec.constrain });
+    // A run folder stands for its newest checkpoint, as with `train --init`.
+    if (!existsSync(join(path, 'config.json')) && listCheckpoints(path).length === 0) throw new AgroError('invalid_input', `${path} is not a checkpoint: it has no config.json (expected an agro/Hugging Face checkpoint folder, a run folder with checkpoints/step-N, or a .gguf file)`);
+    return CheckpointPolicy.open(resolveCheckpointDir(path), { engine: spec.engine, maxBatch: spec.maxBatch, threads: spec.threads, constrain: spec.constrain });
   }
   if (isGgufFile(path)) {
     if (spec.engine && spec.engine !== 'llama.cpp') throw new AgroError('usage', `${path} is a GGUF file: it runs on llama.cpp only (drop --engine ${spec.engine})`);

@@ -1,10 +1,11 @@
 import { basename, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
-import { AgroError } from '../../errors.ts';
+import { AgroError, exitCodeFor } from '../../errors.ts';
 import { EPISODE_MODES, runEpisode, type EpisodeMode, type EpisodeEvent } from '../../agent/episode.ts';
 import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { assertReadableDatabase } from '../../sql/introspect.ts';
+import { EXEC_ERROR_KIND } from '../../sql/types.ts';
 import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
 import { turnTokens, UNTRAINED_TURN_TOKENS } from '../../agent/prompt-contract.ts';
@@ -83,9 +84,9 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     } else {
       write(`no answer (${res.endReason}${res.error ? `: ${res.error}` : ''})\n`);
     }
-    // A finished episode exits 0 even without an answer (the output says why); a deadline is a timeout (7), an answer SQLite rejects an SQL error (6).
+    // A finished episode exits 0 even without an answer (the output says why); a deadline with nothing chosen is a timeout (7), an answer that does not run exits as agro sql would (refused 5, SQL error 6).
     if (res.endReason === 'timeout' && !chosen?.sql) process.exitCode = 7;
-    else if (final && !final.ok) process.exitCode = 6;
+    else if (final && !final.ok) process.exitCode = exitCodeFor(EXEC_ERROR_KIND[final.error]);
   } finally {
     await policy.close();
     await pool.close();

@@ -6,14 +6,15 @@ import { EVAL_DEFAULTS, evaluate } from '../../eval/run.ts';
 import { formatReport } from '../../eval/format.ts';
 import { readDataset } from '../../data/read-dataset.ts';
 import { readPredictions } from '../../data/read-predictions.ts';
-import { assertDir, resolveDatabases } from '../../data/databases.ts';
+import { assertDir } from '../../data/databases.ts';
+import { resolveDatabasesFromFlag } from '../db-root.ts';
 import { catalogFromFactoryOutput, factoryOutputOf } from '../../data/catalog.ts';
 import { join } from 'node:path';
 import { writeBirdFiles } from '../../data/bird-files.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { LEGACY_QUOTES_MISSING, legacyQuotesAvailable } from '../../sql/open-database.mjs';
 import { ensureDir, writeJsonAtomic } from '../../util/fs.ts';
-import { LIMITS, addPrivilegedRoleOption } from '../options.ts';
+import { LIMITS, addPrivilegedRoleOption, parseCliOptions } from '../options.ts';
 import { prepareOutDir, prepareOutFile } from '../out-path.ts';
 import { printOut } from '../print.ts';
 
@@ -40,12 +41,7 @@ const optionsSchema = z.object({
 type EvalCliOptions = z.infer<typeof optionsSchema>;
 
 function parseOptions(raw: unknown): EvalCliOptions {
-  const r = optionsSchema.safeParse(raw);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    const flag = String(issue.path[0] ?? '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    throw new AgroError('usage', `eval: --${flag}: ${issue.message}`);
-  }
+  const r = { data: parseCliOptions(optionsSchema, raw, 'eval') };
   if (!r.data.pred === !r.data.gold) throw new AgroError('usage', 'eval: give exactly one of --pred <file> or --gold');
   if (r.data.keepDistinct && r.data.mode !== 'spider') throw new AgroError('usage', 'eval: --keep-distinct applies to --mode spider only');
   if (r.data.birdSortedRows && r.data.mode !== 'bird') throw new AgroError('usage', 'eval: --bird-sorted-rows applies to --mode bird only');
@@ -72,7 +68,7 @@ async function runEval(raw: unknown): Promise<void> {
   // Every db_id resolved, and its database checked, before the first query.
   const ids = dataset.items.map((it) => it.dbId);
   if (catalog) for (const id of new Set(ids)) catalog.resolve(id);
-  else resolveDatabases(dbRoot, ids);
+  else resolveDatabasesFromFlag(o.dbRoot, DEFAULT_DB_ROOT, ids);
   const databases = catalog ? (id: string): string => catalog.resolve(id).path : undefined;
   if (o.exportBird) {
     ensureDir(o.exportBird);

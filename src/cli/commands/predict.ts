@@ -12,7 +12,7 @@ import { prepareOutDir } from '../out-path.ts';
 import { addPromptOptions, askedPrompt, envDepsFromCli, printWarning, type PromptCliOptions } from '../prompt-options.ts';
 import { UNTRAINED_TURN_TOKENS } from '../../agent/prompt-contract.ts';
 import { readDataset } from '../../data/read-dataset.ts';
-import { resolveDatabases } from '../../data/databases.ts';
+import { resolveDatabasesFromFlag } from '../db-root.ts';
 import { catalogFromFactoryOutput, factoryOutputOf } from '../../data/catalog.ts';
 import { join } from 'node:path';
 import { SEARCH_SAMPLES } from '../../answer/answer.ts';
@@ -72,7 +72,7 @@ async function run(o: PredictCliOptions): Promise<void> {
   if (factory !== undefined) {
     const catalog = catalogFromFactoryOutput(factory);
     for (const id of new Set(ids)) catalog.resolve(id);
-  } else resolveDatabases(dbRoot, ids);
+  } else resolveDatabasesFromFlag(o.dbRoot, DEFAULT_DB_ROOT, ids);
   const policy = await openPolicyFromCli(o, o.concurrency);
   const pool = createExecutor({ size: o.workers, allowPrivilegedRole: o.allowPrivilegedRole });
   const ctrl = new AbortController();

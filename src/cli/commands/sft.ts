@@ -7,7 +7,7 @@ import { LIMITS, numberArg, seedArg } from '../options.ts';
 import { initBackend } from '../../model/backend.ts';
 import type { BackendName } from '../../model/backend.ts';
 import { renderChat } from '../../model/chat.ts';
-import { loadCheckpoint } from '../../model/checkpoint.ts';
+import { loadCheckpoint, resolveCheckpointDir } from '../../model/checkpoint.ts';
 import { PRESET_NAMES, resolveModelConfig, type PresetName } from '../../model/config.ts';
 import { LlamaModel } from '../../model/llama.ts';
 import type { WeightMap } from '../../model/llama.ts';
@@ -80,7 +80,8 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
   // A write killed mid-way (SIGKILL) leaves a temp folder that nothing else would remove.
   for (const line of cleanRunCheckpoints(o.out)) log(`checkpoints: ${line} (left by a write that was cut)`);
   // The prompt: what the starting checkpoint was trained with (resumed run, else --init), then the flags.
-  const startDir = o.resume ? listCheckpoints(o.out).at(-1)?.dir : o.init;
+  const initDir = o.init ? resolveCheckpointDir(o.init) : undefined;
+  const startDir = o.resume ? (listCheckpoints(o.out).at(-1)?.dir ?? initDir) : initDir;
   const startContract = startDir && existsSync(startDir) ? readPromptContract(startDir) : null;
   const env = new SqlEnvironment(noExecution, promptFromCli(startContract, o), envDepsFromCli(o));
   // A factory output (its folder, or its dataset.jsonl beside manifest.json) names its own database.
@@ -111,7 +112,7 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
     resumeFrom = { trainerState: ck.trainerState, optimizerState: ck.optimizerState };
     log(`resuming from ${latest.dir}`);
   } else if (o.init) {
-    const ck = loadCheckpoint(o.init);
+    const ck = loadCheckpoint(initDir!);
     model = ck.model;
     tokenizer = ck.tokenizer;
     log(`initialised from ${o.init}`);
@@ -141,6 +142,7 @@ export async function runSftCommand(o: SftCliOptions): Promise<void> {
     else {
       printOut(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps: loss ${res.finalLoss?.toFixed(4) ?? '-'}, held-out ${res.heldOutLoss?.toFixed(4) ?? '-'}${res.best ? ` (best step ${res.best.step}${res.best.stoppedEarly ? ', stopped early' : ''})` : ''}\ncheckpoint: ${res.checkpoint}\n`);
       if (res.interrupted) printOut(`continue with: agro sft --data ${o.data} --out ${o.out} --resume\n`);
+      else printOut(`next: agro train --data ${o.data} --init ${o.out} --out ${o.out}-grpo   (RL of this checkpoint; a file of your own also needs --db-root)\n`);
     }
   } finally {
     process.removeListener('SIGINT', onSigint);
@@ -154,7 +156,7 @@ export function register(program: Command): void {
     .description('Cold-start supervised fine-tuning of the built-in model (loss on the agent\'s tokens only).')
     .requiredOption('--data <file>', 'dataset: .jsonl or .json rows {db_id, question, evidence?, SQL} or {messages: [...]}')
     .requiredOption('--out <dir>', 'run directory (metrics.jsonl, checkpoints/step-N)')
-    .option('--init <checkpoint>', 'start from this checkpoint (its tokenizer and weights) instead of from scratch')
+    .option('--init <checkpoint>', 'start from this checkpoint (its tokenizer and weights) instead of from scratch: a checkpoint, a run directory (its newest checkpoint) or base (the built-in base model)')
     .option('--preset <name>', `model size when training from scratch: ${PRESET_NAMES.join(', ')}`, 'small')
     .option('--steps <n>', 'optimizer steps', numberArg('--steps', { min: 1, max: LIMITS.steps }))
     .option('--seed <n>', 'seed for weights and data order', seedArg())

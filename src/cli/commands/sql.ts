@@ -1,19 +1,10 @@
 import type { Command } from 'commander';
-import { AgroError, type ErrorKind } from '../../errors.ts';
+import { AgroError } from '../../errors.ts';
 import { LIMITS, addPrivilegedRoleOption, numberArg, timeoutArg } from '../options.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { EXEC_DEFAULTS } from '../../sql/pool.ts';
-import type { ExecErrorKind, ExecResult, Row, SqlValue } from '../../sql/types.ts';
+import { EXEC_ERROR_KIND, type ExecResult, type Row, type SqlValue } from '../../sql/types.ts';
 import { printOut } from '../print.ts';
-
-const KIND: Record<ExecErrorKind, ErrorKind> = {
-  refused: 'refused',
-  syntax: 'sql_error',
-  runtime: 'sql_error',
-  timeout: 'timeout',
-  no_database: 'not_found',
-  bad_database: 'invalid_input',
-};
 
 function cellText(v: SqlValue, width: number): string {
   let s: string;
@@ -68,7 +59,7 @@ export function register(program: Command): void {
       const pool = createExecutor({ size: 1, allowPrivilegedRole: opts.allowPrivilegedRole });
       try {
         const r = await pool.execute(opts.db, query, { timeoutMs: opts.timeout, maxRows: opts.maxRows, maxBytes: opts.maxBytes });
-        if (!r.ok) throw new AgroError(KIND[r.error], r.message);
+        if (!r.ok) throw new AgroError(EXEC_ERROR_KIND[r.error], r.message);
         if (opts.json) {
           const out = { columns: r.columns, rows: r.rows.map((row) => row.map(jsonSafe)), truncated: r.truncated, ...(r.truncatedBy ? { truncatedBy: r.truncatedBy } : {}), elapsedMs: Math.round(r.elapsedMs * 10) / 10 };
           process.stdout.write(`${JSON.stringify(out)}\n`);

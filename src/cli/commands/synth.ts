@@ -5,7 +5,7 @@ import { LIMITS, parseCliOptions } from '../options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { runFactory } from '../../factory/pipeline.ts';
 import { readDocs } from '../../sql/docs.ts';
-import { basename, extname, join } from 'node:path';
+import { basename, dirname, extname, join } from 'node:path';
 import { stageBars } from '../progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
 import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
@@ -105,6 +105,8 @@ async function run(raw: unknown): Promise<void> {
     const unusedColumns = m.unused.length - unusedTables.length;
     if (m.unused.length) lines.push(`  unused: ${unusedTables.length} tables, ${unusedColumns} columns (reasons in ${r.manifestPath})`);
     printOut(lines.join('\n') + '\n');
+    // The next step of the own-database path (README): a cold start of the base model on this data.
+    printOut(`next: agro sft --data ${o.out} --init base --out ${o.out}-sft\nsee it: agro dashboard ${dirname(o.out)}\n`);
     if (o.show > 0) {
       const shown: string[] = [];
       for (const p of r.pairs.slice(0, o.show)) shown.push(await showExample(exec, r.manifest.db, p));

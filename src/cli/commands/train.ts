@@ -1,18 +1,20 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { readText } from '../../data/read-json.ts';
-import { dirname, join } from 'node:path';
+import { readInputBytes } from '../../util/fs.ts';
+import { createHash } from 'node:crypto';
+import { dirname, join, resolve } from 'node:path';
 import { AgroError, escapeControls } from '../../errors.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { LIMITS, numberArg, seedArg } from '../options.ts';
 import { initBackend, type BackendName } from '../../model/backend.ts';
-import { loadCheckpoint, type Checkpoint } from '../../model/checkpoint.ts';
+import { loadCheckpoint, resolveCheckpointDir, type Checkpoint } from '../../model/checkpoint.ts';
 import { LlamaModel } from '../../model/llama.ts';
 import { ENGINE_NAMES, type RolloutEngine } from '../../model/engine.ts';
 import { createEngine } from '../../model/engines.ts';
-import { SqlEnvironment } from '../../agent/sql-env.ts';
+import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
 import { readPromptContract } from '../../agent/prompt-contract.ts';
-import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
+import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { resolveTaskSource, tasksFromCatalog } from '../../agent/tasks.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
@@ -72,14 +74,6 @@ const DEFAULT_DB_ROOT = 'data/databases';
 /** Not a preset of the gradient trainer: the experience-library loop of rl/training-free.ts. */
 const TRAINING_FREE = 'training_free_grpo';
 
-/** A checkpoint directory, or a run directory whose newest checkpoint is used. */
-export function resolveCheckpointDir(path: string): string {
-  if (existsSync(join(path, 'config.json'))) return path;
-  const cks = listCheckpoints(path);
-  if (cks.length) return cks[cks.length - 1].dir;
-  throw new AgroError('not_found', `no checkpoint at ${path} (expected config.json + model.safetensors, or a run directory with checkpoints/step-N)`);
-}
-
 /** Dataset rows as SQL agent tasks, with each database's variants (test-suite reward) when a variants dir is given. */
 /** Questions of `agro synth-search` (its output folder, or questions.jsonl beside corpus.jsonl) as search tasks. */
 export function loadSearchTasks(path: string): { corpusPath: string; train: SearchTask[]; heldOut: SearchTask[] } {
@@ -117,11 +111,12 @@ function readConfigFile(path: string): TrainConfigInput {
 
 
 /** The anchor's rows, read before anything heavy: BIRD-style rows (with the dataset's databases) or ready chat messages, as `agro sft` reads them. */
-function readAnchorRows(path: string, o: TrainCliOptions): { rows: ReturnType<typeof readRows>; catalog: ReturnType<typeof resolveTaskSource>['catalog'] } {
+function readAnchorRows(path: string, o: TrainCliOptions): { rows: ReturnType<typeof readRows>; catalog: ReturnType<typeof resolveTaskSource>['catalog']; hash: string } {
   const src = resolveTaskSource(path, { dbRoot: o.dbRoot, defaultDbRoot: DEFAULT_DB_ROOT });
   const rows = readRows(src.dataPath);
   if (rows.length === 0) throw new AgroError('invalid_input', `--anchor ${path}: no rows`);
-  return { rows, catalog: src.catalog };
+  // The content's hash goes into train_config.json: a resume with another file of as many samples is a change.
+  return { rows, catalog: src.catalog, hash: `sha256:${createHash('sha256').update(readInputBytes(src.dataPath, 'anchor')).digest('hex')}` };
 }
 
 /** The anchor's conversations: a BIRD-style row opens with the policy's own prompt (the environment built from its contract), as in `agro sft`. */
@@ -172,7 +167,8 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   if (existing.length && !o.resume) {
     throw new AgroError('usage', `${o.out} already has checkpoints (newest ${existing.at(-1)?.dir}); pass --resume to continue or choose another --out`);
   }
-  if (o.resume && existing.length && !trainingFree) {
+  const resuming = Boolean(o.resume && existing.length && !trainingFree);
+  if (resuming) {
     // Flags left out on resume keep the run's values (runGrpo refuses the ones given that differ, unless --allow-changes).
     const recorded = recordedSettings(join(o.out, 'train_config.json')).train as Record<string, unknown> | undefined;
     config = resumeConfig(recorded ?? {}, Object.keys(trainConfigSchema.shape), config) as TrainConfigInput;
@@ -199,12 +195,16 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
   }
   // The anchor's rows are read (and checked) before anything heavy, like the dataset's.
   const anchorRows = o.anchor ? readAnchorRows(o.anchor, o) : undefined;
+  // The starting policy (and KL reference) as the checkpoint folder it resolves to, recorded by runGrpo: a resume
+  // keeps the run's when --init is left out, and one that names another is refused unless --allow-changes.
+  const recordedInit = resuming ? recordedSettings(join(o.out, 'train_config.json')).init : undefined;
+  const initDir = o.init !== undefined ? resolve(resolveCheckpointDir(o.init)) : typeof recordedInit === 'string' ? recordedInit : undefined;
   await initBackend(o.backend);
 
   let ck: Checkpoint;
   let ckDir: string;
   let resumeFrom: { trainerState: object; optimizerState?: Checkpoint['optimizerState'] } | undefined;
-  if (o.resume && existing.length && !trainingFree) {
+  if (resuming) {
     const dir = existing[existing.length - 1].dir;
     ckDir = dir;
     ck = loadCheckpoint(dir);
@@ -212,15 +212,15 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
     resumeFrom = { trainerState: ck.trainerState, optimizerState: ck.optimizerState };
     log(`resuming from ${dir}`);
   } else {
-    if (!o.init) throw new AgroError('usage', '--init <checkpoint or run dir> is required (train a cold start with `agro sft` first)');
-    ckDir = resolveCheckpointDir(o.init);
+    if (!initDir) throw new AgroError('usage', '--init <checkpoint or run dir> is required (train a cold start with `agro sft` first)');
+    ckDir = initDir;
     ck = loadCheckpoint(ckDir);
   }
   // The KL reference is the starting policy: the --init checkpoint (also when resuming).
   let reference: LlamaModel | undefined;
   if ((algo.kl.coef > 0 || algo.klInReward.enabled) && !trainingFree) {
-    if (!o.init) throw new AgroError('usage', `algorithm "${trainCfg.algo}" measures a KL to the starting policy: --init is needed as the KL reference, also with --resume`);
-    reference = loadCheckpoint(resolveCheckpointDir(o.init)).model;
+    if (!initDir) throw new AgroError('usage', `algorithm "${trainCfg.algo}" measures a KL to the starting policy: --init is needed as the KL reference`);
+    reference = loadCheckpoint(initDir).model;
   }
 
   let pool: SqlExecutor | undefined;
@@ -266,6 +266,8 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
       }
       return;
     }
+    // Accuracy 0 on every step means no rollout was ever rewarded as correct: GRPO had nothing to learn from.
+    let everCorrect = false;
     const res = await runGrpo({
       engine,
       outDir: o.out,
@@ -277,18 +279,26 @@ export async function runTrainCommand(o: TrainCliOptions): Promise<void> {
       reference,
       config,
       resumeFrom,
-      ...(anchorRows ? { anchor: { samples: anchorSamples(await anchorConversations(anchorRows, o.anchor!, env), ck.tokenizer, ck.model.config.maxPositions, `--anchor ${o.anchor!}`), ...anchorSettings(o, Boolean(o.resume && existing.length)) } } : {}),
+      ...(anchorRows ? { anchor: { samples: anchorSamples(await anchorConversations(anchorRows, o.anchor!, env), ck.tokenizer, ck.model.config.maxPositions, `--anchor ${o.anchor!}`), ...anchorSettings(o, resuming), hash: anchorRows.hash } } : {}),
+      ...(initDir !== undefined ? { init: initDir } : {}),
       allowChanges: o.allowChanges,
       signal: controller.signal,
-      onStep: (r: StepRecord) => bar.update(r.step, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2), tps: r.tokens_per_s }),
+      onStep: (r: StepRecord) => {
+        if (r.accuracy > 0) everCorrect = true;
+        bar.update(r.step, { reward: r.reward.toFixed(3), acc: r.accuracy.toFixed(2), calls: r.tool_calls.toFixed(2), tps: r.tokens_per_s });
+      },
     });
     bar.stop();
+    if (!everCorrect && res.steps > startStep) {
+      printWarning(`accuracy was 0.00 on every step: no rollout answered correctly, so RL had no signal to learn from; start from a checkpoint that answers some questions (agro sft --init base on this data), or use easier questions`);
+    }
     const summary = { steps: res.steps, checkpoint: res.checkpoint, interrupted: res.interrupted, eval: res.finalEval ?? null };
     if (o.json) process.stdout.write(JSON.stringify(summary) + '\n');
     else {
       printOut(`${res.interrupted ? 'interrupted' : 'done'} after ${res.steps} steps\ncheckpoint: ${res.checkpoint}\nmetrics: ${join(o.out, 'metrics.jsonl')}\n`);
       if (res.finalEval) printOut(`held-out ${o.task === 'sql' ? 'execution accuracy' : 'exact match'}: ${(100 * res.finalEval.accuracy).toFixed(1)}% of ${res.finalEval.n} (tool calls per episode ${res.finalEval.toolCalls.toFixed(2)})\n`);
       if (res.interrupted) printOut(`continue with: agro train --task ${o.task} --data ${o.data} --out ${o.out} --resume${o.init ? ` --init ${o.init}` : ''}${o.anchor ? ` --anchor ${o.anchor}` : ''}\n`);
+      else if (o.task === 'sql') printOut(`next: agro ask --policy ${o.out} --db ${(tasks[0] as Partial<SqlTask> | undefined)?.dbPath ?? '<database>'} "<your question>"   (or agro predict --policy ${o.out} --data <questions> --out <dir>)\n`);
     }
   } finally {
     process.removeListener('SIGINT', onSigint);
@@ -306,7 +316,7 @@ export function register(program: Command): void {
     .requiredOption('--data <file>', 'sql: BIRD-style .json/.jsonl rows {db_id, question, evidence?, SQL}, or an agro synth output (folder or dataset.jsonl); search: the folder of agro synth-search')
     .option('--task <kind>', 'sql or search', 'sql')
     .requiredOption('--out <dir>', 'run directory (metrics.jsonl, checkpoints/step-N, eval.json)')
-    .option('--init <checkpoint>', 'starting policy (and KL reference): a checkpoint or a run directory (its newest checkpoint)')
+    .option('--init <checkpoint>', 'starting policy (and KL reference): a checkpoint, a run directory (its newest checkpoint) or base (the built-in base model)')
     .option('--algo <name>', `algorithm preset: ${PRESET_NAMES.join(', ')}, or ${TRAINING_FREE} (no weight update; needs --llm-url)`)
     .option('--config <file>', 'JSON train config (TrainConfig fields; flags override it)')
     .option('--db-root <dir>', `databases as <dir>/<db_id>/<db_id>.sqlite (default ${DEFAULT_DB_ROOT}; a factory output, its folder or its dataset.jsonl, names its own)`)

@@ -1,0 +1,39 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { startFakeOpenAI } from '../support/fake-openai.ts';
+
+const BIN = resolve('bin/agro.js');
+const DB = 'data/databases/music_store/music_store.sqlite';
+
+/** The CLI as a child (spawn, not spawnSync: the fake endpoint answers from this process's event loop). */
+function agro(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => done({ status, stdout, stderr }));
+  });
+}
+
+test('agro ask exits as agro sql would when its answer does not run: refused 5, SQL error 6, a result 0', { timeout: 120_000 }, async () => {
+  const answers: Record<string, string> = {
+    refused: 'DELETE FROM artists',
+    error: 'SELECT no_such_column FROM artists',
+    fine: 'SELECT count(*) FROM artists',
+  };
+  let current = 'refused';
+  const fake = await startFakeOpenAI(() => ({ kind: 'reply', content: `<think>count them</think><answer>${answers[current]}</answer>` }));
+  try {
+    for (const [name, code] of [['refused', 5], ['error', 6], ['fine', 0]] as const) {
+      current = name;
+      const r = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', DB, '--mode', 'direct', 'How many artists are there?']);
+      assert.equal(r.status, code, `${name}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stdout, new RegExp(`answer: ${answers[name].replace(/[()*]/g, '\\$&')}`), r.stdout);
+    }
+  } finally {
+    await fake.close();
+  }
+});
