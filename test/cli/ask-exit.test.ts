@@ -29,10 +29,17 @@ test('agro ask exits as agro sql would when its answer does not run: refused 5, 
   try {
     for (const [name, code] of [['refused', 5], ['error', 6], ['fine', 0]] as const) {
       current = name;
-      const r = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', DB, '--mode', 'direct', 'How many artists are there?']);
+      // --no-search: the policy's own answer is the one printed and run.
+      const r = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', DB, '--mode', 'direct', '--no-search', 'How many artists are there?']);
       assert.equal(r.status, code, `${name}: ${r.stdout}${r.stderr}`);
       assert.match(r.stdout, new RegExp(`answer: ${answers[name].replace(/[()*]/g, '\\$&')}`), r.stdout);
     }
+    // With the answer path a refused policy answer is no candidate: another one answers, and the run exits 0.
+    current = 'refused';
+    const r = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', DB, '--mode', 'direct', '--search-samples', '0', 'How many artists are there?']);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /the policy answered DELETE FROM artists; a better-checked candidate was chosen/);
+    assert.doesNotMatch(r.stdout, /answer: DELETE/);
   } finally {
     await fake.close();
   }
