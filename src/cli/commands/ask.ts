@@ -10,6 +10,8 @@ import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../p
 import { turnTokens } from '../../agent/prompt-contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
+import { addChartOption, writeChartIfAsked } from '../chart-option.ts';
+import { EXEC_DEFAULTS } from '../../sql/pool.ts';
 
 interface AskCliOptions extends PolicyCliOptions, PromptCliOptions {
   db: string;
@@ -21,6 +23,7 @@ interface AskCliOptions extends PolicyCliOptions, PromptCliOptions {
   temperature: number;
   retries: number;
   json?: boolean;
+  chart?: string;
 }
 
 const indent = (s: string, pad = '   '): string => s.split('\n').map((l) => pad + l).join('\n');
@@ -64,6 +67,7 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     } else {
       write(`no answer (${res.endReason}${res.error ? `: ${res.error}` : ''})\n`);
     }
+    await writeChartIfAsked(o, res.answer !== undefined ? () => pool.execute(dbPath, res.answer!, { timeoutMs: 30_000, maxRows: EXEC_DEFAULTS.maxRows }) : undefined);
     // A finished episode exits 0 even without an answer (the output says why); a deadline is a timeout (7), an answer SQLite rejects an SQL error (6).
     if (res.endReason === 'timeout') process.exitCode = 7;
     else if (final && !final.ok) process.exitCode = 6;
@@ -88,5 +92,6 @@ export function register(program: Command): void {
     .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run, or a turn with no valid action, is sampled again (at 0.7) up to n times, the first draft that runs (or, for a turn without action, calls the tool) kept", numberArg('--retries', { min: 0, max: 16 }), 0)
     .option('--rows <n>', 'rows of the final result to show', numberArg('--rows', { min: 1 }), 20)
     .option('--json', 'print the episode and the result as JSON');
+  addChartOption(cmd);
   addPromptOptions(cmd).action((q: string, o: AskCliOptions) => run(q, o));
 }
