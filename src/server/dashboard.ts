@@ -10,7 +10,7 @@
  *   GET  api/dataset?id=          manifest, schema coverage, pairs
  *   GET  api/eval?id=             an evaluation report (a quickstart's predictions are scored on demand)
  *   GET  api/eval/compare?id=&index=   predicted vs gold results, differing rows marked
- *   POST api/sql {db, sql}        one read-only query through the sandbox on a listed database
+ *   POST api/sql {db, sql, chart?, full?}   one read-only query through the sandbox on a listed database (its chart; every row the sandbox returns)
  *   GET  api/playground/prompt?policy=&db=&question=   the system prompt (schema) the policy sees for that question
  *   GET  api/playground/ask?policy=&db=&question=   SSE: the episode's steps (text as it is written, turns, end)
  */
@@ -29,7 +29,8 @@ import { compareQuestion, evalLabel, loadEval } from './dashboard/evals.ts';
 import { countLines, MetricsCache, readNewLines, toColumns, type TailState } from './dashboard/metrics.ts';
 import { rowCount } from './dashboard/columns.ts';
 import { policyBackend, type PlaygroundBackend, type PolicyBackendOptions } from './dashboard/playground.ts';
-import { toResultTable } from './dashboard/results.ts';
+import { toChartedTable, toResultTable } from './dashboard/results.ts';
+import { EXEC_DEFAULTS } from '../sql/pool.ts';
 import { realInside, scanFolder, type FolderScan, type FoundRun } from './dashboard/scan.ts';
 
 export type { ExtraPolicy, PlaygroundBackend, PolicyBackendOptions } from './dashboard/playground.ts';
@@ -305,10 +306,13 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
 
   app.post('/api/sql', async (c) => {
     try {
-      const body = (await c.req.json().catch(() => null)) as { db?: unknown; sql?: unknown } | null;
-      if (!body || typeof body.sql !== 'string' || typeof body.db !== 'string') throw new AgroError('usage', 'expected {"db": "...", "sql": "..."}');
+      const body = (await c.req.json().catch(() => null)) as { db?: unknown; sql?: unknown; chart?: unknown; full?: unknown } | null;
+      if (!body || typeof body.sql !== 'string' || typeof body.db !== 'string') throw new AgroError('usage', 'expected {"db": "...", "sql": "...", "chart"?: true, "full"?: true}');
+      // A download (`full`) gets the whole result as far as the sandbox bounds any result (rows and bytes).
+      if (body.full === true) return c.json(toResultTable(await exec.execute(database(body.db), body.sql, { timeoutMs: 10_000, maxRows: EXEC_DEFAULTS.maxRows }), EXEC_DEFAULTS.maxRows));
       const r = await exec.execute(database(body.db), body.sql, { timeoutMs: 10_000, maxRows: SQL_ROWS + 1 });
-      return c.json(toResultTable(r, SQL_ROWS));
+      // The Playground asks for the chart of what it runs; other pages read the table only.
+      return c.json(body.chart === true ? await toChartedTable(r, SQL_ROWS) : toResultTable(r, SQL_ROWS));
     } catch (err) {
       return fail(c, err);
     }

@@ -17,7 +17,7 @@ import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
 import { readPromptContract, resolvePromptSettings } from '../../agent/prompt-contract.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import type { PlaygroundEvent, PolicyInfo } from './api-types.ts';
-import { toResultTable } from './results.ts';
+import { CHART_ROWS, toChartedTable, toResultTable } from './results.ts';
 import type { FolderScan } from './scan.ts';
 
 export interface PlaygroundBackend {
@@ -183,6 +183,8 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
   };
 
   const table = async (dbPath: string, sql: string) => toResultTable(await o.executor.execute(dbPath, sql, { timeoutMs: 10_000, maxRows: TABLE_ROWS + 1 }), TABLE_ROWS);
+  // The answer's result is read far enough for its chart (one more row tells a cut result).
+  const answerTable = async (dbPath: string, sql: string) => toChartedTable(await o.executor.execute(dbPath, sql, { timeoutMs: 10_000, maxRows: CHART_ROWS + 1 }), TABLE_ROWS);
 
   return {
     async policies() {
@@ -215,7 +217,7 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
             const res = ev.result;
             const reason = res.error ? `${res.endReason}: ${res.error}` : res.endReason;
             if (res.answer === undefined) emit({ type: 'end', reason, ms: res.ms });
-            else emit({ type: 'end', reason, ms: res.ms, answer: res.answer, result: await table(dbPath, res.answer) });
+            else emit({ type: 'end', reason, ms: res.ms, answer: res.answer, result: await answerTable(dbPath, res.answer) });
           }
         };
         await runEpisode(env, task, got.policy, { mode: 'agent', maxTurnTokens, temperature: 0, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}) }, { onEvent });
