@@ -154,11 +154,17 @@ export interface PolicyInfo {
   label: string;
   /** checkpoint, gguf or endpoint (src/agent/policies/types.ts POLICY_KINDS). */
   kind: string;
+  /** A checkpoint's time (its config.json's mtime): the Playground starts with the newest. */
+  modifiedMs?: number;
+  /** Named on the command line (--policy, --llm-url, the served policy): the Playground starts with it. */
+  given?: boolean;
 }
 
 export interface DatabaseInfo {
   id: string;
   label: string;
+  /** The person's own (a --db, or a factory output's database) rather than a bundled one. */
+  own?: boolean;
 }
 
 /** One step of a playground episode, streamed as it happens. */
