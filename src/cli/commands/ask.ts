@@ -11,6 +11,7 @@ import { turnTokens } from '../../agent/prompt-contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
 import { addChartOption, writeChartIfAsked } from '../chart-option.ts';
+import { addSessionOption, openSession } from '../session-option.ts';
 import { EXEC_DEFAULTS } from '../../sql/pool.ts';
 
 interface AskCliOptions extends PolicyCliOptions, PromptCliOptions {
@@ -24,6 +25,7 @@ interface AskCliOptions extends PolicyCliOptions, PromptCliOptions {
   retries: number;
   json?: boolean;
   chart?: string;
+  session?: string;
 }
 
 const indent = (s: string, pad = '   '): string => s.split('\n').map((l) => pad + l).join('\n');
@@ -46,13 +48,14 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
   if (!question.trim()) throw new AgroError('usage', 'ask: the question is empty');
   // A missing file is exit 3, an unreadable one (truncated, not SQLite) exit 4: before the policy is loaded.
   assertReadableDatabase(o.db);
+  const session = openSession(o);
   const policy = await openPolicyFromCli(o, 1);
   const pool = createExecutor({ size: 1 });
   try {
     const prompt = promptFromCli(policy.promptContract, o);
     const env = new SqlEnvironment(pool, { ...prompt, ...(o.mode === 'direct' ? { maxTurns: 1 } : {}) }, envDepsFromCli(o, basename(o.db).replace(/\.(sqlite3?|db)$/i, '')));
     const dbPath = resolve(o.db);
-    const task: SqlTask = { id: 'ask', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, ...(o.evidence ? { evidence: o.evidence } : {}), goldSql: '' };
+    const task: SqlTask = { id: 'ask', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, ...(o.evidence ? { evidence: o.evidence } : {}), goldSql: '', previous: session.previous };
     const write = (s: string): void => printOut(s);
     const tokens = turnTokens(policy.promptContract, o.maxTurnTokens);
     if (tokens.warning) printWarning(tokens.warning);
@@ -67,6 +70,7 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     } else {
       write(`no answer (${res.endReason}${res.error ? `: ${res.error}` : ''})\n`);
     }
+    session.save(question, res.answer);
     await writeChartIfAsked(o, res.answer !== undefined ? () => pool.execute(dbPath, res.answer!, { timeoutMs: 30_000, maxRows: EXEC_DEFAULTS.maxRows }) : undefined);
     // A finished episode exits 0 even without an answer (the output says why); a deadline is a timeout (7), an answer SQLite rejects an SQL error (6).
     if (res.endReason === 'timeout') process.exitCode = 7;
@@ -93,5 +97,6 @@ export function register(program: Command): void {
     .option('--rows <n>', 'rows of the final result to show', numberArg('--rows', { min: 1 }), 20)
     .option('--json', 'print the episode and the result as JSON');
   addChartOption(cmd);
+  addSessionOption(cmd);
   addPromptOptions(cmd).action((q: string, o: AskCliOptions) => run(q, o));
 }

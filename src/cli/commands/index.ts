@@ -18,6 +18,7 @@ export const COMMAND_LOADERS: Record<string, Loader> = {
   eval: () => import('./eval.ts'),
   predict: () => import('./predict.ts'),
   ask: () => import('./ask.ts'),
+  chat: () => import('./chat.ts'),
   serve: () => import('./serve.ts'),
   export: () => import('./export.ts'),
   sql: () => import('./sql.ts'),
