@@ -196,6 +196,29 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     }
   });
 
+  test('Runs: the SFT run shows step / total and a full progress bar; curves smooth; the GRPO internals are folded away', async () => {
+    await page.goto(`${base}#/runs?run=sft`);
+    await page.waitForSelector('[data-testid=run-progress][data-run=sft]');
+    const text = (await page.textContent('[data-testid=run-progress][data-run=sft]'))!;
+    assert.match(text, new RegExp(`step ${fixture.sftSteps} / ${fixture.sftSteps}`));
+    assert.match(text, /done/);
+    assert.equal(await page.$eval('[data-testid=run-progress][data-run=sft] progress', (p) => (p as HTMLProgressElement).position), 1);
+    const raw = await drawnChart('Loss', { rows: fixture.sftSteps });
+    await page.fill('[data-testid=smoothing]', '0.9');
+    await page.waitForFunction((first) => {
+      const host = document.querySelector('figure.chart[data-title="Loss"] .plot') as HTMLElement & { _full?: (number | null)[][] };
+      return host?._full && host._full[1].length > 1 && host._full[1][1] !== first;
+    }, raw[1][1]);
+    await page.goto(`${base}#/runs?run=grpo`);
+    await page.waitForSelector('[data-testid=internals]');
+    // Folded: the internals' charts are not among the page's open charts.
+    const open = await page.$$eval('.charts > figure.chart', (fs) => fs.map((f) => f.getAttribute('data-title')));
+    assert.ok(open.includes('Reward (total and per component)'));
+    const folded = await page.$$eval('[data-testid=internals] figure.chart', (fs) => fs.map((f) => f.getAttribute('data-title')));
+    assert.ok(folded.length > 0 && folded.every((t) => !open.includes(t)), `${folded.join(', ')}`);
+    assert.equal(await page.$eval('[data-testid=internals]', (d) => (d as HTMLDetailsElement).open), false);
+  });
+
   test('Data: charts of the manifest, and filtering the pairs changes the table', async () => {
     await page.goto(`${base}#/data`);
     await page.waitForSelector('[data-testid=pairs] tbody tr');

@@ -87,7 +87,8 @@ export function EvalsPage({ params }: { params: URLSearchParams }) {
               Execution accuracy <strong>{s.accuracy.toFixed(2)}%</strong> ({s.correct} of {s.count}, {detail.mode} comparison)
             </p>
             <div class="charts">
-              <BarChart title="EX by difficulty (%)" labels={s.byDifficulty.map((b) => b.bucket)} series={[{ label: 'EX %', values: s.byDifficulty.map((b) => b.accuracy) }]} />
+              {/* A difficulty no question has is not a 0% bar. */}
+              <BarChart title="EX by difficulty (%)" labels={s.byDifficulty.filter((b) => b.count > 0).map((b) => b.bucket)} series={[{ label: 'EX %', values: s.byDifficulty.filter((b) => b.count > 0).map((b) => b.accuracy) }]} />
               <BarChart title="Outcomes" labels={Object.keys(s.outcomes)} series={[{ label: 'questions', values: Object.values(s.outcomes) }]} />
             </div>
             <section class="card">
