@@ -212,7 +212,7 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     await page.goto(`${base}#/runs?run=grpo`);
     await page.waitForSelector('[data-testid=internals]');
     // Folded: the internals' charts are not among the page's open charts.
-    const open = await page.$$eval('.charts > figure.chart', (fs) => fs.map((f) => f.getAttribute('data-title')));
+    const open = await page.$$eval('section.content > .charts > figure.chart', (fs) => fs.map((f) => f.getAttribute('data-title')));
     assert.ok(open.includes('Reward (total and per component)'));
     const folded = await page.$$eval('[data-testid=internals] figure.chart', (fs) => fs.map((f) => f.getAttribute('data-title')));
     assert.ok(folded.length > 0 && folded.every((t) => !open.includes(t)), `${folded.join(', ')}`);
