@@ -10,6 +10,7 @@
  *   GET  api/dataset?id=          manifest, schema coverage, pairs
  *   GET  api/eval?id=             an evaluation report (a quickstart's predictions are scored on demand)
  *   GET  api/eval/compare?id=&index=   predicted vs gold results, differing rows marked
+ *   GET  api/eval/peers?id=       the reports on the same question file, with their policies and summaries
  *   POST api/sql {db, sql, chart?, full?}   one read-only query through the sandbox on a listed database (its chart; every row the sandbox returns)
  *   GET  api/playground/prompt?policy=&db=&question=   the system prompt (schema) the policy sees for that question
  *   GET  api/playground/ask?policy=&db=&question=&previous=   SSE: the episode's steps (text as it is written, turns, end);
@@ -26,9 +27,9 @@ import { AgroError, oneLine } from '../errors.ts';
 import { previousTurnSchema, type PreviousTurn } from '../agent/conversation.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { isPostgresUrl, redactUrl, withoutRedactedPassword } from '../sql/postgres.ts';
-import type { DatabaseInfo, MetricsEvent, RunDetail, RunInfo } from './dashboard/api-types.ts';
+import type { DatabaseInfo, EvalPeer, MetricsEvent, RunDetail, RunInfo } from './dashboard/api-types.ts';
 import { loadDataset } from './dashboard/data.ts';
-import { compareQuestion, evalLabel, loadEval } from './dashboard/evals.ts';
+import { compareQuestion, evalLabel, loadEval, reportHead } from './dashboard/evals.ts';
 import { countLines, MetricsCache, readNewLines, toColumns, type TailState } from './dashboard/metrics.ts';
 import { rowCount } from './dashboard/columns.ts';
 import { defaultPolicy, policyBackend, type PlaygroundBackend, type PolicyBackendOptions } from './dashboard/playground.ts';
@@ -317,6 +318,26 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
   app.get('/api/eval', async (c) => {
     try {
       return c.json((await loadEval(findEval(c.req.query('id')), exec)).detail);
+    } catch (err) {
+      return fail(c, err);
+    }
+  });
+  // The reports on the same question file as this one (each file once, however many paths reach it), side by side.
+  app.get('/api/eval/peers', (c) => {
+    try {
+      const head = reportHead(findEval(c.req.query('id')));
+      if (!head) return c.json({ reports: [] });
+      const seen = new Set<string>();
+      const reports: EvalPeer[] = [];
+      for (const e of scan().evals) {
+        const h = reportHead(e);
+        if (!h || h.data !== head.data) continue;
+        const real = realpathSync(e.file);
+        if (seen.has(real)) continue;
+        seen.add(real);
+        reports.push({ id: e.id, label: evalLabel(e), policy: h.policy, summary: h.summary });
+      }
+      return c.json({ reports });
     } catch (err) {
       return fail(c, err);
     }

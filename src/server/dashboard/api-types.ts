@@ -137,6 +137,15 @@ export interface EvalDetail {
   questions: EvalQuestion[];
 }
 
+/** An evaluation report beside others on the same question file (the Evaluations page compares them). */
+export interface EvalPeer {
+  id: string;
+  label: string;
+  /** The policy it evaluates (a predict run's policy, else its predictions file). */
+  policy: string;
+  summary: EvalDetail['summary'];
+}
+
 /** Predicted and gold results of one question, rows marked where they differ (multiset difference). */
 export interface CompareResult {
   pred: ResultTable;
