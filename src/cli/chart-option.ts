@@ -7,7 +7,6 @@
 import { extname } from 'node:path';
 import { Option, type Command } from 'commander';
 import { AgroError } from '../errors.ts';
-import { renderChart } from '../sql/chart-svg.ts';
 import type { ExecResult } from '../sql/types.ts';
 import { writeFileAtomic } from '../util/fs.ts';
 import { prepareOutFile } from './out-path.ts';
@@ -31,7 +30,8 @@ export function addChartOption(cmd: Command): Command {
 export async function writeChartIfAsked(o: { chart?: string }, run: (() => Promise<ExecResult>) | undefined): Promise<void> {
   if (!o.chart) return;
   const result = run ? await run() : undefined;
-  const chart = result?.ok ? await renderChart(result) : null;
+  // Vega loads only when a chart is asked for (half a second of every `agro ask` otherwise).
+  const chart = result?.ok ? await (await import('../sql/chart-svg.ts')).renderChart(result) : null;
   if (!chart) {
     printErr(`--chart: no chart for this ${result?.ok ? 'result (a table says it better)' : 'answer (no result)'}; nothing written\n`);
     return;
