@@ -151,7 +151,8 @@ export function PlaygroundPage() {
     setRunning(true);
     setStartedAt(Date.now());
     asked.current = question.trim();
-    const previous = conversation.map(({ question: q, sql: s }) => ({ question: q, sql: s }));
+    // The turns travel in the address: the last 10 (the prompt uses fewer, src/agent/conversation.ts) keep it short.
+    const previous = conversation.slice(-10).map(({ question: q, sql: s }) => ({ question: q, sql: s }));
     const es = new EventSource(apiUrl('playground/ask', [['policy', policy], ['db', db], ['question', question], ...(previous.length ? [['previous', JSON.stringify(previous)] as [string, string]] : [])]));
     source.current = es;
     const finish = () => {
