@@ -27,6 +27,7 @@ import { buildValueIndex, type ValueIndex } from '../sql/value-index.ts';
 import type { DbDocs } from '../sql/docs-types.ts';
 import { hasOrderBy, resultsMatch } from '../sql/compare.ts';
 import type { CompareMode, DbSchema, ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
+import { linkingText, renderUserMessage, type PreviousTurn } from './conversation.ts';
 
 export interface SqlTask extends TaskBase {
   dbId: string;
@@ -37,6 +38,8 @@ export interface SqlTask extends TaskBase {
   /** Variant databases with the same schema (from `agro synth`): the answer must match on each. */
   variantPaths?: string[];
   difficulty?: string;
+  /** Earlier turns of a conversation this question follows up (conversation.ts renders them). */
+  previous?: PreviousTurn[];
 }
 
 export const SQL_AGENT_SYSTEM_PROMPT =
@@ -227,10 +230,9 @@ export class SqlEnvironment implements Environment<SqlTask> {
   }
 
   openingFor(task: SqlTask): ChatMessage[] {
-    const evidence = task.evidence?.trim() ? `\nEvidence: ${task.evidence.trim()}` : '';
     return [
-      { role: 'system', content: `${this.config.systemPrompt}\n${this.promptSchema(task.dbPath, task.question)}` },
-      { role: 'user', content: `${task.question.trim()}${evidence}` },
+      { role: 'system', content: `${this.config.systemPrompt}\n${this.promptSchema(task.dbPath, linkingText(task.question, task.previous))}` },
+      { role: 'user', content: renderUserMessage(task.question, task.evidence, task.previous) },
     ];
   }
 

@@ -44,6 +44,8 @@ export function createApp(o: AppOptions): Hono {
   const maxBytes = o.maxBodyBytes ?? 4 * 1024 * 1024;
   useGuard(app, { listenHost: '127.0.0.1', ...o.guard, maxBodyBytes: maxBytes, errorBody: (message, code) => errorBody(message, 'invalid_request_error', code) });
   for (const g of o.groups) app.route(g.prefix ?? '/', g.app);
+  // Liveness whatever is served (a group may answer it with more, as the environment API does).
+  app.get('/health', (c) => c.json({ ok: true }));
   app.notFound((c) => c.json(errorBody(`no route ${c.req.method} ${c.req.path}`, 'invalid_request_error', 'not_found'), 404));
   app.onError((err, c) => {
     if (err instanceof HttpError) return c.json(errorBody(err.message, err.type, err.code), err.status);

@@ -10,9 +10,11 @@
  *   GET  api/dataset?id=          manifest, schema coverage, pairs
  *   GET  api/eval?id=             an evaluation report (a quickstart's predictions are scored on demand)
  *   GET  api/eval/compare?id=&index=   predicted vs gold results, differing rows marked
- *   POST api/sql {db, sql}        one read-only query through the sandbox on a listed database
+ *   GET  api/eval/peers?id=       the reports on the same question file, with their policies and summaries
+ *   POST api/sql {db, sql, chart?, full?}   one read-only query through the sandbox on a listed database (its chart; every row the sandbox returns)
  *   GET  api/playground/prompt?policy=&db=&question=   the system prompt (schema) the policy sees for that question
- *   GET  api/playground/ask?policy=&db=&question=   SSE: the episode's steps (text as it is written, turns, end)
+ *   GET  api/playground/ask?policy=&db=&question=&previous=   SSE: the episode's steps (text as it is written, turns, end);
+ *                                 previous: JSON [{question, sql}] of the conversation so far (follow-ups)
  */
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve, sep } from 'node:path';
@@ -20,16 +22,19 @@ import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { bodyLimit } from 'hono/body-limit';
+import { z } from 'zod';
 import { AgroError, oneLine } from '../errors.ts';
+import { previousTurnSchema, type PreviousTurn } from '../agent/conversation.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { isPostgresUrl, redactUrl, withoutRedactedPassword } from '../sql/postgres.ts';
-import type { DatabaseInfo, MetricsEvent, RunDetail, RunInfo } from './dashboard/api-types.ts';
+import type { DatabaseInfo, EvalPeer, MetricsEvent, RunDetail, RunInfo } from './dashboard/api-types.ts';
 import { loadDataset } from './dashboard/data.ts';
-import { compareQuestion, evalLabel, loadEval } from './dashboard/evals.ts';
+import { compareQuestion, evalLabel, loadEval, reportHead } from './dashboard/evals.ts';
 import { countLines, MetricsCache, readNewLines, toColumns, type TailState } from './dashboard/metrics.ts';
 import { rowCount } from './dashboard/columns.ts';
-import { policyBackend, type PlaygroundBackend, type PolicyBackendOptions } from './dashboard/playground.ts';
-import { toResultTable } from './dashboard/results.ts';
+import { defaultPolicy, policyBackend, type PlaygroundBackend, type PolicyBackendOptions } from './dashboard/playground.ts';
+import { toChartedTable, toResultTable } from './dashboard/results.ts';
+import { EXEC_DEFAULTS } from '../sql/pool.ts';
 import { realInside, scanFolder, type FolderScan, type FoundRun } from './dashboard/scan.ts';
 
 export type { ExtraPolicy, PlaygroundBackend, PolicyBackendOptions } from './dashboard/playground.ts';
@@ -37,7 +42,8 @@ export type { ExtraPolicy, PlaygroundBackend, PolicyBackendOptions } from './das
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Where `npm run build:web` (run by npm install) puts the bundle. */
 export const DEFAULT_WEB_DIR = join(REPO_ROOT, 'web', 'dist');
-const BUNDLED_DATABASES = join(REPO_ROOT, 'data', 'databases');
+/** The databases agro ships (data/databases/<db_id>/<db_id>.sqlite). */
+export const BUNDLED_DATABASES = join(REPO_ROOT, 'data', 'databases');
 
 export interface DashboardOptions {
   /** The folder of runs, data and evaluations to show. */
@@ -75,6 +81,20 @@ export const MAX_API_BODY = 1024 * 1024;
 
 /** Rows a query typed in the app returns. */
 const SQL_ROWS = 1000;
+
+/** The `previous` turns of a Playground question: a JSON list of {question, sql}; none when absent. */
+function parsePrevious(raw: string | undefined): PreviousTurn[] {
+  if (!raw) return [];
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new AgroError('usage', 'previous: not JSON');
+  }
+  const r = z.array(previousTurnSchema).max(64).safeParse(json);
+  if (!r.success) throw new AgroError('usage', `previous: expected [{"question": "...", "sql": "..."}] (${r.error.issues[0].message})`);
+  return r.data;
+}
 
 /** Errors as JSON with the status the CLI's exit codes map to. */
 function fail(c: Context, err: unknown): Response {
@@ -144,18 +164,24 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
     // A server is listed under its URL without the password (the id goes to the browser); the path keeps it.
     const server = (url: string, label: string): void => {
       const id = redactUrl(url);
-      if (!out.has(id)) out.set(id, { id, label, path: url });
+      if (!out.has(id)) out.set(id, { id, label, path: url, own: true });
+    };
+    // A database the person named or made data from: listed once (a bundled one keeps its name), marked as theirs.
+    const mine = (file: string, label: string): void => {
+      const cur = out.get(resolve(file));
+      if (cur) cur.own = true;
+      else out.set(resolve(file), { id: resolve(file), label, path: resolve(file), own: true });
     };
     for (const db of opts.databases ?? []) {
       if (isPostgresUrl(db)) server(db, `${dbNameOf(db)} (${redactUrl(db)})`);
-      else if (existsSync(db) && !out.has(resolve(db))) out.set(resolve(db), { id: resolve(db), label: basename(db, extname(db)), path: resolve(db) });
+      else if (existsSync(db)) mine(db, basename(db, extname(db)));
     }
     for (const d of scan().datasets) {
       const db = (readJsonOr(join(d.dir, 'manifest.json')) as { db?: unknown } | null)?.db;
       if (typeof db !== 'string') continue;
       // A factory output made on a server names it without the password: PGPASSWORD or ~/.pgpass gives it.
       if (isPostgresUrl(db)) server(withoutRedactedPassword(db), `${dbNameOf(db)} (${d.id})`);
-      else if (existsSync(db) && !out.has(resolve(db))) out.set(resolve(db), { id: resolve(db), label: `${basename(db, extname(db))} (${d.id})`, path: resolve(db) });
+      else if (existsSync(db)) mine(db, `${basename(db, extname(db))} (${d.id})`);
     }
     return [...out.values()];
   };
@@ -187,14 +213,18 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
   app.get('/api/overview', async (c) => {
     try {
       const s = scan();
+      const policies = await playground.policies();
+      const dbs = databases();
       return c.json({
         root,
         // A run deleted since the last walk (the walk is kept a second) is left out, not an error.
         runs: s.runs.filter((r) => existsSync(join(r.dir, 'metrics.jsonl'))).map((r) => runInfo(realRoot, r)),
         datasets: s.datasets.map((d) => ({ id: d.id })),
         evals: s.evals.map((e) => ({ id: e.id, source: e.source, label: evalLabel(e) })),
-        policies: await playground.policies(),
-        databases: databases().map(({ id, label }) => ({ id, label })),
+        policies,
+        databases: dbs.map(({ id, label, own }) => ({ id, label, ...(own ? { own } : {}) })),
+        // Where the Playground starts: the person's own policy and database, not the alphabetically first.
+        defaults: { policy: defaultPolicy(policies) ?? null, database: (dbs.find((d) => d.own) ?? dbs[0])?.id ?? null },
       });
     } catch (err) {
       return fail(c, err);
@@ -292,6 +322,26 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
       return fail(c, err);
     }
   });
+  // The reports on the same question file as this one (each file once, however many paths reach it), side by side.
+  app.get('/api/eval/peers', (c) => {
+    try {
+      const head = reportHead(findEval(c.req.query('id')));
+      if (!head) return c.json({ reports: [] });
+      const seen = new Set<string>();
+      const reports: EvalPeer[] = [];
+      for (const e of scan().evals) {
+        const h = reportHead(e);
+        if (!h || h.data !== head.data) continue;
+        const real = realpathSync(e.file);
+        if (seen.has(real)) continue;
+        seen.add(real);
+        reports.push({ id: e.id, label: evalLabel(e), policy: h.policy, summary: h.summary });
+      }
+      return c.json({ reports });
+    } catch (err) {
+      return fail(c, err);
+    }
+  });
   app.get('/api/eval/compare', async (c) => {
     try {
       const ev = await loadEval(findEval(c.req.query('id')), exec);
@@ -305,10 +355,13 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
 
   app.post('/api/sql', async (c) => {
     try {
-      const body = (await c.req.json().catch(() => null)) as { db?: unknown; sql?: unknown } | null;
-      if (!body || typeof body.sql !== 'string' || typeof body.db !== 'string') throw new AgroError('usage', 'expected {"db": "...", "sql": "..."}');
+      const body = (await c.req.json().catch(() => null)) as { db?: unknown; sql?: unknown; chart?: unknown; full?: unknown } | null;
+      if (!body || typeof body.sql !== 'string' || typeof body.db !== 'string') throw new AgroError('usage', 'expected {"db": "...", "sql": "...", "chart"?: true, "full"?: true}');
+      // A download (`full`) gets the whole result as far as the sandbox bounds any result (rows and bytes).
+      if (body.full === true) return c.json(toResultTable(await exec.execute(database(body.db), body.sql, { timeoutMs: 10_000, maxRows: EXEC_DEFAULTS.maxRows }), EXEC_DEFAULTS.maxRows));
       const r = await exec.execute(database(body.db), body.sql, { timeoutMs: 10_000, maxRows: SQL_ROWS + 1 });
-      return c.json(toResultTable(r, SQL_ROWS));
+      // The Playground asks for the chart of what it runs; other pages read the table only.
+      return c.json(body.chart === true ? await toChartedTable(r, SQL_ROWS) : toResultTable(r, SQL_ROWS));
     } catch (err) {
       return fail(c, err);
     }
@@ -328,9 +381,11 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
     const policy = c.req.query('policy') ?? '';
     const question = (c.req.query('question') ?? '').trim();
     let db: string;
+    let previous: PreviousTurn[];
     try {
       db = database(c.req.query('db'));
       if (!question) throw new AgroError('usage', 'ask a question');
+      previous = parsePrevious(c.req.query('previous'));
     } catch (err) {
       return fail(c, err);
     }
@@ -347,6 +402,7 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
           if (!stop.signal.aborted) pending.push(stream.writeSSE({ event: e.type, data: JSON.stringify(e) }));
         },
         stop.signal,
+        previous,
       );
       await Promise.all(pending);
     });

@@ -9,13 +9,15 @@
  * (greedy), as everywhere in agro.
  */
 import { randomUUID } from 'node:crypto';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { Policy, TurnReply } from '../agent/policies/types.ts';
 import type { ChatMessage } from '../model/chat.ts';
 import { HttpError } from './app.ts';
 import { AgroError } from '../errors.ts';
+import { Gate } from './gate.ts';
+import { askOrHttpError, questionOfMessages, type Asker } from './ask.ts';
 
 export interface OpenAiRoutesOptions {
   policy: Policy;
@@ -31,6 +33,11 @@ export interface OpenAiRoutesOptions {
    * context agro trains), checked before anything is tokenized: 400 beyond.
    */
   maxInputChars?: number;
+  /**
+   * Answers a completion that names a database (the `database` extension field): the agent's whole episode on
+   * it, its schema in the prompt (ask.ts). Absent: such a request is 400.
+   */
+  ask?: Asker;
 }
 
 export const DEFAULT_MAX_INPUT_CHARS = 131_072;
@@ -49,6 +56,8 @@ const requestSchema = z
     seed: z.number().int().nullish(),
     stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
     n: z.literal(1).nullish(),
+    /** agro's extension: the db_id to answer on (the schema goes into the prompt, the agent runs its SQL tool). */
+    database: z.string().min(1).nullish(),
   })
   .loose();
 type ChatRequest = z.infer<typeof requestSchema>;
@@ -63,30 +72,6 @@ function applyStop(reply: TurnReply, stop: string[]): TurnReply {
   return at < 0 ? reply : { ...reply, text: reply.text.slice(0, at), finish: 'stop' };
 }
 
-class Gate {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-  constructor(
-    private readonly limit: number,
-    private readonly maxQueue: number,
-  ) {}
-  /** A slot, or null when the queue is full. */
-  async enter(): Promise<(() => void) | null> {
-    if (this.active >= this.limit) {
-      if (this.waiting.length >= this.maxQueue) return null;
-      await new Promise<void>((r) => this.waiting.push(r));
-    }
-    this.active++;
-    let left = false;
-    return () => {
-      if (left) return;
-      left = true;
-      this.active--;
-      this.waiting.shift()?.();
-    };
-  }
-}
-
 export function openaiRoutes(o: OpenAiRoutesOptions): Hono {
   const app = new Hono();
   const model = o.modelName ?? o.policy.name;
@@ -95,6 +80,34 @@ export function openaiRoutes(o: OpenAiRoutesOptions): Hono {
   const maxTokensCap = o.maxTokens ?? 1024;
   const maxInputChars = o.maxInputChars ?? DEFAULT_MAX_INPUT_CHARS;
   const created = Math.floor(Date.now() / 1000);
+
+  /**
+   * A completion that names a database is a question about it: the agent's episode answers it (the schema in
+   * its prompt, the earlier user/assistant messages as the conversation), the message is the answer's SQL and
+   * the `agro` field carries its rows, reading and confidence (docs/serving.md#asking-over-http).
+   */
+  const answerOnDatabase = async (c: Context, database: string, stream: boolean, messages: ChatMessage[]): Promise<Response> => {
+    if (!o.ask) throw new HttpError(400, 'database: this server answers on no database (start agro serve with --policy)');
+    if (stream) throw new HttpError(400, 'stream: a completion with "database" answers once the agent is done; ask without stream');
+    const { question, conversation } = questionOfMessages(messages);
+    const release = await gate.enter();
+    if (!release) throw new HttpError(429, 'too many requests in flight; retry later', 'rate_limit_error', 'queue_full');
+    try {
+      const answer = await askOrHttpError(o.ask, { db_id: database, question, ...(conversation.length ? { conversation } : {}) }, c.req.raw.signal);
+      const content = answer.sql ?? `(no answer: ${answer.end_reason}${answer.error ? `: ${answer.error}` : ''})`;
+      return c.json({
+        id: `chatcmpl-${randomUUID()}`,
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model,
+        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+        agro: answer,
+      });
+    } finally {
+      release();
+    }
+  };
 
   app.get('/v1/models', (c) => c.json({ object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'agro' }] }));
 
@@ -115,6 +128,7 @@ export function openaiRoutes(o: OpenAiRoutesOptions): Hono {
     if (chars > maxInputChars) throw new HttpError(400, `messages: ${chars} characters, at most ${maxInputChars} per request (the conversation would not fit the model's context)`, 'invalid_request_error', 'context_length_exceeded');
     if (req.model !== undefined && req.model !== model) throw new HttpError(404, `model "${req.model}" is not served here (this server serves "${model}")`, 'invalid_request_error', 'model_not_found');
     const messages: ChatMessage[] = req.messages.map((m) => ({ role: m.role, content: m.content }));
+    if (req.database != null) return answerOnDatabase(c, req.database, req.stream === true, messages);
     const maxTokens = Math.min(req.max_completion_tokens ?? req.max_tokens ?? maxTokensCap, maxTokensCap);
     const stop = req.stop == null ? [] : Array.isArray(req.stop) ? req.stop : [req.stop];
     const id = `chatcmpl-${randomUUID()}`;

@@ -19,7 +19,7 @@ import { dashboardRoutes, MAX_API_BODY } from '../../src/server/dashboard.ts';
 import { guardedApp } from '../../src/server/guard.ts';
 import { CHROMIUM, launchChromium, type LaunchedBrowser } from '../support/browser.ts';
 import { needsProgram } from '../support/system-program.ts';
-import { buildDashboardFixture, PLAYGROUND_QUESTION, PLAYGROUND_SQL, type DashboardFixture } from '../support/dashboard-fixture.ts';
+import { buildDashboardFixture, MUSIC_STORE as MUSIC, PLAYGROUND_QUESTION, PLAYGROUND_SQL, type DashboardFixture } from '../support/dashboard-fixture.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
 
@@ -65,6 +65,26 @@ async function drawnChart(title: string, want: { labels?: string[]; rows?: numbe
 }
 
 const TOKEN = 'browser-token-0123';
+const GENRE_QUESTION = 'How many tracks does each genre have?';
+const GENRE_SQL = 'SELECT g.name, COUNT(*) AS tracks FROM tracks t JOIN genres g ON g.genre_id = t.genre_id GROUP BY g.name';
+
+/** The Playground on the fake endpoint and music_store, after a fresh page load (an empty conversation). */
+async function playgroundOnEndpoint(): Promise<void> {
+  await page.goto(`${base}#/runs`);
+  await page.goto(`${base}#/playground`);
+  await page.waitForSelector('[data-testid=policy] option', { state: 'attached' });
+  await page.selectOption('[data-testid=policy]', `${llm.baseUrl}#fake-sql`);
+  const music = await page.$eval('[data-testid=database]', (s) => [...(s as HTMLSelectElement).options].find((o) => o.textContent === 'music_store')?.value ?? '');
+  await page.selectOption('[data-testid=database]', music);
+}
+
+/** The chart's kind and the text of its SVG (shown as an image: the SVG is read back from its data URL). */
+const answerChart = () =>
+  page.evaluate(() => {
+    const fig = document.querySelector('[data-testid=answer-chart]');
+    const src = fig?.querySelector('img')?.getAttribute('src') ?? '';
+    return fig ? { kind: fig.getAttribute('data-kind'), svg: decodeURIComponent(src.replace(/^data:image\/svg\+xml;charset=utf-8,/, '')) } : null;
+  });
 
 describe('the dashboard in Chromium', { skip: browser.skip }, () => {
   before(async () => {
@@ -72,12 +92,19 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     assert.equal(vite.status, 0, vite.stderr);
     fixture = await buildDashboardFixture(join(tmp, 'runs'), pool);
     // An OpenAI-compatible endpoint that looks at the genres table first, then answers.
-    llm = await startFakeOpenAI((req) => ({
-      kind: 'reply',
-      content: req.body.messages?.some((m) => m.role === 'tool')
-        ? formatAction({ kind: 'answer', think: '12 rows: count them', content: PLAYGROUND_SQL })
-        : formatAction({ kind: 'sql', think: 'look at the genres', content: 'SELECT name FROM genres ORDER BY name' }),
-    }));
+    // Asked for tracks per genre it answers at once; asked to follow that up, it edits the SQL the prompt shows it.
+    llm = await startFakeOpenAI((req) => {
+      const user = req.body.messages?.find((m) => m.role === 'user')?.content ?? '';
+      const earlier = /^Earlier in this conversation:\nQ: (.*)\nSQL: (.*)\n/.exec(user);
+      if (earlier) return { kind: 'reply', content: formatAction({ kind: 'answer', think: 'the same, top three', content: `${earlier[2]} ORDER BY 2 DESC LIMIT 3` }) };
+      if (user === GENRE_QUESTION) return { kind: 'reply', content: formatAction({ kind: 'answer', think: 'group by genre', content: GENRE_SQL }) };
+      return {
+        kind: 'reply',
+        content: req.body.messages?.some((m) => m.role === 'tool')
+          ? formatAction({ kind: 'answer', think: '12 rows: count them', content: PLAYGROUND_SQL })
+          : formatAction({ kind: 'sql', think: 'look at the genres', content: 'SELECT name FROM genres ORDER BY name' }),
+      };
+    });
     const policies = { extra: [{ spec: { llmUrl: llm.baseUrl, llmModel: 'fake-sql' } }] };
     // Behind the guard `agro dashboard --token` puts in front (Host, Origin, cross-site, JSON bodies, token).
     const app = guardedApp(dashboardRoutes({ dir: fixture.dir, executor: pool, webDir, pollMs: 200, policies }), {
@@ -169,6 +196,29 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     }
   });
 
+  test('Runs: the SFT run shows step / total and a full progress bar; curves smooth; the GRPO internals are folded away', async () => {
+    await page.goto(`${base}#/runs?run=sft`);
+    await page.waitForSelector('[data-testid=run-progress][data-run=sft]');
+    const text = (await page.textContent('[data-testid=run-progress][data-run=sft]'))!;
+    assert.match(text, new RegExp(`step ${fixture.sftSteps} / ${fixture.sftSteps}`));
+    assert.match(text, /done/);
+    assert.equal(await page.$eval('[data-testid=run-progress][data-run=sft] progress', (p) => (p as HTMLProgressElement).position), 1);
+    const raw = await drawnChart('Loss', { rows: fixture.sftSteps });
+    await page.fill('[data-testid=smoothing]', '0.9');
+    await page.waitForFunction((first) => {
+      const host = document.querySelector('figure.chart[data-title="Loss"] .plot') as HTMLElement & { _full?: (number | null)[][] };
+      return host?._full && host._full[1].length > 1 && host._full[1][1] !== first;
+    }, raw[1][1]);
+    await page.goto(`${base}#/runs?run=grpo`);
+    await page.waitForSelector('[data-testid=internals]');
+    // Folded: the internals' charts are not among the page's open charts.
+    const open = await page.$$eval('section.content > .charts > figure.chart', (fs) => fs.map((f) => f.getAttribute('data-title')));
+    assert.ok(open.includes('Reward (total and per component)'));
+    const folded = await page.$$eval('[data-testid=internals] figure.chart', (fs) => fs.map((f) => f.getAttribute('data-title')));
+    assert.ok(folded.length > 0 && folded.every((t) => !open.includes(t)), `${folded.join(', ')}`);
+    assert.equal(await page.$eval('[data-testid=internals]', (d) => (d as HTMLDetailsElement).open), false);
+  });
+
   test('Data: charts of the manifest, and filtering the pairs changes the table', async () => {
     await page.goto(`${base}#/data`);
     await page.waitForSelector('[data-testid=pairs] tbody tr');
@@ -220,6 +270,8 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
   });
 
   test('Playground: an OpenAI-compatible endpoint (--llm-url) calls the SQL tool, the observation and the final result show as tables', async () => {
+    // Away and back: a new conversation (the previous test's question is not followed up).
+    await page.goto(`${base}#/runs`);
     await page.goto(`${base}#/playground`);
     await page.waitForSelector('[data-testid=policy] option', { state: 'attached' });
     const groups = await page.$$eval('[data-testid=policy] optgroup', (gs) => gs.map((g) => g.getAttribute('label')));
@@ -244,5 +296,103 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     assert.match(calls[0].body.messages![0].content, /CREATE TABLE|genres/);
     assert.equal(calls[1].body.messages![3].role, 'tool');
     assert.match(calls[1].body.messages![3].content, /Blues/);
+  });
+
+  test('Playground: a category/count answer is drawn as bars above its table, a single value in large type, a wide table not at all', async () => {
+    await playgroundOnEndpoint();
+    await page.fill('[data-testid=question]', GENRE_QUESTION);
+    await page.click('[data-testid=ask]');
+    await page.waitForSelector('[data-testid=answer-chart]');
+    const bars = (await answerChart())!;
+    assert.equal(bars.kind, 'bar');
+    const genres = await page.$$eval('[data-testid=final-result] tbody tr td:first-child', (tds) => tds.map((t) => t.textContent ?? ''));
+    assert.equal(genres.length, 12);
+    for (const g of genres) assert.ok(bars.svg.includes(`>${g}<`), `the bars name ${g}`);
+    // Above the table, which stays.
+    const order = await page.evaluate(() => {
+      const chart = document.querySelector('[data-testid=answer-chart]')!;
+      const table = document.querySelector('[data-testid=final-result]')!;
+      return chart.compareDocumentPosition(table) & Node.DOCUMENT_POSITION_FOLLOWING;
+    });
+    assert.ok(order, 'the chart comes before the table');
+    // A single value: the value in large type, no bars.
+    await page.fill('[data-testid=final-sql]', PLAYGROUND_SQL);
+    await page.click('[data-testid=run-sql]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=answer-chart]')?.getAttribute('data-kind') === 'value');
+    assert.match((await answerChart())!.svg, />12</);
+    // Three columns of names: a table only.
+    await page.fill('[data-testid=final-sql]', 'SELECT track_id, name, composer FROM tracks LIMIT 5');
+    await page.click('[data-testid=run-sql]');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=final-result] tbody tr').length === 5 && !document.querySelector('[data-testid=answer-chart]'));
+  });
+
+  test('Playground: a 1,000-row result is run, drawn as a chart and shown as a table within the page budget (300 ms; the bound here leaves room for a loaded machine)', async (t) => {
+    await playgroundOnEndpoint();
+    const ms: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      await page.fill('[data-testid=final-sql]', `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i AS x, (i * ${37 + i}) % 101 AS y FROM n`);
+      // From the click to the chart decoded and the table painted (the next frame).
+      ms.push(
+        await page.evaluate(async () => {
+          const old = document.querySelector('[data-testid=answer-chart] img')?.getAttribute('src');
+          const t0 = performance.now();
+          (document.querySelector('[data-testid=run-sql]') as HTMLButtonElement).click();
+          // A loop, not a named callback: the test's compiler would wrap a named function in a helper the page lacks.
+          for (;;) {
+            const img = document.querySelector('[data-testid=answer-chart] img') as HTMLImageElement | null;
+            if (img && img.getAttribute('src') !== old && img.complete && img.naturalWidth > 0 && document.querySelectorAll('[data-testid=final-result] tbody tr').length > 0) break;
+            await new Promise((r) => requestAnimationFrame(r));
+          }
+          await new Promise((r) => requestAnimationFrame(r));
+          return performance.now() - t0;
+        }),
+      );
+    }
+    assert.equal(await page.getAttribute('[data-testid=answer-chart]', 'data-kind'), 'point');
+    t.diagnostic(`1,000-row chart page: ${ms.map((m) => m.toFixed(0)).join(', ')} ms`);
+    assert.ok(Math.min(...ms) < 1000, `${ms.join(', ')} ms`);
+  });
+
+  test('Playground: a follow-up is answered with the previous question and its SQL in the prompt, and the conversation is shown', async () => {
+    await playgroundOnEndpoint();
+    await page.fill('[data-testid=question]', GENRE_QUESTION);
+    await page.click('[data-testid=ask]');
+    await page.waitForSelector('[data-testid=history] li');
+    const before = llm.requests.length;
+    await page.fill('[data-testid=question]', 'only the top three');
+    await page.click('[data-testid=ask]');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=history] li').length === 2);
+    // What the endpoint read: the first question and its SQL, then the follow-up.
+    const call = llm.requests.slice(before).find((r) => r.path.endsWith('/chat/completions'))!;
+    const user = call.body.messages!.find((m) => m.role === 'user')!.content;
+    assert.ok(user.includes(`Q: ${GENRE_QUESTION}\nSQL: ${GENRE_SQL}`), user);
+    assert.ok(user.endsWith('only the top three'), user);
+    // The answer edits the previous SQL; three rows, biggest first.
+    assert.equal(await page.inputValue('[data-testid=final-sql]'), `${GENRE_SQL} ORDER BY 2 DESC LIMIT 3`);
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=final-result] tbody tr').length === 3);
+    const history = await page.$$eval('[data-testid=history] li .question', (qs) => qs.map((q) => q.textContent));
+    assert.deepEqual(history, [GENRE_QUESTION, 'only the top three']);
+    // A new conversation forgets it: the next question goes alone.
+    await page.click('[data-testid=new-conversation]');
+    assert.equal(await page.$('[data-testid=history]'), null);
+  });
+
+  test('Playground: copy the SQL, download the whole result as CSV', async () => {
+    await playgroundOnEndpoint();
+    await chrome.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base.replace(/\/$/, '') });
+    await page.fill('[data-testid=final-sql]', 'SELECT track_id, name FROM tracks ORDER BY track_id');
+    await page.click('[data-testid=run-sql]');
+    await page.waitForSelector('[data-testid=final-result] tbody tr');
+    await page.click('[data-testid=copy-sql]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=copy-sql]')?.textContent === 'Copied');
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'SELECT track_id, name FROM tracks ORDER BY track_id');
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-csv]')]);
+    const csv = readFileSync((await dl.path())!, 'utf8').trimEnd().split('\r\n');
+    const all = await pool.execute(MUSIC, 'SELECT COUNT(*) FROM tracks', { timeoutMs: 5000, maxRows: 1 });
+    assert.ok(all.ok);
+    // Every track, more than the 200 rows the table shows.
+    assert.equal(csv.length - 1, Number(all.rows[0][0]));
+    assert.ok(csv.length - 1 > 200);
+    assert.equal(csv[0], 'track_id,name');
   });
 });

@@ -64,14 +64,14 @@ test('appended rows extend the columns; a key new to the run is null before it a
   assert.deepEqual(appendColumns(a, b).columns, { step: [1, 2], loss: [3, 2], eval_accuracy: [null, 0.5] });
 });
 
-test('charts group the trainer metrics and give every other metric its own chart', () => {
+test('charts group the trainer metrics and give every other metric its own chart, marked internal (folded away)', () => {
   const plan = chartPlan(['step', 'reward', 'rewards.format', 'accuracy', 'eval_accuracy', 'loss', 'time_rollout_s', 'time_update_s', 'custom']);
   assert.deepEqual(plan, [
     { title: 'Reward (total and per component)', keys: ['reward', 'rewards.format'] },
     { title: 'Accuracy (training batch) and held-out EX', keys: ['accuracy', 'eval_accuracy'] },
     { title: 'Loss', keys: ['loss'] },
     { title: 'Time split (s per step)', keys: ['time_rollout_s', 'time_update_s'] },
-    { title: 'custom', keys: ['custom'] },
+    { title: 'custom', keys: ['custom'], internal: true },
   ]);
 });
 

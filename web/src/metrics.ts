@@ -28,17 +28,70 @@ export const CHART_GROUPS: ChartGroup[] = [
 /** Not charted: the x axis and bookkeeping. */
 const HIDDEN = new Set(['step', 'skipped', 'elapsed_s', 'tokens']);
 
-export function chartPlan(keys: Iterable<string>): { title: string; keys: string[] }[] {
+export function chartPlan(keys: Iterable<string>): { title: string; keys: string[]; internal?: true }[] {
   const all = [...new Set(keys)].filter((k) => !HIDDEN.has(k));
   const used = new Set<string>();
-  const plan: { title: string; keys: string[] }[] = [];
+  const plan: { title: string; keys: string[]; internal?: true }[] = [];
   for (const g of CHART_GROUPS) {
     const ks = all.filter((k) => !used.has(k) && g.keys(k));
     ks.forEach((k) => used.add(k));
     if (ks.length) plan.push({ title: g.title, keys: ks });
   }
-  for (const k of all) if (!used.has(k)) plan.push({ title: k, keys: [k] });
+  // Anything else is the trainer's internals (hooks.active_skipped, adv_mean, …): the page folds them away.
+  for (const k of all) if (!used.has(k)) plan.push({ title: k, keys: [k], internal: true });
   return plan;
+}
+
+/**
+ * TensorBoard's smoothing: an exponential moving average with the bias of its start corrected (the first
+ * points are not pulled toward 0). weight 0 is the raw series; nulls stay nulls and do not move the average.
+ */
+export function smooth(y: readonly (number | null)[], weight: number): (number | null)[] {
+  if (weight <= 0) return [...y];
+  let last = 0;
+  let n = 0;
+  return y.map((v) => {
+    if (v === null || !Number.isFinite(v)) return v;
+    last = last * weight + (1 - weight) * v;
+    n++;
+    return last / (1 - weight ** n);
+  });
+}
+
+export interface RunProgress {
+  step: number;
+  /** The steps the run was started for (its config), when it says. */
+  total?: number;
+  /** Seconds left at the pace of the last rows (elapsed_s per step), when both are known. */
+  etaS?: number;
+}
+
+/** Where a run is: its last step of its total (sft_config.json `steps`, train_config.json `train.steps`), and an ETA. */
+export function runProgress(m: MetricColumns, config: unknown): RunProgress | null {
+  const steps = (m.columns.step ?? []).filter((v): v is number => v !== null);
+  if (steps.length === 0) return null;
+  const step = steps[steps.length - 1];
+  const c = config as { steps?: unknown; train?: { steps?: unknown } } | null;
+  const t = typeof c?.steps === 'number' ? c.steps : typeof c?.train?.steps === 'number' ? c.train.steps : undefined;
+  const out: RunProgress = { step, ...(t ? { total: t } : {}) };
+  // The pace over the last rows (up to 20): a run's first steps (compiling, warming caches) say little.
+  const el = m.columns.elapsed_s ?? [];
+  const rows: [number, number][] = [];
+  for (let i = 0; i < el.length; i++) if (el[i] !== null && m.columns.step?.[i] != null) rows.push([m.columns.step[i] as number, el[i] as number]);
+  const recent = rows.slice(-20);
+  if (t !== undefined && recent.length >= 2) {
+    const [s0, e0] = recent[0];
+    const [s1, e1] = recent[recent.length - 1];
+    if (s1 > s0 && e1 >= e0) out.etaS = Math.max(0, ((e1 - e0) / (s1 - s0)) * (t - step));
+  }
+  return out;
+}
+
+/** 95 s → "1 min 35 s", 4000 s → "1 h 7 min". */
+export function duration(s: number): string {
+  if (s < 60) return `${Math.round(s)} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+  return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
 }
 
 export { appendColumns, rowCount } from '../../src/server/dashboard/columns.ts';

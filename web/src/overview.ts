@@ -9,6 +9,8 @@ export interface Overview {
   evals: EvalInfo[];
   policies: PolicyInfo[];
   databases: DatabaseInfo[];
+  /** Where the Playground starts (the server's choice: src/server/dashboard.ts). */
+  defaults?: { policy: string | null; database: string | null };
 }
 
 // The first page's request leaves as the bundle starts, not after the first paint (when effects run).

@@ -13,6 +13,9 @@ import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type Pro
 import { printOut } from '../print.ts';
 import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, type Answer, type PolicyAnswer } from '../../answer/answer.ts';
 import { Answerer } from '../../answer/resources.ts';
+import { addChartOption, writeChartIfAsked } from '../chart-option.ts';
+import { addSessionOption, openSession } from '../session-option.ts';
+import { EXEC_DEFAULTS } from '../../sql/pool.ts';
 
 interface AskCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRoleCliOption {
   db: string;
@@ -27,6 +30,8 @@ interface AskCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRo
   search: boolean;
   searchSamples: number;
   memory?: string[];
+  chart?: string;
+  session?: string;
 }
 
 const indent = (s: string, pad = '   '): string => s.split('\n').map((l) => pad + l).join('\n');
@@ -49,13 +54,14 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
   if (!question.trim()) throw new AgroError('usage', 'ask: the question is empty');
   // A missing file is exit 3, an unreadable one (truncated, not SQLite) exit 4: before the policy is loaded.
   assertReadableDatabase(o.db);
+  const session = openSession(o);
   const policy = await openPolicyFromCli(o, 1);
   const pool = createExecutor({ size: 1, allowPrivilegedRole: o.allowPrivilegedRole });
   try {
     const prompt = promptFromCli(policy.promptContract, o);
     const env = new SqlEnvironment(pool, { ...prompt, ...(o.mode === 'direct' ? { maxTurns: 1 } : {}) }, envDepsFromCli(o, basename(o.db).replace(/\.(sqlite3?|db)$/i, '')));
     const dbPath = resolve(o.db);
-    const task: SqlTask = { id: 'ask', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, ...(o.evidence ? { evidence: o.evidence } : {}), goldSql: '' };
+    const task: SqlTask = { id: 'ask', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, ...(o.evidence ? { evidence: o.evidence } : {}), goldSql: '', previous: session.previous };
     const write = (s: string): void => printOut(s);
     const tokens = turnTokens(policy.promptContract, o.maxTurnTokens);
     if (tokens.warning) printWarning(tokens.warning);
@@ -84,6 +90,8 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     } else {
       write(`no answer (${res.endReason}${res.error ? `: ${res.error}` : ''})\n`);
     }
+    session.save(question, answerSql ?? undefined);
+    await writeChartIfAsked(o, answerSql ? () => pool.execute(dbPath, answerSql, { timeoutMs: 30_000, maxRows: EXEC_DEFAULTS.maxRows }) : undefined);
     // A finished episode exits 0 even without an answer (the output says why); a deadline with nothing chosen is a timeout (7), an answer that does not run exits as agro sql would (refused 5, SQL error 6).
     if (res.endReason === 'timeout' && !chosen?.sql) process.exitCode = 7;
     else if (final && !final.ok) process.exitCode = exitCodeFor(EXEC_ERROR_KIND[final.error]);
@@ -111,5 +119,7 @@ export function register(program: Command): void {
     .option('--search-samples <k>', 'sampled episodes (at 0.7) beside the greedy one as candidates', numberArg('--search-samples', { min: 0, max: 32 }), SEARCH_SAMPLES)
     .option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v])
     .option('--json', 'print the episode and the result as JSON');
+  addChartOption(cmd);
+  addSessionOption(cmd);
   addPrivilegedRoleOption(addPromptOptions(cmd)).action((q: string, o: AskCliOptions) => run(q, o));
 }

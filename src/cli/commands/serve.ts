@@ -2,10 +2,12 @@ import type { Command } from 'commander';
 import { serve, type ServerType } from '@hono/node-server';
 import { AgroError } from '../../errors.ts';
 import { createApp, type RouteGroup } from '../../server/app.ts';
-import { DEFAULT_MAX_INPUT_CHARS, openaiRoutes } from '../../server/openai.ts';
+import { DEFAULT_MAX_INPUT_CHARS } from '../../server/openai.ts';
 import { envRoutes, type EnvRoutes } from '../../server/env.ts';
 import { assertTokenForHost, guard } from '../../server/guard.ts';
-import { dashboardRoutes } from '../../server/dashboard.ts';
+import { BUNDLED_DATABASES, dashboardRoutes } from '../../server/dashboard.ts';
+import { policyRouteGroups } from '../../server/policy-routes.ts';
+import { turnTokens } from '../../agent/prompt-contract.ts';
 import { catalogFromDbRoot, catalogFromFactoryOutput, combineCatalogs, type DatabaseCatalog } from '../../data/catalog.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { assertDir } from '../../data/databases.ts';
@@ -95,7 +97,15 @@ async function run(o: ServeCliOptions): Promise<void> {
       policy = await openPolicyFromCli({ ...o, llmUrl: undefined }, o.concurrency);
       const p = policy;
       closers.push(() => p.close());
-      groups.push({ app: openaiRoutes({ policy, modelName: o.modelName, concurrency: o.concurrency, maxQueue: o.maxQueue, timeoutMs: o.timeout, maxTokens: o.maxTokens, maxInputChars: o.maxInputChars }) });
+      // Questions over HTTP (POST /v1/ask, a completion naming a database): on the served databases, else the bundled ones.
+      const askPool = createExecutor();
+      closers.push(() => askPool.close());
+      groups.push(
+        ...policyRouteGroups({
+          openai: { policy, modelName: o.modelName, concurrency: o.concurrency, maxQueue: o.maxQueue, timeoutMs: o.timeout, maxTokens: o.maxTokens, maxInputChars: o.maxInputChars },
+          ask: { catalog: catalog ?? catalogFromDbRoot(BUNDLED_DATABASES), executor: askPool, env: promptFromCli(policy.promptContract, o), envDeps: envDepsFromCli(o), maxTurnTokens: turnTokens(policy.promptContract, undefined).maxTurnTokens, episodeTimeoutMs: o.timeout },
+        }),
+      );
     }
     if (catalog) {
       // The environment's prompts are the ones the policy in training reads: --prompt-from, else the served policy's contract.
@@ -119,7 +129,7 @@ async function run(o: ServeCliOptions): Promise<void> {
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : o.port;
   const base = `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`;
-  if (policy) printOut(`agro serve: ${policy.description}\nOpenAI API: ${base}/v1 (model "${o.modelName ?? policy.name}")\n`);
+  if (policy) printOut(`agro serve: ${policy.description}\nOpenAI API: ${base}/v1 (model "${o.modelName ?? policy.name}")\nask: POST ${base}/v1/ask {"db_id", "question"} (${catalog ? catalog.describe : 'the bundled databases'})\n`);
   if (catalog) printOut(`environment API: ${base}/v1/sql, /v1/reward, /v1/env/sessions (${catalog.describe})\n`);
   if (o.dashboard) printOut(`dashboard: ${base}/dashboard/${token ? `?token=${encodeURIComponent(token)}` : ''}\n`);
   printOut(`listening on ${base}; Ctrl-C stops\n`);

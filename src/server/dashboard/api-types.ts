@@ -15,6 +15,14 @@ export interface ResultTable {
   error?: string;
   message?: string;
   elapsedMs: number;
+  /** The result drawn (server-side, src/sql/chart-svg.ts) when a chart says more than the table; absent for a table. */
+  chart?: ResultChart;
+}
+
+/** A chart of a result: which one (src/sql/chart.ts's rule) and its SVG. */
+export interface ResultChart {
+  kind: 'bar' | 'line' | 'point' | 'value';
+  svg: string;
 }
 
 export interface RunInfo {
@@ -129,6 +137,15 @@ export interface EvalDetail {
   questions: EvalQuestion[];
 }
 
+/** An evaluation report beside others on the same question file (the Evaluations page compares them). */
+export interface EvalPeer {
+  id: string;
+  label: string;
+  /** The policy it evaluates (a predict run's policy, else its predictions file). */
+  policy: string;
+  summary: EvalDetail['summary'];
+}
+
 /** Predicted and gold results of one question, rows marked where they differ (multiset difference). */
 export interface CompareResult {
   pred: ResultTable;
@@ -146,11 +163,17 @@ export interface PolicyInfo {
   label: string;
   /** checkpoint, gguf or endpoint (src/agent/policies/types.ts POLICY_KINDS). */
   kind: string;
+  /** A checkpoint's time (its config.json's mtime): the Playground starts with the newest. */
+  modifiedMs?: number;
+  /** Named on the command line (--policy, --llm-url, the served policy): the Playground starts with it. */
+  given?: boolean;
 }
 
 export interface DatabaseInfo {
   id: string;
   label: string;
+  /** The person's own (a --db, or a factory output's database) rather than a bundled one. */
+  own?: boolean;
 }
 
 /** One step of a playground episode, streamed as it happens. */

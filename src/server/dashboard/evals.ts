@@ -5,7 +5,7 @@
  * gold results side by side: on the original, or on the variant a question failed on when it was right there.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { readDataset } from '../../data/read-dataset.ts';
 import { readPredictions } from '../../data/read-predictions.ts';
 import { resolveDatabase } from '../../data/databases.ts';
@@ -89,6 +89,35 @@ export async function loadEval(e: FoundEval, exec: SqlExecutor): Promise<LoadedE
   const value: LoadedEval = { detail: toDetail({ id: e.id, source: e.source, label: evalLabel(e) }, report), dbRoot: report.dbRoot, timeoutMs: report.timeoutMs };
   cache.set(e.file, { mtimeMs, value });
   return value;
+}
+
+/**
+ * The policy an evaluation is of: an `agro predict` run's policy (run.json beside its report), a quickstart's
+ * stage (the folder of its predictions), else the predictions file the report names.
+ */
+export function policyOf(e: FoundEval, report: { pred?: unknown }): string {
+  const run = join(dirname(e.file), 'run.json');
+  if (existsSync(run)) {
+    try {
+      const p = (JSON.parse(readFileSync(run, 'utf8')) as { policy?: unknown }).policy;
+      if (typeof p === 'string' && p) return p;
+    } catch {
+      // Not a predict run's file.
+    }
+  }
+  if (e.source === 'predictions') return basename(dirname(e.file));
+  return typeof report.pred === 'string' && report.pred ? basename(report.pred) : e.id;
+}
+
+/** A report's question file and policy, read without scoring (a quickstart's predictions are scored when opened). */
+export function reportHead(e: FoundEval): { data: string; policy: string; summary: EvalDetail['summary'] } | null {
+  if (e.source !== 'report') return null;
+  try {
+    const r = JSON.parse(readFileSync(e.file, 'utf8')) as EvalReport;
+    return { data: resolve(r.data), policy: policyOf(e, r), summary: r.summary };
+  } catch {
+    return null;
+  }
 }
 
 /** Rows shown per side: enough to see a difference, bounded for the page. */

@@ -6,23 +6,25 @@
  * the folder's .gguf files, and what the command line adds (`--policy` path, `--llm-url` endpoint, or a
  * policy the server already has open). The episode is the agent's greedy one, as in evaluation.
  */
-import { basename } from 'node:path';
+import { statSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { AgroError, oneLine } from '../../errors.ts';
 import { runEpisode, type EpisodeEvent } from '../../agent/episode.ts';
 import { openPolicy, type PolicySpec } from '../../agent/policies/open.ts';
 import type { Policy, PolicyKind } from '../../agent/policies/types.ts';
 import { SQL_AGENT_ACTIONS, parseAction } from '../../agent/protocol.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
+import type { PreviousTurn } from '../../agent/conversation.ts';
 import { readPromptContract, resolvePromptSettings, turnTokens } from '../../agent/prompt-contract.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import type { PlaygroundEvent, PolicyInfo } from './api-types.ts';
-import { toResultTable } from './results.ts';
+import { CHART_ROWS, toChartedTable, toResultTable } from './results.ts';
 import type { FolderScan } from './scan.ts';
 
 export interface PlaygroundBackend {
   policies(): Promise<PolicyInfo[]>;
   /** Runs one episode; every step goes to onEvent, the last one an `end` or an `error`. */
-  ask(policy: string, dbPath: string, question: string, onEvent: (e: PlaygroundEvent) => void, signal?: AbortSignal): Promise<void>;
+  ask(policy: string, dbPath: string, question: string, onEvent: (e: PlaygroundEvent) => void, signal?: AbortSignal, previous?: PreviousTurn[]): Promise<void>;
   /** The system prompt the policy would get on this database (its schema view). */
   /** The system prompt the policy sees for this question (grounded prompts depend on it; '' ranks for none). */
   prompt?(policy: string, dbPath: string, question?: string): Promise<string>;
@@ -62,23 +64,44 @@ interface Entry {
   held?: Policy;
 }
 
+/** A checkpoint's time: when its config.json was written (the last file a save renames into place is the folder). */
+function modified(dir: string): { modifiedMs?: number } {
+  try {
+    return { modifiedMs: statSync(join(dir, 'config.json')).mtimeMs };
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The policy the Playground starts with: one the person named on the command line, else the newest
+ * checkpoint, else the first listed.
+ */
+export function defaultPolicy(policies: readonly PolicyInfo[]): string | undefined {
+  const given = policies.find((p) => p.given);
+  if (given) return given.id;
+  let newest: PolicyInfo | undefined;
+  for (const p of policies) if (p.modifiedMs !== undefined && (newest?.modifiedMs === undefined || p.modifiedMs > newest.modifiedMs)) newest = p;
+  return (newest ?? policies[0])?.id;
+}
+
 const endpointId = (url: string, model: string | undefined): string => `${url}${model ? `#${model}` : ''}`;
 
 /** The policy list: command-line ones first (what the user asked for), then the folder's. */
 function entries(o: PolicyBackendOptions): Entry[] {
   const out: Entry[] = [];
-  for (const { policy: p } of o.open ?? []) out.push({ info: { id: `open:${p.name}`, label: `${p.name} (served)`, kind: p.kind }, held: p });
+  for (const { policy: p } of o.open ?? []) out.push({ info: { id: `open:${p.name}`, label: `${p.name} (served)`, kind: p.kind, given: true }, held: p });
   for (const x of o.extra ?? []) {
     if (x.spec.llmUrl) {
       const label = x.label ?? `${x.spec.llmModel ?? 'first model'} at ${x.spec.llmUrl}`;
-      out.push({ info: { id: endpointId(x.spec.llmUrl, x.spec.llmModel), label, kind: 'endpoint' }, spec: x.spec });
+      out.push({ info: { id: endpointId(x.spec.llmUrl, x.spec.llmModel), label, kind: 'endpoint', given: true }, spec: x.spec });
     } else if (x.spec.path) {
       const kind: PolicyKind = /\.gguf$/i.test(x.spec.path) ? 'gguf' : 'checkpoint';
-      out.push({ info: { id: `path:${x.spec.path}`, label: x.label ?? basename(x.spec.path), kind }, spec: { ...o.local, ...x.spec } });
+      out.push({ info: { id: `path:${x.spec.path}`, label: x.label ?? basename(x.spec.path), kind, given: true }, spec: { ...o.local, ...x.spec } });
     }
   }
   const s = o.scan();
-  for (const c of s.checkpoints) out.push({ info: { id: c.id, label: `${c.run} (step ${c.step})`, kind: 'checkpoint' }, spec: { ...o.local, path: c.dir } });
+  for (const c of s.checkpoints) out.push({ info: { id: c.id, label: `${c.run} (step ${c.step})`, kind: 'checkpoint', ...modified(c.dir) }, spec: { ...o.local, path: c.dir } });
   // A GGUF runs on llama.cpp whatever --engine says for checkpoints.
   for (const g of s.ggufs) out.push({ info: { id: g.id, label: g.id, kind: 'gguf' }, spec: { threads: o.local?.threads, maxBatch: o.local?.maxBatch, path: g.file } });
   return out;
@@ -158,17 +181,19 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
   };
 
   const table = async (dbPath: string, sql: string) => toResultTable(await o.executor.execute(dbPath, sql, { timeoutMs: 10_000, maxRows: TABLE_ROWS + 1 }), TABLE_ROWS);
+  // The answer's result is read far enough for its chart (one more row tells a cut result).
+  const answerTable = async (dbPath: string, sql: string) => toChartedTable(await o.executor.execute(dbPath, sql, { timeoutMs: 10_000, maxRows: CHART_ROWS + 1 }), TABLE_ROWS);
 
   return {
     async policies() {
       return entries(o).map((e) => e.info);
     },
-    async ask(policyId, dbPath, question, emit, signal) {
+    async ask(policyId, dbPath, question, emit, signal, previous) {
       let release = (): void => {};
       try {
         const entry = find(policyId);
         const { env, maxTurnTokens } = envFor(entry);
-        const task: SqlTask = { id: 'playground', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, goldSql: '' };
+        const task: SqlTask = { id: 'playground', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, goldSql: '', ...(previous?.length ? { previous } : {}) };
         // A server's schema, docs and values are read (once) before the prompt is made.
         await env.prepare(dbPath);
         emit({ type: 'start', policy: policyId, db: dbPath, messages: env.openingFor(task) });
@@ -190,7 +215,7 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
             const res = ev.result;
             const reason = res.error ? `${res.endReason}: ${res.error}` : res.endReason;
             if (res.answer === undefined) emit({ type: 'end', reason, ms: res.ms });
-            else emit({ type: 'end', reason, ms: res.ms, answer: res.answer, result: await table(dbPath, res.answer) });
+            else emit({ type: 'end', reason, ms: res.ms, answer: res.answer, result: await answerTable(dbPath, res.answer) });
           }
         };
         await runEpisode(env, task, got.policy, { mode: 'agent', maxTurnTokens, temperature: 0, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}) }, { onEvent });

@@ -35,6 +35,15 @@ export function chartPng(u: uPlot, title: string): string {
   return out.toDataURL('image/png');
 }
 
+/**
+ * The y axis as wide as its longest tick label (a fixed width clipped "0.000125" and "1,234,567"): about 7 px
+ * per character of the 11 px axis font, plus the tick and gap.
+ */
+function axisWidth(_u: uPlot, values: string[] | null): number {
+  const longest = Math.max(0, ...(values ?? []).map((v) => String(v ?? '').length));
+  return Math.max(40, Math.ceil(longest * 7 + 22));
+}
+
 function fileName(title: string): string {
   return `${title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'chart'}.png`;
 }
@@ -167,7 +176,7 @@ export function LineChart(props: { title: string; series: Series[]; height?: num
       },
       // A flat series gets a band around its value, not uPlot's default 0..100.
       scales: { x: { time: false }, y: { range: (_u, min, max) => (min === max ? [min - Math.max(1, Math.abs(min) * 0.1), max + Math.max(1, Math.abs(max) * 0.1)] : uPlot.rangeNum(min, max, 0.1, true)) } },
-      axes: [{ label: props.xLabel ?? 'step', size: 36, labelSize: 18 }, { size: 56 }],
+      axes: [{ label: props.xLabel ?? 'step', size: 36, labelSize: 18 }, { size: axisWidth }],
       series: [
         { label: props.xLabel ?? 'step' },
         ...series.map((s, i) => {
@@ -216,7 +225,7 @@ export function BarChart(props: { title: string; labels: string[]; series: { lab
           gap: 4,
           grid: { show: false },
         },
-        { size: 50 },
+        { size: axisWidth },
       ],
       series: [
         { label: 'category', value: (_u, i) => (i === null ? '' : (labels[i] ?? '')) },

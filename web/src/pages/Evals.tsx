@@ -4,7 +4,7 @@ import { BarChart } from '../components/Chart.tsx';
 import { DataTable, ResultView } from '../components/Table.tsx';
 import { ItemList } from '../components/Picker.tsx';
 import { useOverview } from '../overview.ts';
-import type { CompareResult, EvalDetail, EvalQuestion } from '../../../src/server/dashboard/api-types.ts';
+import type { CompareResult, EvalDetail, EvalPeer, EvalQuestion } from '../../../src/server/dashboard/api-types.ts';
 
 function Trajectory({ turns }: { turns: { role: string; content: string }[] }) {
   return (
@@ -59,6 +59,53 @@ function Compare({ evalId, q }: { evalId: string; q: EvalQuestion }) {
   );
 }
 
+/** The reports on the same question file, one column per policy: EX overall and per difficulty (empty ones left out). */
+function Peers({ id }: { id: string }) {
+  const { data } = useJson<{ reports: EvalPeer[] }>('eval/peers', { id });
+  const reports = data?.reports ?? [];
+  if (reports.length < 2) return null;
+  const buckets = [...new Set(reports.flatMap((r) => r.summary.byDifficulty.filter((b) => b.count > 0).map((b) => b.bucket)))];
+  const cell = (r: EvalPeer, bucket: string) => {
+    const b = r.summary.byDifficulty.find((x) => x.bucket === bucket);
+    return b && b.count > 0 ? `${b.accuracy.toFixed(1)}% (${b.correct}/${b.count})` : '–';
+  };
+  return (
+    <section class="card" data-testid="peers">
+      <h3>The same questions, {reports.length} policies</h3>
+      <table class="compact">
+        <thead>
+          <tr>
+            <th></th>
+            {reports.map((r) => (
+              <th class={r.id === id ? 'current' : ''} title={r.label}>
+                <a href={`#/evals?id=${encodeURIComponent(r.id)}`}>{r.policy}</a>
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          <tr>
+            <td>all</td>
+            {reports.map((r) => (
+              <td class={r.id === id ? 'current' : ''}>
+                <strong>{r.summary.accuracy.toFixed(1)}%</strong> ({r.summary.correct}/{r.summary.count})
+              </td>
+            ))}
+          </tr>
+          {buckets.map((b) => (
+            <tr>
+              <td>{b}</td>
+              {reports.map((r) => (
+                <td class={r.id === id ? 'current' : ''}>{cell(r, b)}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
 export function EvalsPage({ params }: { params: URLSearchParams }) {
   const { data: overview, error } = useOverview();
   const [outcome, setOutcome] = useState('');
@@ -83,11 +130,13 @@ export function EvalsPage({ params }: { params: URLSearchParams }) {
           !loadError && <p class="muted">loading (a quickstart's predictions are scored now)…</p>
         ) : (
           <>
+            <Peers id={detail.info.id} />
             <p class="stats" data-testid="ex">
               Execution accuracy <strong>{s.accuracy.toFixed(2)}%</strong> ({s.correct} of {s.count}, {detail.mode} comparison)
             </p>
             <div class="charts">
-              <BarChart title="EX by difficulty (%)" labels={s.byDifficulty.map((b) => b.bucket)} series={[{ label: 'EX %', values: s.byDifficulty.map((b) => b.accuracy) }]} />
+              {/* A difficulty no question has is not a 0% bar. */}
+              <BarChart title="EX by difficulty (%)" labels={s.byDifficulty.filter((b) => b.count > 0).map((b) => b.bucket)} series={[{ label: 'EX %', values: s.byDifficulty.filter((b) => b.count > 0).map((b) => b.accuracy) }]} />
               <BarChart title="Outcomes" labels={Object.keys(s.outcomes)} series={[{ label: 'questions', values: Object.values(s.outcomes) }]} />
             </div>
             <section class="card">

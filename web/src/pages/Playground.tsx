@@ -1,9 +1,66 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { apiUrl, getJson, postJson } from '../api.ts';
+import { apiUrl, download, getJson, postJson } from '../api.ts';
+import { toCsv } from '../csv.ts';
 import { SelectField, type Choice } from '../components/Picker.tsx';
+import { ResultChartView } from '../components/ResultChart.tsx';
 import { ResultView } from '../components/Table.tsx';
 import { useOverview } from '../overview.ts';
 import type { PlaygroundEvent, ResultTable } from '../../../src/server/dashboard/api-types.ts';
+
+/** One finished question of the conversation: what the next one may follow up. */
+interface Exchange {
+  question: string;
+  /** The answer's SQL ('' when the episode gave none). */
+  sql: string;
+  /** One line on its result (rows, or why none). */
+  summary: string;
+}
+
+function summary(e: Extract<PlaygroundEvent, { type: 'end' }>): string {
+  const r = e.result;
+  if (e.answer === undefined) return `no answer (${e.reason})`;
+  if (!r) return '';
+  if (!r.ok) return `${r.error}`;
+  if (r.rows.length === 1 && r.columns.length === 1) return `= ${String(r.rows[0][0])}`;
+  return `${r.rows.length}${r.truncated ? '+' : ''} row${r.rows.length === 1 ? '' : 's'}`;
+}
+
+/** The conversation so far, oldest first: each question, the SQL that answered it, and its result in a word. */
+function History({ turns, onClear }: { turns: Exchange[]; onClear: () => void }) {
+  if (turns.length === 0) return null;
+  return (
+    <section class="card history" data-testid="history">
+      <h3>
+        Conversation <span class="muted">(the next question may follow up: "only the top three", "and in 2009?")</span>{' '}
+        <button class="small" onClick={onClear} data-testid="new-conversation">
+          New conversation
+        </button>
+      </h3>
+      <ol>
+        {turns.map((t) => (
+          <li>
+            <span class="question">{t.question}</span> <span class="muted">{t.summary}</span>
+            {t.sql ? <pre class="sql">{t.sql}</pre> : null}
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
+
+/** While the policy answers: the turn it is on and the time it has taken. */
+function Progress({ since, turn }: { since: number; turn: number }) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 200);
+    return () => clearInterval(t);
+  }, []);
+  return (
+    <p class="progress-line" data-testid="progress">
+      <span class="spinner" /> answering · turn {turn + 1} · {((now - since) / 1000).toFixed(1)} s
+    </p>
+  );
+}
 
 const KIND_GROUP: Record<string, string> = { checkpoint: 'agro checkpoints', gguf: 'GGUF files', endpoint: 'OpenAI-compatible endpoints' };
 
@@ -67,12 +124,17 @@ export function PlaygroundPage() {
   const [sql, setSql] = useState('');
   const [result, setResult] = useState<ResultTable | null>(null);
   const [sqlErr, setSqlErr] = useState<string | null>(null);
+  const [conversation, setConversation] = useState<Exchange[]>([]);
+  const [startedAt, setStartedAt] = useState(0);
+  const [copied, setCopied] = useState(false);
   const source = useRef<EventSource | null>(null);
+  const asked = useRef('');
 
   useEffect(() => {
     if (!overview) return;
-    if (!policy && overview.policies[0]) setPolicy(overview.policies[0].id);
-    if (!db && overview.databases[0]) setDb(overview.databases[0].id);
+    // The server says where the person is: the policy they named or the newest checkpoint, their own database.
+    if (!policy) setPolicy(overview.defaults?.policy ?? overview.policies[0]?.id ?? '');
+    if (!db) setDb(overview.defaults?.database ?? overview.databases[0]?.id ?? '');
   }, [overview]);
   useEffect(() => {
     setPrompt(null);
@@ -87,7 +149,11 @@ export function PlaygroundPage() {
     setResult(null);
     setSqlErr(null);
     setRunning(true);
-    const es = new EventSource(apiUrl('playground/ask', [['policy', policy], ['db', db], ['question', question]]));
+    setStartedAt(Date.now());
+    asked.current = question.trim();
+    // The turns travel in the address: the last 10 (the prompt uses fewer, src/agent/conversation.ts) keep it short.
+    const previous = conversation.slice(-10).map(({ question: q, sql: s }) => ({ question: q, sql: s }));
+    const es = new EventSource(apiUrl('playground/ask', [['policy', policy], ['db', db], ['question', question], ...(previous.length ? [['previous', JSON.stringify(previous)] as [string, string]] : [])]));
     source.current = es;
     const finish = () => {
       es.close();
@@ -105,6 +171,9 @@ export function PlaygroundPage() {
         if (e.type === 'end') {
           if (e.answer !== undefined) setSql(e.answer);
           if (e.result) setResult(e.result);
+          // The next question follows this one up (a question with no answer stays in the history too).
+          setConversation((cur) => [...cur, { question: asked.current, sql: e.answer ?? '', summary: summary(e) }]);
+          setQuestion('');
           finish();
         }
         if (e.type === 'error') finish();
@@ -117,8 +186,30 @@ export function PlaygroundPage() {
   };
   const run = () => {
     setSqlErr(null);
-    postJson<ResultTable>('sql', { db, sql }).then(setResult, (e: Error) => setSqlErr(e.message));
+    postJson<ResultTable>('sql', { db, sql, chart: true }).then(setResult, (e: Error) => setSqlErr(e.message));
   };
+  const copySql = () => {
+    const done = () => {
+      setCopied(true);
+      setTimeout(() => setCopied(false), 1500);
+    };
+    // The clipboard API needs a secure context (loopback is one); a page behind plain http elsewhere falls back.
+    if (navigator.clipboard) navigator.clipboard.writeText(sql).then(done, () => setSqlErr('the browser refused the clipboard'));
+    else {
+      const t = document.querySelector<HTMLTextAreaElement>('[data-testid=final-sql]');
+      t?.select();
+      if (document.execCommand('copy')) done();
+    }
+  };
+  // Every row the sandbox returns (not only the rows shown): the same bounds as any query's result.
+  const downloadCsv = () => {
+    setSqlErr(null);
+    postJson<ResultTable>('sql', { db, sql, full: true }).then(
+      (r) => (r.ok ? download('result.csv', new Blob([toCsv(r.columns, r.rows)], { type: 'text/csv' })) : setSqlErr(`${r.error}: ${r.message ?? ''}`)),
+      (e: Error) => setSqlErr(e.message),
+    );
+  };
+  const turn = events.reduce((n, e) => (e.type === 'assistant' ? Math.max(n, e.turn + 1) : n), writing?.turn ?? 0);
 
   if (error) return <p class="error">{error}</p>;
   if (!overview) return <p class="muted">loading…</p>;
@@ -130,8 +221,8 @@ export function PlaygroundPage() {
         <SelectField label="policy" value={policy} choices={policyChoices} onChange={setPolicy} empty="no policy: no checkpoint or .gguf in this folder" testId="policy" />
         <SelectField label="database" value={db} choices={overview.databases.map((d) => ({ value: d.id, label: d.label }))} onChange={setDb} empty="no database" testId="database" />
         <label class="field">
-          question
-          <textarea rows={3} value={question} onInput={(e) => setQuestion((e.target as HTMLTextAreaElement).value)} data-testid="question" placeholder="How many genres are there?" />
+          {conversation.length ? 'follow-up question' : 'question'}
+          <textarea rows={3} value={question} onInput={(e) => setQuestion((e.target as HTMLTextAreaElement).value)} data-testid="question" placeholder={conversation.length ? 'and only the top three?' : 'How many genres are there?'} />
         </label>
         <button onClick={ask} disabled={!policy || !db || !question.trim() || running} data-testid="ask">
           {running ? 'running…' : 'Ask'}
@@ -142,11 +233,13 @@ export function PlaygroundPage() {
         </details>
       </aside>
       <section class="content">
+        <History turns={conversation} onClear={() => setConversation([])} />
         <div class="turns" data-testid="turns">
           {events.map((e) => (
             <Step e={e} />
           ))}
           {writing ? <Writing turn={writing.turn} text={writing.text} /> : null}
+          {running ? <Progress since={startedAt} turn={turn} /> : null}
         </div>
         <section class="card">
           <h3>Final SQL</h3>
@@ -154,9 +247,16 @@ export function PlaygroundPage() {
           <div>
             <button onClick={run} disabled={!db || !sql.trim()} data-testid="run-sql">
               Run SQL
+            </button>{' '}
+            <button class="secondary" onClick={copySql} disabled={!sql.trim()} data-testid="copy-sql">
+              {copied ? 'Copied' : 'Copy SQL'}
+            </button>{' '}
+            <button class="secondary" onClick={downloadCsv} disabled={!db || !sql.trim()} data-testid="download-csv" title="Every row the sandbox returns (up to its row and byte bounds), not only those shown">
+              Download CSV
             </button>
           </div>
           {sqlErr ? <p class="error">{sqlErr}</p> : null}
+          {result?.chart ? <ResultChartView chart={result.chart} testId="answer-chart" /> : null}
           {result ? <ResultView result={result} csvName="result.csv" testId="final-result" /> : null}
         </section>
       </section>

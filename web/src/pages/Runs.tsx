@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { apiUrl, getJson } from '../api.ts';
 import { LineChart, type Series } from '../components/Chart.tsx';
 import { navigate } from '../routes.ts';
-import { appendColumns, chartPlan, rowCount, seriesOf } from '../metrics.ts';
+import { appendColumns, chartPlan, duration, rowCount, runProgress, seriesOf, smooth } from '../metrics.ts';
 import { useOverview } from '../overview.ts';
 import type { MetricsEvent, RunDetail } from '../../../src/server/dashboard/api-types.ts';
 
@@ -67,6 +67,7 @@ export function RunsPage({ params }: { params: URLSearchParams }) {
   const [details, setDetails] = useState<Record<string, RunDetail>>({});
   const [live, setLive] = useState<number>(0);
   const [loadError, setLoadError] = useState<string | null>(null);
+  const [smoothing, setSmoothing] = useState(0);
   const runs = overview?.runs ?? [];
   const picked = params.get('run');
   // Default: the four most recently written runs.
@@ -121,11 +122,11 @@ export function RunsPage({ params }: { params: URLSearchParams }) {
           for (const k of c.keys) {
             if (!d.metrics.columns[k]) continue;
             const s = seriesOf(d.metrics, k);
-            series.push({ label: `${shown.length > 1 ? `${d.run.id} · ` : ''}${k}`, x: s.x, y: s.y });
+            series.push({ label: `${shown.length > 1 ? `${d.run.id} · ` : ''}${k}`, x: s.x, y: smoothing > 0 ? smooth(s.y, smoothing) : s.y });
           }
-        return { title: c.title, series };
+        return { title: c.title, series, internal: c.internal === true };
       }),
-    [plan, ...shown.map((d) => d.metrics)],
+    [plan, smoothing, ...shown.map((d) => d.metrics)],
   );
   const toggle = (id: string) => {
     const next = selected.includes(id) ? selected.filter((x) => x !== id) : [...selected, id];
@@ -157,11 +158,45 @@ export function RunsPage({ params }: { params: URLSearchParams }) {
       <section class="content">
         {loadError ? <p class="error">{loadError}</p> : null}
         {quickstart ? <QuickstartSummary report={quickstart} /> : null}
+        {shown.map((d) => {
+          const p = runProgress(d.metrics, d.config);
+          if (!p) return null;
+          const live = d.run.modifiedMs > Date.now() - 120_000 && (p.total === undefined || p.step < p.total);
+          return (
+            <div class="run-progress" data-testid="run-progress" data-run={d.run.id}>
+              <span class="run-id">{d.run.id}</span>
+              <span>
+                step {p.step}
+                {p.total !== undefined ? ` / ${p.total}` : ''}
+              </span>
+              {p.total !== undefined ? <progress max={p.total} value={Math.min(p.step, p.total)} /> : null}
+              <span class="muted">{p.total !== undefined && p.step >= p.total ? 'done' : p.etaS !== undefined ? `ETA ${duration(p.etaS)}${live ? '' : ' (not written to lately)'}` : ''}</span>
+            </div>
+          );
+        })}
+        <label class="smoothing">
+          smoothing <input type="range" min={0} max={0.99} step={0.01} value={smoothing} onInput={(e) => setSmoothing(Number((e.target as HTMLInputElement).value))} data-testid="smoothing" />{' '}
+          <span class="muted">{smoothing.toFixed(2)}</span>
+        </label>
         <div class="charts">
-          {charts.map((c) => (
-            <LineChart title={c.title} series={c.series} />
-          ))}
+          {charts
+            .filter((c) => !c.internal)
+            .map((c) => (
+              <LineChart title={c.title} series={c.series} />
+            ))}
         </div>
+        {charts.some((c) => c.internal) ? (
+          <details class="card internals" data-testid="internals">
+            <summary>Internals ({charts.filter((c) => c.internal).length} more metrics: {charts.filter((c) => c.internal).map((c) => c.title).slice(0, 6).join(', ')}…)</summary>
+            <div class="charts">
+              {charts
+                .filter((c) => c.internal)
+                .map((c) => (
+                  <LineChart title={c.title} series={c.series} />
+                ))}
+            </div>
+          </details>
+        ) : null}
         {shown.map((d) => (
           <details class="card">
             <summary>

@@ -1,0 +1,78 @@
+/**
+ * `agro chat --db FILE [--policy ...]`: a conversation on a terminal. Each line is a question; the next one
+ * may follow it up ("only the top three", "and in 2009?"): the earlier questions and their SQL go into the
+ * prompt (agent/conversation.ts), as `agro ask --session FILE` (for scripts), the Playground and `POST /v1/ask` do. The policy
+ * is loaded once. `:new` starts a new conversation, `:quit` (or Ctrl-D) ends it.
+ */
+import { createInterface } from 'node:readline';
+import { basename, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { runEpisode } from '../../agent/episode.ts';
+import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
+import type { PreviousTurn } from '../../agent/conversation.ts';
+import { turnTokens } from '../../agent/prompt-contract.ts';
+import { createExecutor } from '../../sql/executor.ts';
+import { assertReadableDatabase } from '../../sql/introspect.ts';
+import { numberArg } from '../options.ts';
+import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
+import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
+import { printOut } from '../print.ts';
+
+interface ChatCliOptions extends PolicyCliOptions, PromptCliOptions {
+  db: string;
+  rows: number;
+  episodeTimeout: number;
+}
+
+const indent = (s: string): string => s.split('\n').map((l) => `   ${l}`).join('\n');
+
+async function run(o: ChatCliOptions): Promise<void> {
+  assertReadableDatabase(o.db);
+  let history: PreviousTurn[] = [];
+  const policy = await openPolicyFromCli(o, 1);
+  const pool = createExecutor({ size: 1 });
+  const dbPath = resolve(o.db);
+  const dbId = basename(dbPath).replace(/\.sqlite3?$|\.db$/i, '');
+  try {
+    const env = new SqlEnvironment(pool, promptFromCli(policy.promptContract, o), envDepsFromCli(o, dbId));
+    const tokens = turnTokens(policy.promptContract, undefined);
+    if (tokens.warning) printWarning(tokens.warning);
+    const tty = process.stdin.isTTY === true;
+    const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: tty });
+    if (tty) printOut(`agro chat on ${dbId} (${policy.name}): ask a question; a follow-up may refer to the last answer. :new starts over, :quit ends.\n`);
+    rl.setPrompt('? ');
+    if (tty) rl.prompt();
+    for await (const line of rl) {
+      const question = line.trim();
+      if (question === ':quit' || question === ':q') break;
+      if (question === ':new') {
+        history = [];
+        printOut('(new conversation)\n');
+      } else if (question) {
+        const task: SqlTask = { id: 'chat', dbId, dbPath, question, goldSql: '', previous: history };
+        const res = await runEpisode(env, task, policy, { mode: 'agent', maxTurnTokens: tokens.maxTurnTokens, temperature: 0, timeoutMs: o.episodeTimeout });
+        if (res.answer !== undefined) {
+          const r = await pool.execute(dbPath, res.answer, { timeoutMs: 30_000, maxRows: o.rows + 1 });
+          printOut(`sql: ${res.answer}\n${indent(formatResultTable(r, o.rows, 100_000))}\n`);
+        } else printOut(`no answer (${res.endReason}${res.error ? `: ${res.error}` : ''})\n`);
+        history = [...history, { question, sql: res.answer ?? '' }];
+      }
+      if (tty) rl.prompt();
+    }
+    rl.close();
+  } finally {
+    await policy.close();
+    await pool.close();
+  }
+}
+
+export function register(program: Command): void {
+  const cmd = program
+    .command('chat')
+    .description('A conversation with a trained agent on a terminal: each line a question, follow-ups refer to the last answer')
+    .requiredOption('--db <file>', 'SQLite database');
+  addPolicyOptions(cmd)
+    .option('--episode-timeout <ms>', 'wall-clock limit per question', numberArg('--episode-timeout', { min: 1 }), 120_000)
+    .option('--rows <n>', 'rows of each result to show', numberArg('--rows', { min: 1 }), 20);
+  addPromptOptions(cmd).action((o: ChatCliOptions) => run(o));
+}

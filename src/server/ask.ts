@@ -1,0 +1,188 @@
+/**
+ * Asking over HTTP in one call: `POST /v1/ask {db_id, question, conversation?}` runs the agent's whole
+ * episode on the server (the schema in its prompt, its SQL tool, the answer) and answers with the SQL, its
+ * rows (bounded), and the answer's reading and confidence. The same asker serves a chat completion that
+ * names a database (openai.ts, the `database` extension field), so a plain OpenAI client gets an answer
+ * from the schema, not a completion without one.
+ *
+ * `reading` and `confidence` are null until the answer path (issue 46: candidates, ranking, a checked
+ * reading) fills them: agro does not make them up.
+ */
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { AgroError } from '../errors.ts';
+import { runEpisode, type EndReason } from '../agent/episode.ts';
+import { previousTurnSchema, type PreviousTurn } from '../agent/conversation.ts';
+import type { Policy } from '../agent/policies/types.ts';
+import { SqlEnvironment, type SqlEnvConfig, type SqlEnvDeps, type SqlTask } from '../agent/sql-env.ts';
+import type { DatabaseCatalog } from '../data/catalog.ts';
+import { chartFor } from '../sql/chart.ts';
+import { chartSpec } from '../sql/chart-svg.ts';
+import type { ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
+import { HttpError } from './app.ts';
+import { Gate } from './gate.ts';
+
+/** Rows an answer returns unless the request asks for fewer (`max_rows`), and the most it may ask for. */
+export const ASK_ROWS = 100;
+export const ASK_MAX_ROWS = 10_000;
+
+export const askRequestSchema = z.strictObject({
+  db_id: z.string().min(1),
+  question: z.string().trim().min(1),
+  /** BIRD-style evidence (a hint). */
+  evidence: z.string().optional(),
+  /** The conversation so far, oldest first: each earlier question and the SQL that answered it. */
+  conversation: z.array(previousTurnSchema).max(64).optional(),
+  max_rows: z.number().int().min(1).max(ASK_MAX_ROWS).optional(),
+  /** Also return the result's chart as a Vega-Lite spec when one fits (src/sql/chart.ts's rule). */
+  chart: z.boolean().optional(),
+});
+export type AskRequest = z.infer<typeof askRequestSchema>;
+
+export interface AskAnswer {
+  db_id: string;
+  question: string;
+  /** The answer's SQL; null when the episode ended without one (`end_reason` says why). */
+  sql: string | null;
+  columns: string[];
+  /** At most max_rows rows; JSON cells (integers past 2^53 as strings, blobs as hex). */
+  rows: (string | number | null)[][];
+  /** True when the result has more rows (or bytes) than returned. */
+  truncated: boolean;
+  /** The SQL's error when it ran and failed. */
+  error: string | null;
+  end_reason: EndReason;
+  /** What the answer path reads the SQL as ("I read this as: ..."): null until it provides one. */
+  reading: string | null;
+  /** The answer path's confidence in [0, 1]: null until it provides one. */
+  confidence: number | null;
+  /** The result as a chart (kind and Vega-Lite spec) when asked with `chart: true` and one fits; else null. */
+  chart: { kind: string; vega_lite: unknown } | null;
+  turns: number;
+  ms: number;
+}
+
+export interface AskerOptions {
+  policy: Policy;
+  catalog: DatabaseCatalog;
+  executor: SqlExecutor;
+  /** The prompt the policy was trained on (its contract's settings). */
+  env?: Partial<SqlEnvConfig>;
+  envDeps?: SqlEnvDeps;
+  maxTurnTokens?: number;
+  /** Wall-clock limit of one episode. */
+  episodeTimeoutMs?: number;
+}
+
+export type Asker = (req: AskRequest, signal?: AbortSignal) => Promise<AskAnswer>;
+
+function jsonCell(v: SqlValue): string | number | null {
+  if (typeof v === 'bigint') return Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();
+  if (v instanceof Uint8Array) return Buffer.from(v).toString('hex');
+  return v;
+}
+
+/** One question (with its conversation) answered on a catalog's database by a policy's greedy agent episode. */
+export function createAsker(o: AskerOptions): Asker {
+  const env = new SqlEnvironment(o.executor, o.env ?? {}, o.envDeps);
+  return async (req, signal) => {
+    const db = o.catalog.resolve(req.db_id);
+    const previous: PreviousTurn[] = req.conversation ?? [];
+    const task: SqlTask = { id: 'ask', dbId: req.db_id, dbPath: db.path, question: req.question, goldSql: '', ...(req.evidence ? { evidence: req.evidence } : {}), ...(previous.length ? { previous } : {}) };
+    const res = await runEpisode(env, task, o.policy, { mode: 'agent', maxTurnTokens: o.maxTurnTokens ?? 256, temperature: 0, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}) });
+    const maxRows = req.max_rows ?? ASK_ROWS;
+    let r: ExecResult | undefined;
+    if (res.answer !== undefined) r = await o.executor.execute(db.path, res.answer, { timeoutMs: 30_000, maxRows });
+    const choice = req.chart && r?.ok && !r.truncated ? chartFor(r) : null;
+    return {
+      db_id: req.db_id,
+      question: req.question,
+      sql: res.answer ?? null,
+      columns: r?.ok ? r.columns : [],
+      rows: r?.ok ? r.rows.map((row) => row.map(jsonCell)) : [],
+      truncated: r?.ok ? r.truncated : false,
+      error: r && !r.ok ? `${r.error}: ${r.message}` : res.error ?? null,
+      end_reason: res.endReason,
+      reading: null,
+      confidence: null,
+      chart: choice && r?.ok ? { kind: choice.kind, vega_lite: chartSpec(choice, r) } : null,
+      turns: res.turns.length,
+      ms: Math.round(res.ms),
+    };
+  };
+}
+
+const FENCED = /```(?:sql)?\s*([\s\S]*?)```/i;
+const ANSWER_TAG = /<answer>([\s\S]*?)<\/answer>/i;
+
+/** The SQL an assistant message gave: an agro answer tag, a fenced block, else the message itself. */
+export function sqlOfMessage(content: string): string {
+  return (ANSWER_TAG.exec(content)?.[1] ?? FENCED.exec(content)?.[1] ?? content).trim();
+}
+
+/**
+ * An OpenAI conversation as a question and its earlier turns: the last user message is the question; each
+ * earlier user message is a turn, answered by the assistant message after it (its SQL). System and tool
+ * messages are the client's own and are left out: the schema prompt is agro's.
+ */
+export function questionOfMessages(messages: readonly { role: string; content: string }[]): { question: string; conversation: PreviousTurn[] } {
+  const lastUser = messages.map((m) => m.role).lastIndexOf('user');
+  if (lastUser < 0 || !messages[lastUser].content.trim()) throw new HttpError(400, 'messages: a chat completion with "database" needs a user message (the question)');
+  const conversation: PreviousTurn[] = [];
+  for (let i = 0; i < lastUser; i++) {
+    if (messages[i].role !== 'user' || !messages[i].content.trim()) continue;
+    const reply = messages.slice(i + 1, lastUser).find((m) => m.role === 'assistant' || m.role === 'user');
+    conversation.push({ question: messages[i].content.trim(), sql: reply?.role === 'assistant' ? sqlOfMessage(reply.content) : '' });
+  }
+  return { question: messages[lastUser].content.trim(), conversation };
+}
+
+/** Reads a JSON body against a schema: one 400 line naming the field. */
+export async function readJson<S extends z.ZodType>(req: Request, schema: S): Promise<z.infer<S>> {
+  let raw: unknown;
+  try {
+    raw = await req.json();
+  } catch {
+    throw new HttpError(400, 'the request body is not JSON');
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const i = parsed.error.issues[0];
+    throw new HttpError(400, `${i.path.join('.') || 'body'}: ${i.message}`);
+  }
+  return parsed.data;
+}
+
+/** An asker's errors as HTTP: an unknown database is 404, a bad one 400. */
+export async function askOrHttpError(ask: Asker, req: AskRequest, signal?: AbortSignal): Promise<AskAnswer> {
+  try {
+    return await ask(req, signal);
+  } catch (err) {
+    if (err instanceof AgroError && err.kind === 'not_found') throw new HttpError(404, err.message, 'invalid_request_error', 'database_not_found');
+    if (err instanceof AgroError && err.kind !== 'internal') throw new HttpError(400, err.message);
+    throw err;
+  }
+}
+
+export interface AskRoutesOptions {
+  ask: Asker;
+  concurrency?: number;
+  maxQueue?: number;
+}
+
+/** `POST /v1/ask`: one call, one answer. At most `concurrency` episodes run (the policy batches), `maxQueue` wait, then 429. */
+export function askRoutes(o: AskRoutesOptions): Hono {
+  const app = new Hono();
+  const gate = new Gate(o.concurrency ?? 4, o.maxQueue ?? 64);
+  app.post('/v1/ask', async (c) => {
+    const req = await readJson(c.req.raw, askRequestSchema);
+    const release = await gate.enter();
+    if (!release) throw new HttpError(429, 'too many requests in flight; retry later', 'rate_limit_error', 'queue_full');
+    try {
+      return c.json(await askOrHttpError(o.ask, req, c.req.raw.signal));
+    } finally {
+      release();
+    }
+  });
+  return app;
+}

@@ -1,0 +1,182 @@
+// Asking over HTTP as docs/serving.md shows it: the curl lines of the doc, run as they are written (their
+// address swapped for a real server's), against the routes `agro serve --policy` mounts, with a policy that
+// is a real endpoint client talking to a local OpenAI-protocol server (the remote LLM is the only fake).
+// Then `agro serve` itself: /health and /v1/ask with no --db-root.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { createApp } from '../../src/server/app.ts';
+import { policyRouteGroups } from '../../src/server/policy-routes.ts';
+import { openPolicy } from '../../src/agent/policies/open.ts';
+import type { Policy } from '../../src/agent/policies/types.ts';
+import { catalogFromDbRoot } from '../../src/data/catalog.ts';
+import { SqlPool } from '../../src/sql/pool.ts';
+import { formatAction, AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
+import { initBackend } from '../../src/model/backend.ts';
+import { LlamaModel } from '../../src/model/llama.ts';
+import { resolveModelConfig } from '../../src/model/config.ts';
+import { saveCheckpoint } from '../../src/model/checkpoint.ts';
+import { Tokenizer } from '../../src/model/tokenizer.ts';
+import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.ts';
+import { needsProgram } from '../support/system-program.ts';
+
+const curl = needsProgram('curl', 'curl', 'the curl examples of docs/serving.md');
+const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
+const DOC_BASE = 'http://127.0.0.1:8000';
+const GENRE_SQL = 'SELECT g.name, COUNT(*) FROM tracks t JOIN genres g ON g.genre_id = t.genre_id GROUP BY g.name';
+const tmp = mkdtempSync(join(tmpdir(), 'agro-ask-http-'));
+const pool = new SqlPool({ size: 2 });
+let llm: FakeOpenAI;
+let policy: Policy;
+let server: ServerType;
+let base = '';
+
+/** The curl lines under the doc's curl-examples marker. */
+function docCurlLines(): string[] {
+  const doc = readFileSync('docs/serving.md', 'utf8');
+  const at = doc.indexOf('<!-- curl-examples');
+  assert.ok(at >= 0, 'docs/serving.md has its curl examples');
+  const block = /```sh\n([\s\S]*?)```/.exec(doc.slice(at))![1];
+  return block.split('\n').filter((l) => l.startsWith('curl '));
+}
+
+// Asynchronous: the server answers from this same process.
+const run = async (line: string): Promise<unknown> => JSON.parse((await promisify(execFile)('sh', ['-c', line.replaceAll(DOC_BASE, base.replace(/\/$/, ''))], { encoding: 'utf8' })).stdout);
+
+before(async () => {
+  // The model: with agro's schema prompt it answers SQL (a follow-up edits the SQL its prompt shows); without one, digits.
+  llm = await startFakeOpenAI((req) => {
+    const msgs = req.body.messages ?? [];
+    const system = msgs.find((m) => m.role === 'system')?.content ?? '';
+    const user = msgs.find((m) => m.role === 'user')?.content ?? '';
+    if (!/CREATE TABLE genres|genres\(/.test(system)) return { kind: 'reply', content: '3333333333' };
+    const earlier = /^Earlier in this conversation:\nQ: .*\nSQL: (.*)\n/.exec(user);
+    const sql = earlier ? `${earlier[1]} ORDER BY 2 DESC LIMIT 3` : /each genre/.test(user) ? GENRE_SQL : 'SELECT COUNT(*) FROM albums';
+    return { kind: 'reply', content: formatAction({ kind: 'answer', think: 'from the schema', content: sql }) };
+  });
+  policy = await openPolicy({ llmUrl: llm.baseUrl, llmModel: 'fake', concurrency: 2 });
+  const app = createApp({ groups: policyRouteGroups({ openai: { policy }, ask: { catalog: catalogFromDbRoot(resolve('data/databases')), executor: pool } }) });
+  server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise((r) => server.once('listening', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+});
+
+after(async () => {
+  server?.close();
+  await policy?.close();
+  await llm?.close();
+  await pool.close();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+type Answer = { sql: string | null; columns: string[]; rows: unknown[][]; truncated: boolean; reading: null; confidence: null; end_reason: string; chart: { kind: string; vega_lite: { mark: unknown } } | null };
+
+test("docs/serving.md's curl lines, as written: health, a question, a follow-up with its chart, a completion naming a database", { skip: curl.skip }, async () => {
+  const lines = docCurlLines();
+  assert.equal(lines.length, 4);
+  assert.deepEqual(await run(lines[0]), { ok: true });
+
+  let seen = llm.requests.length;
+  const first = (await run(lines[1])) as Answer;
+  assert.equal(first.sql, GENRE_SQL);
+  assert.equal(first.end_reason, 'answer');
+  assert.equal(first.rows.length, 12);
+  assert.equal(first.columns.length, 2);
+  // Not made up: null until the answer path gives them.
+  assert.equal(first.reading, null);
+  assert.equal(first.confidence, null);
+  assert.equal(first.chart, null);
+  // The model got agro's prompt: the schema in the system message, the question alone as the user's.
+  const asked = llm.requests.slice(seen).find((r) => r.path.endsWith('/chat/completions'))!;
+  assert.match(asked.body.messages![0].content, /genres/);
+  assert.equal(asked.body.messages![1].content, 'How many tracks does each genre have?');
+
+  seen = llm.requests.length;
+  const follow = (await run(lines[2])) as Answer;
+  assert.equal(follow.sql, `${GENRE_SQL} ORDER BY 2 DESC LIMIT 3`);
+  assert.equal(follow.rows.length, 3);
+  assert.ok((follow.rows[0][1] as number) >= (follow.rows[1][1] as number));
+  assert.equal(follow.chart?.kind, 'bar');
+  assert.ok(follow.chart?.vega_lite.mark);
+  const user = llm.requests.slice(seen).find((r) => r.path.endsWith('/chat/completions'))!.body.messages![1].content;
+  assert.ok(user.includes(`Q: How many tracks does each genre have?\nSQL: ${GENRE_SQL}`), user);
+
+  const chat = (await run(lines[3])) as { object: string; choices: { message: { content: string } }[]; agro: Answer };
+  assert.equal(chat.object, 'chat.completion');
+  assert.equal(chat.choices[0].message.content, GENRE_SQL);
+  assert.equal(chat.agro.rows.length, 12);
+  assert.equal(chat.agro.confidence, null);
+});
+
+test('a chat completion: with `database` the schema reaches the model and earlier messages are the conversation; without it, the bare continuation', async () => {
+  const post = (body: unknown) => fetch(`${base}v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const bare = (await (await post({ messages: [{ role: 'user', content: 'How many tracks does each genre have?' }] })).json()) as { choices: { message: { content: string } }[] };
+  assert.equal(bare.choices[0].message.content, '3333333333');
+  const messages = [
+    { role: 'user', content: 'How many tracks does each genre have?' },
+    { role: 'assistant', content: '```sql\n' + GENRE_SQL + '\n```' },
+    { role: 'user', content: 'only the top three' },
+  ];
+  const r = (await (await post({ database: 'music_store', messages })).json()) as { choices: { message: { content: string } }[]; agro: Answer };
+  assert.equal(r.choices[0].message.content, `${GENRE_SQL} ORDER BY 2 DESC LIMIT 3`);
+  assert.equal(r.agro.rows.length, 3);
+  const streamed = await post({ database: 'music_store', messages, stream: true });
+  assert.equal(streamed.status, 400);
+  const unknown = await post({ database: 'no_such_db', messages });
+  assert.equal(unknown.status, 404);
+  assert.equal(((await unknown.json()) as { error: { code: string } }).error.code, 'database_not_found');
+});
+
+test('POST /v1/ask: a bad body is one 400 line naming the field; max_rows bounds the rows', async () => {
+  const ask = (body: unknown) => fetch(`${base}v1/ask`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const bad = await ask({ db_id: 'music_store' });
+  assert.equal(bad.status, 400);
+  assert.match(((await bad.json()) as { error: { message: string } }).error.message, /^question: /);
+  const few = (await (await ask({ db_id: 'music_store', question: 'How many tracks does each genre have?', max_rows: 5 })).json()) as Answer;
+  assert.equal(few.rows.length, 5);
+  assert.equal(few.truncated, true);
+});
+
+test('agro serve --policy with nothing else: /health answers (it was 404 without --db-root) and /v1/ask answers on a bundled database', { timeout: 180_000 }, async () => {
+  await initBackend();
+  const tk = Tokenizer.train(['SELECT name FROM artists'], { vocabSize: 300, specialTokens: AGENT_SPECIAL_TOKENS });
+  const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tk.vocabSize }), { seed: 1 });
+  const ck = join(tmp, 'ck');
+  saveCheckpoint(ck, { model, tokenizer: tk });
+  model.dispose();
+  const child = spawn(process.execPath, [BIN, 'serve', '--policy', ck, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    const url = await new Promise<string>((res, rej) => {
+      const t = setInterval(() => {
+        const m = /listening on (http:\/\/[^\s;]+)/.exec(stdout);
+        if (!m) return;
+        clearInterval(t);
+        res(m[1]);
+      }, 100);
+      child.once('exit', (code) => {
+        clearInterval(t);
+        rej(new Error(`agro serve exited ${code}`));
+      });
+    });
+    assert.deepEqual(await (await fetch(`${url}/health`)).json(), { ok: true });
+    const r = await fetch(`${url}/v1/ask`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: 'music_store', question: 'How many albums are there?' }) });
+    assert.equal(r.status, 200);
+    const a = (await r.json()) as Answer;
+    // An untrained model: whatever it answers, the answer has every documented field, reading and confidence null.
+    for (const k of ['sql', 'columns', 'rows', 'truncated', 'error', 'end_reason', 'reading', 'confidence', 'chart', 'turns', 'ms']) assert.ok(k in a, k);
+    assert.equal(a.reading, null);
+    assert.equal(a.confidence, null);
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
+});
