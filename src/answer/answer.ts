@@ -206,9 +206,10 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
       precision: c.readings.length ? covered(rv, qv) : prior,
       recall: c.readings.length ? covered(qv, rv) : prior,
       ...literalFeatures(c.sql, question, values),
-      // The policy's votes for this result from other queries (self-consistency); remembered pairs that share a
-      // result do not vote: neighbours often agree by accident (a count, a common single row).
-      agreement: Math.log2(1 + support[g] - c.votes),
+      // The policy's votes for this result beyond one (self-consistency: samples that wrote it again, or other
+      // queries with the same result); remembered pairs that share a result do not vote: neighbours often agree by
+      // accident (a count, a common single row).
+      agreement: Math.log2(1 + support[g] - (c.votes > 0 ? 1 : 0)),
       greedy: c.sources.has('greedy') ? 1 : 0,
       degenerate: isDegenerate(c.rows) ? 1 : 0,
     };

@@ -78,7 +78,8 @@ export class Answerer {
     return r;
   }
 
-  async answer(db: string, dbId: string, question: string, policy: readonly PolicyAnswer[]): Promise<Answer> {
-    return answerQuestion(question, policy, await this.resources(db, dbId), this.opts.config);
+  /** The answer path on one question; `config` overrides this answerer's for the one call (a follow-up asks no memory). */
+  async answer(db: string, dbId: string, question: string, policy: readonly PolicyAnswer[], config: Partial<AnswerConfig> = {}): Promise<Answer> {
+    return answerQuestion(question, policy, await this.resources(db, dbId), { ...this.opts.config, ...config });
   }
 }

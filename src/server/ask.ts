@@ -5,8 +5,9 @@
  * names a database (openai.ts, the `database` extension field), so a plain OpenAI client gets an answer
  * from the schema, not a completion without one.
  *
- * `reading` and `confidence` are null until the answer path (issue 46: candidates, ranking, a checked
- * reading) fills them: agro does not make them up.
+ * The answer is the answer path's (src/answer: the policy's answer and samples, the memory the policy's contract
+ * names, their edits and question-time synthesis, run and ranked), with its reading and confidence; with
+ * `search: false` it is the policy's greedy answer alone, and `reading` and `confidence` are null.
  */
 import { Hono } from 'hono';
 import { z } from 'zod';
@@ -20,6 +21,9 @@ import { chartFor } from '../sql/chart.ts';
 import { chartSpec } from '../sql/chart-svg.ts';
 import type { ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
 import { HttpError } from './app.ts';
+import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, type Answer, type PolicyAnswer } from '../answer/answer.ts';
+import { Answerer } from '../answer/resources.ts';
+import { UNTRAINED_TURN_TOKENS } from '../agent/prompt-contract.ts';
 import { Gate } from './gate.ts';
 
 /** Rows an answer returns unless the request asks for fewer (`max_rows`), and the most it may ask for. */
@@ -54,8 +58,10 @@ export interface AskAnswer {
   end_reason: EndReason;
   /** What the answer path reads the SQL as ("I read this as: ..."): null until it provides one. */
   reading: string | null;
-  /** The answer path's confidence in [0, 1]: null until it provides one. */
+  /** The answer path's confidence in [0, 1] (the chosen result's share beside a "none of these"); null without it. */
   confidence: number | null;
+  /** Where the chosen SQL came from (greedy, sample, memory, edit, synth); empty without the answer path. */
+  sources: string[];
   /** The result as a chart (kind and Vega-Lite spec) when asked with `chart: true` and one fits; else null. */
   chart: { kind: string; vega_lite: unknown } | null;
   turns: number;
@@ -72,6 +78,9 @@ export interface AskerOptions {
   maxTurnTokens?: number;
   /** Wall-clock limit of one episode. */
   episodeTimeoutMs?: number;
+  /** The answer path (default on); its memories are those the policy's prompt contract names, and these. */
+  search?: boolean;
+  memory?: readonly string[];
 }
 
 export type Asker = (req: AskRequest, signal?: AbortSignal) => Promise<AskAnswer>;
@@ -85,26 +94,38 @@ function jsonCell(v: SqlValue): string | number | null {
 /** One question (with its conversation) answered on a catalog's database by a policy's greedy agent episode. */
 export function createAsker(o: AskerOptions): Asker {
   const env = new SqlEnvironment(o.executor, o.env ?? {}, o.envDeps);
+  const answerer = o.search === false ? undefined : new Answerer(o.executor, { memory: [...(o.policy.promptContract?.memory ?? []), ...(o.memory ?? [])] });
   return async (req, signal) => {
     const db = o.catalog.resolve(req.db_id);
     const previous: PreviousTurn[] = req.conversation ?? [];
     const task: SqlTask = { id: 'ask', dbId: req.db_id, dbPath: db.path, question: req.question, goldSql: '', ...(req.evidence ? { evidence: req.evidence } : {}), ...(previous.length ? { previous } : {}) };
-    const res = await runEpisode(env, task, o.policy, { mode: 'agent', maxTurnTokens: o.maxTurnTokens ?? 256, temperature: 0, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}) });
+    const episode = (temperature: number, seed: number) => runEpisode(env, task, o.policy, { mode: 'agent', maxTurnTokens: o.maxTurnTokens ?? UNTRAINED_TURN_TOKENS, temperature, seed, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}) });
+    const res = await episode(0, 0);
+    // The answer path ranks the policy's answer with its samples, the memory and question-time synthesis. A follow-up's
+    // candidates come from the policy alone: the memory's pairs stand alone and know nothing of the earlier turns.
+    let chosen: Answer | undefined;
+    if (answerer) {
+      const samples = await Promise.all(Array.from({ length: SEARCH_SAMPLES }, (_, s) => episode(SEARCH_TEMPERATURE, 1 + s * 7777)));
+      const asked: PolicyAnswer[] = [res, ...samples].flatMap((e, i) => (e.answer !== undefined ? [{ sql: e.answer, source: i === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
+      chosen = await answerer.answer(db.path, req.db_id, req.question, asked, previous.length ? { memoryK: 0, synth: 0 } : {});
+    }
+    const answer = chosen?.sql ?? res.answer;
     const maxRows = req.max_rows ?? ASK_ROWS;
     let r: ExecResult | undefined;
-    if (res.answer !== undefined) r = await o.executor.execute(db.path, res.answer, { timeoutMs: 30_000, maxRows });
+    if (answer !== undefined) r = await o.executor.execute(db.path, answer, { timeoutMs: 30_000, maxRows });
     const choice = req.chart && r?.ok && !r.truncated ? chartFor(r) : null;
     return {
       db_id: req.db_id,
       question: req.question,
-      sql: res.answer ?? null,
+      sql: answer ?? null,
       columns: r?.ok ? r.columns : [],
       rows: r?.ok ? r.rows.map((row) => row.map(jsonCell)) : [],
       truncated: r?.ok ? r.truncated : false,
       error: r && !r.ok ? `${r.error}: ${r.message}` : res.error ?? null,
       end_reason: res.endReason,
-      reading: null,
-      confidence: null,
+      reading: chosen?.reading ?? null,
+      confidence: chosen?.sql ? chosen.confidence : null,
+      sources: chosen?.candidates[0]?.sources ?? [],
       chart: choice && r?.ok ? { kind: choice.kind, vega_lite: chartSpec(choice, r) } : null,
       turns: res.turns.length,
       ms: Math.round(res.ms),

@@ -76,7 +76,7 @@ after(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-type Answer = { sql: string | null; columns: string[]; rows: unknown[][]; truncated: boolean; reading: null; confidence: null; end_reason: string; chart: { kind: string; vega_lite: { mark: unknown } } | null };
+type Answer = { sql: string | null; columns: string[]; rows: unknown[][]; truncated: boolean; reading: string | null; confidence: number | null; sources: string[]; end_reason: string; chart: { kind: string; vega_lite: { mark: unknown } } | null };
 
 test("docs/serving.md's curl lines, as written: health, a question, a follow-up with its chart, a completion naming a database", { skip: curl.skip }, async () => {
   const lines = docCurlLines();
@@ -89,9 +89,9 @@ test("docs/serving.md's curl lines, as written: health, a question, a follow-up 
   assert.equal(first.end_reason, 'answer');
   assert.equal(first.rows.length, 12);
   assert.equal(first.columns.length, 2);
-  // Not made up: null until the answer path gives them.
-  assert.equal(first.reading, null);
-  assert.equal(first.confidence, null);
+  // The answer path's: the policy's answer (its five episodes agree) chosen, how sure, and where it came from.
+  assert.ok(first.confidence !== null && first.confidence > 0 && first.confidence <= 1, String(first.confidence));
+  assert.ok(first.sources.includes('greedy'), first.sources.join());
   assert.equal(first.chart, null);
   // The model got agro's prompt: the schema in the system message, the question alone as the user's.
   const asked = llm.requests.slice(seen).find((r) => r.path.endsWith('/chat/completions'))!;
@@ -112,7 +112,7 @@ test("docs/serving.md's curl lines, as written: health, a question, a follow-up 
   assert.equal(chat.object, 'chat.completion');
   assert.equal(chat.choices[0].message.content, GENRE_SQL);
   assert.equal(chat.agro.rows.length, 12);
-  assert.equal(chat.agro.confidence, null);
+  assert.equal(typeof chat.agro.confidence, 'number');
 });
 
 test('a chat completion: with `database` the schema reaches the model and earlier messages are the conversation; without it, the bare continuation', async () => {
@@ -171,10 +171,9 @@ test('agro serve --policy with nothing else: /health answers (it was 404 without
     const r = await fetch(`${url}/v1/ask`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: 'music_store', question: 'How many albums are there?' }) });
     assert.equal(r.status, 200);
     const a = (await r.json()) as Answer;
-    // An untrained model: whatever it answers, the answer has every documented field, reading and confidence null.
-    for (const k of ['sql', 'columns', 'rows', 'truncated', 'error', 'end_reason', 'reading', 'confidence', 'chart', 'turns', 'ms']) assert.ok(k in a, k);
-    assert.equal(a.reading, null);
-    assert.equal(a.confidence, null);
+    // An untrained model: whatever it answers, the answer has every documented field, and a confidence when it has SQL.
+    for (const k of ['sql', 'columns', 'rows', 'truncated', 'error', 'end_reason', 'reading', 'confidence', 'sources', 'chart', 'turns', 'ms']) assert.ok(k in a, k);
+    assert.ok(a.sql === null ? a.confidence === null : typeof a.confidence === 'number');
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));

@@ -73,7 +73,8 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     if (o.search) {
       const samples = await Promise.all(Array.from({ length: o.searchSamples }, (_, s) => runEpisode(env, task, policy, { ...episodeOpts, temperature: SEARCH_TEMPERATURE, seed: 1 + s * 7777 })));
       const asked: PolicyAnswer[] = [res, ...samples].flatMap((e, i) => (e.answer !== undefined ? [{ sql: e.answer, source: i === 0 && o.temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
-      chosen = await new Answerer(pool, { memory: memories }).answer(dbPath, task.dbId, question, asked);
+      // A follow-up's candidates come from the policy alone: the memory's pairs stand alone and know nothing of the earlier turns.
+      chosen = await new Answerer(pool, { memory: memories }).answer(dbPath, task.dbId, question, asked, session.previous.length ? { memoryK: 0, synth: 0 } : {});
     }
     const answerSql = chosen?.sql ?? res.answer;
     const final = answerSql !== undefined && answerSql !== null ? await pool.execute(dbPath, answerSql, { timeoutMs: 30_000, maxRows: o.rows + 1 }) : undefined;
