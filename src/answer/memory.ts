@@ -160,6 +160,20 @@ export function pairsOfDataset(rows: ReadonlyArray<{ SQL?: string; question?: st
   return rows.filter((r) => r.SQL && r.question).map((r) => ({ sql: r.SQL!, question: r.question!, ...(r.paraphrases ? { paraphrases: r.paraphrases } : {}) }));
 }
 
+/**
+ * Stores a person's pair (a correction) in a memory file: the memory is checked against the database, the SQL runs
+ * read-only in the sandbox first, and only a query that runs is written (one line and exit 5 or 6 otherwise; the
+ * file untouched). Returns the stored query's result.
+ */
+export async function storeCorrection(path: string, db: string, schema: DbSchema, question: string, sql: string, executor: SqlExecutor): Promise<Extract<Awaited<ReturnType<SqlExecutor['execute']>>, { ok: true }>> {
+  if (!question.trim()) throw new AgroError('usage', 'the question of a correction is empty');
+  const memory = readMemory(path, schema);
+  const r = await executor.execute(db, sql, { timeoutMs: 10_000, maxRows: 10_000 });
+  if (!r.ok) throw new AgroError(r.error === 'refused' ? 'refused' : 'sql_error', `the corrected SQL does not run (${r.error}: ${r.message}); nothing written`);
+  writeMemory(path, addPersonPair(memory, sql.trim(), question.trim(), new Date().toISOString(), r.rows.length, resultSignature(r.rows)));
+  return r;
+}
+
 /** Adds a person's pair (a correction) to a memory: it replaces a factory entry of the same SQL and keeps its questions. */
 export function addPersonPair(memory: MemoryFile, sql: string, question: string, at: string, rows?: number, signature?: string): MemoryFile {
   const old = memory.entries.find((e) => e.sql === sql);

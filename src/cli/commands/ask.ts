@@ -3,12 +3,15 @@ import { Option, type Command } from 'commander';
 import { AgroError, exitCodeFor } from '../../errors.ts';
 import { EPISODE_MODES, runEpisode, type EpisodeMode, type EpisodeEvent } from '../../agent/episode.ts';
 import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
-import { createExecutor } from '../../sql/executor.ts';
+import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
+import { existsSync } from 'node:fs';
+import { readMemory, storeCorrection } from '../../answer/memory.ts';
+import { resolveCheckpointDir } from '../../model/checkpoint.ts';
 import { assertReadableDatabase } from '../../sql/introspect.ts';
 import { EXEC_ERROR_KIND } from '../../sql/types.ts';
 import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
-import { turnTokens, UNTRAINED_TURN_TOKENS } from '../../agent/prompt-contract.ts';
+import { readPromptContract, turnTokens, UNTRAINED_TURN_TOKENS } from '../../agent/prompt-contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
 import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, type Answer, type PolicyAnswer } from '../../answer/answer.ts';
@@ -30,6 +33,7 @@ interface AskCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRo
   search: boolean;
   searchSamples: number;
   memory?: string[];
+  correct?: string;
   chart?: string;
   session?: string;
 }
@@ -50,10 +54,36 @@ function printer(write: (s: string) => void): (e: EpisodeEvent) => void {
   };
 }
 
+/**
+ * `--correct SQL`: the person's answer to the question, stored in the database's memory (after it runs in the
+ * sandbox) so that the next similar question finds it; no episode runs. The memory is --memory's, else the one
+ * the policy's prompt contract names for this database.
+ */
+async function correct(question: string, o: AskCliOptions): Promise<void> {
+  const dbId = basename(o.db).replace(/\.(sqlite3?|db)$/i, '');
+  let path = o.memory?.[0];
+  if (!path && o.policy) path = readPromptContract(resolveCheckpointDir(o.policy))?.memory?.find((m) => existsSync(m) && readMemory(m).dbId === dbId);
+  if (!path) throw new AgroError('usage', `ask --correct: no memory of ${dbId} to store it in; give --memory FILE (agro memory build makes one)`);
+  const pool = createExecutor({ size: 1, allowPrivilegedRole: o.allowPrivilegedRole });
+  try {
+    const r = await storeCorrection(path, resolve(o.db), await introspectDatabase(o.db), question, o.correct!, pool);
+    printOut(`stored your answer in ${path}: the next question like this one finds it\n`);
+    printOut(indent(formatResultTable(r, o.rows, 100_000)) + '\n');
+  } finally {
+    await pool.close();
+  }
+}
+
 async function run(question: string, o: AskCliOptions): Promise<void> {
   if (!question.trim()) throw new AgroError('usage', 'ask: the question is empty');
   // A missing file is exit 3, an unreadable one (truncated, not SQLite) exit 4: before the policy is loaded.
   assertReadableDatabase(o.db);
+  if (o.correct !== undefined) return correct(question, o);
+  // A memory given for this database must be of it: another database's, or one built before its schema changed, is refused (exit 4).
+  if (o.memory?.length) {
+    const schema = await introspectDatabase(o.db);
+    for (const m of o.memory) readMemory(m, schema);
+  }
   const session = openSession(o);
   const policy = await openPolicyFromCli(o, 1);
   const pool = createExecutor({ size: 1, allowPrivilegedRole: o.allowPrivilegedRole });
@@ -119,6 +149,7 @@ export function register(program: Command): void {
     .option('--no-search', "print the policy's own answer instead of the answer path's (candidates from the policy and the memory, run and ranked)")
     .option('--search-samples <k>', 'sampled episodes (at 0.7) beside the greedy one as candidates', numberArg('--search-samples', { min: 0, max: 32 }), SEARCH_SAMPLES)
     .option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v])
+    .option('--correct <sql>', "the right SQL for this question: stored in the memory (--memory, else the policy's) after it runs in the sandbox; the next similar question finds it")
     .option('--json', 'print the episode and the result as JSON');
   addChartOption(cmd);
   addSessionOption(cmd);

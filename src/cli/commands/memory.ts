@@ -14,7 +14,7 @@ import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
 import { isPostgresUrl, redactUrl } from '../../sql/postgres.ts';
 import { pgDbId } from '../../sql/pg-introspect.ts';
 import { readJsonl } from '../../util/fs.ts';
-import { addPersonPair, buildMemory, MemoryIndex, MEMORY_FILE, pairsOfDataset, readMemory, resultSignature, writeMemory, type MemoryPair } from '../../answer/memory.ts';
+import { buildMemory, MemoryIndex, MEMORY_FILE, pairsOfDataset, readMemory, storeCorrection, writeMemory, type MemoryPair } from '../../answer/memory.ts';
 import { numberArg } from '../options.ts';
 import { printOut } from '../print.ts';
 
@@ -43,16 +43,9 @@ async function build(o: { data: string; db?: string; out?: string }): Promise<vo
 }
 
 async function add(o: { memory: string; db: string; question: string; sql: string }): Promise<void> {
-  if (!o.question.trim()) throw new AgroError('usage', 'memory add: the question is empty');
   const exec = createExecutor({ size: 1 });
   try {
-    const schema = await introspectDatabase(o.db);
-    const memory = readMemory(o.memory, schema);
-    // A pair is stored only when its SQL runs, read-only, in the sandbox: a correction that does not run is refused and nothing is written.
-    const r = await exec.execute(o.db, o.sql, { timeoutMs: 10_000, maxRows: 10_000 });
-    if (!r.ok) throw new AgroError(r.error === 'refused' ? 'refused' : 'sql_error', `memory add: the SQL does not run (${r.error}: ${r.message}); nothing written`);
-    const next = addPersonPair(memory, o.sql.trim(), o.question.trim(), new Date().toISOString(), r.rows.length, resultSignature(r.rows));
-    writeMemory(o.memory, next);
+    const r = await storeCorrection(o.memory, o.db, await introspectDatabase(o.db), o.question, o.sql, exec);
     printOut(`stored in ${o.memory}: "${o.question.trim()}" -> ${o.sql.trim()} (${r.rows.length} rows)\n`);
   } finally {
     await exec.close();

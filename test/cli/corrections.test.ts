@@ -1,0 +1,67 @@
+// A person's correction, from the command line: stored in the database's memory only when its SQL runs in the
+// sandbox, and found by the next question asked in other words; a memory of another database is refused.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { startFakeOpenAI } from '../support/fake-openai.ts';
+
+const BIN = resolve('bin/agro.js');
+const DB = 'data/databases/music_store/music_store.sqlite';
+const OTHER = 'data/databases/retail/retail.sqlite';
+
+function agro(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => done({ status, stdout, stderr }));
+  });
+}
+
+test('agro ask --correct stores a pair that runs (and nothing that does not); the next question in other words gets it; agro memory build/show', { timeout: 180_000 }, async () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'agro-corrections-'));
+  const data = join(tmp, 'pairs.json');
+  writeFileSync(data, JSON.stringify([
+    { db_id: 'music_store', question: 'How many customers are there?', SQL: 'SELECT COUNT(*) FROM customers' },
+    { db_id: 'music_store', question: 'List the titles of all albums.', SQL: 'SELECT title FROM albums' },
+  ]));
+  const memory = join(tmp, 'memory.json');
+  const built = await agro(['memory', 'build', '--data', data, '--db', DB, '--out', memory]);
+  assert.equal(built.status, 0, built.stderr);
+  assert.match(built.stdout, /2 queries asked 2 ways/);
+  const right = 'SELECT name FROM genres ORDER BY name';
+  const ok = await agro(['ask', '--db', DB, '--memory', memory, '--correct', right, 'Which music styles does the store sell?']);
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.match(ok.stdout, /stored your answer/);
+  const before = readFileSync(memory, 'utf8');
+  const refused = await agro(['ask', '--db', DB, '--memory', memory, '--correct', 'DELETE FROM genres', 'Remove the genres']);
+  assert.equal(refused.status, 5, refused.stdout + refused.stderr);
+  const broken = await agro(['ask', '--db', DB, '--memory', memory, '--correct', 'SELECT no_such FROM genres', 'Something']);
+  assert.equal(broken.status, 6, broken.stdout + broken.stderr);
+  assert.equal(broken.stderr.trim().split('\n').length, 1, 'one line');
+  assert.equal(readFileSync(memory, 'utf8'), before, 'nothing written by a correction that does not run');
+  const shown = await agro(['memory', 'show', '--memory', memory, '--question', 'what styles of music are sold']);
+  assert.match(shown.stdout, /3 queries \(1 from people\)/);
+  assert.match(shown.stdout.split('\n')[1], /Which music styles/);
+
+  // A policy that answers wrong: the stored correction answers the same question asked in other words.
+  const fake = await startFakeOpenAI(() => ({ kind: 'reply', content: '<think>x</think><answer>SELECT COUNT(*) FROM artists</answer>' }));
+  try {
+    const asked = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', DB, '--mode', 'direct', '--memory', memory, '--search-samples', '0', '--json', 'what styles of music does the store sell']);
+    assert.equal(asked.status, 0, asked.stderr);
+    const out = JSON.parse(asked.stdout) as { answer: { sql: string; reading: string; confidence: number; candidates: { sources: string[] }[] } };
+    assert.equal(out.answer.sql, right);
+    assert.deepEqual(out.answer.candidates[0].sources, ['memory']);
+    assert.match(out.answer.reading, /music styles/);
+    // Another database's memory is refused with one line and exit 4.
+    const other = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', OTHER, '--memory', memory, 'How many orders?']);
+    assert.equal(other.status, 4, other.stdout + other.stderr);
+    assert.match(other.stderr, /another schema/);
+  } finally {
+    await fake.close();
+  }
+});
