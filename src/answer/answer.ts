@@ -142,6 +142,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   const recalled = res.memory && cfg.memoryK > 0 ? res.memory.nearest(question, cfg.memoryK) : [];
   for (const r of recalled) {
     add(r.entry.sql, 'memory', r.entry.questions);
+    if (r.entry.source === 'person') add(r.entry.sql, 'person', []);
     edited(r.entry.sql, r.entry.questions);
     moved(r.entry.sql);
   }
@@ -211,6 +212,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
       // accident (a count, a common single row).
       agreement: Math.log2(1 + support[g] - (c.votes > 0 ? 1 : 0)),
       greedy: c.sources.has('greedy') ? 1 : 0,
+      person: c.sources.has('person') ? 1 : 0,
       degenerate: isDegenerate(c.rows) ? 1 : 0,
     };
     return { c, g, reading, features, score: score(features, w) };

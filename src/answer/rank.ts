@@ -31,13 +31,15 @@ export const RANK_WEIGHTS = {
   agreement: 0.5,
   /** The policy's own greedy answer. */
   greedy: 0.3,
+  /** A pair a person stored (a correction): what people verified outranks what the factory did. */
+  person: 1,
   /** A result that says nothing: one row of only NULL or 0 (a count or sum over no rows), as the factory never keeps. */
   degenerate: 1,
 };
 export type RankWeights = typeof RANK_WEIGHTS;
 
-/** Where a candidate came from: the policy (greedy or a sample), the memory (as stored, or edited), or question-time synthesis. */
-export type CandidateSource = 'greedy' | 'sample' | 'memory' | 'edit' | 'synth';
+/** Where a candidate came from: the policy (greedy or a sample), the memory (as stored; `person` too for a person's pair; or edited), or question-time synthesis. */
+export type CandidateSource = 'greedy' | 'sample' | 'memory' | 'person' | 'edit' | 'synth';
 
 export interface Features {
   reading: number;
@@ -49,6 +51,7 @@ export interface Features {
   strayNumbers: number;
   agreement: number;
   greedy: number;
+  person: number;
   degenerate: number;
 }
 
@@ -85,7 +88,7 @@ export function literalFeatures(sql: string, question: string, values: readonly 
 }
 
 export function score(f: Features, w: RankWeights = RANK_WEIGHTS): number {
-  return w.reading * f.reading + w.precision * f.precision + w.recall * f.recall + w.values * f.values - w.strayValue * f.strayValues + w.numbers * f.numbers - w.strayNumber * f.strayNumbers + w.agreement * f.agreement + w.greedy * f.greedy - w.degenerate * f.degenerate;
+  return w.reading * f.reading + w.precision * f.precision + w.recall * f.recall + w.values * f.values - w.strayValue * f.strayValues + w.numbers * f.numbers - w.strayNumber * f.strayNumbers + w.agreement * f.agreement + w.greedy * f.greedy + w.person * f.person - w.degenerate * f.degenerate;
 }
 
 /**

@@ -55,7 +55,7 @@ test('agro ask --correct stores a pair that runs (and nothing that does not); th
     assert.equal(asked.status, 0, asked.stderr);
     const out = JSON.parse(asked.stdout) as { answer: { sql: string; reading: string; confidence: number; candidates: { sources: string[] }[] } };
     assert.equal(out.answer.sql, right);
-    assert.deepEqual(out.answer.candidates[0].sources, ['memory']);
+    assert.deepEqual(out.answer.candidates[0].sources, ['memory', 'person']);
     assert.match(out.answer.reading, /music styles/);
     // Another database's memory is refused with one line and exit 4.
     const other = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', OTHER, '--memory', memory, 'How many orders?']);
