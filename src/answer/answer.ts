@@ -18,6 +18,8 @@ import { cosine, covered, Idf } from './text.ts';
 /** Sampled episodes (at SEARCH_TEMPERATURE) beside the greedy one that the policy adds as candidates (predict, ask, serve). */
 export const SEARCH_SAMPLES = 4;
 export const SEARCH_TEMPERATURE = 0.7;
+/** Queries question-time synthesis drafts for a question. */
+export const SYNTH_DRAFTS = 40;
 
 export const answerConfigSchema = z.strictObject({
   /** Nearest remembered pairs taken as candidates (0: the memory is not asked). */
@@ -27,7 +29,7 @@ export const answerConfigSchema = z.strictObject({
   /** Also try the other ORDER BY direction of the best few candidates. */
   flips: z.number().int().min(0).max(50).default(5),
   /** Queries drawn by question-time synthesis over the tables the question is about (0: none). */
-  synth: z.number().int().min(0).max(500).default(40),
+  synth: z.number().int().min(0).max(500).default(SYNTH_DRAFTS),
   /** Per candidate query. */
   execTimeoutMs: z.number().int().positive().default(5000),
   /** Rows kept per candidate result (a candidate cut there still answers; its signature is of what was kept). */

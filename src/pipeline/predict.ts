@@ -36,7 +36,7 @@ import type { EvalItem } from '../data/types.ts';
 import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predictions.ts';
 import type { ExecOptions, ExecResult, SqlExecutor } from '../sql/types.ts';
 import { Answerer } from '../answer/resources.ts';
-import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, type PolicyAnswer, type RankedCandidate } from '../answer/answer.ts';
+import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, SYNTH_DRAFTS, type PolicyAnswer, type RankedCandidate } from '../answer/answer.ts';
 import type { CandidateSource } from '../answer/rank.ts';
 import { sqlTaskOf } from '../agent/tasks.ts';
 import { catalogFromFactoryOutput } from '../data/catalog.ts';
@@ -77,6 +77,8 @@ export const predictConfigSchema = z.strictObject({
   search: z.boolean().default(true),
   /** Sampled episodes (at 0.7) beside the greedy one as candidates, with one sample; with --samples > 1 the samples are the candidates. */
   searchSamples: z.number().int().min(0).max(32).default(SEARCH_SAMPLES),
+  /** Queries question-time synthesis drafts per question (0: none). */
+  synthDrafts: z.number().int().min(0).max(500).default(SYNTH_DRAFTS),
   /** Memory files (agro memory build); one per database (a later file for the same database replaces an earlier one). */
   memory: z.array(z.string().min(1)).default([]),
   /** Also the memories the policy's prompt contract names (before those given: a given one replaces the contract's). */
@@ -312,7 +314,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
     return async (sql) => (await evaluate({ path: dataset.path, format: dataset.format, items: [item] }, [sql], once, evalOpts)).questions[0];
   };
   const memories = [...(cfg.contractMemory ? (policy.promptContract?.memory ?? []) : []), ...cfg.memory];
-  const answerer = cfg.search ? new Answerer(executor, { memory: memories, config: { execTimeoutMs: Math.min(cfg.execTimeoutMs, 10_000) } }) : undefined;
+  const answerer = cfg.search ? new Answerer(executor, { memory: memories, config: { execTimeoutMs: Math.min(cfg.execTimeoutMs, 10_000), synth: cfg.synthDrafts } }) : undefined;
 
   const t0 = Date.now();
   let doneHere = 0;

@@ -261,9 +261,10 @@ function databaseRoot(db: string, dbId: string, out: string): string {
 async function predictEval(checkpoint: string, data: string, dbRoot: string, suite: string | undefined, out: string, pool: SqlExecutor, signal?: AbortSignal, memory?: string): Promise<PolicyEval> {
   const policy = await CheckpointPolicy.open(checkpoint, { maxBatch: 8 });
   try {
-    // With a memory: the answer path too, on the same greedy episodes (no samples), whose own score stays the figure reported.
-    // The contract's memory holds the held-out pairs themselves, so only the one given here is used.
-    const search = memory ? { search: true, searchSamples: 0, memory: [memory], contractMemory: false } : { search: false };
+    // With a memory: the answer path too, on the same greedy episodes (no samples, no question-time synthesis: the
+    // quickstart keeps to its time), whose own score stays the figure reported. The contract's memory holds the
+    // held-out pairs themselves, so only the one given here is used.
+    const search = memory ? { search: true, searchSamples: 0, synthDrafts: 0, memory: [memory], contractMemory: false } : { search: false };
     const res = await runPredict({ data, dbRoot, out, concurrency: 8, ...(suite ? { suite } : {}), ...search }, policy, pool, signal ? { signal } : {});
     if (!res.report) throw new AgroError('internal', 'quickstart interrupted during evaluation; run it again to continue');
     const r = res.report;
@@ -580,7 +581,7 @@ function summaryStage(c: RunContext, s: Split, sft: NonNullable<QuickstartReport
   const rlDir = join(out, 'grpo');
   const gain = 100 * (rl.eval.accuracy - sft.eval.accuracy);
   log(`[4/4] held-out execution accuracy: SFT ${pct(sft.eval.accuracy)} → ${cfg.algo} ${pct(rl.eval.accuracy)} on ${rl.eval.n} questions (${gain >= 0 ? '+' : ''}${gain.toFixed(1)} points from RL)`);
-  if (rl.eval.chosen !== undefined) log(`      answer path (the policy's answer, the memory of the other pairs and their edits, question-time synthesis, ranked): ${pct(rl.eval.chosen)} beside greedy ${pct(rl.eval.accuracy)}`);
+  if (rl.eval.chosen !== undefined) log(`      answer path (the policy's answer, the memory of the other pairs and their edits, ranked; without samples and question-time synthesis here): ${pct(rl.eval.chosen)} beside greedy ${pct(rl.eval.accuracy)}`);
   const te = rl.eval.toolEffect;
   if (te) log(`      tool use: ${te.checked} answers ran a query first; ${te.changed} changed it after seeing the result: ${te.fixed} fixed a wrong query, ${te.broke} broke a right one`);
   for (const d of Object.keys(rl.eval.byDifficulty).sort()) {
@@ -602,7 +603,7 @@ function summaryStage(c: RunContext, s: Split, sft: NonNullable<QuickstartReport
   // (the checkpoint's own memory holds every pair, the held-out ones too).
   const onFile = `agro predict --policy ${ck} --data ${rel(join(out, 'held_out.jsonl'))} --db-root ${rel(dbRoot)}${suiteDir ? ` --suite ${rel(suiteDir)}` : ''}`;
   log(`run it on a file: ${onFile} --no-search --out ${rel(join(out, 'predict'))}`);
-  log(`the answer path:  ${onFile} --memory ${rel(s.evalMemoryPath)} --search-samples 0 --out ${rel(join(out, 'predict-answer'))}`);
+  log(`the answer path:  ${onFile} --memory ${rel(s.evalMemoryPath)} --search-samples 0 --synth-drafts 0 --out ${rel(join(out, 'predict-answer'))}`);
   log(`serve it:         agro serve --policy ${ck}   (OpenAI API on http://127.0.0.1:8000/v1; then agro predict --llm-url http://127.0.0.1:8000/v1 ...)`);
 }
 

@@ -60,5 +60,5 @@ test('agro synth-search: one-line errors for a missing or corrupt database and b
 
   const flag = agro('synth-search', '--db', join(dir, 'bad.sqlite'), '--out', join(dir, 'o'), '--max-hops', '7');
   assert.equal(flag.status, 2);
-  assert.match(flag.stderr, /^agro: synth-search: --max-hops: /);
+  assert.match(flag.stderr, /^agro: synth-search: --max-hops must be an integer from 1 to 3, got "7"\n$/);
 });

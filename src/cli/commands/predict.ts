@@ -15,7 +15,7 @@ import { readDataset } from '../../data/read-dataset.ts';
 import { resolveDatabasesFromFlag } from '../db-root.ts';
 import { catalogFromFactoryOutput, factoryOutputOf } from '../../data/catalog.ts';
 import { join } from 'node:path';
-import { SEARCH_SAMPLES } from '../../answer/answer.ts';
+import { SEARCH_SAMPLES, SYNTH_DRAFTS } from '../../answer/answer.ts';
 import { printOut, printErr } from '../print.ts';
 
 /** Where the data's databases are when no --db-root is given and the data is no factory output. */
@@ -42,6 +42,7 @@ interface PredictCliOptions extends PolicyCliOptions, PromptCliOptions, Privileg
   searchSamples: number;
   memory?: string[];
   oracle?: boolean;
+  synthDrafts: number;
 }
 
 function duration(ms: number): string {
@@ -90,7 +91,7 @@ async function run(o: PredictCliOptions): Promise<void> {
         retries: o.retries,
         concurrency: o.concurrency, maxTurnTokens: o.maxTurnTokens, episodeTimeoutMs: o.episodeTimeout,
         execTimeoutMs: o.timeout, ...askedPrompt(o), seed: o.seed, ...(o.suite ? { suite: o.suite } : {}),
-        search: o.search, searchSamples: o.searchSamples, memory: o.memory ?? [], oracle: Boolean(o.oracle),
+        search: o.search, searchSamples: o.searchSamples, synthDrafts: o.synthDrafts, memory: o.memory ?? [], oracle: Boolean(o.oracle),
       },
       policy,
       pool,
@@ -164,6 +165,7 @@ export function register(program: Command): void {
     .option('--no-search', "answer with the policy's own answer (greedy, or the --samples vote) instead of the answer path (candidates from the policy and the memory, run and ranked)")
     .option('--search-samples <k>', 'sampled episodes (at 0.7) beside the greedy one as candidates', numberArg('--search-samples', { min: 0, max: 32 }), SEARCH_SAMPLES)
     .option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v])
+    .option('--synth-drafts <n>', 'queries question-time synthesis drafts around each question (0: none)', numberArg('--synth-drafts', { min: 0, max: 500 }), SYNTH_DRAFTS)
     .option('--oracle', 'also score every candidate: how often some candidate was right, by source (slower; for benchmarks)')
     .option('--json', 'print the JSON report instead of the table');
   addPrivilegedRoleOption(addPromptOptions(cmd)).action((o: PredictCliOptions) => run(o));
