@@ -12,7 +12,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
-import { runEpisode, type EndReason } from '../agent/episode.ts';
+import type { EndReason } from '../agent/episode.ts';
 import { previousTurnSchema, type PreviousTurn } from '../agent/conversation.ts';
 import type { Policy } from '../agent/policies/types.ts';
 import { SqlEnvironment, type SqlEnvConfig, type SqlEnvDeps, type SqlTask } from '../agent/sql-env.ts';
@@ -21,7 +21,8 @@ import { chartFor } from '../sql/chart.ts';
 import { chartSpec } from '../sql/chart-svg.ts';
 import type { ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
 import { HttpError } from './app.ts';
-import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, type Answer, type PolicyAnswer } from '../answer/answer.ts';
+import { SEARCH_SAMPLES } from '../answer/answer.ts';
+import { askWithAnswerPath } from '../answer/ask.ts';
 import { Answerer } from '../answer/resources.ts';
 import { UNTRAINED_TURN_TOKENS } from '../agent/prompt-contract.ts';
 import { Gate } from './gate.ts';
@@ -99,17 +100,7 @@ export function createAsker(o: AskerOptions): Asker {
     const db = o.catalog.resolve(req.db_id);
     const previous: PreviousTurn[] = req.conversation ?? [];
     const task: SqlTask = { id: 'ask', dbId: req.db_id, dbPath: db.path, question: req.question, goldSql: '', ...(req.evidence ? { evidence: req.evidence } : {}), ...(previous.length ? { previous } : {}) };
-    const episode = (temperature: number, seed: number) => runEpisode(env, task, o.policy, { mode: 'agent', maxTurnTokens: o.maxTurnTokens ?? UNTRAINED_TURN_TOKENS, temperature, seed, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}) });
-    const res = await episode(0, 0);
-    // The answer path ranks the policy's answer with its samples, the memory and question-time synthesis. A follow-up's
-    // candidates come from the policy alone: the memory's pairs stand alone and know nothing of the earlier turns.
-    let chosen: Answer | undefined;
-    if (answerer) {
-      const samples = await Promise.all(Array.from({ length: SEARCH_SAMPLES }, (_, s) => episode(SEARCH_TEMPERATURE, 1 + s * 7777)));
-      const asked: PolicyAnswer[] = [res, ...samples].flatMap((e, i) => (e.answer !== undefined ? [{ sql: e.answer, source: i === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
-      chosen = await answerer.answer(db.path, req.db_id, req.question, asked, previous.length ? { memoryK: 0, synth: 0 } : {});
-    }
-    const answer = chosen?.sql ?? res.answer;
+    const { episode: res, chosen, sql: answer } = await askWithAnswerPath(env, task, o.policy, answerer, { mode: 'agent', maxTurnTokens: o.maxTurnTokens ?? UNTRAINED_TURN_TOKENS, temperature: 0, samples: SEARCH_SAMPLES, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}) });
     const maxRows = req.max_rows ?? ASK_ROWS;
     let r: ExecResult | undefined;
     if (answer !== undefined) r = await o.executor.execute(db.path, answer, { timeoutMs: 30_000, maxRows });

@@ -41,11 +41,14 @@ test('agro chat: the second line is answered with the first question and its SQL
   try {
     const r = await agro(['chat', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', DB], 'How many tracks does each genre have?\nonly the top three\n:new\nHow many tracks does each genre have?\n');
     assert.equal(r.status, 0, r.stderr);
+    // Each question's episodes (greedy and the answer path's samples) read the same prompt: the follow-up's carries
+    // the first question and its SQL; after :new the question stands alone again.
     const users = userMessages(fake.requests);
-    assert.equal(users.length, 3);
-    assert.equal(users[0], 'How many tracks does each genre have?');
-    assert.ok(users[1].includes(`Q: How many tracks does each genre have?\nSQL: ${GENRE_SQL}`), users[1]);
-    assert.equal(users[2], 'How many tracks does each genre have?');
+    const perQuestion = users.length / 3;
+    assert.ok(Number.isInteger(perQuestion) && perQuestion >= 1, String(users.length));
+    assert.ok(users.slice(0, perQuestion).every((u) => u === 'How many tracks does each genre have?'));
+    assert.ok(users.slice(perQuestion, 2 * perQuestion).every((u) => u.includes(`Q: How many tracks does each genre have?\nSQL: ${GENRE_SQL}`)), users[perQuestion]);
+    assert.ok(users.slice(2 * perQuestion).every((u) => u === 'How many tracks does each genre have?'));
     assert.ok(r.stdout.includes(`sql: ${GENRE_SQL} ORDER BY 2 DESC LIMIT 3`), r.stdout);
     assert.match(r.stdout, /\(new conversation\)/);
   } finally {

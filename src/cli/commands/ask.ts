@@ -1,7 +1,7 @@
 import { basename, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { AgroError, exitCodeFor } from '../../errors.ts';
-import { EPISODE_MODES, runEpisode, type EpisodeMode, type EpisodeEvent } from '../../agent/episode.ts';
+import { EPISODE_MODES, type EpisodeMode, type EpisodeEvent } from '../../agent/episode.ts';
 import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
 import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
 import { existsSync } from 'node:fs';
@@ -14,7 +14,8 @@ import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../p
 import { readPromptContract, turnTokens, UNTRAINED_TURN_TOKENS } from '../../agent/prompt-contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
-import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, type Answer, type PolicyAnswer } from '../../answer/answer.ts';
+import { SEARCH_SAMPLES } from '../../answer/answer.ts';
+import { askWithAnswerPath } from '../../answer/ask.ts';
 import { Answerer } from '../../answer/resources.ts';
 import { addChartOption, writeChartIfAsked } from '../chart-option.ts';
 import { addSessionOption, openSession } from '../session-option.ts';
@@ -95,18 +96,11 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     const write = (s: string): void => printOut(s);
     const tokens = turnTokens(policy.promptContract, o.maxTurnTokens);
     if (tokens.warning) printWarning(tokens.warning);
-    const episodeOpts = { mode: o.mode, maxTurnTokens: tokens.maxTurnTokens, retries: o.retries, timeoutMs: o.episodeTimeout };
-    const res = await runEpisode(env, task, policy, { ...episodeOpts, temperature: o.temperature }, { onEvent: o.json ? undefined : printer(write) });
-    // The answer path: the policy's answer beside its samples, the memory's nearest pairs and their edits, run and ranked.
     const memories = [...(policy.promptContract?.memory ?? []), ...(o.memory ?? [])];
-    let chosen: Answer | undefined;
-    if (o.search) {
-      const samples = await Promise.all(Array.from({ length: o.searchSamples }, (_, s) => runEpisode(env, task, policy, { ...episodeOpts, temperature: SEARCH_TEMPERATURE, seed: 1 + s * 7777 })));
-      const asked: PolicyAnswer[] = [res, ...samples].flatMap((e, i) => (e.answer !== undefined ? [{ sql: e.answer, source: i === 0 && o.temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
-      // A follow-up's candidates come from the policy alone: the memory's pairs stand alone and know nothing of the earlier turns.
-      chosen = await new Answerer(pool, { memory: memories }).answer(dbPath, task.dbId, question, asked, session.previous.length ? { memoryK: 0, synth: 0 } : {});
-    }
-    const answerSql = chosen?.sql ?? res.answer;
+    const answerer = o.search ? new Answerer(pool, { memory: memories }) : undefined;
+    const asked = await askWithAnswerPath(env, task, policy, answerer, { mode: o.mode, maxTurnTokens: tokens.maxTurnTokens, retries: o.retries, timeoutMs: o.episodeTimeout, temperature: o.temperature, samples: o.searchSamples, onEvent: o.json ? undefined : printer(write) });
+    const { episode: res, chosen } = asked;
+    const answerSql = asked.sql;
     const final = answerSql !== undefined && answerSql !== null ? await pool.execute(dbPath, answerSql, { timeoutMs: 30_000, maxRows: o.rows + 1 }) : undefined;
     if (o.json) {
       const { messages: _m, ...episode } = res;

@@ -7,7 +7,9 @@
 import { createInterface } from 'node:readline';
 import { basename, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { runEpisode } from '../../agent/episode.ts';
+import { askWithAnswerPath } from '../../answer/ask.ts';
+import { SEARCH_SAMPLES } from '../../answer/answer.ts';
+import { Answerer } from '../../answer/resources.ts';
 import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
 import type { PreviousTurn } from '../../agent/conversation.ts';
 import { turnTokens } from '../../agent/prompt-contract.ts';
@@ -35,6 +37,8 @@ async function run(o: ChatCliOptions): Promise<void> {
   const dbId = basename(dbPath).replace(/\.sqlite3?$|\.db$/i, '');
   try {
     const env = new SqlEnvironment(pool, promptFromCli(policy.promptContract, o), envDepsFromCli(o, dbId));
+    // The answer path, as agro ask's: the policy's memory (a follow-up's candidates come from the policy alone).
+    const answerer = new Answerer(pool, { memory: policy.promptContract?.memory ?? [] });
     const tokens = turnTokens(policy.promptContract, undefined);
     if (tokens.warning) printWarning(tokens.warning);
     const tty = process.stdin.isTTY === true;
@@ -50,12 +54,13 @@ async function run(o: ChatCliOptions): Promise<void> {
         printOut('(new conversation)\n');
       } else if (question) {
         const task: SqlTask = { id: 'chat', dbId, dbPath, question, goldSql: '', previous: history };
-        const res = await runEpisode(env, task, policy, { mode: 'agent', maxTurnTokens: tokens.maxTurnTokens, temperature: 0, timeoutMs: o.episodeTimeout });
-        if (res.answer !== undefined) {
-          const r = await pool.execute(dbPath, res.answer, { timeoutMs: 30_000, maxRows: o.rows + 1 });
-          printOut(`sql: ${res.answer}\n${indent(formatResultTable(r, o.rows, 100_000))}\n`);
+        const { episode: res, chosen, sql } = await askWithAnswerPath(env, task, policy, answerer, { mode: 'agent', maxTurnTokens: tokens.maxTurnTokens, temperature: 0, samples: SEARCH_SAMPLES, timeoutMs: o.episodeTimeout });
+        if (sql !== undefined) {
+          const r = await pool.execute(dbPath, sql, { timeoutMs: 30_000, maxRows: o.rows + 1 });
+          const read = chosen?.reading ? `\nI read this as: ${chosen.reading} (confidence ${chosen.confidence.toFixed(2)})` : '';
+          printOut(`sql: ${sql}${read}\n${indent(formatResultTable(r, o.rows, 100_000))}\n`);
         } else printOut(`no answer (${res.endReason}${res.error ? `: ${res.error}` : ''})\n`);
-        history = [...history, { question, sql: res.answer ?? '' }];
+        history = [...history, { question, sql: sql ?? '' }];
       }
       if (tty) rl.prompt();
     }

@@ -1,0 +1,40 @@
+/**
+ * One question asked of a policy through the answer path: the policy's greedy episode (its turns streamed to
+ * `onEvent`), `samples` more at SEARCH_TEMPERATURE, and the answerer's choice among them, the memory, their edits
+ * and question-time synthesis. The one home of how ask, chat and serve turn a question into an answer (predict
+ * keeps every sample's trajectory and scores them, so it drives the same parts itself).
+ */
+import { runEpisode, type EpisodeEvent, type EpisodeOptions, type EpisodeResult } from '../agent/episode.ts';
+import type { Policy } from '../agent/policies/types.ts';
+import type { SqlEnvironment, SqlTask } from '../agent/sql-env.ts';
+import { SEARCH_TEMPERATURE, type Answer, type AnswerConfig, type PolicyAnswer } from './answer.ts';
+import type { Answerer } from './resources.ts';
+
+export interface AskedAnswer {
+  /** The greedy episode (what the policy alone answers). */
+  episode: EpisodeResult;
+  /** The answer path's choice; undefined without an answerer. */
+  chosen?: Answer;
+  /** The SQL to run: the chosen one, else the episode's answer. */
+  sql?: string;
+}
+
+export async function askWithAnswerPath(
+  env: SqlEnvironment,
+  task: SqlTask,
+  policy: Policy,
+  answerer: Answerer | undefined,
+  o: Omit<EpisodeOptions, 'seed'> & { samples: number; onEvent?: (e: EpisodeEvent) => void; config?: Partial<AnswerConfig> },
+): Promise<AskedAnswer> {
+  const { samples, onEvent, config, ...episodeOpts } = o;
+  const episode = await runEpisode(env, task, policy, episodeOpts, { onEvent });
+  if (!answerer) return { episode, ...(episode.answer !== undefined ? { sql: episode.answer } : {}) };
+  const sampled = await Promise.all(Array.from({ length: samples }, (_, s) => runEpisode(env, task, policy, { ...episodeOpts, temperature: SEARCH_TEMPERATURE, seed: 1 + s * 7777 })));
+  const asked: PolicyAnswer[] = [episode, ...sampled].flatMap((e, i) => (e.answer !== undefined ? [{ sql: e.answer, source: i === 0 && o.temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
+  // A follow-up's candidates come from the policy alone: the memory's pairs and the drafts stand alone and know
+  // nothing of the earlier turns.
+  const followUp = (task.previous?.length ?? 0) > 0;
+  const chosen = await answerer.answer(task.dbPath, task.dbId, task.question, asked, { ...config, ...(followUp ? { memoryK: 0, synth: 0 } : {}) });
+  const sql = chosen.sql ?? episode.answer;
+  return { episode, chosen, ...(sql !== undefined && sql !== null ? { sql } : {}) };
+}
