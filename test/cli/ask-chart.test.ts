@@ -2,29 +2,18 @@
 // nothing written for a result a table says better, and a bad file name refused before anything runs.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { agroChild } from '../support/agro-child.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const DB = 'data/databases/music_store/music_store.sqlite';
 const tmp = mkdtempSync(join(tmpdir(), 'agro-ask-chart-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
-function agro(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}
+const agro = agroChild;
 
 test('agro ask --chart writes the bar chart of a category/count answer, and nothing for a table', { timeout: 120_000 }, async () => {
   let answer = '';

@@ -1,22 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { agroChild } from '../support/agro-child.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
 
-const BIN = resolve('bin/agro.js');
 const DB = 'data/databases/music_store/music_store.sqlite';
 
-/** The CLI as a child (spawn, not spawnSync: the fake endpoint answers from this process's event loop). */
-function agro(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '', stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (status) => done({ status, stdout, stderr }));
-  });
-}
+const agro = agroChild;
 
 test('agro ask exits as agro sql would when its answer does not run: refused 5, SQL error 6, a result 0', { timeout: 120_000 }, async () => {
   const answers: Record<string, string> = {

@@ -2,25 +2,16 @@
 // sandbox, and found by the next question asked in other words; a memory of another database is refused.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { agroChild } from '../support/agro-child.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
 
-const BIN = resolve('bin/agro.js');
 const DB = 'data/databases/music_store/music_store.sqlite';
 const OTHER = 'data/databases/retail/retail.sqlite';
 
-function agro(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '', stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (status) => done({ status, stdout, stderr }));
-  });
-}
+const agro = agroChild;
 
 test('agro ask --correct stores a pair that runs (and nothing that does not); the next question in other words gets it; agro memory build/show', { timeout: 180_000 }, async () => {
   const tmp = mkdtempSync(join(tmpdir(), 'agro-corrections-'));

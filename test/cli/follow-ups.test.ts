@@ -2,31 +2,19 @@
 // conversation in a file; either way the next question's prompt carries the previous question and its SQL.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { formatAction } from '../../src/agent/protocol.ts';
+import { agroChild } from '../support/agro-child.ts';
 import { startFakeOpenAI, type RecordedRequest } from '../support/fake-openai.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const DB = 'data/databases/music_store/music_store.sqlite';
 const GENRE_SQL = 'SELECT g.name, COUNT(*) FROM tracks t JOIN genres g ON g.genre_id = t.genre_id GROUP BY g.name';
 const tmp = mkdtempSync(join(tmpdir(), 'agro-follow-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
-function agro(args: string[], stdin = ''): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
-}
+const agro = agroChild;
 
 /** Answers the genre question, and a follow-up by editing the SQL its prompt shows. */
 const responder = (req: RecordedRequest) => {
