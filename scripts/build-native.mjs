@@ -6,7 +6,8 @@
 //  - build/Release/agro_native.node (native/*.cc): the optional model kernels.
 // agro runs without either (strict quoting, where `agro eval` refuses to score; TF.js's wasm kernels), so a
 // failed build says what is missing and exits 0; set AGRO_NATIVE_REQUIRED=1 to make it fatal.
-// The build runs in a temporary folder (build/.tmp-<pid>-…, a copy of binding.gyp and native/) and each built
+// The build runs in a temporary folder (build/.tmp-<pid>-…, a copy of binding.gyp, native/ and the C sources it
+// includes from src/model/kernels/) and each built
 // file is renamed into build/Release, one atomic rename each: a `predict` or `npm test` running meanwhile (npx
 // runs this hook again on its first use in the repository) loads the old file or the new one, never a missing or
 // half-written one, and a failed build leaves the old files in place.
@@ -40,6 +41,8 @@ let r;
 try {
   cpSync(join(root, 'binding.gyp'), join(tmp, 'binding.gyp'));
   cpSync(join(root, 'native'), join(tmp, 'native'), { recursive: true });
+  // The native kernels include the wasm build's C source (native/attention.cc: ../src/model/kernels/attention.c).
+  cpSync(join(root, 'src', 'model', 'kernels'), join(tmp, 'src', 'model', 'kernels'), { recursive: true });
   // npm runs lifecycle scripts with its bundled node-gyp on PATH and npm_config_node_gyp pointing at it.
   const gyp = process.env.npm_config_node_gyp;
   const [cmd, args] = gyp && existsSync(gyp) ? [process.execPath, [gyp, 'rebuild']] : ['node-gyp', ['rebuild']];
