@@ -10,7 +10,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const FAKE_GYP = `
-const { mkdirSync, rmSync, writeFileSync, appendFileSync } = require('node:fs');
+const { existsSync, mkdirSync, rmSync, writeFileSync, appendFileSync } = require('node:fs');
+// What the real build reads beside binding.gyp: native/attention.cc includes ../src/model/kernels/attention.c.
+if (!existsSync('native/addon.cc') || !existsSync('src/model/kernels/attention.c')) { console.error('error: a source the build includes is missing'); process.exit(1); }
 const pause = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 rmSync('build', { recursive: true, force: true });
 pause(150);
@@ -30,6 +32,8 @@ function project(): { dir: string; release: string; gyp: string } {
   writeFileSync(join(dir, 'binding.gyp'), '{}');
   mkdirSync(join(dir, 'native'));
   writeFileSync(join(dir, 'native', 'addon.cc'), '');
+  mkdirSync(join(dir, 'src', 'model', 'kernels'), { recursive: true });
+  writeFileSync(join(dir, 'src', 'model', 'kernels', 'attention.c'), '');
   const release = join(dir, 'build', 'Release');
   mkdirSync(release, { recursive: true });
   for (const name of ['agro_sqlite.node', 'agro_native.node']) writeFileSync(join(release, name), 'OLD');
