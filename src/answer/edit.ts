@@ -16,6 +16,9 @@ export interface NamedValue {
   score: number;
 }
 
+/** Value mentions strong enough to expect in the SQL (a stored cell the question spells out, not a partial word). */
+export const STRONG_VALUE = 0.9;
+
 export interface Edit {
   sql: string;
   /** What changed, each as 'old -> new', for the answer's explanation and the ranker. */
@@ -95,7 +98,7 @@ export function moveFilters(sql: string, question: string, values: readonly Name
   };
   const aliases = tableAliases(toks);
   const inSql = new Set(toks.filter((t) => t.kind === 'str').map((t) => fold(t.text.replace(/%/g, ' '))));
-  const strong = values.filter((v) => v.score >= 0.9 && aliases.has(v.table.toLowerCase()) && !inSql.has(fold(v.value)));
+  const strong = values.filter((v) => v.score >= STRONG_VALUE && aliases.has(v.table.toLowerCase()) && !inSql.has(fold(v.value)));
   const out: Edit[] = [];
   toks.forEach((t, i) => {
     if (t.kind !== 'str' || named(t.text)) return;

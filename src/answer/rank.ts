@@ -8,7 +8,7 @@
  */
 import { tokenize } from '../sql/lexer.ts';
 import { fold } from '../sql/words.ts';
-import { isFunctionArgument, isQuestionNumber, numbersInText, questionNumbers, type NamedValue } from './edit.ts';
+import { isFunctionArgument, isQuestionNumber, numbersInText, questionNumbers, STRONG_VALUE, type NamedValue } from './edit.ts';
 
 export const RANK_WEIGHTS = {
   /** Cosine of the question with the candidate's closest reading. */
@@ -60,8 +60,6 @@ export function isDegenerate(rows: readonly (readonly unknown[])[]): boolean {
   return rows.length === 1 && rows[0].every((v) => v === null || v === 0 || v === 0n);
 }
 
-/** Value mentions strong enough to expect in the SQL (a stored cell the question spells out, not a partial word). */
-export const STRONG_VALUE = 0.9;
 
 export function literalFeatures(sql: string, question: string, values: readonly NamedValue[]): Pick<Features, 'values' | 'strayValues' | 'numbers' | 'strayNumbers'> {
   const toks = tokenize(sql);

@@ -3,17 +3,14 @@
  * reader, and its memory when one is given (checked against the schema). One `Answerer` serves every
  * question of every database a run asks about (predict's many, ask's one).
  */
-import { existsSync } from 'node:fs';
-import { AgroError } from '../errors.ts';
 import type { DbDocs } from '../sql/docs-types.ts';
 import { databaseDocs, databaseValueIndex, introspectDatabase } from '../sql/executor.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import type { ColumnRange } from './edit.ts';
-import { answerQuestion, type Answer, type AnswerConfig, type PolicyAnswer } from './answer.ts';
+import { answerQuestion, type Answer, type AnswerConfig, type AnswerResources, type PolicyAnswer } from './answer.ts';
 import { checkMemorySchema, MemoryIndex, readMemory, type MemoryFile } from './memory.ts';
 import { databaseLanguageOf, makeReader } from './reading.ts';
 import { makeQuestionSynth } from './synth.ts';
-import type { AnswerResources } from './answer.ts';
 
 export interface AnswererOptions {
   /** Memory files; each serves the database its dbId names. */
@@ -47,15 +44,9 @@ export class Answerer {
     private readonly opts: AnswererOptions = {},
   ) {
     for (const path of opts.memory ?? []) {
-      if (!existsSync(path)) throw new AgroError('not_found', `memory file not found: ${path}`);
       const file = readMemory(path);
       this.memories.set(file.dbId, { path, file });
     }
-  }
-
-  /** Whether a memory serves this database. */
-  hasMemory(dbId: string): boolean {
-    return this.memories.has(dbId);
   }
 
   private resources(db: string, dbId: string): Promise<AnswerResources> {

@@ -13,6 +13,7 @@ import { Rng } from '../util/rng.ts';
 import type { TableProfile } from '../factory/profile.ts';
 import type { SchemaGraph } from '../factory/schema-graph.ts';
 import { synthesize } from '../factory/synthesize.ts';
+import { STRONG_VALUE } from './edit.ts';
 import { silentProgress } from '../util/progress.ts';
 
 export type QuestionSynth = (question: string, n: number) => Promise<string[]>;
@@ -23,7 +24,7 @@ const LINKED_TABLES = 2;
 export function makeQuestionSynth(schema: DbSchema, executor: SqlExecutor, dbPath: string, graph: SchemaGraph, profiles: Map<string, TableProfile>, index: ValueIndex, timeoutMs = 2000): QuestionSynth {
   return async (question, n) => {
     const link = linkSchema(schema, question, { index });
-    const tables = new Set([...link.tables.slice(0, LINKED_TABLES).map((t) => t.table), ...link.values.filter((v) => v.score >= 0.9).map((v) => v.table)]);
+    const tables = new Set([...link.tables.slice(0, LINKED_TABLES).map((t) => t.table), ...link.values.filter((v) => v.score >= STRONG_VALUE).map((v) => v.table)]);
     const near = new Map([...profiles].filter(([t]) => tables.has(t)));
     if (!near.size) return [];
     const ctx = {
