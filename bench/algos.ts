@@ -26,7 +26,7 @@ import { checkpointPrompt, readPromptContract, turnTokens } from '../src/agent/p
 import { RESPONSE_TOKENS } from '../src/rl/train-config.ts';
 import { sqlTaskOf } from '../src/agent/tasks.ts';
 import { readDataset } from '../src/data/read-dataset.ts';
-import { synthesizeTrajectories } from '../src/agent/trajectories.ts';
+import { synthesizeTrajectories } from '../src/agent/cold-start/trajectories.ts';
 import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
 import { selectColdStart } from '../src/train/coldstart.ts';
 import { runSft } from '../src/train/sft.ts';

@@ -14,7 +14,7 @@ import { SqlPool } from '../src/sql/pool.ts';
 import { SqlEnvironment } from '../src/agent/sql-env.ts';
 import { TURN_TOKENS } from '../src/agent/prompt-contract.ts';
 import { RESPONSE_TOKENS } from '../src/rl/train-config.ts';
-import { synthesizeTrajectories } from '../src/agent/trajectories.ts';
+import { synthesizeTrajectories } from '../src/agent/cold-start/trajectories.ts';
 import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
 import type { Environment, TaskBase } from '../src/agent/types.ts';
 import { loadSqlTasks, sqlTaskOf } from '../src/agent/tasks.ts';

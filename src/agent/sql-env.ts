@@ -12,22 +12,23 @@
 import { z } from 'zod';
 import { parseAction, SQL_AGENT_ACTIONS, formatAction, formatObservation } from './protocol.ts';
 import { HINT_TIERS, scafSqlHint } from './hints.ts';
-import { schemaNames } from './sql-names.ts';
-import { storedText } from '../sql/stored-text.ts';
+import { schemaNames } from './decoding/sql-names.ts';
+import { storedText } from './decoding/stored-text.ts';
 import type { ChatMessage, Environment, Episode, EpisodeContext, RewardContext, RewardDeps, SchemaNames, StepResult, TaskBase, Transcript } from './types.ts';
 import { introspectSchema } from '../sql/introspect.ts';
-import { databaseDocs, databaseValueIndex, introspectDatabase } from '../sql/executor.ts';
+import { introspectDatabase } from '../sql/executor.ts';
+import { databaseDocs, databaseValueIndex } from '../prompt/sources.ts';
 import { dialectOf } from '../sql/dialect.ts';
 import { redactUrl } from '../sql/postgres.ts';
 import { AgroError } from '../errors.ts';
-import { renderSchema } from '../sql/render.ts';
-import { groundedSchema } from '../sql/grounded.ts';
-import { findDocs } from '../sql/docs.ts';
-import { buildValueIndex, type ValueIndex } from '../sql/value-index.ts';
-import type { DbDocs } from '../sql/docs-types.ts';
+import { renderSchema } from '../prompt/render.ts';
+import { groundedSchema } from '../prompt/grounded.ts';
+import { findDocs } from '../prompt/docs.ts';
+import { buildValueIndex, type ValueIndex } from '../prompt/value-index.ts';
+import type { DbDocs } from '../prompt/docs-types.ts';
 import { hasOrderBy, resultsMatch } from '../sql/compare.ts';
 import type { CompareMode, DbSchema, ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
-import { linkingText, renderUserMessage, type PreviousTurn } from './conversation.ts';
+import { linkingText, renderUserMessage, type PreviousTurn } from '../prompt/conversation.ts';
 
 export interface SqlTask extends TaskBase {
   dbId: string;

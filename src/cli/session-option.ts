@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
-import { previousTurnSchema, type PreviousTurn } from '../agent/conversation.ts';
+import { previousTurnSchema, type PreviousTurn } from '../prompt/conversation.ts';
 import { readInputText, writeJsonAtomic } from '../util/fs.ts';
 import { prepareOutFile } from './out-path.ts';
 

@@ -17,7 +17,7 @@ import { AgroError, parseWith } from '../errors.ts';
 import { introspectDatabase } from '../sql/executor.ts';
 import { dialectOf } from '../sql/dialect.ts';
 import { redactUrl } from '../sql/postgres.ts';
-import { dbDocsSchema } from '../sql/docs-types.ts';
+import { dbDocsSchema } from '../prompt/docs-types.ts';
 import { createExecutor } from '../sql/executor.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import { readJsonl, writeFileAtomic, writeJsonAtomic, ensureDir } from '../util/fs.ts';

@@ -15,7 +15,7 @@ import type { Tokenizer } from '../model/tokenizer.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import { sampleGroups, type SampleOptions, type TokenFilter } from '../model/generate.ts';
 import type { RolloutEngine } from '../model/engine.ts';
-import { sqlNameFilter } from '../agent/sql-names.ts';
+import { sqlNameFilter } from '../agent/decoding/sql-names.ts';
 
 export interface RolloutOptions {
   groupSize: number;

@@ -12,7 +12,7 @@ import type { EngineName, RolloutEngine } from '../../model/engine.ts';
 import { createEngine } from '../../model/engines.ts';
 import type { Tokenizer } from '../../model/tokenizer.ts';
 import type { TokenFilter } from '../../model/generate.ts';
-import { sqlNameFilter } from '../sql-names.ts';
+import { sqlNameFilter } from '../decoding/sql-names.ts';
 import { Batcher } from './batcher.ts';
 import type { Policy, TurnReply, TurnRequest } from './types.ts';
 import { readPromptContract, type PromptContract } from '../prompt-contract.ts';

@@ -11,7 +11,7 @@ import { askWithAnswerPath } from '../../answer/ask.ts';
 import { SEARCH_SAMPLES } from '../../answer/answer.ts';
 import { Answerer } from '../../answer/resources.ts';
 import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
-import type { PreviousTurn } from '../../agent/conversation.ts';
+import type { PreviousTurn } from '../../prompt/conversation.ts';
 import { turnTokens } from '../../agent/prompt-contract.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { assertReadableDatabase } from '../../sql/introspect.ts';

@@ -13,7 +13,7 @@ import { LlamaModel } from '../../model/llama.ts';
 import type { WeightMap } from '../../model/llama.ts';
 import { Tokenizer } from '../../model/tokenizer.ts';
 import { AGENT_SPECIAL_TOKENS } from '../../agent/protocol.ts';
-import { noExecution, rowDatabases, rowsToConversations } from '../../agent/row-conversations.ts';
+import { noExecution, rowDatabases, rowsToConversations } from '../../agent/cold-start/row-conversations.ts';
 import { readRows } from '../../data/read-json.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
 import { readPromptContract } from '../../agent/prompt-contract.ts';

@@ -32,7 +32,7 @@ import { SearchCorpus } from '../../search/corpus.ts';
 import type { SearchQuestion } from '../../search/synthesize.ts';
 import { printOut } from '../print.ts';
 import { anchorSamples, RL_ANCHOR } from '../../rl/anchor.ts';
-import { rowDatabases, rowsToConversations } from '../../agent/row-conversations.ts';
+import { rowDatabases, rowsToConversations } from '../../agent/cold-start/row-conversations.ts';
 import { readRows } from '../../data/read-json.ts';
 
 /**

@@ -3,9 +3,9 @@
  * round-trip parser (question -> AST) so both sides agree on how a column is spoken.
  */
 import pluralize from 'pluralize';
-import type { DbDocs } from '../../sql/docs-types.ts';
+import type { DbDocs } from '../../prompt/docs-types.ts';
 import type { DbSchema } from '../../sql/types.ts';
-import { words } from '../../sql/words.ts';
+import { words } from '../../prompt/words.ts';
 import { gradableOf, type Gradable } from './adjectives.ts';
 import { COMPOUNDS, SYNONYMS } from './wordnet-lexicon.ts';
 

@@ -14,7 +14,7 @@ import { openPolicy, type PolicySpec } from '../../agent/policies/open.ts';
 import type { Policy, PolicyKind } from '../../agent/policies/types.ts';
 import { SQL_AGENT_ACTIONS, parseAction } from '../../agent/protocol.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
-import type { PreviousTurn } from '../../agent/conversation.ts';
+import type { PreviousTurn } from '../../prompt/conversation.ts';
 import { readPromptContract, resolvePromptSettings, turnTokens } from '../../agent/prompt-contract.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import type { PlaygroundEvent, PolicyInfo } from './api-types.ts';

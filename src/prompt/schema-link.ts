@@ -11,7 +11,7 @@
 import { distance } from 'fastest-levenshtein';
 import type { DbDocs } from './docs-types.ts';
 import { docsLookup } from './docs.ts';
-import type { DbSchema } from './types.ts';
+import type { DbSchema } from '../sql/types.ts';
 import type { MatchKind, ValueIndex, ValueMatch } from './value-index.ts';
 import { STOP_WORDS, stem, tokens, words } from './words.ts';
 

@@ -22,13 +22,13 @@
  * database has no such names). Every Spider train gold query passes (8,475 on their 143 databases but one,
  * which names a table its database lacks: test/agent/sql-names.test.ts).
  */
-import type { TokenFilter } from '../model/generate.ts';
-import type { Tokenizer } from '../model/tokenizer.ts';
-import { SQL_KEYWORDS, WORD_PART, WORD_START } from '../sql/lexer.ts';
-import type { DbSchema } from '../sql/types.ts';
-import { AGENT_SPECIAL_TOKENS, TAGS } from './protocol.ts';
+import type { TokenFilter } from '../../model/generate.ts';
+import type { Tokenizer } from '../../model/tokenizer.ts';
+import { SQL_KEYWORDS, WORD_PART, WORD_START } from '../../sql/lexer.ts';
+import type { DbSchema } from '../../sql/types.ts';
+import { AGENT_SPECIAL_TOKENS, TAGS } from '../protocol.ts';
 import { literalAllowed, StoredLiterals } from './sql-literals.ts';
-import type { ChatMessage, SchemaNames } from './types.ts';
+import type { ChatMessage, SchemaNames } from '../types.ts';
 
 /**
  * Functions, type names and PostgreSQL's words that are not SQLite keywords, lower case: words SQL may

@@ -7,8 +7,8 @@
  * database whose text exceeds the budget (or a table with more rows than are read) gives null, and the
  * literals are then left free.
  */
-import { openReadOnly, storedTables, tableColumns } from './introspect.ts';
-import { quoteIdent } from './lexer.ts';
+import { openReadOnly, storedTables, tableColumns } from '../../sql/introspect.ts';
+import { quoteIdent } from '../../sql/lexer.ts';
 
 export interface StoredTextOptions {
   /** Characters of distinct text read in all before giving up. Default 4,000,000 (≈ 8 MB of heap). */
