@@ -22,7 +22,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { SqlEnvironment, type SqlTask } from '../src/agent/sql-env.ts';
-import { checkpointPrompt, readPromptContract, turnTokens } from '../src/agent/prompt-contract.ts';
+import { checkpointPrompt, readPromptContract, turnTokens } from '../src/prompt/contract.ts';
 import { RESPONSE_TOKENS } from '../src/rl/train-config.ts';
 import { sqlTaskOf } from '../src/agent/tasks.ts';
 import { readDataset } from '../src/data/read-dataset.ts';

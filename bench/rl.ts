@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { SqlEnvironment } from '../src/agent/sql-env.ts';
-import { TURN_TOKENS } from '../src/agent/prompt-contract.ts';
+import { TURN_TOKENS } from '../src/prompt/contract.ts';
 import { RESPONSE_TOKENS } from '../src/rl/train-config.ts';
 import { synthesizeTrajectories } from '../src/agent/cold-start/trajectories.ts';
 import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';

@@ -74,10 +74,10 @@ test('the web app has no file-level import cycles either (pages link through rou
 /** Literal homes: a default written twice is a bug (issue 50). Each pattern may match in the one file named, nowhere else in src/. */
 test('tokens per turn, the episode token budget and the schema budget are each written in one place', () => {
   const homes: [RegExp, string][] = [
-    [/\b(?:TURN_TOKENS|maxTurnTokens)\s*[:=]\s*96\b|default\(96\)/, 'agent/prompt-contract.ts'],
-    [/(?:TURN_TOKENS|[tT]urnTokens)\s*(?:\?\?|=|:)\s*256\b/, 'agent/prompt-contract.ts'],
+    [/\b(?:TURN_TOKENS|maxTurnTokens)\s*[:=]\s*96\b|default\(96\)/, 'prompt/contract.ts'],
+    [/(?:TURN_TOKENS|[tT]urnTokens)\s*(?:\?\?|=|:)\s*256\b/, 'prompt/contract.ts'],
     [/\b(?:RESPONSE_TOKENS|maxResponseTokens)\s*[:=]\s*320\b|default\(320\)/, 'rl/train-config.ts'],
-    [/schemaChars[^\n]*default\(1800\)/, 'agent/sql-env.ts'],
+    [/schemaChars[^\n]*default\(1800\)/, 'prompt/settings.ts'],
   ];
   for (const [pattern, home] of homes) {
     const where = files(SRC).filter((f) => pattern.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f));

@@ -10,6 +10,7 @@
  * synchronously where a prompt asks for it, a server's must be prepared first.
  */
 import { z } from 'zod';
+import { promptSettingsSchema } from '../prompt/settings.ts';
 import { parseAction, SQL_AGENT_ACTIONS, formatAction, formatObservation } from './protocol.ts';
 import { HINT_TIERS, scafSqlHint } from './hints.ts';
 import { schemaNames } from './decoding/sql-names.ts';
@@ -43,32 +44,9 @@ export interface SqlTask extends TaskBase {
   previous?: PreviousTurn[];
 }
 
-export const SQL_AGENT_SYSTEM_PROMPT =
-  'You answer questions about a SQLite database. Each turn: <think>reasoning</think> then either ' +
-  '<sql>one read-only query</sql> to look at the data, or <answer>the final SQL query</answer>.';
-
 export const sqlEnvConfigSchema = z.strictObject({
-  /** The instructions before the schema: the protocol the policy was trained to follow. */
-  systemPrompt: z.string().min(1).default(SQL_AGENT_SYSTEM_PROMPT),
-  /** Policy turns per episode, the answer turn included. */
-  maxTurns: z.number().int().min(1).default(4),
+  ...promptSettingsSchema.shape,
   execTimeoutMs: z.number().int().positive().default(3000),
-  /** Rows and characters of a result shown to the agent. */
-  observationRows: z.number().int().min(1).default(5),
-  observationChars: z.number().int().min(40).default(400),
-  /**
-   * How the schema is shown: grounded = the tables and columns the question needs first, with their
-   * documentation and the stored values the question names (src/sql/grounded.ts); ddl = the same DDL for every
-   * question (checkpoints trained before grounding).
-   */
-  schemaFormat: z.enum(['grounded', 'ddl']).default('grounded'),
-  /** Character budget of the schema in the system prompt. */
-  schemaChars: z.number().int().min(200).default(1800),
-  schemaSamples: z.number().int().min(0).default(2),
-  /** Stored values matching the question's words shown under the schema (grounded; 0 = none). */
-  valueHints: z.number().int().min(0).max(50).default(5),
-  /** Show the database's documentation (found beside it, or given) with its columns (grounded). */
-  docs: z.boolean().default(true),
   compareMode: z.enum(['bird', 'spider']).default('bird'),
 });
 export type SqlEnvConfig = z.infer<typeof sqlEnvConfigSchema>;

@@ -24,7 +24,7 @@ import { respellEpisode, respellings } from '../agent/cold-start/identifier-form
 import { resolveModelPath } from '../model/builtin.ts';
 import { findDocs } from '../prompt/docs.ts';
 import { SqlEnvironment } from '../agent/sql-env.ts';
-import { PROMPT_CONTRACT_FILE, readPromptContract } from '../agent/prompt-contract.ts';
+import { PROMPT_CONTRACT_FILE, readPromptContract } from '../prompt/contract.ts';
 import { synthesizeTrajectories } from '../agent/cold-start/trajectories.ts';
 import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import type { SqlTask } from '../agent/sql-env.ts';

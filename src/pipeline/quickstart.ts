@@ -29,7 +29,7 @@ import { redactUrl } from '../sql/postgres.ts';
 import { pgDbId } from '../sql/pg-introspect.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
-import { readPromptContract, resolvePromptSettings, TURN_TOKENS, type PromptSettings } from '../agent/prompt-contract.ts';
+import { readPromptContract, resolvePromptSettings, TURN_TOKENS, type PromptSettings } from '../prompt/contract.ts';
 import { RESPONSE_TOKENS } from '../rl/train-config.ts';
 import { resolveModelPath } from '../model/builtin.ts';
 import { synthesizeTrajectories } from '../agent/cold-start/trajectories.ts';

@@ -24,7 +24,7 @@ import { HttpError } from './app.ts';
 import { SEARCH_SAMPLES } from '../answer/answer.ts';
 import { askWithAnswerPath } from '../answer/ask.ts';
 import { Answerer } from '../answer/resources.ts';
-import { UNTRAINED_TURN_TOKENS } from '../agent/prompt-contract.ts';
+import { UNTRAINED_TURN_TOKENS } from '../prompt/contract.ts';
 import { Gate } from './gate.ts';
 
 /** Rows an answer returns unless the request asks for fewer (`max_rows`), and the most it may ask for. */

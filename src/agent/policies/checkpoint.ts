@@ -15,7 +15,7 @@ import type { TokenFilter } from '../../model/generate.ts';
 import { sqlNameFilter } from '../decoding/sql-names.ts';
 import { Batcher } from './batcher.ts';
 import type { Policy, TurnReply, TurnRequest } from './types.ts';
-import { readPromptContract, type PromptContract } from '../prompt-contract.ts';
+import { readPromptContract, type PromptContract } from '../../prompt/contract.ts';
 
 export interface CheckpointPolicyOptions {
   engine?: EngineName;

@@ -11,7 +11,7 @@ import { assertReadableDatabase } from '../../sql/introspect.ts';
 import { EXEC_ERROR_KIND } from '../../sql/types.ts';
 import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
-import { readPromptContract, turnTokens, UNTRAINED_TURN_TOKENS } from '../../agent/prompt-contract.ts';
+import { readPromptContract, turnTokens, UNTRAINED_TURN_TOKENS } from '../../prompt/contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
 import { SEARCH_SAMPLES } from '../../answer/answer.ts';

@@ -12,7 +12,7 @@ import { SEARCH_SAMPLES } from '../../answer/answer.ts';
 import { Answerer } from '../../answer/resources.ts';
 import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
 import type { PreviousTurn } from '../../prompt/conversation.ts';
-import { turnTokens } from '../../agent/prompt-contract.ts';
+import { turnTokens } from '../../prompt/contract.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { assertReadableDatabase } from '../../sql/introspect.ts';
 import { numberArg } from '../options.ts';

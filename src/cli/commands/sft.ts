@@ -16,7 +16,7 @@ import { AGENT_SPECIAL_TOKENS } from '../../agent/protocol.ts';
 import { noExecution, rowDatabases, rowsToConversations } from '../../agent/cold-start/row-conversations.ts';
 import { readRows } from '../../data/read-json.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
-import { readPromptContract } from '../../agent/prompt-contract.ts';
+import { readPromptContract } from '../../prompt/contract.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { resolveTaskSource } from '../../agent/tasks.ts';
 import { resolveSftConfig, runSft, sftConfigSchema } from '../../train/sft.ts';

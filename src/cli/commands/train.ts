@@ -13,7 +13,7 @@ import { LlamaModel } from '../../model/llama.ts';
 import { ENGINE_NAMES, type RolloutEngine } from '../../model/engine.ts';
 import { createEngine } from '../../model/engines.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
-import { readPromptContract } from '../../agent/prompt-contract.ts';
+import { readPromptContract } from '../../prompt/contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { resolveTaskSource, tasksFromCatalog } from '../../agent/tasks.ts';
 import { createExecutor } from '../../sql/executor.ts';

@@ -15,7 +15,7 @@ import type { Policy, PolicyKind } from '../../agent/policies/types.ts';
 import { SQL_AGENT_ACTIONS, parseAction } from '../../agent/protocol.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
 import type { PreviousTurn } from '../../prompt/conversation.ts';
-import { readPromptContract, resolvePromptSettings, turnTokens } from '../../agent/prompt-contract.ts';
+import { readPromptContract, resolvePromptSettings, turnTokens } from '../../prompt/contract.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import type { PlaygroundEvent, PolicyInfo } from './api-types.ts';
 import { CHART_ROWS, toChartedTable, toResultTable } from './results.ts';
