@@ -42,6 +42,37 @@ test('no folder of src/ imports a folder downstream of it, even by type', () => 
   assert.deepEqual(bad, []);
 });
 
+/**
+ * Rooms inside a layer, upstream first, as LAYERS orders the layers ('*' = the layer's other files). In agent/:
+ * the protocol and the Environment contract; constrained decoding (it knows the protocol's tags, not the loop);
+ * the policies (they know no environment); the loop (episode, SQL environment, tasks); cold-start episodes
+ * written through the environment, which nothing in the loop needs.
+ */
+const ROOMS: Record<string, string[]> = {
+  agent: ['protocol.ts', 'types.ts', 'decoding', 'policies', '*', 'cold-start'],
+};
+
+function roomOf(file: string): { layer: string; room: number } | null {
+  const [layer, room] = relative(SRC, file).split('/');
+  const rooms = ROOMS[layer];
+  if (!rooms || room === undefined) return null;
+  const i = rooms.indexOf(room);
+  return { layer, room: i >= 0 ? i : rooms.indexOf('*') };
+}
+
+test('inside a layer, no room imports a room after it (agent: decoding and policies know no loop, nothing imports cold-start)', () => {
+  const bad: string[] = [];
+  for (const f of files(SRC)) {
+    const from = roomOf(f);
+    if (!from) continue;
+    for (const target of imports(f)) {
+      const to = roomOf(target);
+      if (to && to.layer === from.layer && to.room > from.room) bad.push(`${relative(SRC, f)} -> ${relative(SRC, target)}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
 /** Each import cycle of the graph, as 'a -> b -> a' with paths relative to root. */
 function cyclesOf(graph: Map<string, string[]>, root: string): string[] {
   const state = new Map<string, 1 | 2>();
