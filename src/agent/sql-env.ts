@@ -72,7 +72,7 @@ export function formatResultTable(r: ExecResult, maxRows: number, maxChars: numb
 }
 
 export interface SqlEnvDeps {
-  /** A database's documentation; default: the one found beside a file (src/sql/docs.ts findDocs), a server's COMMENTs. */
+  /** A database's documentation; default: the one found beside a file (src/prompt/docs.ts findDocs), a server's COMMENTs. */
   docsFor?: (dbPath: string) => DbDocs | undefined | Promise<DbDocs | undefined>;
 }
 
@@ -147,7 +147,7 @@ export class SqlEnvironment implements Environment<SqlTask> {
     return this.docs.get(dbPath);
   }
 
-  /** The value index of a database, built once per path (bounded memory: src/sql/value-index.ts). */
+  /** The value index of a database, built once per path (bounded memory: src/prompt/value-index.ts). */
   private indexOf(dbPath: string): ValueIndex {
     let index = this.indexes.get(dbPath);
     if (!index) {

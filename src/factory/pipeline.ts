@@ -77,7 +77,7 @@ export const factoryConfigSchema = z.object({
   phrasings: z.number().int().min(1).max(8).default(1),
   /** Share of questions given train-time noise after their round trip (case, punctuation, a typo; language/noise.ts). */
   noise: z.number().min(0).max(1).default(0),
-  /** The database's documentation (src/sql/docs.ts reads it): columns worded by their documented names, coded values by their meaning. */
+  /** The database's documentation (src/prompt/docs.ts reads it): columns worded by their documented names, coded values by their meaning. */
   docs: dbDocsSchema.optional(),
 });
 export type FactoryConfigInput = z.input<typeof factoryConfigSchema>;

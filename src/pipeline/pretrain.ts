@@ -73,7 +73,7 @@ export const pretrainConfigSchema = z.strictObject({
    */
   gold: z.string().min(1).optional(),
   /**
-   * Share of training episodes whose table and column names are respelled (agent/identifier-forms.ts: case,
+   * Share of training episodes whose table and column names are respelled (src/agent/cold-start/identifier-forms.ts: case,
    * snake/camel, a plural, a prefix) in the schema, SQL and observations but not the question, so the names
    * must be copied from the prompt rather than remembered per database. 0 (default) = none.
    */

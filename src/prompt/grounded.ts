@@ -1,7 +1,7 @@
 /**
  * The grounded schema text of a prompt: the schema as the question needs it, within a character budget.
  *
- * Tables come best-linked first (link.ts). Each column carries its documented name and a short description when
+ * Tables come best-linked first (schema-link.ts). Each column carries its documented name and a short description when
  * there is one, and a few sample values; a last line lists the stored cells the question names
  * (`-- Values: country.name = 'France'`, with a code's documented meaning). Over budget it gives up, in this
  * order and re-checking after each step: sample values, long descriptions, the unlinked columns of the

@@ -39,7 +39,7 @@ export const askRequestSchema = z.strictObject({
   /** The conversation so far, oldest first: each earlier question and the SQL that answered it. */
   conversation: z.array(previousTurnSchema).max(64).optional(),
   max_rows: z.number().int().min(1).max(ASK_MAX_ROWS).optional(),
-  /** Also return the result's chart as a Vega-Lite spec when one fits (src/sql/chart.ts's rule). */
+  /** Also return the result's chart as a Vega-Lite spec when one fits (src/chart/chart.ts's rule). */
   chart: z.boolean().optional(),
 });
 export type AskRequest = z.infer<typeof askRequestSchema>;

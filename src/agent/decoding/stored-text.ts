@@ -1,6 +1,6 @@
 /**
  * Every distinct text a SQLite database stores, so that constrained decoding can hold a query's string
- * literals to what the question says or the database holds (src/agent/sql-names.ts). A small model copies
+ * literals to what the question says or the database holds (src/agent/decoding/sql-names.ts). A small model copies
  * values badly ('Hollow Rivers' comes out 'Hurning Roads'); a literal found nowhere can only match nothing.
  *
  * All or nothing: a literal refused because its value was never read would be a right answer lost, so a

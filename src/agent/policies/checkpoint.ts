@@ -25,7 +25,7 @@ export interface CheckpointPolicyOptions {
   threads?: number;
   /**
    * Keep the bare words of its SQL to the episode's vocabulary (SQL's words, the database's tables and
-   * columns; src/agent/sql-names.ts). Default true.
+   * columns; src/agent/decoding/sql-names.ts). Default true.
    */
   constrain?: boolean;
 }

@@ -1,7 +1,7 @@
 /**
  * `agro chat --db FILE [--policy ...]`: a conversation on a terminal. Each line is a question; the next one
  * may follow it up ("only the top three", "and in 2009?"): the earlier questions and their SQL go into the
- * prompt (agent/conversation.ts), as `agro ask --session FILE` (for scripts), the Playground and `POST /v1/ask` do. The policy
+ * prompt (src/prompt/conversation.ts), as `agro ask --session FILE` (for scripts), the Playground and `POST /v1/ask` do. The policy
  * is loaded once. `:new` starts a new conversation, `:quit` (or Ctrl-D) ends it.
  */
 import { createInterface } from 'node:readline';

@@ -52,7 +52,7 @@ export interface PolicyBackendOptions {
   /** Engine, threads and batch for the folder's checkpoints and GGUF files (as --engine/--threads/--batch). */
   local?: Pick<PolicySpec, 'engine' | 'threads' | 'maxBatch'>;
   maxTurns?: number;
-  /** New tokens per turn; default: each policy's contract (predict's rule, prompt-contract.ts turnTokens). */
+  /** New tokens per turn; default: each policy's contract (predict's rule, src/prompt/contract.ts turnTokens). */
   maxTurnTokens?: number;
   episodeTimeoutMs?: number;
 }

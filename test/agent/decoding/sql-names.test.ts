@@ -1,5 +1,5 @@
 /**
- * Constrained decoding (src/agent/sql-names.ts, generate.ts's drawAllowed): inside <sql>/<answer> a bare
+ * Constrained decoding (src/agent/decoding/sql-names.ts, generate.ts's drawAllowed): inside <sql>/<answer> a bare
  * word must be SQL's own, one of the database's names, an alias or a number; everything else is free.
  * Checked token by token on the base model's tokenizer, then on real sampling and a real agent run.
  */
