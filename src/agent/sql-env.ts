@@ -28,8 +28,9 @@ import { findDocs } from '../prompt/docs.ts';
 import { buildValueIndex, type ValueIndex } from '../prompt/value-index.ts';
 import type { DbDocs } from '../prompt/docs-types.ts';
 import { hasOrderBy, resultsMatch } from '../sql/compare.ts';
-import type { CompareMode, DbSchema, ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
+import type { CompareMode, DbSchema, ExecResult, SqlExecutor } from '../sql/types.ts';
 import { linkingText, renderUserMessage, type PreviousTurn } from '../prompt/conversation.ts';
+import { formatResultTable } from '../prompt/observation.ts';
 
 export interface SqlTask extends TaskBase {
   dbId: string;
@@ -51,25 +52,6 @@ export const sqlEnvConfigSchema = z.strictObject({
 });
 export type SqlEnvConfig = z.infer<typeof sqlEnvConfigSchema>;
 
-
-function cell(v: SqlValue): string {
-  if (v === null) return 'NULL';
-  if (v instanceof Uint8Array) return `<blob ${v.byteLength}B>`;
-  const s = String(v);
-  return s.length > 40 ? `${s.slice(0, 37)}...` : s;
-}
-
-/** A result as the agent sees it: header, a few rows, the row count; always under `maxChars`. */
-export function formatResultTable(r: ExecResult, maxRows: number, maxChars: number): string {
-  if (!r.ok) return `error (${r.error}): ${r.message}`.slice(0, maxChars);
-  const lines = [r.columns.join(' | ')];
-  for (const row of r.rows.slice(0, maxRows)) lines.push(row.map(cell).join(' | '));
-  const more = r.rows.length > maxRows || r.truncated ? `${r.truncated ? 'over ' : ''}${r.rows.length} rows, first ${maxRows} shown` : `${r.rows.length} rows`;
-  let text = lines.join('\n');
-  const tail = `\n(${more})`;
-  if (text.length + tail.length > maxChars) text = text.slice(0, Math.max(0, maxChars - tail.length - 4)) + ' ...';
-  return text + tail;
-}
 
 export interface SqlEnvDeps {
   /** A database's documentation; default: the one found beside a file (src/prompt/docs.ts findDocs), a server's COMMENTs. */
