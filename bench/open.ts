@@ -19,7 +19,7 @@ import { CHAT_TOKENS, renderChatText, renderPrompt, type ChatMessage } from '../
 import { sampleGroups } from '../src/model/generate.ts';
 import { exportGguf } from '../src/model/gguf.ts';
 import { SqlEnvironment } from '../src/agent/sql-env.ts';
-import { checkpointPrompt, readPromptContract, turnTokens } from '../src/agent/prompt-contract.ts';
+import { checkpointPrompt, readPromptContract, turnTokens } from '../src/prompt/contract.ts';
 import { resolveModelPath } from '../src/model/builtin.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 

@@ -21,7 +21,7 @@ import { agroCli } from './_agro.ts';
 import { flag, num } from './_args.ts';
 import { listCheckpoints } from '../src/train/run-state.ts';
 import { writeJsonAtomic } from '../src/util/fs.ts';
-import { checkpointPrompt } from '../src/agent/prompt-contract.ts';
+import { checkpointPrompt } from '../src/prompt/contract.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'bin/agro.js');

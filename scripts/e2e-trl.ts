@@ -33,7 +33,7 @@ import { parseAction, SQL_AGENT_ACTIONS } from '../src/agent/protocol.ts';
 import { listCheckpoints } from '../src/train/run-state.ts';
 import { Tokenizer } from '../src/model/tokenizer.ts';
 import { CHAT_TOKENS } from '../src/model/chat.ts';
-import { checkpointPrompt, PROMPT_FIELDS, type PromptContract } from '../src/agent/prompt-contract.ts';
+import { checkpointPrompt, PROMPT_FIELDS, type PromptContract } from '../src/prompt/contract.ts';
 import { SqlEnvironment, sqlEnvConfigSchema } from '../src/agent/sql-env.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { scoreItems, type RewardItem } from '../src/server/env-reward.ts';

@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { goldPairs, readGoldSql, summarizeGold, type GoldOutcome, type GoldSql } from '../src/factory/gold.ts';
 import type { SynthPair } from '../src/factory/types.ts';
 import { createExecutor } from '../src/sql/executor.ts';
-import { findDocs } from '../src/sql/docs.ts';
+import { findDocs } from '../src/prompt/docs.ts';
 
 const file = process.argv[2] ?? '../shared/data/spider-train/gold.jsonl';
 const root = process.argv[3] ?? '../shared/data/spider-train/database';

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 /** Upstream first: a folder may import only from folders before it (and itself). */
-const LAYERS = ['errors.ts', 'util', 'sql', 'llm', 'data', 'factory', 'model', 'agent', 'search', 'answer', 'train', 'rl', 'eval', 'pipeline', 'server', 'cli'];
+const LAYERS = ['errors.ts', 'util', 'sql', 'prompt', 'llm', 'data', 'factory', 'model', 'agent', 'search', 'answer', 'train', 'rl', 'eval', 'pipeline', 'chart', 'server', 'cli'];
 const SRC = resolve('src');
 
 function files(dir: string): string[] {
@@ -37,6 +37,37 @@ test('no folder of src/ imports a folder downstream of it, even by type', () => 
     for (const target of imports(f)) {
       const to = LAYERS.indexOf(layerOf(target));
       if (to > from) bad.push(`${relative(SRC, f)} -> ${relative(SRC, target)}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+});
+
+/**
+ * Rooms inside a layer, upstream first, as LAYERS orders the layers ('*' = the layer's other files). In agent/:
+ * the protocol and the Environment contract; constrained decoding (it knows the protocol's tags, not the loop);
+ * the policies (they know no environment); the loop (episode, SQL environment, tasks); cold-start episodes
+ * written through the environment, which nothing in the loop needs.
+ */
+const ROOMS: Record<string, string[]> = {
+  agent: ['protocol.ts', 'types.ts', 'decoding', 'policies', '*', 'cold-start'],
+};
+
+function roomOf(file: string): { layer: string; room: number } | null {
+  const [layer, room] = relative(SRC, file).split('/');
+  const rooms = ROOMS[layer];
+  if (!rooms || room === undefined) return null;
+  const i = rooms.indexOf(room);
+  return { layer, room: i >= 0 ? i : rooms.indexOf('*') };
+}
+
+test('inside a layer, no room imports a room after it (agent: decoding and policies know no loop, nothing imports cold-start)', () => {
+  const bad: string[] = [];
+  for (const f of files(SRC)) {
+    const from = roomOf(f);
+    if (!from) continue;
+    for (const target of imports(f)) {
+      const to = roomOf(target);
+      if (to && to.layer === from.layer && to.room > from.room) bad.push(`${relative(SRC, f)} -> ${relative(SRC, target)}`);
     }
   }
   assert.deepEqual(bad, []);
@@ -74,10 +105,10 @@ test('the web app has no file-level import cycles either (pages link through rou
 /** Literal homes: a default written twice is a bug (issue 50). Each pattern may match in the one file named, nowhere else in src/. */
 test('tokens per turn, the episode token budget and the schema budget are each written in one place', () => {
   const homes: [RegExp, string][] = [
-    [/\b(?:TURN_TOKENS|maxTurnTokens)\s*[:=]\s*96\b|default\(96\)/, 'agent/prompt-contract.ts'],
-    [/(?:TURN_TOKENS|[tT]urnTokens)\s*(?:\?\?|=|:)\s*256\b/, 'agent/prompt-contract.ts'],
+    [/\b(?:TURN_TOKENS|maxTurnTokens)\s*[:=]\s*96\b|default\(96\)/, 'prompt/contract.ts'],
+    [/(?:TURN_TOKENS|[tT]urnTokens)\s*(?:\?\?|=|:)\s*256\b/, 'prompt/contract.ts'],
     [/\b(?:RESPONSE_TOKENS|maxResponseTokens)\s*[:=]\s*320\b|default\(320\)/, 'rl/train-config.ts'],
-    [/schemaChars[^\n]*default\(1800\)/, 'agent/sql-env.ts'],
+    [/schemaChars[^\n]*default\(1800\)/, 'prompt/settings.ts'],
   ];
   for (const [pattern, home] of homes) {
     const where = files(SRC).filter((f) => pattern.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f));

@@ -2,8 +2,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-test('agro/sql and agro/eval load through the package exports', async () => {
+test('agro/sql, agro/prompt and agro/eval load through the package exports', async () => {
   const sql = await import('agro/sql');
+  const prompt = await import('agro/prompt');
   const ev = await import('agro/eval');
   const pool = new sql.SqlPool({ size: 1 });
   try {
@@ -13,6 +14,8 @@ test('agro/sql and agro/eval load through the package exports', async () => {
     await pool.close();
   }
   assert.equal(sql.quoteIdent('a"b'), '"a""b"');
+  const schema = sql.introspectSchema('data/databases/school/school.sqlite');
+  assert.match(prompt.renderSchema(schema), /CREATE TABLE/);
   assert.equal(typeof ev.evaluate, 'function');
   assert.equal(ev.readDataset('data/dev.json').items.length > 0, true);
 });

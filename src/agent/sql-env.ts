@@ -10,24 +10,27 @@
  * synchronously where a prompt asks for it, a server's must be prepared first.
  */
 import { z } from 'zod';
+import { promptSettingsSchema } from '../prompt/settings.ts';
 import { parseAction, SQL_AGENT_ACTIONS, formatAction, formatObservation } from './protocol.ts';
 import { HINT_TIERS, scafSqlHint } from './hints.ts';
-import { schemaNames } from './sql-names.ts';
-import { storedText } from '../sql/stored-text.ts';
+import { schemaNames } from './decoding/sql-names.ts';
+import { storedText } from './decoding/stored-text.ts';
 import type { ChatMessage, Environment, Episode, EpisodeContext, RewardContext, RewardDeps, SchemaNames, StepResult, TaskBase, Transcript } from './types.ts';
 import { introspectSchema } from '../sql/introspect.ts';
-import { databaseDocs, databaseValueIndex, introspectDatabase } from '../sql/executor.ts';
+import { introspectDatabase } from '../sql/executor.ts';
+import { databaseDocs, databaseValueIndex } from '../prompt/sources.ts';
 import { dialectOf } from '../sql/dialect.ts';
 import { redactUrl } from '../sql/postgres.ts';
 import { AgroError } from '../errors.ts';
-import { renderSchema } from '../sql/render.ts';
-import { groundedSchema } from '../sql/grounded.ts';
-import { findDocs } from '../sql/docs.ts';
-import { buildValueIndex, type ValueIndex } from '../sql/value-index.ts';
-import type { DbDocs } from '../sql/docs-types.ts';
+import { renderSchema } from '../prompt/render.ts';
+import { groundedSchema } from '../prompt/grounded.ts';
+import { findDocs } from '../prompt/docs.ts';
+import { buildValueIndex, type ValueIndex } from '../prompt/value-index.ts';
+import type { DbDocs } from '../prompt/docs-types.ts';
 import { hasOrderBy, resultsMatch } from '../sql/compare.ts';
-import type { CompareMode, DbSchema, ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
-import { linkingText, renderUserMessage, type PreviousTurn } from './conversation.ts';
+import type { CompareMode, DbSchema, ExecResult, SqlExecutor } from '../sql/types.ts';
+import { linkingText, renderUserMessage, type PreviousTurn } from '../prompt/conversation.ts';
+import { formatResultTable } from '../prompt/observation.ts';
 
 export interface SqlTask extends TaskBase {
   dbId: string;
@@ -42,58 +45,16 @@ export interface SqlTask extends TaskBase {
   previous?: PreviousTurn[];
 }
 
-export const SQL_AGENT_SYSTEM_PROMPT =
-  'You answer questions about a SQLite database. Each turn: <think>reasoning</think> then either ' +
-  '<sql>one read-only query</sql> to look at the data, or <answer>the final SQL query</answer>.';
-
 export const sqlEnvConfigSchema = z.strictObject({
-  /** The instructions before the schema: the protocol the policy was trained to follow. */
-  systemPrompt: z.string().min(1).default(SQL_AGENT_SYSTEM_PROMPT),
-  /** Policy turns per episode, the answer turn included. */
-  maxTurns: z.number().int().min(1).default(4),
+  ...promptSettingsSchema.shape,
   execTimeoutMs: z.number().int().positive().default(3000),
-  /** Rows and characters of a result shown to the agent. */
-  observationRows: z.number().int().min(1).default(5),
-  observationChars: z.number().int().min(40).default(400),
-  /**
-   * How the schema is shown: grounded = the tables and columns the question needs first, with their
-   * documentation and the stored values the question names (src/sql/grounded.ts); ddl = the same DDL for every
-   * question (checkpoints trained before grounding).
-   */
-  schemaFormat: z.enum(['grounded', 'ddl']).default('grounded'),
-  /** Character budget of the schema in the system prompt. */
-  schemaChars: z.number().int().min(200).default(1800),
-  schemaSamples: z.number().int().min(0).default(2),
-  /** Stored values matching the question's words shown under the schema (grounded; 0 = none). */
-  valueHints: z.number().int().min(0).max(50).default(5),
-  /** Show the database's documentation (found beside it, or given) with its columns (grounded). */
-  docs: z.boolean().default(true),
   compareMode: z.enum(['bird', 'spider']).default('bird'),
 });
 export type SqlEnvConfig = z.infer<typeof sqlEnvConfigSchema>;
 
 
-function cell(v: SqlValue): string {
-  if (v === null) return 'NULL';
-  if (v instanceof Uint8Array) return `<blob ${v.byteLength}B>`;
-  const s = String(v);
-  return s.length > 40 ? `${s.slice(0, 37)}...` : s;
-}
-
-/** A result as the agent sees it: header, a few rows, the row count; always under `maxChars`. */
-export function formatResultTable(r: ExecResult, maxRows: number, maxChars: number): string {
-  if (!r.ok) return `error (${r.error}): ${r.message}`.slice(0, maxChars);
-  const lines = [r.columns.join(' | ')];
-  for (const row of r.rows.slice(0, maxRows)) lines.push(row.map(cell).join(' | '));
-  const more = r.rows.length > maxRows || r.truncated ? `${r.truncated ? 'over ' : ''}${r.rows.length} rows, first ${maxRows} shown` : `${r.rows.length} rows`;
-  let text = lines.join('\n');
-  const tail = `\n(${more})`;
-  if (text.length + tail.length > maxChars) text = text.slice(0, Math.max(0, maxChars - tail.length - 4)) + ' ...';
-  return text + tail;
-}
-
 export interface SqlEnvDeps {
-  /** A database's documentation; default: the one found beside a file (src/sql/docs.ts findDocs), a server's COMMENTs. */
+  /** A database's documentation; default: the one found beside a file (src/prompt/docs.ts findDocs), a server's COMMENTs. */
   docsFor?: (dbPath: string) => DbDocs | undefined | Promise<DbDocs | undefined>;
 }
 
@@ -168,7 +129,7 @@ export class SqlEnvironment implements Environment<SqlTask> {
     return this.docs.get(dbPath);
   }
 
-  /** The value index of a database, built once per path (bounded memory: src/sql/value-index.ts). */
+  /** The value index of a database, built once per path (bounded memory: src/prompt/value-index.ts). */
   private indexOf(dbPath: string): ValueIndex {
     let index = this.indexes.get(dbPath);
     if (!index) {

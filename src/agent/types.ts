@@ -31,7 +31,7 @@ export type StepResult =
 export interface Episode {
   /** The opening conversation (system prompt with the schema or tool list, then the user turn). */
   readonly opening: ChatMessage[];
-  /** The database's names: a local policy can keep the SQL it writes to them (src/agent/sql-names.ts). */
+  /** The database's names: a local policy can keep the SQL it writes to them (src/agent/decoding/sql-names.ts). */
   readonly names?: SchemaNames;
   /** Feed the policy's raw text for one turn. */
   step(policyText: string): Promise<StepResult>;
@@ -46,7 +46,7 @@ export interface Episode {
 export interface SchemaNames {
   readonly tables: readonly { readonly name: string; readonly columns: readonly string[] }[];
   /**
-   * Every distinct text the database stores (src/sql/stored-text.ts), which a string literal may be copied
+   * Every distinct text the database stores (src/agent/decoding/stored-text.ts), which a string literal may be copied
    * from: read on the first call (only constrained decoding needs it), the same array after. Absent or null
    * when not read (a server database, more text than the budget): literals are then free.
    */

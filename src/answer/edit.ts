@@ -6,7 +6,7 @@
  * stream: the query is otherwise left as written.
  */
 import { isKeyword, quoteString, sqlName, tokenize, type Token } from '../sql/lexer.ts';
-import { fold } from '../sql/words.ts';
+import { fold } from '../prompt/words.ts';
 
 /** A stored value the question names, in a column (a value-index match or a schema-link value hint). */
 export interface NamedValue {

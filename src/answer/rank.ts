@@ -7,7 +7,7 @@
  * measured on the factory's held-out synthetic questions (docs/answering.md), never on human questions.
  */
 import { tokenize } from '../sql/lexer.ts';
-import { fold } from '../sql/words.ts';
+import { fold } from '../prompt/words.ts';
 import { isFunctionArgument, isQuestionNumber, numbersInText, questionNumbers, STRONG_VALUE, type NamedValue } from './edit.ts';
 
 export const RANK_WEIGHTS = {

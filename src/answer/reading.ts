@@ -3,7 +3,7 @@
  * realizer (language/), the same sentences it writes for the pairs it synthesizes. A query the factory cannot
  * read has no reading (null): the ranker then judges it by its values and agreement alone.
  */
-import type { DbDocs } from '../sql/docs-types.ts';
+import type { DbDocs } from '../prompt/docs-types.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import { astFromSql } from '../factory/from-sql.ts';
 import { realizeQuestion } from '../factory/language/realize.ts';

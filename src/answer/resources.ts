@@ -3,8 +3,9 @@
  * reader, and its memory when one is given (checked against the schema). One `Answerer` serves every
  * question of every database a run asks about (predict's many, ask's one).
  */
-import type { DbDocs } from '../sql/docs-types.ts';
-import { databaseDocs, databaseValueIndex, introspectDatabase } from '../sql/executor.ts';
+import type { DbDocs } from '../prompt/docs-types.ts';
+import { introspectDatabase } from '../sql/executor.ts';
+import { databaseDocs, databaseValueIndex } from '../prompt/sources.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import type { ColumnRange } from './edit.ts';
 import { answerQuestion, type Answer, type AnswerConfig, type AnswerResources, type PolicyAnswer } from './answer.ts';

@@ -5,9 +5,9 @@
  * them with every other candidate. Bounded: a few dozen drafts, none verified here (the answer path runs each
  * once), a seed from the question so the same question gets the same candidates.
  */
-import { linkSchema } from '../sql/link.ts';
+import { linkSchema } from '../prompt/schema-link.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
-import type { ValueIndex } from '../sql/value-index.ts';
+import type { ValueIndex } from '../prompt/value-index.ts';
 import { fnv1a } from '../util/hash.ts';
 import { Rng } from '../util/rng.ts';
 import type { TableProfile } from '../factory/profile.ts';

@@ -4,7 +4,7 @@
  * from the memory's own questions: a word every stored question uses ("how", "many" are stop words already;
  * a table name of a one-table database is such a word) says little about which pair is meant.
  */
-import { STOP_WORDS, stem, tokens } from '../sql/words.ts';
+import { STOP_WORDS, stem, tokens } from '../prompt/words.ts';
 
 export type Vec = Map<string, number>;
 

@@ -31,7 +31,7 @@ export async function writeChartIfAsked(o: { chart?: string }, run: (() => Promi
   if (!o.chart) return;
   const result = run ? await run() : undefined;
   // Vega loads only when a chart is asked for (half a second of every `agro ask` otherwise).
-  const chart = result?.ok ? await (await import('../sql/chart-svg.ts')).renderChart(result) : null;
+  const chart = result?.ok ? await (await import('../chart/chart-svg.ts')).renderChart(result) : null;
   if (!chart) {
     printErr(`--chart: no chart for this ${result?.ok ? 'result (a table says it better)' : 'answer (no result)'}; nothing written\n`);
     return;

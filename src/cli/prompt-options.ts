@@ -8,10 +8,10 @@ import { basename, extname } from 'node:path';
 import { Option, type Command } from 'commander';
 import { AgroError } from '../errors.ts';
 import { printErr } from './print.ts';
-import { PROMPT_CONTRACT_FILE, readPromptContract, resolvePromptSettings, type PromptContract, type PromptSettings } from '../agent/prompt-contract.ts';
+import { PROMPT_CONTRACT_FILE, readPromptContract, resolvePromptSettings, type PromptContract, type PromptSettings } from '../prompt/contract.ts';
 import type { SqlEnvDeps } from '../agent/sql-env.ts';
-import { readDocs } from '../sql/docs.ts';
-import type { DbDocs } from '../sql/docs-types.ts';
+import { readDocs } from '../prompt/docs.ts';
+import type { DbDocs } from '../prompt/docs-types.ts';
 import { numberArg } from './options.ts';
 
 export interface PromptCliOptions {

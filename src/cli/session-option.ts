@@ -2,13 +2,13 @@
  * `--session FILE` of `agro ask`: a conversation kept in a JSON file for scripts, so that the next
  * `agro ask --session FILE "only the top three"` follows up the last one. The file holds the earlier turns
  * (`{"turns": [{"question", "sql"}]}`, oldest first); each ask reads them into the prompt
- * (agent/conversation.ts) and appends its own, written atomically. A missing file is a new conversation.
+ * (src/prompt/conversation.ts) and appends its own, written atomically. A missing file is a new conversation.
  */
 import { existsSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
-import { previousTurnSchema, type PreviousTurn } from '../agent/conversation.ts';
+import { previousTurnSchema, type PreviousTurn } from '../prompt/conversation.ts';
 import { readInputText, writeJsonAtomic } from '../util/fs.ts';
 import { prepareOutFile } from './out-path.ts';
 

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { readInputText } from '../util/fs.ts';
 import { tokenize } from '../sql/lexer.ts';
-import type { DbDocs } from '../sql/docs-types.ts';
+import type { DbDocs } from '../prompt/docs-types.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import { Rng } from '../util/rng.ts';
 import { mapConcurrent } from '../util/concurrency.ts';

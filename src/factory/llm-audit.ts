@@ -10,7 +10,7 @@ import { LlmClient } from '../llm/client.ts';
 import type { ChatMessage, LlmConfigInput } from '../llm/client.ts';
 import { CircuitBreaker, failureReason } from '../llm/breaker.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
-import { renderSchema } from '../sql/render.ts';
+import { renderSchema } from '../prompt/render.ts';
 import type { LlmStageStats, StatsStage } from './llm-questions.ts';
 import type { StageContext, SynthPair } from './types.ts';
 

@@ -8,7 +8,7 @@ import { LlmClient } from '../llm/client.ts';
 import type { ChatMessage, LlmConfigInput } from '../llm/client.ts';
 import { CircuitBreaker, failureReason } from '../llm/breaker.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
-import { renderSchema } from '../sql/render.ts';
+import { renderSchema } from '../prompt/render.ts';
 import type { QuestionStyle } from '../data/dataset-row.ts';
 import type { Stage, StageContext, SynthPair } from './types.ts';
 

@@ -17,7 +17,7 @@ import { AgroError, parseWith } from '../errors.ts';
 import { introspectDatabase } from '../sql/executor.ts';
 import { dialectOf } from '../sql/dialect.ts';
 import { redactUrl } from '../sql/postgres.ts';
-import { dbDocsSchema } from '../sql/docs-types.ts';
+import { dbDocsSchema } from '../prompt/docs-types.ts';
 import { createExecutor } from '../sql/executor.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import { readJsonl, writeFileAtomic, writeJsonAtomic, ensureDir } from '../util/fs.ts';
@@ -77,7 +77,7 @@ export const factoryConfigSchema = z.object({
   phrasings: z.number().int().min(1).max(8).default(1),
   /** Share of questions given train-time noise after their round trip (case, punctuation, a typo; language/noise.ts). */
   noise: z.number().min(0).max(1).default(0),
-  /** The database's documentation (src/sql/docs.ts reads it): columns worded by their documented names, coded values by their meaning. */
+  /** The database's documentation (src/prompt/docs.ts reads it): columns worded by their documented names, coded values by their meaning. */
   docs: dbDocsSchema.optional(),
 });
 export type FactoryConfigInput = z.input<typeof factoryConfigSchema>;

@@ -7,7 +7,7 @@
  */
 import type { CompareMode } from '../sql/types.ts';
 import { testSuiteMatch } from '../sql/testsuite.ts';
-import { renderSchema } from '../sql/render.ts';
+import { renderSchema } from '../prompt/render.ts';
 import type { DbSchema } from '../sql/types.ts';
 import { LlmClient } from '../llm/client.ts';
 import { CircuitBreaker } from '../llm/breaker.ts';

@@ -35,7 +35,7 @@ export interface SampleOptions {
 
 /**
  * What a row may draw next. The model layer knows no grammar: the caller's filter does (the SQL
- * agent's is src/agent/sql-names.ts). A rejected draw is redrawn from the rest of the distribution.
+ * agent's is src/agent/decoding/sql-names.ts). A rejected draw is redrawn from the rest of the distribution.
  */
 export interface TokenFilter {
   allows(token: number): boolean;

@@ -2,7 +2,7 @@
  * The pass-rate helper's side (pass-rate-helper.ts): it sets up the same environment as the parent once,
  * then samples the batches it is sent from a checkpoint on disk and sends back each task's correct count.
  */
-import type { DbDocs } from '../sql/docs-types.ts';
+import type { DbDocs } from '../prompt/docs-types.ts';
 import { createExecutor } from '../sql/executor.ts';
 import { SqlEnvironment, type SqlEnvConfig, type SqlTask } from '../agent/sql-env.ts';
 import { initBackend, type BackendName } from '../model/backend.ts';

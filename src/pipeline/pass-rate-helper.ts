@@ -7,7 +7,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { DbDocs } from '../sql/docs-types.ts';
+import type { DbDocs } from '../prompt/docs-types.ts';
 import type { SqlEnvConfig, SqlTask, SqlEnvironment } from '../agent/sql-env.ts';
 import type { BackendName } from '../model/backend.ts';
 import type { LlamaModel } from '../model/llama.ts';

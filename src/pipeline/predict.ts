@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
 import { SqlEnvironment, sqlEnvConfigSchema, type SqlEnvDeps, type SqlTask } from '../agent/sql-env.ts';
-import { promptContract, resolvePromptSettings, turnTokens } from '../agent/prompt-contract.ts';
+import { promptContract, resolvePromptSettings, turnTokens } from '../prompt/contract.ts';
 import { normalizeSql } from '../sql/features.ts';
 import { runEpisode, EPISODE_MODES, type EpisodeEvent, type EpisodeResult } from '../agent/episode.ts';
 import type { Policy } from '../agent/policies/types.ts';

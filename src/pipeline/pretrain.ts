@@ -20,12 +20,12 @@ import { runFactory } from '../factory/pipeline.ts';
 import { goldPairs, readGoldSql, summarizeGold, type GoldOutcome, type GoldSql, type GoldSummary } from '../factory/gold.ts';
 import { createExecutor, introspectDatabase } from '../sql/executor.ts';
 import type { DbSchema } from '../sql/types.ts';
-import { respellEpisode, respellings } from '../agent/identifier-forms.ts';
+import { respellEpisode, respellings } from '../agent/cold-start/identifier-forms.ts';
 import { resolveModelPath } from '../model/builtin.ts';
-import { findDocs } from '../sql/docs.ts';
+import { findDocs } from '../prompt/docs.ts';
 import { SqlEnvironment } from '../agent/sql-env.ts';
-import { PROMPT_CONTRACT_FILE, readPromptContract } from '../agent/prompt-contract.ts';
-import { synthesizeTrajectories } from '../agent/trajectories.ts';
+import { PROMPT_CONTRACT_FILE, readPromptContract } from '../prompt/contract.ts';
+import { synthesizeTrajectories } from '../agent/cold-start/trajectories.ts';
 import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import type { SqlTask } from '../agent/sql-env.ts';
 import type { DatasetRow } from '../data/dataset-row.ts';
@@ -73,7 +73,7 @@ export const pretrainConfigSchema = z.strictObject({
    */
   gold: z.string().min(1).optional(),
   /**
-   * Share of training episodes whose table and column names are respelled (agent/identifier-forms.ts: case,
+   * Share of training episodes whose table and column names are respelled (src/agent/cold-start/identifier-forms.ts: case,
    * snake/camel, a plural, a prefix) in the schema, SQL and observations but not the question, so the names
    * must be copied from the prompt rather than remembered per database. 0 (default) = none.
    */

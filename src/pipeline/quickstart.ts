@@ -13,8 +13,8 @@
  */
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { basename, dirname, extname, join, relative, resolve } from 'node:path';
-import { findDocs, readDocs } from '../sql/docs.ts';
-import type { DbDocs } from '../sql/docs-types.ts';
+import { findDocs, readDocs } from '../prompt/docs.ts';
+import type { DbDocs } from '../prompt/docs-types.ts';
 import { addNoise } from '../factory/language/noise.ts';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
@@ -22,16 +22,17 @@ import { displayPath, readJsonl, writeJsonAtomic, writeFileAtomic } from '../uti
 import { Rng } from '../util/rng.ts';
 import { runFactory, type Manifest } from '../factory/pipeline.ts';
 import type { DatasetRow } from '../data/dataset-row.ts';
-import { createExecutor, databaseDocs } from '../sql/executor.ts';
+import { createExecutor } from '../sql/executor.ts';
+import { databaseDocs } from '../prompt/sources.ts';
 import { dialectOf } from '../sql/dialect.ts';
 import { redactUrl } from '../sql/postgres.ts';
 import { pgDbId } from '../sql/pg-introspect.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
-import { readPromptContract, resolvePromptSettings, TURN_TOKENS, type PromptSettings } from '../agent/prompt-contract.ts';
+import { readPromptContract, resolvePromptSettings, TURN_TOKENS, type PromptSettings } from '../prompt/contract.ts';
 import { RESPONSE_TOKENS } from '../rl/train-config.ts';
 import { resolveModelPath } from '../model/builtin.ts';
-import { synthesizeTrajectories } from '../agent/trajectories.ts';
+import { synthesizeTrajectories } from '../agent/cold-start/trajectories.ts';
 import { selectColdStart } from '../train/coldstart.ts';
 import { runSft } from '../train/sft.ts';
 import type { ChatMessage } from '../agent/types.ts';

@@ -15,7 +15,7 @@ import type { Tokenizer } from '../model/tokenizer.ts';
 import type { LlamaModel } from '../model/llama.ts';
 import { sampleGroups, type SampleOptions, type TokenFilter } from '../model/generate.ts';
 import type { RolloutEngine } from '../model/engine.ts';
-import { sqlNameFilter } from '../agent/sql-names.ts';
+import { sqlNameFilter } from '../agent/decoding/sql-names.ts';
 
 export interface RolloutOptions {
   groupSize: number;
@@ -30,7 +30,7 @@ export interface RolloutOptions {
   engine?: RolloutEngine;
   /**
    * Decode as `agro predict` does by default: the SQL a turn writes is held to SQL's words and the episode's
-   * database names (Episode.names; src/agent/sql-names.ts), so RL samples only answers the deployed policy can
+   * database names (Episode.names; src/agent/decoding/sql-names.ts), so RL samples only answers the deployed policy can
    * write. Off by default: on the quickstart it did not help (docs/training.md).
    */
   constrain?: boolean;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import { optimizerFields } from '../train/optim.ts';
 import { resolveAlgo, type AlgoConfig } from './algo-config.ts';
-import { TURN_TOKENS } from '../agent/prompt-contract.ts';
+import { TURN_TOKENS } from '../prompt/contract.ts';
 
 /** New tokens per episode (all turns of the agent together): the budget rollouts and evaluation share. */
 export const RESPONSE_TOKENS = 320;

@@ -21,7 +21,7 @@ import { AdamW, lrAt } from '../train/optim.ts';
 import { checkResumeSettings, cleanRunCheckpoints, listCheckpoints, recordedSettings, restoreTrainerState, resumeConfig, truncateMetrics } from '../train/run-state.ts';
 import type { Environment } from '../agent/types.ts';
 import { SqlEnvironment } from '../agent/sql-env.ts';
-import { promptContractFiles } from '../agent/prompt-contract.ts';
+import { promptContractFiles } from '../prompt/contract.ts';
 import { lossConfig } from './algo-config.ts';
 import { prepareRewards } from './rewards.ts';
 import { advantages, collect, logProbs, record, responseAdvantages, score, select, signalRewards, update, zeroSignalGroups, type AdvantageExtras, type Anchor, type StepContext, type StepRecord } from './phases.ts';

@@ -1,6 +1,6 @@
 /**
  * Cold-start trajectories for the search agent without a teacher model (the search counterpart of
- * src/agent/trajectories.ts). Each synthesized question becomes a scripted episode played through the
+ * src/agent/cold-start/trajectories.ts). Each synthesized question becomes a scripted episode played through the
  * REAL SearchEnvironment, so every observation is exactly what the RL trainer will show the policy:
  *   search the anchor's title → open its page → for each next entity of the chain: search its title
  *   (read off the previous page) → open it → … → answer.

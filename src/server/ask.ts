@@ -13,18 +13,18 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import type { EndReason } from '../agent/episode.ts';
-import { previousTurnSchema, type PreviousTurn } from '../agent/conversation.ts';
+import { previousTurnSchema, type PreviousTurn } from '../prompt/conversation.ts';
 import type { Policy } from '../agent/policies/types.ts';
 import { SqlEnvironment, type SqlEnvConfig, type SqlEnvDeps, type SqlTask } from '../agent/sql-env.ts';
 import type { DatabaseCatalog } from '../data/catalog.ts';
-import { chartFor } from '../sql/chart.ts';
-import { chartSpec } from '../sql/chart-svg.ts';
+import { chartFor } from '../chart/chart.ts';
+import { chartSpec } from '../chart/chart-svg.ts';
 import type { ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
 import { HttpError } from './app.ts';
 import { SEARCH_SAMPLES } from '../answer/answer.ts';
 import { askWithAnswerPath } from '../answer/ask.ts';
 import { Answerer } from '../answer/resources.ts';
-import { UNTRAINED_TURN_TOKENS } from '../agent/prompt-contract.ts';
+import { UNTRAINED_TURN_TOKENS } from '../prompt/contract.ts';
 import { Gate } from './gate.ts';
 
 /** Rows an answer returns unless the request asks for fewer (`max_rows`), and the most it may ask for. */
@@ -39,7 +39,7 @@ export const askRequestSchema = z.strictObject({
   /** The conversation so far, oldest first: each earlier question and the SQL that answered it. */
   conversation: z.array(previousTurnSchema).max(64).optional(),
   max_rows: z.number().int().min(1).max(ASK_MAX_ROWS).optional(),
-  /** Also return the result's chart as a Vega-Lite spec when one fits (src/sql/chart.ts's rule). */
+  /** Also return the result's chart as a Vega-Lite spec when one fits (src/chart/chart.ts's rule). */
   chart: z.boolean().optional(),
 });
 export type AskRequest = z.infer<typeof askRequestSchema>;

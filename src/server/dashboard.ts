@@ -24,7 +24,7 @@ import { streamSSE } from 'hono/streaming';
 import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { AgroError, oneLine } from '../errors.ts';
-import { previousTurnSchema, type PreviousTurn } from '../agent/conversation.ts';
+import { previousTurnSchema, type PreviousTurn } from '../prompt/conversation.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { isPostgresUrl, redactUrl, withoutRedactedPassword } from '../sql/postgres.ts';
 import type { DatabaseInfo, EvalPeer, MetricsEvent, RunDetail, RunInfo } from './dashboard/api-types.ts';

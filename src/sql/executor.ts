@@ -8,11 +8,7 @@ import { dialectOf, type SqlDialect } from './dialect.ts';
 import { SqlPool, type SqlPoolOptions } from './pool.ts';
 import { PgExecutor, isPostgresUrl } from './postgres.ts';
 import { introspectSchema, type IntrospectOptions } from './introspect.ts';
-import { introspectPostgres, pgDocs } from './pg-introspect.ts';
-import { buildValueIndexPostgres } from './pg-value-index.ts';
-import { buildValueIndex, type ValueIndex, type ValueIndexOptions } from './value-index.ts';
-import { findDocs } from './docs.ts';
-import type { DbDocs } from './docs-types.ts';
+import { introspectPostgres } from './pg-introspect.ts';
 import type { DbSchema, ExecOptions, ExecResult, SqlExecutor } from './types.ts';
 
 export type ExecutorOptions = SqlPoolOptions & {
@@ -63,19 +59,4 @@ export function createExecutor(opts: ExecutorOptions = {}): SqlExecutor {
 /** The schema and data profile of a SQLite file or a PostgreSQL database. */
 export async function introspectDatabase(db: string, opts: IntrospectOptions = {}): Promise<DbSchema> {
   return isPostgresUrl(db) ? introspectPostgres(db, opts) : introspectSchema(db, opts);
-}
-
-/**
- * A database's documentation: a SQLite file's is found beside it (docs.ts findDocs), a PostgreSQL database's
- * is its COMMENTs (pgDocs); undefined when it has none.
- */
-export async function databaseDocs(db: string): Promise<DbDocs | undefined> {
-  if (!isPostgresUrl(db)) return findDocs(db)?.docs;
-  const docs = await pgDocs(db);
-  return docs.overview || docs.tables.length ? docs : undefined;
-}
-
-/** The value index (value-index.ts) of a SQLite file or a PostgreSQL database. */
-export async function databaseValueIndex(db: string, opts: ValueIndexOptions = {}): Promise<ValueIndex> {
-  return isPostgresUrl(db) ? buildValueIndexPostgres(db, opts) : buildValueIndex(db, opts);
 }

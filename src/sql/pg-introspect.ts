@@ -1,7 +1,7 @@
 /**
  * A PostgreSQL database's schema, data profile and documentation, read from pg_catalog over one
  * read-only connection: the same DbSchema introspect.ts makes of a SQLite file (so rendering, the
- * factory and the prompt need not know the engine), and `COMMENT`s as DbDocs.
+ * factory and the prompt need not know the engine). Its `COMMENT`s are read as documentation by src/prompt/pg-docs.ts.
  *
  * Which tables: those of the schemas on the role's search_path (`current_schemas(false)`, usually
  * `public`), named without their schema as a query on that connection names them. Statistics follow
@@ -10,7 +10,6 @@
 import { basename } from 'node:path';
 import pg from 'pg';
 import { AgroError } from '../errors.ts';
-import type { DbDocs } from './docs-types.ts';
 import { affinityOf, summarizeValue, type IntrospectOptions } from './introspect.ts';
 import { quoteIdent } from './lexer.ts';
 import { errorKindOf, pgClientConfig, redactUrl, typeParsers } from './postgres.ts';
@@ -60,13 +59,13 @@ export async function rows(c: pg.Client, text: string, values: unknown[] = []): 
   return r.rows as SqlValue[][];
 }
 
-const TABLES_SQL = `
+export const TABLES_SQL = `
   SELECT c.oid, c.relname, c.relkind, obj_description(c.oid, 'pg_class')
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
   WHERE n.nspname = ANY (current_schemas(false)) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
   ORDER BY c.relname`;
 
-const COLUMNS_SQL = `
+export const COLUMNS_SQL = `
   SELECT a.attrelid, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, col_description(a.attrelid, a.attnum)
   FROM pg_attribute a
   WHERE a.attrelid = ANY ($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
@@ -180,32 +179,6 @@ export async function introspectPostgres(url: string, opts: IntrospectOptions = 
   } catch (err) {
     if (err instanceof AgroError) throw err;
     throw new AgroError('invalid_input', `cannot read the schema of ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`);
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
-
-/**
- * The database's `COMMENT`s as its documentation: the database's comment is the overview, a table's
- * and a column's comment their descriptions. Tables with no comment anywhere are left out.
- */
-export async function pgDocs(url: string): Promise<DbDocs> {
-  const c = await connect(url);
-  try {
-    const [[overview]] = await rows(c, `SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = current_database()`);
-    const objects = await rows(c, TABLES_SQL);
-    const byOid = new Map(objects.map((r) => [Number(r[0]), String(r[1])]));
-    const cols = await rows(c, COLUMNS_SQL, [[...byOid.keys()]]);
-    const tables: DbDocs['tables'] = [];
-    for (const obj of objects) {
-      const oid = Number(obj[0]);
-      const columns = cols.filter((r) => Number(r[0]) === oid && typeof r[4] === 'string' && r[4] !== '').map((r) => ({ column: String(r[1]), description: String(r[4]) }));
-      const description = typeof obj[3] === 'string' && obj[3] !== '' ? obj[3] : undefined;
-      if (description || columns.length > 0) tables.push({ table: String(obj[1]), ...(description ? { description } : {}), columns });
-    }
-    return { ...(typeof overview === 'string' && overview !== '' ? { overview } : {}), tables };
-  } catch (err) {
-    throw new AgroError('invalid_input', `cannot read the comments of ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
     await c.end().catch(() => undefined);
   }

@@ -26,7 +26,7 @@ import { AdamW, accumulateGrads, clipByGlobalNorm, lrAt, optimizerFields } from 
 import type { LlamaModel, WeightMap } from '../model/llama.ts';
 import type { Tokenizer } from '../model/tokenizer.ts';
 import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.ts';
-import { promptContractFiles, TURN_TOKENS } from '../agent/prompt-contract.ts';
+import { promptContractFiles, TURN_TOKENS } from '../prompt/contract.ts';
 import type { SqlEnvConfig } from '../agent/sql-env.ts';
 
 // ---------------------------------------------------------------- config

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqlPool } from '../../src/sql/pool.ts';
-import { SqlEnvironment, formatResultTable, type SqlTask } from '../../src/agent/sql-env.ts';
+import { SqlEnvironment, type SqlTask } from '../../src/agent/sql-env.ts';
+import { formatResultTable } from '../../src/prompt/observation.ts';
 import type { Transcript } from '../../src/agent/types.ts';
 import { prepareRewards, scoreEpisode } from '../../src/rl/rewards.ts';
 

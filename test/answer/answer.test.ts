@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
-import { buildValueIndex } from '../../src/sql/value-index.ts';
+import { buildValueIndex } from '../../src/prompt/value-index.ts';
 import { AgroError } from '../../src/errors.ts';
 import { addPersonPair, buildMemory, MemoryIndex, readMemory, resultSignature, schemaFingerprint, writeMemory } from '../../src/answer/memory.ts';
 import { flipOrder, hasLiterals, moveFilters, questionNumbers, regroundQuery, tableAliases } from '../../src/answer/edit.ts';

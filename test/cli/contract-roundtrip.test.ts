@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { listCheckpoints } from '../../src/train/run-state.ts';
-import { TURN_TOKENS } from '../../src/agent/prompt-contract.ts';
+import { TURN_TOKENS } from '../../src/prompt/contract.ts';
 import { predictResolution, writtenResolution } from '../support/contract-roundtrip.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));

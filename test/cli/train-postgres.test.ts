@@ -12,7 +12,7 @@ import { sandboxRoleSql } from '../../src/sql/pg-setup.ts';
 import { redactUrl } from '../../src/sql/postgres.ts';
 import { readParquet } from '../../src/data/parquet.ts';
 import { SqlEnvironment } from '../../src/agent/sql-env.ts';
-import { rowDatabases, rowsToConversations } from '../../src/agent/row-conversations.ts';
+import { rowDatabases, rowsToConversations } from '../../src/agent/cold-start/row-conversations.ts';
 import { readRows } from '../../src/data/read-json.ts';
 import { createExecutor } from '../../src/sql/executor.ts';
 import { BIN, DB_ROOT, DEV, MUSIC, tempDir } from '../adversarial/support.ts';

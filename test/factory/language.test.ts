@@ -16,7 +16,7 @@ import { QUESTION_STYLES } from '../../src/data/dataset-row.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { testSuiteMatch } from '../../src/sql/testsuite.ts';
-import type { DbDocs } from '../../src/sql/docs-types.ts';
+import type { DbDocs } from '../../src/prompt/docs-types.ts';
 import { col, emptySelect, lit, type SelectAst } from '../../src/factory/ast.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 import { addNoise } from '../../src/factory/language/noise.ts';

@@ -16,7 +16,7 @@ import { builtinModelDir, resolveModelPath } from '../../src/model/builtin.ts';
 import { loadCheckpoint } from '../../src/model/checkpoint.ts';
 import { initBackend } from '../../src/model/backend.ts';
 import { PRESETS } from '../../src/model/config.ts';
-import { readPromptContract } from '../../src/agent/prompt-contract.ts';
+import { readPromptContract } from '../../src/prompt/contract.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const DIR = builtinModelDir('base');

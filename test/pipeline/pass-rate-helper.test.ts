@@ -8,7 +8,7 @@ import { loadCheckpoint } from '../../src/model/checkpoint.ts';
 import { resolveModelPath } from '../../src/model/builtin.ts';
 import { createExecutor } from '../../src/sql/executor.ts';
 import { SqlEnvironment, type SqlTask } from '../../src/agent/sql-env.ts';
-import { readPromptContract, resolvePromptSettings } from '../../src/agent/prompt-contract.ts';
+import { readPromptContract, resolvePromptSettings } from '../../src/prompt/contract.ts';
 import { resolveTaskSource, tasksFromCatalog } from '../../src/agent/tasks.ts';
 import { passRateBatches, samplePassRates } from '../../src/rl/evaluate.ts';
 import { rollout } from '../../src/rl/rollout.ts';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { tidySql } from '../../src/factory/gold.ts';
 import { heldOutDatabases, listDatabases, type PretrainReport } from '../../src/pipeline/pretrain.ts';
-import { readPromptContract, TURN_TOKENS } from '../../src/agent/prompt-contract.ts';
+import { readPromptContract, TURN_TOKENS } from '../../src/prompt/contract.ts';
 import { predictResolution, writtenResolution } from '../support/contract-roundtrip.ts';
 import { floatToHalf, halfToFloat, readSafetensors } from '../../src/model/safetensors.ts';
 

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resolveQuickstartConfig, rlPoolPlan, startOf, type QuickstartReport } from '../../src/pipeline/quickstart.ts';
 import { skeletonKey } from '../../src/data/splits.ts';
-import { TURN_TOKENS } from '../../src/agent/prompt-contract.ts';
+import { TURN_TOKENS } from '../../src/prompt/contract.ts';
 import { predictResolution, writtenResolution } from '../support/contract-roundtrip.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));

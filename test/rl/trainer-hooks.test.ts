@@ -14,7 +14,7 @@ import { loadCheckpoint, saveCheckpoint } from '../../src/model/checkpoint.ts';
 import { renderChat } from '../../src/model/chat.ts';
 import { SqlEnvironment, type SqlTask } from '../../src/agent/sql-env.ts';
 import { loadSqlTasks } from '../../src/agent/tasks.ts';
-import { synthesizeTrajectories } from '../../src/agent/trajectories.ts';
+import { synthesizeTrajectories } from '../../src/agent/cold-start/trajectories.ts';
 import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 import type { Environment, Episode, TaskBase, Transcript } from '../../src/agent/types.ts';
 import { SqlPool } from '../../src/sql/pool.ts';

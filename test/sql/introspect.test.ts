@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { AgroError } from '../../src/errors.ts';
 import { affinityOf, introspectSchema } from '../../src/sql/introspect.ts';
 import { quoteIdent } from '../../src/sql/lexer.ts';
-import { renderSchema } from '../../src/sql/render.ts';
+import { renderSchema } from '../../src/prompt/render.ts';
 import type { DbSchema, Table } from '../../src/sql/types.ts';
 import { makeDb, tempDir } from './helpers.ts';
 

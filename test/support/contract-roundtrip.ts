@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CheckpointPolicy } from '../../src/agent/policies/checkpoint.ts';
-import { PROMPT_FIELDS, readPromptContract, type PromptSettings } from '../../src/agent/prompt-contract.ts';
+import { PROMPT_FIELDS, readPromptContract, type PromptSettings } from '../../src/prompt/contract.ts';
 import { runPredict } from '../../src/pipeline/predict.ts';
 import { createExecutor } from '../../src/sql/executor.ts';
 

@@ -228,10 +228,10 @@ test('bad configs and empty datasets fail before training with one-line errors',
 import { spawnSync } from 'node:child_process';
 import { writeFileSync, existsSync } from 'node:fs';
 import { runSftCommand } from '../../src/cli/commands/sft.ts';
-import { rowsToConversations } from '../../src/agent/row-conversations.ts';
+import { rowsToConversations } from '../../src/agent/cold-start/row-conversations.ts';
 import { readRows } from '../../src/data/read-json.ts';
 import { tablesRead } from '../../src/sql/lexer.ts';
-import { SQL_AGENT_SYSTEM_PROMPT } from '../../src/agent/sql-env.ts';
+import { SQL_AGENT_SYSTEM_PROMPT } from '../../src/prompt/settings.ts';
 import { prepareSamples, splitByTokens } from '../../src/train/sft.ts';
 import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 

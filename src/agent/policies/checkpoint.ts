@@ -12,10 +12,10 @@ import type { EngineName, RolloutEngine } from '../../model/engine.ts';
 import { createEngine } from '../../model/engines.ts';
 import type { Tokenizer } from '../../model/tokenizer.ts';
 import type { TokenFilter } from '../../model/generate.ts';
-import { sqlNameFilter } from '../sql-names.ts';
+import { sqlNameFilter } from '../decoding/sql-names.ts';
 import { Batcher } from './batcher.ts';
 import type { Policy, TurnReply, TurnRequest } from './types.ts';
-import { readPromptContract, type PromptContract } from '../prompt-contract.ts';
+import { readPromptContract, type PromptContract } from '../../prompt/contract.ts';
 
 export interface CheckpointPolicyOptions {
   engine?: EngineName;
@@ -25,7 +25,7 @@ export interface CheckpointPolicyOptions {
   threads?: number;
   /**
    * Keep the bare words of its SQL to the episode's vocabulary (SQL's words, the database's tables and
-   * columns; src/agent/sql-names.ts). Default true.
+   * columns; src/agent/decoding/sql-names.ts). Default true.
    */
   constrain?: boolean;
 }

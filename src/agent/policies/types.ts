@@ -5,7 +5,7 @@
  * (../episode.ts) drives it; it never sees which kind it has.
  */
 import type { ChatMessage } from '../../model/chat.ts';
-import type { PromptContract } from '../prompt-contract.ts';
+import type { PromptContract } from '../../prompt/contract.ts';
 import type { SchemaNames } from '../types.ts';
 
 export const POLICY_KINDS = ['checkpoint', 'gguf', 'endpoint'] as const;

@@ -1,7 +1,7 @@
 /**
  * `agro chat --db FILE [--policy ...]`: a conversation on a terminal. Each line is a question; the next one
  * may follow it up ("only the top three", "and in 2009?"): the earlier questions and their SQL go into the
- * prompt (agent/conversation.ts), as `agro ask --session FILE` (for scripts), the Playground and `POST /v1/ask` do. The policy
+ * prompt (src/prompt/conversation.ts), as `agro ask --session FILE` (for scripts), the Playground and `POST /v1/ask` do. The policy
  * is loaded once. `:new` starts a new conversation, `:quit` (or Ctrl-D) ends it.
  */
 import { createInterface } from 'node:readline';
@@ -10,9 +10,10 @@ import type { Command } from 'commander';
 import { askWithAnswerPath } from '../../answer/ask.ts';
 import { SEARCH_SAMPLES } from '../../answer/answer.ts';
 import { Answerer } from '../../answer/resources.ts';
-import { SqlEnvironment, formatResultTable, type SqlTask } from '../../agent/sql-env.ts';
-import type { PreviousTurn } from '../../agent/conversation.ts';
-import { turnTokens } from '../../agent/prompt-contract.ts';
+import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
+import { formatResultTable } from '../../prompt/observation.ts';
+import type { PreviousTurn } from '../../prompt/conversation.ts';
+import { turnTokens } from '../../prompt/contract.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { assertReadableDatabase } from '../../sql/introspect.ts';
 import { numberArg } from '../options.ts';

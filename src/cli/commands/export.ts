@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { parseCliOptions } from '../options.ts';
 import { resolveTaskSource, tasksFromCatalog } from '../../agent/tasks.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
-import { promptContract } from '../../agent/prompt-contract.ts';
+import { promptContract } from '../../prompt/contract.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli } from '../prompt-options.ts';
 import { exportRow, splitRows } from '../../agent/export.ts';
 import { EXPORT_FORMATS, writeExport } from '../../data/export-formats.ts';

@@ -10,7 +10,7 @@ import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { addPromptOptions, askedPrompt, envDepsFromCli, printWarning, type PromptCliOptions } from '../prompt-options.ts';
-import { UNTRAINED_TURN_TOKENS } from '../../agent/prompt-contract.ts';
+import { UNTRAINED_TURN_TOKENS } from '../../prompt/contract.ts';
 import { readDataset } from '../../data/read-dataset.ts';
 import { resolveDatabasesFromFlag } from '../db-root.ts';
 import { catalogFromFactoryOutput, factoryOutputOf } from '../../data/catalog.ts';

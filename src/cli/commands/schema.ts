@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { introspectDatabase } from '../../sql/executor.ts';
 import { AgroError } from '../../errors.ts';
-import { renderSchema } from '../../sql/render.ts';
+import { renderSchema } from '../../prompt/render.ts';
 import { LIMITS, numberArg } from '../options.ts';
 import { printOut } from '../print.ts';
 

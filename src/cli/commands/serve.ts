@@ -7,7 +7,7 @@ import { envRoutes, type EnvRoutes } from '../../server/env.ts';
 import { assertTokenForHost, guard } from '../../server/guard.ts';
 import { BUNDLED_DATABASES, dashboardRoutes } from '../../server/dashboard.ts';
 import { policyRouteGroups } from '../../server/policy-routes.ts';
-import { turnTokens } from '../../agent/prompt-contract.ts';
+import { turnTokens } from '../../prompt/contract.ts';
 import { catalogFromDbRoot, catalogFromFactoryOutput, combineCatalogs, type DatabaseCatalog } from '../../data/catalog.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { assertDir } from '../../data/databases.ts';

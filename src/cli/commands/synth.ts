@@ -4,7 +4,7 @@ import { AgroError } from '../../errors.ts';
 import { LIMITS, parseCliOptions } from '../options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { runFactory } from '../../factory/pipeline.ts';
-import { readDocs } from '../../sql/docs.ts';
+import { readDocs } from '../../prompt/docs.ts';
 import { basename, dirname, extname, join } from 'node:path';
 import { stageBars } from '../progress.ts';
 import type { SynthPair } from '../../factory/types.ts';

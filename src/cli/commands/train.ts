@@ -13,7 +13,7 @@ import { LlamaModel } from '../../model/llama.ts';
 import { ENGINE_NAMES, type RolloutEngine } from '../../model/engine.ts';
 import { createEngine } from '../../model/engines.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
-import { readPromptContract } from '../../agent/prompt-contract.ts';
+import { readPromptContract } from '../../prompt/contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { resolveTaskSource, tasksFromCatalog } from '../../agent/tasks.ts';
 import { createExecutor } from '../../sql/executor.ts';
@@ -32,7 +32,7 @@ import { SearchCorpus } from '../../search/corpus.ts';
 import type { SearchQuestion } from '../../search/synthesize.ts';
 import { printOut } from '../print.ts';
 import { anchorSamples, RL_ANCHOR } from '../../rl/anchor.ts';
-import { rowDatabases, rowsToConversations } from '../../agent/row-conversations.ts';
+import { rowDatabases, rowsToConversations } from '../../agent/cold-start/row-conversations.ts';
 import { readRows } from '../../data/read-json.ts';
 
 /**

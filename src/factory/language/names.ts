@@ -3,13 +3,13 @@
  * round-trip parser (question -> AST) so both sides agree on how a column is spoken.
  */
 import pluralize from 'pluralize';
-import type { DbDocs } from '../../sql/docs-types.ts';
+import type { DbDocs } from '../../prompt/docs-types.ts';
 import type { DbSchema } from '../../sql/types.ts';
-import { words } from '../../sql/words.ts';
+import { words } from '../../prompt/words.ts';
 import { gradableOf, type Gradable } from './adjectives.ts';
 import { COMPOUNDS, SYNONYMS } from './wordnet-lexicon.ts';
 
-// How identifiers are read is sql/words.ts's (schema linking reads names the same way).
+// How identifiers are read is src/prompt/words.ts's (schema linking reads names the same way).
 export { words };
 
 // Mass nouns that the library would otherwise singularize ("data" -> "datum").
@@ -17,7 +17,7 @@ for (const w of ['data', 'media', 'information', 'equipment', 'staff', 'personne
 
 /**
  * snake_case / camelCase / spaced text -> lowercase words, nothing expanded (a stored value is typed
- * as its words; sql/words.ts's words() would also spell out abbreviations, right for names only).
+ * as its words; src/prompt/words.ts's words() would also spell out abbreviations, right for names only).
  */
 function splitWords(name: string): string {
   return name

@@ -15,11 +15,11 @@ export interface ResultTable {
   error?: string;
   message?: string;
   elapsedMs: number;
-  /** The result drawn (server-side, src/sql/chart-svg.ts) when a chart says more than the table; absent for a table. */
+  /** The result drawn (server-side, src/chart/chart-svg.ts) when a chart says more than the table; absent for a table. */
   chart?: ResultChart;
 }
 
-/** A chart of a result: which one (src/sql/chart.ts's rule) and its SVG. */
+/** A chart of a result: which one (src/chart/chart.ts's rule) and its SVG. */
 export interface ResultChart {
   kind: 'bar' | 'line' | 'point' | 'value';
   svg: string;

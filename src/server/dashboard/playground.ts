@@ -14,8 +14,8 @@ import { openPolicy, type PolicySpec } from '../../agent/policies/open.ts';
 import type { Policy, PolicyKind } from '../../agent/policies/types.ts';
 import { SQL_AGENT_ACTIONS, parseAction } from '../../agent/protocol.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
-import type { PreviousTurn } from '../../agent/conversation.ts';
-import { readPromptContract, resolvePromptSettings, turnTokens } from '../../agent/prompt-contract.ts';
+import type { PreviousTurn } from '../../prompt/conversation.ts';
+import { readPromptContract, resolvePromptSettings, turnTokens } from '../../prompt/contract.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import type { PlaygroundEvent, PolicyInfo } from './api-types.ts';
 import { CHART_ROWS, toChartedTable, toResultTable } from './results.ts';
@@ -52,7 +52,7 @@ export interface PolicyBackendOptions {
   /** Engine, threads and batch for the folder's checkpoints and GGUF files (as --engine/--threads/--batch). */
   local?: Pick<PolicySpec, 'engine' | 'threads' | 'maxBatch'>;
   maxTurns?: number;
-  /** New tokens per turn; default: each policy's contract (predict's rule, prompt-contract.ts turnTokens). */
+  /** New tokens per turn; default: each policy's contract (predict's rule, src/prompt/contract.ts turnTokens). */
   maxTurnTokens?: number;
   episodeTimeoutMs?: number;
 }

@@ -1,5 +1,5 @@
 /** SQL results as JSON for the browser, and which rows of two results differ. */
-import { renderChart } from '../../sql/chart-svg.ts';
+import { renderChart } from '../../chart/chart-svg.ts';
 import type { ExecResult, SqlValue } from '../../sql/types.ts';
 import type { Cell, ResultChart, ResultTable } from './api-types.ts';
 

@@ -1,5 +1,5 @@
 /**
- * A result's chart as the server drew it (src/sql/chart-svg.ts, Vega-Lite rendered to SVG in Node): shown
+ * A result's chart as the server drew it (src/chart/chart-svg.ts, Vega-Lite rendered to SVG in Node): shown
  * as an image, so nothing in the SVG (it carries the database's values as text) can run in the page.
  */
 import type { ResultChart } from '../../../src/server/dashboard/api-types.ts';

@@ -151,7 +151,7 @@ export function PlaygroundPage() {
     setRunning(true);
     setStartedAt(Date.now());
     asked.current = question.trim();
-    // The turns travel in the address: the last 10 (the prompt uses fewer, src/agent/conversation.ts) keep it short.
+    // The turns travel in the address: the last 10 (the prompt uses fewer, src/prompt/conversation.ts) keep it short.
     const previous = conversation.slice(-10).map(({ question: q, sql: s }) => ({ question: q, sql: s }));
     const es = new EventSource(apiUrl('playground/ask', [['policy', policy], ['db', db], ['question', question], ...(previous.length ? [['previous', JSON.stringify(previous)] as [string, string]] : [])]));
     source.current = es;

@@ -20,15 +20,15 @@
  * alias being declared). Words compare case-insensitively, literals exactly. There is no other loophole:
  * every escape is one the model finds (`FROM tb20`, `FROM "match"`, half a UTF-8 character where the
  * database has no such names). Every Spider train gold query passes (8,475 on their 143 databases but one,
- * which names a table its database lacks: test/agent/sql-names.test.ts).
+ * which names a table its database lacks: test/agent/decoding/sql-names.test.ts).
  */
-import type { TokenFilter } from '../model/generate.ts';
-import type { Tokenizer } from '../model/tokenizer.ts';
-import { SQL_KEYWORDS, WORD_PART, WORD_START } from '../sql/lexer.ts';
-import type { DbSchema } from '../sql/types.ts';
-import { AGENT_SPECIAL_TOKENS, TAGS } from './protocol.ts';
+import type { TokenFilter } from '../../model/generate.ts';
+import type { Tokenizer } from '../../model/tokenizer.ts';
+import { SQL_KEYWORDS, WORD_PART, WORD_START } from '../../sql/lexer.ts';
+import type { DbSchema } from '../../sql/types.ts';
+import { AGENT_SPECIAL_TOKENS, TAGS } from '../protocol.ts';
 import { literalAllowed, StoredLiterals } from './sql-literals.ts';
-import type { ChatMessage, SchemaNames } from './types.ts';
+import type { ChatMessage, SchemaNames } from '../types.ts';
 
 /**
  * Functions, type names and PostgreSQL's words that are not SQLite keywords, lower case: words SQL may
@@ -79,7 +79,7 @@ const NUMBERED_ALIAS = /^t\d+$/;
 
 /**
  * A database's tables and columns, as constrained decoding reads them, and `read` for the text it stores
- * (src/sql/stored-text.ts): called once, when a filter first needs it.
+ * (src/agent/decoding/stored-text.ts): called once, when a filter first needs it.
  */
 export function schemaNames(schema: DbSchema, read?: () => readonly string[] | null): SchemaNames {
   let text: readonly string[] | null | undefined;

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgroError } from '../../src/errors.ts';
-import { docsLookup, findDocs, parseValueDescription, readDocs, readDocsWithFormat } from '../../src/sql/docs.ts';
-import { makeDb, tempDir } from './helpers.ts';
+import { docsLookup, findDocs, parseValueDescription, readDocs, readDocsWithFormat } from '../../src/prompt/docs.ts';
+import { makeDb, tempDir } from '../sql/helpers.ts';
 
 const HEADER = 'original_column_name,column_name,column_description,data_format,value_description\n';
 

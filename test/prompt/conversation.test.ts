@@ -3,7 +3,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
-import { MAX_PREVIOUS_TURNS, linkingText, renderUserMessage } from '../../src/agent/conversation.ts';
+import { MAX_PREVIOUS_TURNS, linkingText, renderUserMessage } from '../../src/prompt/conversation.ts';
 import { SqlEnvironment } from '../../src/agent/sql-env.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 

@@ -9,16 +9,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
-import { sqlEnvConfigSchema, type SqlEnvConfig } from './sql-env.ts';
+import { promptSettingsSchema, type PromptSettings } from './settings.ts';
 
 export const PROMPT_CONTRACT_FILE = 'prompt_contract.json';
 
-/** The environment settings a policy's prompt depends on; the others (timeouts, scoring) do not change what it reads. */
-export const PROMPT_FIELDS = ['systemPrompt', 'schemaFormat', 'schemaChars', 'schemaSamples', 'valueHints', 'docs', 'maxTurns', 'observationRows', 'observationChars'] as const;
-export type PromptField = (typeof PROMPT_FIELDS)[number];
-export type PromptSettings = Pick<SqlEnvConfig, PromptField>;
-
-const fields = Object.fromEntries(PROMPT_FIELDS.map((f) => [f, true])) as { [K in PromptField]: true };
+export type { PromptSettings };
+/** The environment settings a policy's prompt depends on (settings.ts); the others (timeouts, scoring) do not change what it reads. */
+export type PromptField = keyof PromptSettings;
+export const PROMPT_FIELDS = Object.keys(promptSettingsSchema.shape) as PromptField[];
 
 /**
  * New tokens per turn a policy trains and is evaluated with unless its run chose another: short turns keep
@@ -43,7 +41,7 @@ export type Decoding = z.infer<typeof decodingSchema>;
 export const promptContractSchema = z.strictObject({
   kind: z.literal('agro-prompt-contract'),
   version: z.literal(1),
-  ...sqlEnvConfigSchema.pick(fields).shape,
+  ...promptSettingsSchema.shape,
   decoding: decodingSchema.optional(),
   /**
    * The memories the policy answers with (the factory's verified pairs of its databases, src/answer/memory.ts):
@@ -54,13 +52,13 @@ export const promptContractSchema = z.strictObject({
 export type PromptContract = z.infer<typeof promptContractSchema>;
 
 /** The contract of an environment's settings (what a trainer writes). */
-export function promptContract(config: SqlEnvConfig, decoding?: Decoding, memory?: readonly string[]): PromptContract {
+export function promptContract(config: PromptSettings, decoding?: Decoding, memory?: readonly string[]): PromptContract {
   const settings = Object.fromEntries(PROMPT_FIELDS.map((f) => [f, config[f]])) as PromptSettings;
   return { kind: 'agro-prompt-contract', version: 1, ...settings, ...(decoding ? { decoding } : {}), ...(memory?.length ? { memory: [...memory] } : {}) };
 }
 
 /** The side files a trainer hands to its checkpoints: the whole contract, decoding included (memory paths as given: absolute, or relative to each checkpoint). */
-export function promptContractFiles(config: SqlEnvConfig, decoding: Decoding, memory?: readonly string[]): Record<string, unknown> {
+export function promptContractFiles(config: PromptSettings, decoding: Decoding, memory?: readonly string[]): Record<string, unknown> {
   return { [PROMPT_CONTRACT_FILE]: promptContract(config, decoding, memory) };
 }
 
@@ -97,8 +95,7 @@ export function readPromptContract(checkpointDir: string): PromptContract | null
  */
 export function checkpointPrompt(checkpointDir: string, asked: Partial<PromptSettings> = {}): PromptSettings {
   const defined = Object.fromEntries(Object.entries(asked).filter(([, v]) => v !== undefined)) as Partial<PromptSettings>;
-  const full = sqlEnvConfigSchema.parse(resolvePromptSettings(readPromptContract(checkpointDir), defined).settings);
-  return Object.fromEntries(PROMPT_FIELDS.map((f) => [f, full[f]])) as PromptSettings;
+  return promptSettingsSchema.parse(resolvePromptSettings(readPromptContract(checkpointDir), defined).settings);
 }
 
 /** How a setting is named on the command line, for the warning. */

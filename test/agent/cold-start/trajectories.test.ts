@@ -1,13 +1,13 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { SqlPool } from '../../src/sql/pool.ts';
-import { SqlEnvironment, type SqlTask } from '../../src/agent/sql-env.ts';
-import { synthesizeTrajectories } from '../../src/agent/trajectories.ts';
-import { tablesRead } from '../../src/sql/lexer.ts';
-import { parseAction, SQL_AGENT_ACTIONS } from '../../src/agent/protocol.ts';
+import { SqlPool } from '../../../src/sql/pool.ts';
+import { SqlEnvironment, type SqlTask } from '../../../src/agent/sql-env.ts';
+import { synthesizeTrajectories } from '../../../src/agent/cold-start/trajectories.ts';
+import { tablesRead } from '../../../src/sql/lexer.ts';
+import { parseAction, SQL_AGENT_ACTIONS } from '../../../src/agent/protocol.ts';
 
-const DB = fileURLToPath(new URL('../../data/databases/music_store/music_store.sqlite', import.meta.url));
+const DB = fileURLToPath(new URL('../../../data/databases/music_store/music_store.sqlite', import.meta.url));
 const pool = new SqlPool({ size: 1 });
 after(() => pool.close());
 

@@ -1,7 +1,7 @@
 /**
  * The grounded schema text of a prompt: the schema as the question needs it, within a character budget.
  *
- * Tables come best-linked first (link.ts). Each column carries its documented name and a short description when
+ * Tables come best-linked first (schema-link.ts). Each column carries its documented name and a short description when
  * there is one, and a few sample values; a last line lists the stored cells the question names
  * (`-- Values: country.name = 'France'`, with a code's documented meaning). Over budget it gives up, in this
  * order and re-checking after each step: sample values, long descriptions, the unlinked columns of the
@@ -11,11 +11,11 @@
  * hints but the best, whole worst-linked tables (named on an "Other tables" line while that fits), value hints. Never empty: at the end the
  * best table and as many of its columns as fit (at least one, even past the budget). Deterministic.
  */
-import { quoteString, sqlName } from './lexer.ts';
+import { quoteString, sqlName } from '../sql/lexer.ts';
 import type { DbDocs } from './docs-types.ts';
 import { docsLookup, type DocsLookup } from './docs.ts';
-import { linkSchema, type SchemaLink, type ValueHint } from './link.ts';
-import type { DbSchema, SqlValue, Table } from './types.ts';
+import { linkSchema, type SchemaLink, type ValueHint } from './schema-link.ts';
+import type { DbSchema, SqlValue, Table } from '../sql/types.ts';
 import type { ValueIndex, ValueMatch } from './value-index.ts';
 
 export interface GroundedOptions {

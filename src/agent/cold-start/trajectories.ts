@@ -4,11 +4,11 @@
  * real result of the query, produced by the same environment the RL trainer uses (so the cold start
  * teaches exactly the protocol and observation format that RL will see).
  */
-import { formatAction } from './protocol.ts';
-import type { SqlEnvironment, SqlTask } from './sql-env.ts';
-import type { ChatMessage } from './types.ts';
-import { Rng } from '../util/rng.ts';
-import { tablesRead } from '../sql/lexer.ts';
+import { formatAction } from '../protocol.ts';
+import type { SqlEnvironment, SqlTask } from '../sql-env.ts';
+import type { ChatMessage } from '../types.ts';
+import { Rng } from '../../util/rng.ts';
+import { tablesRead } from '../../sql/lexer.ts';
 import { valueLookup } from './lookups.ts';
 
 export interface AgentTrajectory {

@@ -5,8 +5,8 @@ import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import Database from 'better-sqlite3';
 import { AgroError } from '../../src/errors.ts';
-import { buildValueIndex, type ValueMatch } from '../../src/sql/value-index.ts';
-import { makeDb, tempDir } from './helpers.ts';
+import { buildValueIndex, type ValueMatch } from '../../src/prompt/value-index.ts';
+import { makeDb, tempDir } from '../sql/helpers.ts';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;

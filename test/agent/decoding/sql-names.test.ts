@@ -1,5 +1,5 @@
 /**
- * Constrained decoding (src/agent/sql-names.ts, generate.ts's drawAllowed): inside <sql>/<answer> a bare
+ * Constrained decoding (src/agent/decoding/sql-names.ts, generate.ts's drawAllowed): inside <sql>/<answer> a bare
  * word must be SQL's own, one of the database's names, an alias or a number; everything else is free.
  * Checked token by token on the base model's tokenizer, then on real sampling and a real agent run.
  */
@@ -9,27 +9,27 @@ import { fileURLToPath } from 'node:url';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Tokenizer } from '../../src/model/tokenizer.ts';
-import { drawAllowed, sampleGroups, type TokenFilter } from '../../src/model/generate.ts';
-import { LlamaModel } from '../../src/model/llama.ts';
-import { resolveModelConfig } from '../../src/model/config.ts';
-import { initBackend } from '../../src/model/backend.ts';
-import { Rng } from '../../src/util/rng.ts';
-import { introspectSchema } from '../../src/sql/introspect.ts';
-import { isKeyword, tokenize } from '../../src/sql/lexer.ts';
-import { schemaNames, sqlNameFilter, SQL_WORDS } from '../../src/agent/sql-names.ts';
-import { storedText } from '../../src/sql/stored-text.ts';
-import { SqlEnvironment } from '../../src/agent/sql-env.ts';
-import { SqlPool } from '../../src/sql/pool.ts';
-import { CheckpointPolicy } from '../../src/agent/policies/checkpoint.ts';
-import { runEpisode } from '../../src/agent/episode.ts';
-import { builtinModelDir } from '../../src/model/builtin.ts';
-import { loadCheckpoint } from '../../src/model/checkpoint.ts';
-import { rollout } from '../../src/rl/rollout.ts';
-import { runFactory } from '../../src/factory/pipeline.ts';
+import { Tokenizer } from '../../../src/model/tokenizer.ts';
+import { drawAllowed, sampleGroups, type TokenFilter } from '../../../src/model/generate.ts';
+import { LlamaModel } from '../../../src/model/llama.ts';
+import { resolveModelConfig } from '../../../src/model/config.ts';
+import { initBackend } from '../../../src/model/backend.ts';
+import { Rng } from '../../../src/util/rng.ts';
+import { introspectSchema } from '../../../src/sql/introspect.ts';
+import { isKeyword, tokenize } from '../../../src/sql/lexer.ts';
+import { schemaNames, sqlNameFilter, SQL_WORDS } from '../../../src/agent/decoding/sql-names.ts';
+import { storedText } from '../../../src/agent/decoding/stored-text.ts';
+import { SqlEnvironment } from '../../../src/agent/sql-env.ts';
+import { SqlPool } from '../../../src/sql/pool.ts';
+import { CheckpointPolicy } from '../../../src/agent/policies/checkpoint.ts';
+import { runEpisode } from '../../../src/agent/episode.ts';
+import { builtinModelDir } from '../../../src/model/builtin.ts';
+import { loadCheckpoint } from '../../../src/model/checkpoint.ts';
+import { rollout } from '../../../src/rl/rollout.ts';
+import { runFactory } from '../../../src/factory/pipeline.ts';
 
-const DB = fileURLToPath(new URL('../../data/databases/music_store/music_store.sqlite', import.meta.url));
-const tk = Tokenizer.load(fileURLToPath(new URL('../../models/base/tokenizer.json', import.meta.url)));
+const DB = fileURLToPath(new URL('../../../data/databases/music_store/music_store.sqlite', import.meta.url));
+const tk = Tokenizer.load(fileURLToPath(new URL('../../../models/base/tokenizer.json', import.meta.url)));
 const names = schemaNames(introspectSchema(DB));
 const known = new Set(names.tables.flatMap((t) => [t.name, ...t.columns]).map((n) => n.toLowerCase()));
 const make = sqlNameFilter(tk, names)!;
@@ -314,7 +314,7 @@ test("the factory's own pairs pass with their question as the conversation: the 
   }
 });
 
-const SPIDER = fileURLToPath(new URL('../../../shared/data/spider-train', import.meta.url));
+const SPIDER = fileURLToPath(new URL('../../../../shared/data/spider-train', import.meta.url));
 test('Spider train: every human gold query passes the name rules on its own database, but the one naming a missing table', { skip: !existsSync(SPIDER) && 'needs ../shared/data/spider-train' }, () => {
   const rows = readFileSync(join(SPIDER, 'gold.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { db_id: string; query: string });
   const filters = new Map<string, NonNullable<ReturnType<typeof sqlNameFilter>>>();

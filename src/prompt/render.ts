@@ -6,8 +6,8 @@
  * and out), one table at a time; then whole least-connected tables; and as a last resort it stops
  * at the last whole line that fits. Deterministic: same schema and options, same text.
  */
-import type { Column, DbSchema, SqlValue, Table } from './types.ts';
-import { sqlName } from './lexer.ts';
+import type { Column, DbSchema, SqlValue, Table } from '../sql/types.ts';
+import { sqlName } from '../sql/lexer.ts';
 
 export interface RenderOptions {
   maxChars?: number;

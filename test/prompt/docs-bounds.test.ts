@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { DOC_FIELD_MAX_CHARS, parseBirdCsv, readDocs } from '../../src/sql/docs.ts';
+import { DOC_FIELD_MAX_CHARS, parseBirdCsv, readDocs } from '../../src/prompt/docs.ts';
 
 const HEADER = 'original_column_name,column_name,column_description,data_format,value_description\n';
 
@@ -40,7 +40,7 @@ test('documentation: a file is read in pieces, UTF-8 split across them and Windo
 
 /** Runs in a child so its peak resident memory is its own: the peak rise while reading, in bytes, and what was read. */
 const CHILD = `
-import { readDocs } from ${JSON.stringify(resolve('src/sql/docs.ts'))};
+import { readDocs } from ${JSON.stringify(resolve('src/prompt/docs.ts'))};
 const before = process.resourceUsage().maxRSS;
 const docs = readDocs(process.argv[1]);
 const rise = (process.resourceUsage().maxRSS - before) * 1024;

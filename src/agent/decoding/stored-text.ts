@@ -1,14 +1,14 @@
 /**
  * Every distinct text a SQLite database stores, so that constrained decoding can hold a query's string
- * literals to what the question says or the database holds (src/agent/sql-names.ts). A small model copies
+ * literals to what the question says or the database holds (src/agent/decoding/sql-names.ts). A small model copies
  * values badly ('Hollow Rivers' comes out 'Hurning Roads'); a literal found nowhere can only match nothing.
  *
  * All or nothing: a literal refused because its value was never read would be a right answer lost, so a
  * database whose text exceeds the budget (or a table with more rows than are read) gives null, and the
  * literals are then left free.
  */
-import { openReadOnly, storedTables, tableColumns } from './introspect.ts';
-import { quoteIdent } from './lexer.ts';
+import { openReadOnly, storedTables, tableColumns } from '../../sql/introspect.ts';
+import { quoteIdent } from '../../sql/lexer.ts';
 
 export interface StoredTextOptions {
   /** Characters of distinct text read in all before giving up. Default 4,000,000 (≈ 8 MB of heap). */

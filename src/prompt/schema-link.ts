@@ -2,7 +2,7 @@
  * Schema linking: which tables and columns a question is about, ranked, and which stored cells it names.
  *
  * A column matches through its name read as words (snake_case and camelCase split, abbreviations spelled out:
- * sql/words.ts), its documented name and description (DbDocs), the meanings of its documented codes ('PHWR' for
+ * src/prompt/words.ts), its documented name and description (DbDocs), the meanings of its documented codes ('PHWR' for
  * "pressurised heavy water reactor"), and the value index's hits in it. Words match on their Porter stem, so
  * "reactors" finds `reactor_type` (and a long word one edit away, a typo or a spelling, counts for 0.8). A table matches through its own names and its best column, and a little
  * through its neighbours by foreign key (the bridge of a join ranks above an unrelated table). Pure and
@@ -11,7 +11,7 @@
 import { distance } from 'fastest-levenshtein';
 import type { DbDocs } from './docs-types.ts';
 import { docsLookup } from './docs.ts';
-import type { DbSchema } from './types.ts';
+import type { DbSchema } from '../sql/types.ts';
 import type { MatchKind, ValueIndex, ValueMatch } from './value-index.ts';
 import { STOP_WORDS, stem, tokens, words } from './words.ts';
 

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyRespellings, respell, respellEpisode, respellings } from '../../src/agent/identifier-forms.ts';
-import { introspectSchema } from '../../src/sql/introspect.ts';
-import { Rng } from '../../src/util/rng.ts';
-import type { ChatMessage } from '../../src/agent/types.ts';
+import { applyRespellings, respell, respellEpisode, respellings } from '../../../src/agent/cold-start/identifier-forms.ts';
+import { introspectSchema } from '../../../src/sql/introspect.ts';
+import { Rng } from '../../../src/util/rng.ts';
+import type { ChatMessage } from '../../../src/agent/types.ts';
 
 test('respell: each form changes the spelling, keeps the words, and says null when it would not change it', () => {
   assert.equal(respell('Birth_Year', 'camel', false), 'birthYear');

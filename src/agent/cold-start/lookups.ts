@@ -4,8 +4,8 @@
  * LIKE on the words it has, then the answer with the stored value. This module finds those places in a
  * verified (question, SQL) pair and writes the lookup query; the cold start turns them into episodes.
  */
-import { isKeyword, tokenize, sqlName, quoteString, tablesRead, type Token } from '../sql/lexer.ts';
-import type { DbSchema } from '../sql/types.ts';
+import { isKeyword, tokenize, sqlName, quoteString, tablesRead, type Token } from '../../sql/lexer.ts';
+import type { DbSchema } from '../../sql/types.ts';
 
 export interface ValueLookup {
   table: string;

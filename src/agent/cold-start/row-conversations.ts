@@ -4,14 +4,14 @@
  * is. What `agro sft` trains on and `agro train --anchor` mixes into RL.
  */
 import { z } from 'zod';
-import { AgroError } from '../errors.ts';
-import { tablesRead } from '../sql/lexer.ts';
-import { chatMessageSchema, type ChatMessage } from '../model/chat.ts';
-import type { ExecResult } from '../sql/types.ts';
-import { resolveDatabase } from '../data/databases.ts';
-import type { DatabaseCatalog } from '../data/catalog.ts';
-import { formatAction } from './protocol.ts';
-import { SqlEnvironment } from './sql-env.ts';
+import { AgroError } from '../../errors.ts';
+import { tablesRead } from '../../sql/lexer.ts';
+import { chatMessageSchema, type ChatMessage } from '../../model/chat.ts';
+import type { ExecResult } from '../../sql/types.ts';
+import { resolveDatabase } from '../../data/databases.ts';
+import type { DatabaseCatalog } from '../../data/catalog.ts';
+import { formatAction } from '../protocol.ts';
+import { SqlEnvironment } from '../sql-env.ts';
 
 const sqlRow = z.object({
   db_id: z.string().min(1),

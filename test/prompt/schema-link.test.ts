@@ -1,12 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import type { DbDocs } from '../../src/sql/docs-types.ts';
-import { groundedSchema } from '../../src/sql/grounded.ts';
+import type { DbDocs } from '../../src/prompt/docs-types.ts';
+import { groundedSchema } from '../../src/prompt/grounded.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
-import { linkSchema } from '../../src/sql/link.ts';
-import { buildValueIndex } from '../../src/sql/value-index.ts';
-import { makeDb, tempDir } from './helpers.ts';
+import { linkSchema } from '../../src/prompt/schema-link.ts';
+import { buildValueIndex } from '../../src/prompt/value-index.ts';
+import { makeDb, tempDir } from '../sql/helpers.ts';
 
 /** A small shop with cryptic names that only its documentation explains. */
 const SHOP = `

@@ -6,9 +6,9 @@
  * columns hold one type, where SQLite's are judged by the values' own type.
  */
 import { AgroError } from '../errors.ts';
-import { quoteIdent } from './lexer.ts';
-import { connect, rows } from './pg-introspect.ts';
-import { redactUrl } from './postgres.ts';
+import { quoteIdent } from '../sql/lexer.ts';
+import { connect, rows } from '../sql/pg-introspect.ts';
+import { redactUrl } from '../sql/postgres.ts';
 import { PROBE_ROWS, ValueIndex, indexLimits, unindexedKind, type ValueIndexOptions } from './value-index.ts';
 
 const TEXT_TYPE = /^(text|character varying|character|citext|name)\b/;

@@ -1,8 +1,8 @@
 // The chart a result gets, by its shape (a table of shapes), and the SVG Vega draws for it in Node.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chartFor, MAX_BARS, type ChartInput } from '../../src/sql/chart.ts';
-import { renderChart } from '../../src/sql/chart-svg.ts';
+import { chartFor, MAX_BARS, type ChartInput } from '../../src/chart/chart.ts';
+import { renderChart } from '../../src/chart/chart-svg.ts';
 
 const r = (columns: string[], rows: unknown[][]): ChartInput => ({ columns, rows: rows as ChartInput['rows'] });
 

@@ -14,8 +14,8 @@
  */
 import type Database from 'better-sqlite3';
 import { distance } from 'fastest-levenshtein';
-import { openReadOnly, storedTables, tableColumns } from './introspect.ts';
-import { quoteIdent } from './lexer.ts';
+import { openReadOnly, storedTables, tableColumns } from '../sql/introspect.ts';
+import { quoteIdent } from '../sql/lexer.ts';
 import { STOP_WORDS, stem, tokens } from './words.ts';
 
 export interface ValueIndexOptions {

@@ -9,9 +9,9 @@
  * which table it means, but only the prompt says how it is spelled, so copying from it is the one way to
  * be right. Pure: the same episode, names and seed give the same respelling.
  */
-import type { ChatMessage } from './types.ts';
-import type { DbSchema } from '../sql/types.ts';
-import { Rng } from '../util/rng.ts';
+import type { ChatMessage } from '../types.ts';
+import type { DbSchema } from '../../sql/types.ts';
+import { Rng } from '../../util/rng.ts';
 
 /** The ways a name may be respelled; identity is left to the caller's share. */
 export const FORMS = ['lower', 'upper', 'title', 'snake', 'camel', 'plural', 'prefix'] as const;

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PROMPT_CONTRACT_FILE, promptContract, promptContractFiles, readPromptContract, resolvePromptSettings, turnTokens } from '../../src/agent/prompt-contract.ts';
+import { PROMPT_CONTRACT_FILE, promptContract, promptContractFiles, readPromptContract, resolvePromptSettings, turnTokens } from '../../src/prompt/contract.ts';
 import { SqlEnvironment, sqlEnvConfigSchema } from '../../src/agent/sql-env.ts';
 import { saveCheckpoint } from '../../src/model/checkpoint.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
