@@ -4,14 +4,10 @@
  * Playground, `POST /v1/ask` and a chat completion that names a database all pass them as `previous`, so a
  * question such as "and only the top three?" is read against the query it continues.
  */
-import { z } from 'zod';
+import { previousTurnSchema, type PreviousTurn } from '../data/dataset-row.ts';
 
-export const previousTurnSchema = z.strictObject({
-  question: z.string().min(1),
-  /** The SQL that answered it (what the next question edits); empty when it got none. */
-  sql: z.string(),
-});
-export type PreviousTurn = z.infer<typeof previousTurnSchema>;
+// The turn's schema lives with the dataset row (a follow-up row carries its turns); the agent's callers import it here.
+export { previousTurnSchema, type PreviousTurn };
 
 /** Turns the prompt carries (the latest ones): a follow-up edits the last answer, rarely one further back. */
 export const MAX_PREVIOUS_TURNS = 3;

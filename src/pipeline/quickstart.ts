@@ -58,7 +58,7 @@ import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
 import type { ProgressSink } from '../util/progress.ts';
 import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import { readDataset } from '../data/read-dataset.ts';
-import { splitBySkeleton } from '../data/splits.ts';
+import { rowSqls, splitBySkeleton } from '../data/splits.ts';
 
 export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
@@ -402,7 +402,7 @@ async function dataStage(c: RunContext): Promise<Split> {
   const variantsDir = join(synthDir, 'variants');
   const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
   const toTask = (i: number): SqlTask => sqlTaskOf(items[i], db, report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, items[i].dbId, db) : []);
-  const split = splitBySkeleton(rows.map((_, i) => i), (i) => rows[i].SQL, { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
+  const split = splitBySkeleton(rows.map((_, i) => i), (i) => rowSqls(rows[i]), { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
   if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${shown(cfg.db)} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
   const heldOut = split.heldOut.map(toTask);
   // The same seeded subset before and after RL, so the two headrooms compare.
