@@ -134,9 +134,10 @@ function order(q: SelectAst, env: FollowUpEnv, rng: Rng, rows: number): Edit | n
     const e = q.columns[i];
     const words = sortWords(e, env);
     if (!words) continue;
-    const scale = isCol(e) ? roleOf(e) : 'numeric';
-    if (!scale || scale === 'category') continue;
-    const s = scale === 'numeric' ? 'number' : scale;
+    const role = isCol(e) ? roleOf(e) : 'numeric';
+    if (!role) continue;
+    // Ties in the sorted column are checked on the result (checkFollowUp): a category sorts as any text does.
+    const s = role === 'numeric' ? 'number' : role === 'date' ? 'date' : 'text';
     const dir = s === 'text' && rng.next() < 0.8 ? 'ASC' : rng.next() < 0.5 ? 'DESC' : 'ASC';
     return { kind: 'order', ast: { ...q, orderBy: [{ expr: e, dir }] }, words: { kind: 'order', column: words, dir, scale: s }, sortColumn: i };
   }
