@@ -597,7 +597,8 @@ function summaryStage(c: RunContext, s: Split, sft: NonNullable<QuickstartReport
   log(`check with the evaluator: agro eval --data ${rel(join(out, 'held_out.jsonl'))} --pred ${rel(join(rlDir, 'predictions.json'))} --db-root ${rel(dbRoot)}${s.variants > 0 ? ` --suite ${rel(variantsDir)}` : ''}`);
   // How to use the trained agent: the same prompt settings (schema budget) as in training.
   const ck = rel(rl.checkpoint);
-  const sample = heldOut[0]?.question ?? 'How many rows are there?';
+  // A question that stands alone: a follow-up ("just the top 3") means nothing asked first.
+  const sample = heldOut.find((t) => !t.previous?.length)?.question ?? 'How many rows are there?';
   log(`ask your agent:   agro ask --policy ${ck} --db ${rel(db)} ${sh(sample)}`);
   // The policy's own held-out figure (--no-search); the answer path's with the memory that leaves the held-out pairs out
   // (the checkpoint's own memory holds every pair, the held-out ones too).
