@@ -207,7 +207,10 @@ export function followUpPair(ctx: StageContext, base: SynthPair, edit: Edit, env
 
 /**
  * The follow-up stage: for a `share` of the pairs (seeded), one follow-up each, the first of its edits that
- * passes the checks (two tried at most). The pairs are kept as they were; the follow-ups come after them.
+ * passes the checks (two tried at most). The follow-ups take the place of as many pairs that no follow-up
+ * continues (the last ones: synthesis draws its templates in a seeded mix, so they are no kind in particular),
+ * so a run writes the number of pairs it was asked for; the first turns are kept, and the follow-ups come after
+ * the pairs.
  */
 export const followUpStage = (env: FollowUpEnv, share: number): Stage<SynthPair, SynthPair> => ({
   name: 'follow-up',
@@ -241,6 +244,14 @@ export const followUpStage = (env: FollowUpEnv, share: number): Stage<SynthPair,
       }
     }
     ctx.progress.stop();
-    return [...items, ...out];
+    const continued = new Set(out.map((f) => f.provenance.followsUp));
+    let room = out.length;
+    const kept = [...items].reverse().filter((p) => {
+      if (room === 0 || continued.has(p.id)) return true;
+      room--;
+      ctx.reject(p, 'room_for_follow_ups');
+      return false;
+    });
+    return [...kept.reverse(), ...out];
   },
 });

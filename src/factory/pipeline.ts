@@ -80,7 +80,10 @@ export const factoryConfigSchema = z.object({
   noise: z.number().min(0).max(1).default(0),
   /** The database's documentation (src/sql/docs.ts reads it): columns worded by their documented names, coded values by their meaning. */
   docs: dbDocsSchema.optional(),
-  /** Follow-up pairs, as a share of the pairs: one edit of a kept query asked as the next turn of a conversation (follow-up.ts). */
+  /**
+   * Follow-up pairs, as a share of the n pairs (they take the place of as many first questions): one edit of a kept
+   * query asked as the next turn of a conversation (follow-up.ts).
+   */
   followUps: z.number().min(0).max(1).default(FOLLOW_UP_SHARE),
 });
 export type FactoryConfigInput = z.input<typeof factoryConfigSchema>;
@@ -419,7 +422,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       schema: { tables: schema.tables.length, foreignKeys: graph.edges.length, inferredForeignKeys: inferred },
       skipped,
       unused: unusedSchema(schema, items, skipped),
-      shortfall: shortfallLine(cfg.n, rows.filter((r) => !r.previous).length, reports, skipped),
+      shortfall: shortfallLine(cfg.n, rows.length, reports, skipped),
       caughtByVariants: caught,
     };
     writeFileAtomic(datasetPath, toJsonl(rows));

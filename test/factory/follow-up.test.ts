@@ -114,6 +114,8 @@ test('agro synth writes follow-ups of its own pairs: each runs, answers differen
   const followUps = rows.filter((x) => x.previous);
   assert.ok(followUps.length >= 8, `only ${followUps.length} follow-ups of 40 pairs at a share of 0.5`);
   assert.equal(Object.values(r.manifest.followUps).reduce((a, b) => a + b, 0), followUps.length);
+  // They take the place of as many first questions: the run writes the pairs it was asked for.
+  assert.equal(rows.length, 40, r.manifest.shortfall);
   const sqlite = new Database(db, { readonly: true });
   try {
     const run = (sql: string) => JSON.stringify(sqlite.prepare(sql).raw().all());

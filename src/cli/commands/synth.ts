@@ -142,7 +142,7 @@ export function register(program: Command): void {
     .option('--people <share>', "share of questions asked in people's variety (other frames, adjectives, values as typed, synonyms)", '0.5')
     .option('--phrasings <k>', 'questions per query: the question and up to k-1 paraphrases, each parsed back to it', '1')
     .option('--docs <path>', "the database's documentation (BIRD database_description/, a tables.json, agro's JSON): columns worded by their documented names, codes by their meaning")
-    .option('--follow-ups <share>', `follow-up pairs as a share of the pairs: an edit of a kept query (a filter, a limit, an order, a column) asked as the next turn of a conversation (default ${FOLLOW_UP_SHARE})`)
+    .option('--follow-ups <share>', `share of the --n pairs that are follow-ups: an edit of a kept query (a filter, a limit, an order, a column) asked as the next turn of a conversation, with the question it continues (default ${FOLLOW_UP_SHARE})`)
     .option('--noise <share>', 'share of questions given train-time noise (case, punctuation, a typo) after their check', '0')
     .action(run);
 }
