@@ -59,7 +59,8 @@ export const FOLLOW_UP_FRAMES: Record<FollowUpEdit, readonly Frame[]> = {
     frame('Show their {x} instead', '.', 'imperative', 'terse', 'colloquial'),
     frame('Actually, I want the {x} instead', '.', 'colloquial', 'formal'),
     frame('Give me the {x} instead', '.', 'imperative', 'colloquial'),
-    frame('What are their {x} then', '?', 'formal', 'terse'),
+    frame('Could I see the {x} instead', '?', 'formal', 'colloquial'),
+    frame('Swap that for the {x}', '.', 'imperative', 'terse'),
   ],
 };
 
