@@ -156,8 +156,9 @@ export class MemoryIndex {
 }
 
 /** The pairs of a dataset file: a factory's dataset.jsonl keeps every paraphrase; any BIRD/Spider file gives its questions. */
-export function pairsOfDataset(rows: ReadonlyArray<{ SQL?: string; question?: string; paraphrases?: string[] }>): MemoryPair[] {
-  return rows.filter((r) => r.SQL && r.question).map((r) => ({ sql: r.SQL!, question: r.question!, ...(r.paraphrases ? { paraphrases: r.paraphrases } : {}) }));
+export function pairsOfDataset(rows: ReadonlyArray<{ SQL?: string; question?: string; paraphrases?: string[]; previous?: unknown[] }>): MemoryPair[] {
+  // A follow-up ("just the top 3") means nothing without the turn it continues: the memory holds questions that stand alone.
+  return rows.filter((r) => r.SQL && r.question && !r.previous?.length).map((r) => ({ sql: r.SQL!, question: r.question!, ...(r.paraphrases ? { paraphrases: r.paraphrases } : {}) }));
 }
 
 /**

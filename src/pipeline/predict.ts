@@ -36,6 +36,7 @@ import type { EvalItem } from '../data/types.ts';
 import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predictions.ts';
 import type { ExecOptions, ExecResult, SqlExecutor } from '../sql/types.ts';
 import { Answerer } from '../answer/resources.ts';
+import { answerConfigFor } from '../answer/ask.ts';
 import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, SYNTH_DRAFTS, type PolicyAnswer, type RankedCandidate } from '../answer/answer.ts';
 import type { CandidateSource } from '../answer/rank.ts';
 import { sqlTaskOf } from '../agent/tasks.ts';
@@ -350,7 +351,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
     let answer: AnswerRecord | undefined;
     if (answerer) {
       const asked: PolicyAnswer[] = episodes.flatMap((e, s) => (e.answer !== undefined ? [{ sql: e.answer, source: s === 0 && plan[0].temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
-      const a = await answerer.answer(task.dbPath, task.dbId, task.question, asked);
+      const a = await answerer.answer(task.dbPath, task.dbId, task.question, asked, answerConfigFor(task));
       const greedySql = episodes[0].answer;
       prediction = oneLineSql(a.sql ?? greedySql ?? '');
       const fromEpisode = episodes.findIndex((e) => e.answer !== undefined && oneLineSql(e.answer) === prediction);
