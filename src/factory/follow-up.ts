@@ -22,8 +22,13 @@ import { mapConcurrent } from '../util/concurrency.ts';
 import { Rng } from '../util/rng.ts';
 import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
 
-/** A follow-up's share of the pairs when a run does not say: enough for the agent to learn the form, few enough that most questions stand alone. */
-export const FOLLOW_UP_SHARE = 0.15;
+/**
+ * A follow-up's share of the pairs when a run does not say: none. agro's own 1.25M-parameter policy answers no
+ * follow-up even trained on them (`npm run bench -- followup`, docs/benchmarks.md#followup), so by default they would
+ * only take the place of questions it can learn and pull down the held-out figure; `--follow-ups 0.15` writes them
+ * for a policy that can use them (a larger one trained through `agro export`).
+ */
+export const FOLLOW_UP_SHARE = 0;
 
 /** What the edits read of the database: the columns synthesis may use, their category values, and how they are said. */
 export interface FollowUpEnv {
