@@ -10,7 +10,7 @@
  * synchronously where a prompt asks for it, a server's must be prepared first.
  */
 import { z } from 'zod';
-import { parseAction, SQL_AGENT_ACTIONS, formatAction, formatObservation } from './protocol.ts';
+import { parseAction, SQL_AGENT_ACTIONS, formatAction, formatObservation, type ParsedAction } from './protocol.ts';
 import { HINT_TIERS, scafSqlHint } from './hints.ts';
 import { schemaNames } from './sql-names.ts';
 import { storedText } from '../sql/stored-text.ts';
@@ -25,8 +25,8 @@ import { groundedSchema } from '../sql/grounded.ts';
 import { findDocs } from '../sql/docs.ts';
 import { buildValueIndex, type ValueIndex } from '../sql/value-index.ts';
 import type { DbDocs } from '../sql/docs-types.ts';
-import { hasOrderBy, resultsMatch } from '../sql/compare.ts';
-import type { CompareMode, DbSchema, ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
+import { Judge, judgeConfigSchema, type JudgedGold } from '../sql/judge.ts';
+import type { DbSchema, ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
 import { linkingText, renderUserMessage, type PreviousTurn } from './conversation.ts';
 
 export interface SqlTask extends TaskBase {
@@ -51,6 +51,7 @@ export const sqlEnvConfigSchema = z.strictObject({
   systemPrompt: z.string().min(1).default(SQL_AGENT_SYSTEM_PROMPT),
   /** Policy turns per episode, the answer turn included. */
   maxTurns: z.number().int().min(1).default(4),
+  /** Time limit of a tool call's query (the answer is judged under the judge's own limits). */
   execTimeoutMs: z.number().int().positive().default(3000),
   /** Rows and characters of a result shown to the agent. */
   observationRows: z.number().int().min(1).default(5),
@@ -68,7 +69,8 @@ export const sqlEnvConfigSchema = z.strictObject({
   valueHints: z.number().int().min(0).max(50).default(5),
   /** Show the database's documentation (found beside it, or given) with its columns (grounded). */
   docs: z.boolean().default(true),
-  compareMode: z.enum(['bird', 'spider']).default('bird'),
+  /** How an answer is judged (the reward, the in-training evaluation): the one judge of src/sql/judge.ts, as predict and eval. */
+  judge: judgeConfigSchema.prefault({}),
 });
 export type SqlEnvConfig = z.infer<typeof sqlEnvConfigSchema>;
 
@@ -103,10 +105,13 @@ const OPENING_CACHE = 20_000;
 export class SqlEnvironment implements Environment<SqlTask> {
   readonly name = 'sql';
   readonly config: SqlEnvConfig;
+  /** The judge of answers: the same as predict's and eval's for the same settings. */
+  readonly judge: Judge;
   private readonly schemaText = new Map<string, string>();
   private readonly schemas = new Map<string, DbSchema>();
   private readonly names = new Map<string, SchemaNames>();
   private readonly goldCache = new Map<string, Promise<ExecResult>>();
+  private readonly golds = new Map<string, JudgedGold>();
   private readonly docs = new Map<string, DbDocs | undefined>();
   private readonly indexes = new Map<string, ValueIndex>();
   private readonly grounded = new Map<string, string>();
@@ -115,10 +120,11 @@ export class SqlEnvironment implements Environment<SqlTask> {
 
   constructor(
     private readonly executor: SqlExecutor,
-    config: Partial<SqlEnvConfig> = {},
+    config: z.input<typeof sqlEnvConfigSchema> = {},
     deps: SqlEnvDeps = {},
   ) {
     this.config = sqlEnvConfigSchema.parse(config);
+    this.judge = new Judge(this.config.judge);
     this.docsFor = deps.docsFor ?? ((p) => (dialectOf(p) === 'postgres' ? databaseDocs(p) : findDocs(p)?.docs));
   }
 
@@ -258,9 +264,9 @@ export class SqlEnvironment implements Environment<SqlTask> {
     return {
       opening,
       names: this.namesOf(task.dbPath),
-      async step(policyText: string): Promise<StepResult> {
+      async step(policyText: string, parsed?: ParsedAction): Promise<StepResult> {
         turns++;
-        const action = parseAction(policyText, SQL_AGENT_ACTIONS);
+        const action = parsed ?? parseAction(policyText, SQL_AGENT_ACTIONS);
         if (action.kind === 'invalid') return { done: true, reason: 'invalid_action', observation: action.reason };
         if (action.kind === 'answer') return { done: true, reason: 'answer', answer: action.content };
         // A tool call on the last allowed turn cannot be followed by an answer.
@@ -278,17 +284,25 @@ export class SqlEnvironment implements Environment<SqlTask> {
     };
   }
 
-  private gold(dbPath: string, sql: string): Promise<ExecResult> {
-    const key = `${dbPath}\u0000${sql}`;
+  /** A task's gold query as the judge runs it, prepared once per query text. */
+  private judgedGold(sql: string): JudgedGold {
+    let g = this.golds.get(sql);
+    if (!g) this.golds.set(sql, (g = this.judge.gold(sql)));
+    return g;
+  }
+
+  /** The gold query's result on one database, run once however many episodes are scored against it. */
+  private goldResult(dbPath: string, gold: JudgedGold): Promise<ExecResult> {
+    const key = `${dbPath}\u0000${gold.sql}`;
     let p = this.goldCache.get(key);
     if (!p) {
-      p = this.executor.execute(dbPath, sql, { timeoutMs: this.config.execTimeoutMs * 4 });
+      p = this.judge.run(this.executor, dbPath, gold.query);
       this.goldCache.set(key, p);
     }
     return p;
   }
 
-  /** Execution of the answer and the gold query on the original and every variant database. */
+  /** Execution of the answer and the gold query on the original and every variant database, judged by the judge. */
   async rewardContext(task: SqlTask, t: Transcript): Promise<EpisodeContext> {
     const turns = t.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
     const base: RewardContext = {
@@ -299,25 +313,20 @@ export class SqlEnvironment implements Environment<SqlTask> {
       completionTokens: t.policyTokens,
     };
     const dbs = [task.dbPath, ...(task.variantPaths ?? [])];
-    const gold = await Promise.all(dbs.map((db) => this.gold(db, task.goldSql)));
+    const judged = this.judgedGold(task.goldSql);
+    const gold = await Promise.all(dbs.map((db) => this.goldResult(db, judged)));
     if (t.answer === undefined) {
       const missing: ExecResult = { ok: false, error: 'runtime', message: `no answer (${t.endReason})`, elapsedMs: 0 };
       return { ...base, predSql: '', exec: { pred: dbs.map(() => missing), gold }, correct: false };
     }
-    const pred = await Promise.all(dbs.map((db) => this.executor.execute(db, t.answer as string, { timeoutMs: this.config.execTimeoutMs })));
-    const match = this.matcher(task.goldSql);
-    const correct = pred.every((p, i) => match(p, gold[i]));
+    const query = this.judge.prediction(t.answer);
+    const pred = await Promise.all(dbs.map((db) => this.judge.run(this.executor, db, query)));
+    const correct = pred.every((p, i) => this.judge.verdict(judged, gold[i], p).outcome === 'match');
     return { ...base, predSql: t.answer, exec: { pred, gold }, correct };
   }
 
   rewardDeps(task: SqlTask): RewardDeps {
-    return { match: this.matcher(task.goldSql) };
-  }
-
-  /** The result comparison used by the execution reward, in this environment's mode. */
-  matcher(goldSql: string): (pred: ExecResult, gold: ExecResult) => boolean {
-    const mode: CompareMode = this.config.compareMode;
-    const ordered = mode === 'spider' && hasOrderBy(goldSql);
-    return (pred, gold) => pred.ok && gold.ok && resultsMatch(pred.rows, gold.rows, { mode, ordered });
+    const gold = this.judgedGold(task.goldSql);
+    return { match: (pred, g) => this.judge.verdict(gold, g, pred).outcome === 'match' };
   }
 }
