@@ -1,6 +1,6 @@
 /**
  * The SQL environment's public surface: the read-only sandbox (`SqlPool`), the guard, the lexer, schema
- * introspection and rendering, result comparison and test suites, and the grounding of a question in a database
+ * introspection and rendering, result comparison, test suites and the correctness judge, and the grounding of a question in a database
  * (its documentation, a value index, schema linking, the grounded schema text). Import from here (`agro/sql`) rather than
  * from the individual modules.
  *
@@ -14,6 +14,7 @@ export { introspectSchema, affinityOf, type IntrospectOptions } from './introspe
 export { renderSchema, type RenderOptions } from './render.ts';
 export { resultsMatch, hasOrderBy, cellsEqual, type CompareOptions } from './compare.ts';
 export { testSuiteMatch, type TestSuiteOptions, type TestSuiteResult } from './testsuite.ts';
+export { Judge, JUDGE_DEFAULTS, judgeConfigSchema, type JudgeConfig, type JudgedGold, type Verdict } from './judge.ts';
 export { openDatabase, legacyQuotesAvailable } from './open-database.mjs';
 export { readDocs, readDocsWithFormat, findDocs, docsLookup, type DocsFormat, type FoundDocs, type DocsLookup } from './docs.ts';
 export { dbDocsSchema, type DbDocs, type TableDoc, type ColumnDoc } from './docs-types.ts';
