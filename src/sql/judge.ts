@@ -13,7 +13,7 @@
  */
 import { z } from 'zod';
 import { resultsMatch } from './compare.ts';
-import { isEmptyStatement, sortRowValues, spiderPair, spiderQuery, type PreparedQuery } from './official.ts';
+import { isEmptyStatement, sortRowValues, spiderQuery, type PreparedQuery } from './official.ts';
 import type { ExecOptions, ExecResult, SqlExecutor } from './types.ts';
 
 export const judgeConfigSchema = z.strictObject({
@@ -85,15 +85,15 @@ export class Judge {
 
   gold(goldSql: string): JudgedGold {
     if (this.config.mode === 'spider') {
-      const p = spiderPair(goldSql, '', { keepDistinct: this.config.keepDistinct });
-      return { sql: goldSql, query: p.gold, ordered: p.ordered };
+      const g = spiderQuery(goldSql, { keepDistinct: this.config.keepDistinct });
+      return { sql: goldSql, query: g.query, ordered: g.ordered };
     }
     return { sql: goldSql, query: { ok: true, sql: goldSql }, ordered: false };
   }
 
   /** What runs for a predicted query. */
   prediction(predSql: string): PreparedQuery {
-    return this.config.mode === 'spider' ? spiderQuery(predSql, { keepDistinct: this.config.keepDistinct }) : { ok: true, sql: predSql };
+    return this.config.mode === 'spider' ? spiderQuery(predSql, { keepDistinct: this.config.keepDistinct }).query : { ok: true, sql: predSql };
   }
 
   /**

@@ -53,17 +53,16 @@ function prepare(sql: string, keepDistinct: boolean): { text: string; q: Prepare
   return { text, q: { ok: true, sql: replaceCurYear(text) } };
 }
 
-/** One query as eval_exec_match runs it. */
-export function spiderQuery(sql: string, opts: { keepDistinct?: boolean } = {}): PreparedQuery {
-  return prepare(sql, opts.keepDistinct ?? false).q;
+/** One query as eval_exec_match runs it, and whether row order counts when it is the gold query (`'order by' in g_str.lower()`). */
+export function spiderQuery(sql: string, opts: { keepDistinct?: boolean } = {}): { query: PreparedQuery; ordered: boolean } {
+  const p = prepare(sql, opts.keepDistinct ?? false);
+  return { query: p.q, ordered: p.text.toLowerCase().includes('order by') };
 }
 
 /** Both queries as eval_exec_match runs them, and whether row order counts. */
 export function spiderPair(goldSql: string, predSql: string, opts: { keepDistinct?: boolean } = {}): SpiderPair {
-  const keep = opts.keepDistinct ?? false;
-  const g = prepare(goldSql, keep);
-  const p = prepare(predSql, keep);
-  return { gold: g.q, pred: p.q, ordered: g.text.toLowerCase().includes('order by') };
+  const g = spiderQuery(goldSql, opts);
+  return { gold: g.query, pred: spiderQuery(predSql, opts).query, ordered: g.ordered };
 }
 
 /**
