@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeOpenAI, lastUser } from '../support/fake-openai.ts';
@@ -103,5 +103,14 @@ for (const mode of ['bird', 'spider'] as const) {
     }
   });
 }
+
+test('results are compared for correctness only by the judge, and its limits are written only in src/sql/judge.ts', () => {
+  const judging = ['src/eval', 'src/pipeline', 'src/agent', 'src/rl', 'src/answer'].flatMap((d) => readdirSync(d, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => join(d, f)));
+  for (const f of [...judging, 'src/cli/commands/eval.ts', 'src/cli/commands/predict.ts', 'src/server/env-reward.ts']) {
+    assert.doesNotMatch(readFileSync(f, 'utf8'), /\bresultsMatch\(|\bhasOrderBy\(|\bspiderPair\(|\b30_000\b|\b1_000_000\b|64 \* 1024 \* 1024/, f);
+  }
+  const home = readFileSync('src/sql/judge.ts', 'utf8');
+  for (const literal of ['30_000', '1_000_000', '64 * 1024 * 1024']) assert.ok(home.includes(literal), literal);
+});
 
 test.after(() => rmSync(tmp, { recursive: true, force: true }));
