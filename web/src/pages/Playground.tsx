@@ -89,7 +89,10 @@ function AnswerCheck(p: {
     setSaving(true);
     setStatus(null);
     p.onStore(sql).then(
-      (r) => setStatus({ ok: true, text: `stored in ${r.memory} (${r.result.rows.length}${r.result.truncated ? '+' : ''} rows): the next question like this one finds it` }),
+      (r) => {
+        const n = r.result.rows.length;
+        setStatus({ ok: true, text: `stored in ${r.memory} (${n}${r.result.truncated ? '+' : ''} row${n === 1 && !r.result.truncated ? '' : 's'}): the next question like this one finds it` });
+      },
       (e: Error) => setStatus({ ok: false, text: e.message }),
     ).finally(() => setSaving(false));
   };
