@@ -53,7 +53,7 @@ test('agro ask --correct stores a pair that runs (and nothing that does not); th
     assert.equal(out.answer.lowConfidence, out.answer.confidence < LOW_CONFIDENCE);
     const text = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', DB, '--mode', 'direct', '--memory', memory, '--search-samples', '0', 'what styles of music does the store sell']);
     assert.match(text.stdout, /I read this as: .*music styles/);
-    assert.match(text.stdout, /you might also ask:\n  How many genres are there\?\n/);
+    assert.match(text.stdout, /you might also ask:\n {2}How many genres are there\?\n/);
     assert.deepEqual(out.answer.candidates[0].sources, ['memory', 'person']);
     assert.match(out.answer.reading, /music styles/);
     // Another database's memory is refused with one line and exit 4.
