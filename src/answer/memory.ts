@@ -164,11 +164,13 @@ export function pairsOfDataset(rows: ReadonlyArray<{ SQL?: string; question?: st
 /**
  * Stores a person's pair (a correction) in a memory file: the memory is checked against the database, the SQL runs
  * read-only in the sandbox first, and only a query that runs is written (one line and exit 5 or 6 otherwise; the
- * file untouched). Returns the stored query's result.
+ * file untouched). With `create` (the database's id), a missing file is started as an empty memory of the
+ * database, written only with the first pair that runs. Returns the stored query's result.
  */
-export async function storeCorrection(path: string, db: string, schema: DbSchema, question: string, sql: string, executor: SqlExecutor): Promise<Extract<Awaited<ReturnType<SqlExecutor['execute']>>, { ok: true }>> {
+export async function storeCorrection(path: string, db: string, schema: DbSchema, question: string, sql: string, executor: SqlExecutor, o: { create?: string } = {}): Promise<Extract<Awaited<ReturnType<SqlExecutor['execute']>>, { ok: true }>> {
   if (!question.trim()) throw new AgroError('usage', 'the question of a correction is empty');
-  const memory = readMemory(path, schema);
+  if (!sql.trim()) throw new AgroError('usage', 'the SQL of a correction is empty');
+  const memory: MemoryFile = o.create && !existsSync(path) ? { kind: 'agro-memory', version: 1, dbId: o.create, schema: schemaFingerprint(schema), entries: [] } : readMemory(path, schema);
   const r = await executor.execute(db, sql, { timeoutMs: 10_000, maxRows: 10_000 });
   if (!r.ok) throw new AgroError(r.error === 'refused' ? 'refused' : 'sql_error', `the corrected SQL does not run (${r.error}: ${r.message}); nothing written`);
   writeMemory(path, addPersonPair(memory, sql.trim(), question.trim(), new Date().toISOString(), r.rows.length, resultSignature(r.rows)));

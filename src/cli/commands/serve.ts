@@ -37,6 +37,7 @@ interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions, Privileged
   tokenizer?: string;
   token?: string;
   dashboard?: string;
+  memory: string[];
   allowedHost: string[];
   cors: string[];
 }
@@ -103,7 +104,7 @@ async function run(o: ServeCliOptions): Promise<void> {
       groups.push(
         ...policyRouteGroups({
           openai: { policy, modelName: o.modelName, concurrency: o.concurrency, maxQueue: o.maxQueue, timeoutMs: o.timeout, maxTokens: o.maxTokens, maxInputChars: o.maxInputChars },
-          ask: { catalog: catalog ?? catalogFromDbRoot(BUNDLED_DATABASES), executor: askPool, env: promptFromCli(policy.promptContract, o), envDeps: envDepsFromCli(o), maxTurnTokens: turnTokens(policy.promptContract, undefined).maxTurnTokens, episodeTimeoutMs: o.timeout },
+          ask: { catalog: catalog ?? catalogFromDbRoot(BUNDLED_DATABASES), executor: askPool, env: promptFromCli(policy.promptContract, o), envDeps: envDepsFromCli(o), maxTurnTokens: turnTokens(policy.promptContract, undefined).maxTurnTokens, episodeTimeoutMs: o.timeout, memory: o.memory },
         }),
       );
     }
@@ -175,6 +176,7 @@ export function register(program: Command): void {
     .option('--token <token>', 'token every route but /health asks for (Authorization: Bearer, or the printed dashboard link; default env AGRO_TOKEN; required off loopback)')
     .option('--allowed-host <name>', 'also accept this Host (a reverse proxy\'s name, `name` or `name:port`); repeatable', repeatable, [])
     .option('--cors <origin>', 'let pages of this origin (scheme://host[:port]) call the API, with CORS preflights; repeatable', repeatable, [])
-    .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/');
+    .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/')
+    .option('--memory <file>', "a database's memory (agro memory build) for /v1/ask beside those the policy's contract names, where POST /v1/corrections stores; repeatable", repeatable, []);
   addPrivilegedRoleOption(addPromptOptions(cmd, { from: true })).action((o: ServeCliOptions) => run(o));
 }
