@@ -6,17 +6,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { SqlPool } from '../../src/sql/pool.ts';
+import { makeDb } from '../sql/helpers.ts';
 import { SqlEnvironment, type SqlTask } from '../../src/agent/sql-env.ts';
 import { runEpisode } from '../../src/agent/episode.ts';
 import type { Policy, TurnRequest, TurnReply } from '../../src/agent/policies/types.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'agro-episode-'));
-const dbPath = join(dir, 'shop.sqlite');
-const db = new Database(dbPath);
-db.exec("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO items VALUES (1, 'pen'), (2, 'ink')");
-db.close();
+const dbPath = makeDb(join(dir, 'shop.sqlite'), "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO items VALUES (1, 'pen'), (2, 'ink')");
 const pool = new SqlPool({ size: 1 });
 after(async () => {
   await pool.close();

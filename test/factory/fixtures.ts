@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng } from '../../src/util/rng.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
-import type { DbSchema } from '../../src/sql/types.ts';
+import type { DbSchema, SqlExecutor } from '../../src/sql/types.ts';
+import type { StageContext } from '../../src/factory/types.ts';
+import { silentProgress } from '../../src/util/progress.ts';
 import { buildLexicon } from '../../src/factory/language/names.ts';
 import { profileSchema, type TableProfile } from '../../src/factory/profile.ts';
 import { buildSchemaGraph, type SchemaGraph } from '../../src/factory/schema-graph.ts';
@@ -80,4 +82,26 @@ export function synthInputs(path: string): { schema: DbSchema; graph: SchemaGrap
   const schema = introspectSchema(path);
   const graph = buildSchemaGraph(schema);
   return { schema, graph, profiles: profileSchema(schema, graph, buildLexicon(schema)).profiles };
+}
+
+/**
+ * A stage's context over a database for the factory tests: its introspected schema, a seeded RNG, no progress,
+ * no variants, a 3 s query limit, and rejections counted by reason into `rejected` (when given).
+ */
+export function stageContext(dbId: string, dbPath: string, executor: SqlExecutor, opts: Partial<StageContext> & { rejected?: Record<string, number> } = {}): StageContext {
+  const { rejected, ...rest } = opts;
+  return {
+    dbId,
+    dbPath,
+    schema: introspectSchema(dbPath),
+    executor,
+    rng: new Rng(1),
+    progress: silentProgress,
+    variants: [],
+    timeoutMs: 3000,
+    reject: (_item, reason) => {
+      if (rejected) rejected[reason] = (rejected[reason] ?? 0) + 1;
+    },
+    ...rest,
+  };
 }

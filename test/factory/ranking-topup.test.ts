@@ -2,7 +2,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { SqlPool } from '../../src/sql/pool.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { buildVariants } from '../../src/factory/augment.ts';
 import { queryShape } from '../../src/factory/realism.ts';
@@ -12,6 +11,7 @@ import type { StageContext } from '../../src/factory/types.ts';
 import { verifyPair } from '../../src/factory/verify.ts';
 import type { SqlExecutor } from '../../src/sql/types.ts';
 import { makeShopDb, synthInputs, tmpDir } from './fixtures.ts';
+import { withPool } from '../support/with.ts';
 
 test('a LIKE searches for a word the column\'s other values share, else any word of the value', () => {
   const rng = new Rng(1);
@@ -38,8 +38,7 @@ test('ranked queries are synthesized with no tie at or above their LIMIT on the 
   const path = makeTiedDb(dir);
   const { schema, graph, profiles } = synthInputs(path);
   const variants = await buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
-  const pool = new SqlPool({ size: 2 });
-  try {
+  await withPool({ size: 2 }, async (pool) => {
     const ctx: StageContext = { dbId: 'songs', dbPath: path, schema, executor: pool, rng: new Rng(5), progress: silentProgress, variants, reject() {}, timeoutMs: 3000 };
     const out = await synthesize(ctx, { graph, profiles }, 60, { topK: 10, groupTop: 10 });
     const ranked = out.filter((p) => p.ast.kind === 'select' && p.ast.limit !== null && p.ast.orderBy.length);
@@ -57,17 +56,14 @@ test('ranked queries are synthesized with no tie at or above their LIMIT on the 
         assert.equal(new Set(v).size, k + 1, `no tie at or above the cut: ${p.sql} on ${db}: ${JSON.stringify(v)}`);
       }
     }
-  } finally {
-    await pool.close();
-  }
+  });
 });
 
 test('the shape top-up counts candidates that pass verification, and records why the others failed', async () => {
   const dir = tmpDir();
   const path = makeShopDb(dir);
   const { schema, graph, profiles } = synthInputs(path);
-  const pool = new SqlPool({ size: 2 });
-  try {
+  await withPool({ size: 2 }, async (pool) => {
     const rejected: string[] = [];
     const ctx: StageContext = { dbId: 'shop', dbPath: path, schema, executor: pool, rng: new Rng(2), progress: silentProgress, variants: [], reject: (_p, why) => rejected.push(why), timeoutMs: 3000 };
     // A mix that asks for plain joins only: many join candidates fail verification (a filter that removes nothing, too many rows).
@@ -83,9 +79,7 @@ test('the shape top-up counts candidates that pass verification, and records why
     const verifyReasons = rejected.filter((r) => !['no_structure', 'duplicate_sql', 'too_costly'].includes(r));
     assert.ok(verifyReasons.length > 0, `synthesis rejections: ${[...new Set(rejected)].join(', ')}`);
     assert.ok(joins.length - failed.length >= 10, `verified joins: ${joins.length - failed.length} of ${joins.length}`);
-  } finally {
-    await pool.close();
-  }
+  });
 });
 
 test('synthesis drafts concurrently but its output does not depend on which query answers first', async () => {
@@ -93,8 +87,7 @@ test('synthesis drafts concurrently but its output does not depend on which quer
   const path = makeShopDb(dir);
   const { schema, graph, profiles } = synthInputs(path);
   const variants = await buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
-  const pool = new SqlPool({ size: 2 });
-  try {
+  await withPool({ size: 2 }, async (pool) => {
     // Each run delays every answer by its own random 0-3 ms, so drafts and verifications finish in a different order.
     const run = async (jitterSeed: number) => {
       const jitter = new Rng(jitterSeed);
@@ -116,7 +109,5 @@ test('synthesis drafts concurrently but its output does not depend on which quer
     assert.ok(a.pairs.length >= 50, `candidates: ${a.pairs.length}`);
     assert.deepEqual(b.pairs, a.pairs);
     assert.deepEqual(b.rejected, a.rejected);
-  } finally {
-    await pool.close();
-  }
+  });
 });
