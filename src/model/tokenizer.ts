@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { AgroError } from '../errors.ts';
-import { writeJsonAtomic } from '../util/fs.ts';
+import { readJsonFile, writeJsonAtomic } from '../util/fs.ts';
 import { learnMerges } from './bpe-train.ts';
 
 /**
@@ -245,19 +244,7 @@ export class Tokenizer {
   }
 
   static load(path: string): Tokenizer {
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch {
-      throw new AgroError('not_found', `tokenizer file not found: ${path}`);
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (err) {
-      throw new AgroError('invalid_input', `tokenizer file ${path} is not valid JSON: ${(err as Error).message}`);
-    }
-    return Tokenizer.fromJSON(json);
+    return Tokenizer.fromJSON(readJsonFile(path, 'tokenizer'));
   }
 
   /** Parse a Hugging Face tokenizer.json holding a byte-level BPE model. */
