@@ -93,7 +93,7 @@ export function stageContext(dbId: string, dbPath: string, executor: SqlExecutor
   return {
     dbId,
     dbPath,
-    schema: introspectSchema(dbPath),
+    schema: rest.schema ?? introspectSchema(dbPath),
     executor,
     rng: new Rng(1),
     progress: silentProgress,

@@ -6,11 +6,9 @@ import { Rng } from '../../src/util/rng.ts';
 import { buildVariants } from '../../src/factory/augment.ts';
 import { queryShape } from '../../src/factory/realism.ts';
 import { likeWord, synthesize } from '../../src/factory/synthesize.ts';
-import { silentProgress } from '../../src/util/progress.ts';
-import type { StageContext } from '../../src/factory/types.ts';
 import { verifyPair } from '../../src/factory/verify.ts';
 import type { SqlExecutor } from '../../src/sql/types.ts';
-import { makeShopDb, synthInputs, tmpDir } from './fixtures.ts';
+import { makeShopDb, stageContext, synthInputs, tmpDir } from './fixtures.ts';
 import { withPool } from '../support/with.ts';
 
 test('a LIKE searches for a word the column\'s other values share, else any word of the value', () => {
@@ -33,13 +31,18 @@ function makeTiedDb(dir: string): string {
   return path;
 }
 
-test('ranked queries are synthesized with no tie at or above their LIMIT on the original and on every variant', async () => {
+/** A database made in a fresh folder, what synthesis reads of it, and two variant databases. */
+async function withVariants(make: (dir: string) => string) {
   const dir = tmpDir();
-  const path = makeTiedDb(dir);
-  const { schema, graph, profiles } = synthInputs(path);
-  const variants = await buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
+  const path = make(dir);
+  const inputs = synthInputs(path);
+  return { path, ...inputs, variants: await buildVariants(path, inputs.schema, inputs.graph, { count: 2, seed: 1, dir: join(dir, 'variants') }) };
+}
+
+test('ranked queries are synthesized with no tie at or above their LIMIT on the original and on every variant', async () => {
+  const { path, schema, graph, profiles, variants } = await withVariants(makeTiedDb);
   await withPool({ size: 2 }, async (pool) => {
-    const ctx: StageContext = { dbId: 'songs', dbPath: path, schema, executor: pool, rng: new Rng(5), progress: silentProgress, variants, reject() {}, timeoutMs: 3000 };
+    const ctx = stageContext('songs', path, pool, { schema, rng: new Rng(5), variants });
     const out = await synthesize(ctx, { graph, profiles }, 60, { topK: 10, groupTop: 10 });
     const ranked = out.filter((p) => p.ast.kind === 'select' && p.ast.limit !== null && p.ast.orderBy.length);
     assert.ok(ranked.length >= 5, `ranked candidates: ${ranked.length}`);
@@ -65,7 +68,7 @@ test('the shape top-up counts candidates that pass verification, and records why
   const { schema, graph, profiles } = synthInputs(path);
   await withPool({ size: 2 }, async (pool) => {
     const rejected: string[] = [];
-    const ctx: StageContext = { dbId: 'shop', dbPath: path, schema, executor: pool, rng: new Rng(2), progress: silentProgress, variants: [], reject: (_p, why) => rejected.push(why), timeoutMs: 3000 };
+    const ctx = stageContext('shop', path, pool, { schema, rng: new Rng(2), reject: (_p, why) => rejected.push(why) });
     // A mix that asks for plain joins only: many join candidates fail verification (a filter that removes nothing, too many rows).
     const out = await synthesize(ctx, { graph, profiles }, 40, {}, { join: 100 });
     const joins = out.filter((p) => queryShape(p.sql) === 'join');
@@ -83,10 +86,7 @@ test('the shape top-up counts candidates that pass verification, and records why
 });
 
 test('synthesis drafts concurrently but its output does not depend on which query answers first', async () => {
-  const dir = tmpDir();
-  const path = makeShopDb(dir);
-  const { schema, graph, profiles } = synthInputs(path);
-  const variants = await buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
+  const { path, schema, graph, profiles, variants } = await withVariants(makeShopDb);
   await withPool({ size: 2 }, async (pool) => {
     // Each run delays every answer by its own random 0-3 ms, so drafts and verifications finish in a different order.
     const run = async (jitterSeed: number) => {
@@ -100,7 +100,7 @@ test('synthesis drafts concurrently but its output does not depend on which quer
         close: async () => {},
       };
       const rejected: string[] = [];
-      const ctx: StageContext = { dbId: 'shop', dbPath: path, schema, executor, rng: new Rng(7), progress: silentProgress, variants, reject: (_p, why) => rejected.push(why), timeoutMs: 3000 };
+      const ctx = stageContext('shop', path, executor, { schema, rng: new Rng(7), variants, reject: (_p, why) => rejected.push(why) });
       const out = await synthesize(ctx, { graph, profiles }, 50, {}, { join: 40, top: 30, 'group+agg': 30 });
       return { pairs: out.map((p) => [p.id, p.sql, p.provenance.template, p.result ?? null]), rejected };
     };
