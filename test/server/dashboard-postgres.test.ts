@@ -24,7 +24,7 @@ import type { CompareResult, DatasetDetail, EvalDetail, PlaygroundEvent } from '
 import { sseEvents } from '../support/sse-events.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
 import { BIN, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
-import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
+import { PG, postgresForTests, startPostgres, type PgServer } from '../support/postgres.ts';
 
 const PASSWORD = 'dash-pg-secret';
 
@@ -142,7 +142,6 @@ async function startDashboard(dir: string, args: string[], env: NodeJS.ProcessEn
 }
 
 describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
-  let server: PgServer;
   const tmp = tempDir();
   const DB = 'bird_shop';
   // A genre only the server has: rows and counts that come from the bundled SQLite file would lack it.
@@ -157,19 +156,15 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
     { question: 'How many media types?', gold: 'SELECT COUNT(*) FROM media_types', pred: 'DELETE FROM genres' },
   ];
 
-  before(async () => {
-    server = await startPostgres();
+  const live = postgresForTests(async (server) => {
     await copySqliteToPostgres(MUSIC, server.adminUrl(DB));
     await server.admin(`INSERT INTO genres (genre_id, name) VALUES (13, '${SERVER_ONLY}')`, DB);
     await runAdminSql(server.adminUrl(DB), sandboxRoleSql({ role: 'agro_evals', password: PASSWORD, database: DB }));
   });
-  after(async () => {
-    await server?.stop();
-    tmp.cleanup();
-  });
+  after(() => tmp.cleanup());
 
   test('a quickstart\'s predictions made on a server are scored as `agro eval` scores them; side by side, the server\'s rows', { timeout: 240_000 }, async () => {
-    const url = server.url('agro_evals', PASSWORD, DB);
+    const url = live.server.url('agro_evals', PASSWORD, DB);
     const env: NodeJS.ProcessEnv = { ...process.env };
     delete env.PGPASSWORD;
     const runs = join(tmp.dir, 'evals');
@@ -184,7 +179,7 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
       return JSON.parse(readFileSync(out, 'utf8')) as EvalReport;
     };
     const plain = agroEval(join(qs, 'held_out.jsonl'), url, join(runs, 'eval', 'report.json'));
-    const template = agroEval(join(tmp.dir, 'shop.jsonl'), server.url('agro_evals', PASSWORD, 'bird_{db_id}'), join(runs, 'eval-template', 'report.json'));
+    const template = agroEval(join(tmp.dir, 'shop.jsonl'), live.server.url('agro_evals', PASSWORD, 'bird_{db_id}'), join(runs, 'eval-template', 'report.json'));
     const expected = [['match'], ['mismatch'], ['match'], ['pred_error', 'syntax'], ['pred_error', 'refused']];
     for (const report of [plain, template]) assert.deepEqual(report.questions.map((q) => (q.errorKind ? [q.outcome, q.errorKind] : [q.outcome])), expected);
     // The reports name their root without the password, the `{db_id}` root as one.
@@ -217,7 +212,7 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
       assert.equal(scored.questions[1].question, QUESTIONS[1].question);
 
       // (2) Side by side, for the quickstart's scoring and both reports: the rows are the server's.
-      const serverGenres = Number((await server.admin('SELECT COUNT(*) FROM genres', DB))[0][0]);
+      const serverGenres = Number((await live.server.admin('SELECT COUNT(*) FROM genres', DB))[0][0]);
       assert.equal(serverGenres, 13);
       for (const id of ['qs/grpo/predictions.json', 'eval/report.json', 'eval-template/report.json']) {
         const compare = (i: number) => get<CompareResult>(`api/eval/compare?${new URLSearchParams({ id, index: String(i) })}`);
@@ -237,7 +232,7 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
         const write = await compare(4);
         assert.equal(write.pred.ok, false, id);
       }
-      assert.equal(Number((await server.admin('SELECT COUNT(*) FROM genres', DB))[0][0]), serverGenres);
+      assert.equal(Number((await live.server.admin('SELECT COUNT(*) FROM genres', DB))[0][0]), serverGenres);
     } finally {
       exit = await dash.stop();
     }
@@ -248,7 +243,6 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
 });
 
 describe('dashboard Evaluations page on a quickstart with variant databases on PostgreSQL', { skip: PG.skip }, () => {
-  let server: PgServer;
   const tmp = tempDir();
   const DB = 'music_store';
   const TOTAL_MS = 270351522; // SUM(milliseconds) of the original's tracks
@@ -262,8 +256,7 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
     { question: 'How many tracks have a genre?', gold: 'SELECT SUM(tracks) FROM genre_tracks', pred: 'SELECT COUNT(*) FROM tracks t JOIN genres g ON g.genre_id = t.genre_id' },
   ];
 
-  before(async () => {
-    server = await startPostgres();
+  const live = postgresForTests(async (server) => {
     await copySqliteToPostgres(MUSIC, server.adminUrl(DB));
     await runAdminSql(server.adminUrl(DB), [
       'CREATE VIEW genre_tracks AS SELECT g.name, COUNT(*) AS tracks FROM genres g JOIN tracks t ON t.genre_id = g.genre_id GROUP BY g.name',
@@ -275,13 +268,10 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
       'GRANT SELECT ON ALL TABLES IN SCHEMA public TO agro_qsm',
     ]);
   });
-  after(async () => {
-    await server?.stop();
-    tmp.cleanup();
-  });
+  after(() => tmp.cleanup());
 
   test('a quickstart\'s predictions are scored on its variant databases as `agro eval --suite` scores them', { timeout: 240_000 }, async () => {
-    const url = server.url('agro_qsm', PASSWORD, DB);
+    const url = live.server.url('agro_qsm', PASSWORD, DB);
     const env: NodeJS.ProcessEnv = { ...process.env };
     delete env.PGPASSWORD;
     const runs = join(tmp.dir, 'evals');
@@ -337,7 +327,7 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
         const failed = await compare(1);
         assert.match(failed.variant ?? '', /search_path%3Dagro_variant_[0-9a-f]+_[12]$/, id);
         const schemaName = /search_path%3D(agro_variant_\w+)$/.exec(failed.variant ?? '')![1];
-        const onVariant = Number((await server.admin(`SELECT SUM(milliseconds) FROM ${schemaName}.tracks`, DB))[0][0]);
+        const onVariant = Number((await live.server.admin(`SELECT SUM(milliseconds) FROM ${schemaName}.tracks`, DB))[0][0]);
         assert.notEqual(onVariant, TOTAL_MS);
         assert.deepEqual([failed.pred.rows, failed.gold.rows], [[[TOTAL_MS]], [[onVariant]]], id);
         assert.deepEqual([failed.predExtra, failed.goldMissing], [[true], [true]], id);
