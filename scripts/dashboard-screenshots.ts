@@ -2,22 +2,15 @@
 // Serves the folder in-process, drives Debian's chromium, and writes docs/dashboard-*.png.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { SqlPool } from '../src/sql/pool.ts';
 import { dashboardRoutes } from '../src/server/dashboard.ts';
-import { launchChromium } from '../test/support/browser.ts';
+import { servedPage } from '../test/support/browser.ts';
 
 const [dir = 'runs', outDir = 'docs', question = 'How many genres are there?'] = process.argv.slice(2);
 mkdirSync(outDir, { recursive: true });
 const pool = new SqlPool();
-const server = serve({ fetch: dashboardRoutes({ dir, executor: pool }).fetch, port: 0, hostname: '127.0.0.1' });
-await new Promise((r) => server.once('listening', r));
-const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-const b = await launchChromium();
+const { page, base, close } = await servedPage(dashboardRoutes({ dir, executor: pool }).fetch, { width: 1280, height: 860 });
 try {
-  const page = await b.context.newPage();
-  await page.setViewportSize({ width: 1280, height: 860 });
   const shot = async (name: string) => {
     await page.waitForTimeout(400);
     await page.screenshot({ path: join(outDir, `dashboard-${name}.png`) });
@@ -46,8 +39,6 @@ try {
   await page.waitForSelector('.turns .muted, .turns .error', { timeout: 120_000 });
   await shot('playground');
 } finally {
-  await b.close();
-  server.close();
-  (server as unknown as { closeAllConnections(): void }).closeAllConnections();
+  await close();
   await pool.close();
 }
