@@ -117,8 +117,28 @@ describe('dashboard on PostgreSQL', { skip: PG.skip }, () => {
   });
 });
 
-/** `agro dashboard <dir> ...args` on a free loopback port, with `env`; its base URL, and stop() (SIGINT, as a user's Ctrl-C). */
-async function startDashboard(dir: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ url: string; output: () => string; stop: () => Promise<number | null> }> {
+/**
+ * A quickstart's run folder (<dir>/evals/qs) over a server database as `url` reads it, and an environment without
+ * PGPASSWORD: the password travels in the URL, as the quickstart writes it.
+ */
+function quickstartOnServer(url: string, dir: string, questions: readonly Question[], dbId: string, report: Record<string, unknown> = {}): { url: string; env: NodeJS.ProcessEnv; runs: string; qs: string } {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.PGPASSWORD;
+  const runs = join(dir, 'evals');
+  const qs = join(runs, 'qs');
+  quickstartLayout(qs, url, questions, dbId, report);
+  return { url, env, runs, qs };
+}
+
+/**
+ * `agro dashboard <dir> ...args` on a free loopback port, with `env`; its base URL, get() of a JSON route (200, every
+ * body kept in `bodies` for the password sweep), and stop() (SIGINT, as a user's Ctrl-C).
+ */
+async function startDashboard(
+  dir: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ url: string; get: <T>(path: string) => Promise<T>; bodies: string[]; output: () => string; stop: () => Promise<number | null> }> {
   const child = spawn(process.execPath, [BIN, 'dashboard', dir, '--no-open', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   const exited = new Promise<number | null>((r) => child.once('exit', r));
   let out = '';
@@ -131,8 +151,17 @@ async function startDashboard(dir: string, args: string[], env: NodeJS.ProcessEn
     });
     child.once('exit', (code) => rej(new Error(`agro dashboard exited ${code}: ${out}`)));
   });
+  const bodies: string[] = [];
   return {
     url,
+    bodies,
+    get: async <T>(path: string): Promise<T> => {
+      const res = await fetch(url + path);
+      const text = await res.text();
+      bodies.push(text);
+      assert.equal(res.status, 200, `${path}: ${text}`);
+      return JSON.parse(text) as T;
+    },
     output: () => out,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGINT');
@@ -164,12 +193,7 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
   after(() => tmp.cleanup());
 
   test('a quickstart\'s predictions made on a server are scored as `agro eval` scores them; side by side, the server\'s rows', { timeout: 240_000 }, async () => {
-    const url = live.server.url('agro_evals', PASSWORD, DB);
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    delete env.PGPASSWORD;
-    const runs = join(tmp.dir, 'evals');
-    const qs = join(runs, 'qs');
-    quickstartLayout(qs, url, QUESTIONS, DB);
+    const { url, env, runs, qs } = quickstartOnServer(live.server.url('agro_evals', PASSWORD, DB), tmp.dir, QUESTIONS, DB);
     // The same questions under db_id `shop`, for a root that puts it where `{db_id}` is: bird_{db_id}.
     writeFileSync(join(tmp.dir, 'shop.jsonl'), heldOutRows(QUESTIONS, 'shop'));
 
@@ -189,14 +213,7 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
     // The reports name the server without the password: the dashboard has it from PGPASSWORD. The URL with the
     // password is given too (the SQL runner's database), so a response could leak it.
     const dash = await startDashboard(runs, ['--db', url], { ...env, PGPASSWORD: PASSWORD });
-    const bodies: string[] = [];
-    const get = async <T>(path: string): Promise<T> => {
-      const res = await fetch(dash.url + path);
-      const text = await res.text();
-      bodies.push(text);
-      assert.equal(res.status, 200, `${path}: ${text}`);
-      return JSON.parse(text) as T;
-    };
+    const { get, bodies } = dash;
     let exit: number | null;
     try {
       const ov = await get<{ evals: { id: string; source: string }[] }>('api/overview');
@@ -271,12 +288,7 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
   after(() => tmp.cleanup());
 
   test('a quickstart\'s predictions are scored on its variant databases as `agro eval --suite` scores them', { timeout: 240_000 }, async () => {
-    const url = live.server.url('agro_qsm', PASSWORD, DB);
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    delete env.PGPASSWORD;
-    const runs = join(tmp.dir, 'evals');
-    const qs = join(runs, 'qs');
-    quickstartLayout(qs, url, QUESTIONS, DB, { synth: { variants: 2 } });
+    const { url, env, runs, qs } = quickstartOnServer(live.server.url('agro_qsm', PASSWORD, DB), tmp.dir, QUESTIONS, DB, { synth: { variants: 2 } });
     // The variants as the quickstart's factory makes them: schemas of the database, named in synth/variants/<db_id>/variant-N.pg.
     const schema = await introspectDatabase(url);
     const synth = join(qs, 'synth');
@@ -300,14 +312,7 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
 
     // The role owns its variant schemas: scoring predictions on it takes the flag that names the risk.
     const dash = await startDashboard(runs, ['--allow-privileged-role'], { ...env, PGPASSWORD: PASSWORD });
-    const bodies: string[] = [];
-    const get = async <T>(path: string): Promise<T> => {
-      const res = await fetch(dash.url + path);
-      const text = await res.text();
-      bodies.push(text);
-      assert.equal(res.status, 200, `${path}: ${text}`);
-      return JSON.parse(text) as T;
-    };
+    const { get, bodies } = dash;
     let exit: number | null;
     try {
       const ov = await get<{ evals: { id: string; source: string }[] }>('api/overview');
