@@ -1,7 +1,9 @@
-// The Playground's screenshot for docs/dashboard.md: a question, its bar chart above its table, and a follow-up in
-// the conversation. `node --import tsx scripts/playground-screenshot.ts [out dir]`. The policy is a scripted
-// OpenAI-compatible endpoint (test/support/fake-openai.ts, as in the browser tests) that answers these two
-// questions with fixed SQL: the picture shows the page, not a model's skill.
+// The Playground's screenshots for docs/dashboard.md: a question and a follow-up with the answer's reading,
+// confidence and bar chart (dashboard-playground.png); a wrong answer corrected (dashboard-playground-correction.png);
+// the same question in other words answered with the correction, and the suggested questions
+// (dashboard-playground-corrected.png). `node --import tsx scripts/playground-screenshot.ts [out dir]`. The policy is
+// a scripted OpenAI-compatible endpoint (test/support/fake-openai.ts, as in the browser tests) that answers with fixed
+// SQL: the pictures show the page, not a model's skill. The correction goes into a temporary folder's memory.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +16,7 @@ import { startFakeOpenAI } from '../test/support/fake-openai.ts';
 const [outDir = 'docs'] = process.argv.slice(2);
 const QUESTION = 'How many tracks does each genre have?';
 const SQL = 'SELECT g.name AS genre, COUNT(*) AS tracks FROM tracks t JOIN genres g ON g.genre_id = t.genre_id GROUP BY g.name';
+const RIGHT = 'SELECT g.name AS genre FROM tracks t JOIN genres g ON g.genre_id = t.genre_id GROUP BY g.name ORDER BY SUM(t.unit_price) DESC LIMIT 1';
 mkdirSync(outDir, { recursive: true });
 const empty = mkdtempSync(join(tmpdir(), 'agro-shot-'));
 const llm = await startFakeOpenAI((req) => {
@@ -36,9 +39,34 @@ try {
   await page.fill('[data-testid=question]', 'only the five largest');
   await page.click('[data-testid=ask]');
   await page.waitForFunction(() => document.querySelectorAll('[data-testid=history] li').length === 2 && document.querySelector('[data-testid=answer-chart] img'));
-  await page.waitForTimeout(400);
-  await page.screenshot({ path: join(outDir, 'dashboard-playground.png') });
-  console.log(`wrote ${join(outDir, 'dashboard-playground.png')}`);
+  await page.waitForSelector('[data-testid=answer-check]');
+  const shot = async (name: string) => {
+    await page.waitForTimeout(400);
+    await page.screenshot({ path: join(outDir, name), fullPage: true });
+    console.log(`wrote ${join(outDir, name)}`);
+  };
+  await shot('dashboard-playground.png');
+  // A question the scripted policy gets wrong; the person gives the right SQL.
+  await page.click('[data-testid=new-conversation]');
+  await page.fill('[data-testid=question]', QUESTION);
+  await page.click('[data-testid=ask]');
+  await page.waitForSelector('[data-testid=mark-right]');
+  await page.click('[data-testid=mark-right]');
+  await page.waitForSelector('[data-testid=correction-status]');
+  await page.click('[data-testid=new-conversation]');
+  await page.fill('[data-testid=question]', 'Which genre has the priciest catalogue?');
+  await page.click('[data-testid=ask]');
+  await page.waitForSelector('[data-testid=mark-wrong]');
+  await page.click('[data-testid=mark-wrong]');
+  await page.fill('[data-testid=correct-sql]', RIGHT);
+  await page.click('[data-testid=store-correction]');
+  await page.waitForSelector('[data-testid=correction-status].stored');
+  await shot('dashboard-playground-correction.png');
+  await page.click('[data-testid=new-conversation]');
+  await page.fill('[data-testid=question]', 'What genre has the most expensive catalogue?');
+  await page.click('[data-testid=ask]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=answer-check] .verdict')?.textContent?.includes('expensive catalogue'));
+  await shot('dashboard-playground-corrected.png');
 } finally {
   await close();
   await routes.close();

@@ -197,7 +197,7 @@ export async function runEpisode<T extends TaskBase>(env: Environment<T>, task: 
         emit({ type: 'turn', record: rec });
         return finish({ endReason: 'token_budget' });
       }
-      const step = await withDeadline(ep.step(text), until, opts.signal);
+      const step = await withDeadline(ep.step(text, parsed), until, opts.signal);
       if (step.done) {
         emit({ type: 'turn', record: rec });
         return finish({ endReason: step.reason, ...(step.answer !== undefined ? { answer: step.answer } : {}) });

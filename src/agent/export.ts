@@ -19,13 +19,17 @@ export function exportRow(env: SqlEnvironment, task: SqlTask): ExportRow {
   };
 }
 
+/** Every SQL a task holds: its gold query and its earlier turns' (a follow-up's conversation stays on one side). */
+export const taskSqls = (task: SqlTask): string[] => [task.goldSql, ...(task.previous ?? []).map((t) => t.sql).filter((q) => q.trim())];
+
 /**
  * Train and val rows with no SQL skeleton in both (main's splitBySkeleton): a val question is never a
- * literal swap of a training one. val gets about valFraction of the rows, train keeps at least one.
+ * literal swap of a training one. val gets about valFraction of the rows, train keeps at least one. `sqlsOf` gives
+ * every SQL a row's prompt and answer hold (a follow-up's earlier turns too), kept on one side.
  */
-export function splitRows(rows: readonly ExportRow[], valFraction: number, seed: number): ExportSplits {
+export function splitRows(rows: readonly ExportRow[], valFraction: number, seed: number, sqlsOf: (r: ExportRow) => string | readonly string[] = (r) => r.goldSql): ExportSplits {
   if (valFraction <= 0 || rows.length < 2) return { train: [...rows], val: [] };
-  const s = splitBySkeleton(rows, (r) => r.goldSql, { sft: 0, rl: 1 - valFraction, heldOut: valFraction }, seed);
+  const s = splitBySkeleton(rows, sqlsOf, { sft: 0, rl: 1 - valFraction, heldOut: valFraction }, seed);
   const train = [...s.sft, ...s.rl];
   return train.length > 0 ? { train, val: s.heldOut } : { train: s.heldOut.slice(0, 1), val: s.heldOut.slice(1) };
 }

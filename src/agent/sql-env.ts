@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { promptSettingsSchema } from '../prompt/settings.ts';
-import { parseAction, SQL_AGENT_ACTIONS, formatAction, formatObservation } from './protocol.ts';
+import { parseAction, SQL_AGENT_ACTIONS, formatAction, formatObservation, type ParsedAction } from './protocol.ts';
 import { HINT_TIERS, scafSqlHint } from './hints.ts';
 import { schemaNames } from './decoding/sql-names.ts';
 import { storedText } from './decoding/stored-text.ts';
@@ -27,8 +27,8 @@ import { groundedSchema } from '../prompt/grounded.ts';
 import { findDocs } from '../prompt/docs.ts';
 import { buildValueIndex, type ValueIndex } from '../prompt/value-index.ts';
 import type { DbDocs } from '../prompt/docs-types.ts';
-import { hasOrderBy, resultsMatch } from '../sql/compare.ts';
-import type { CompareMode, DbSchema, ExecResult, SqlExecutor } from '../sql/types.ts';
+import { Judge, judgeConfigSchema, type JudgedGold } from '../sql/judge.ts';
+import type { DbSchema, ExecResult, SqlExecutor } from '../sql/types.ts';
 import { linkingText, renderUserMessage, type PreviousTurn } from '../prompt/conversation.ts';
 import { formatResultTable } from '../prompt/observation.ts';
 
@@ -47,8 +47,10 @@ export interface SqlTask extends TaskBase {
 
 export const sqlEnvConfigSchema = z.strictObject({
   ...promptSettingsSchema.shape,
+  /** Time limit of a tool call's query (the answer is judged under the judge's own limits). */
   execTimeoutMs: z.number().int().positive().default(3000),
-  compareMode: z.enum(['bird', 'spider']).default('bird'),
+  /** How an answer is judged (the reward, the in-training evaluation): the one judge of src/sql/judge.ts, as predict and eval. */
+  judge: judgeConfigSchema.prefault({}),
 });
 export type SqlEnvConfig = z.infer<typeof sqlEnvConfigSchema>;
 
@@ -64,10 +66,13 @@ const OPENING_CACHE = 20_000;
 export class SqlEnvironment implements Environment<SqlTask> {
   readonly name = 'sql';
   readonly config: SqlEnvConfig;
+  /** The judge of answers: the same as predict's and eval's for the same settings. */
+  readonly judge: Judge;
   private readonly schemaText = new Map<string, string>();
   private readonly schemas = new Map<string, DbSchema>();
   private readonly names = new Map<string, SchemaNames>();
   private readonly goldCache = new Map<string, Promise<ExecResult>>();
+  private readonly golds = new Map<string, JudgedGold>();
   private readonly docs = new Map<string, DbDocs | undefined>();
   private readonly indexes = new Map<string, ValueIndex>();
   private readonly grounded = new Map<string, string>();
@@ -76,10 +81,11 @@ export class SqlEnvironment implements Environment<SqlTask> {
 
   constructor(
     private readonly executor: SqlExecutor,
-    config: Partial<SqlEnvConfig> = {},
+    config: z.input<typeof sqlEnvConfigSchema> = {},
     deps: SqlEnvDeps = {},
   ) {
     this.config = sqlEnvConfigSchema.parse(config);
+    this.judge = new Judge(this.config.judge);
     this.docsFor = deps.docsFor ?? ((p) => (dialectOf(p) === 'postgres' ? databaseDocs(p) : findDocs(p)?.docs));
   }
 
@@ -219,9 +225,9 @@ export class SqlEnvironment implements Environment<SqlTask> {
     return {
       opening,
       names: this.namesOf(task.dbPath),
-      async step(policyText: string): Promise<StepResult> {
+      async step(policyText: string, parsed?: ParsedAction): Promise<StepResult> {
         turns++;
-        const action = parseAction(policyText, SQL_AGENT_ACTIONS);
+        const action = parsed ?? parseAction(policyText, SQL_AGENT_ACTIONS);
         if (action.kind === 'invalid') return { done: true, reason: 'invalid_action', observation: action.reason };
         if (action.kind === 'answer') return { done: true, reason: 'answer', answer: action.content };
         // A tool call on the last allowed turn cannot be followed by an answer.
@@ -239,17 +245,25 @@ export class SqlEnvironment implements Environment<SqlTask> {
     };
   }
 
-  private gold(dbPath: string, sql: string): Promise<ExecResult> {
-    const key = `${dbPath}\u0000${sql}`;
+  /** A task's gold query as the judge runs it, prepared once per query text. */
+  private judgedGold(sql: string): JudgedGold {
+    let g = this.golds.get(sql);
+    if (!g) this.golds.set(sql, (g = this.judge.gold(sql)));
+    return g;
+  }
+
+  /** The gold query's result on one database, run once however many episodes are scored against it. */
+  private goldResult(dbPath: string, gold: JudgedGold): Promise<ExecResult> {
+    const key = `${dbPath}\u0000${gold.sql}`;
     let p = this.goldCache.get(key);
     if (!p) {
-      p = this.executor.execute(dbPath, sql, { timeoutMs: this.config.execTimeoutMs * 4 });
+      p = this.judge.run(this.executor, dbPath, gold.query);
       this.goldCache.set(key, p);
     }
     return p;
   }
 
-  /** Execution of the answer and the gold query on the original and every variant database. */
+  /** Execution of the answer and the gold query on the original and every variant database, judged by the judge. */
   async rewardContext(task: SqlTask, t: Transcript): Promise<EpisodeContext> {
     const turns = t.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
     const base: RewardContext = {
@@ -260,25 +274,20 @@ export class SqlEnvironment implements Environment<SqlTask> {
       completionTokens: t.policyTokens,
     };
     const dbs = [task.dbPath, ...(task.variantPaths ?? [])];
-    const gold = await Promise.all(dbs.map((db) => this.gold(db, task.goldSql)));
+    const judged = this.judgedGold(task.goldSql);
+    const gold = await Promise.all(dbs.map((db) => this.goldResult(db, judged)));
     if (t.answer === undefined) {
       const missing: ExecResult = { ok: false, error: 'runtime', message: `no answer (${t.endReason})`, elapsedMs: 0 };
       return { ...base, predSql: '', exec: { pred: dbs.map(() => missing), gold }, correct: false };
     }
-    const pred = await Promise.all(dbs.map((db) => this.executor.execute(db, t.answer as string, { timeoutMs: this.config.execTimeoutMs })));
-    const match = this.matcher(task.goldSql);
-    const correct = pred.every((p, i) => match(p, gold[i]));
+    const query = this.judge.prediction(t.answer);
+    const pred = await Promise.all(dbs.map((db) => this.judge.run(this.executor, db, query)));
+    const correct = pred.every((p, i) => this.judge.verdict(judged, gold[i], p).outcome === 'match');
     return { ...base, predSql: t.answer, exec: { pred, gold }, correct };
   }
 
   rewardDeps(task: SqlTask): RewardDeps {
-    return { match: this.matcher(task.goldSql) };
-  }
-
-  /** The result comparison used by the execution reward, in this environment's mode. */
-  matcher(goldSql: string): (pred: ExecResult, gold: ExecResult) => boolean {
-    const mode: CompareMode = this.config.compareMode;
-    const ordered = mode === 'spider' && hasOrderBy(goldSql);
-    return (pred, gold) => pred.ok && gold.ok && resultsMatch(pred.rows, gold.rows, { mode, ordered });
+    const gold = this.judgedGold(task.goldSql);
+    return { match: (pred, g) => this.judge.verdict(gold, g, pred).outcome === 'match' };
   }
 }

@@ -20,6 +20,7 @@ export function sqlTaskOf(it: EvalItem, dbPath: string, variantPaths: string[]):
     goldSql: it.gold,
     difficulty: it.difficulty,
     variantPaths,
+    ...(it.previous?.length ? { previous: it.previous } : {}),
   };
 }
 

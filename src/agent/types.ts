@@ -1,6 +1,6 @@
 import type { ChatMessage } from '../model/chat.ts';
 import type { ExecResult } from '../sql/types.ts';
-import type { ActionKind } from './protocol.ts';
+import type { ActionKind, ParsedAction } from './protocol.ts';
 
 export type { ChatMessage, ChatRole as Role } from '../model/chat.ts';
 
@@ -33,8 +33,12 @@ export interface Episode {
   readonly opening: ChatMessage[];
   /** The database's names: a local policy can keep the SQL it writes to them (src/agent/decoding/sql-names.ts). */
   readonly names?: SchemaNames;
-  /** Feed the policy's raw text for one turn. */
-  step(policyText: string): Promise<StepResult>;
+  /**
+   * Feed the policy's raw text for one turn. `parsed`: that text as parseAction read it with the SQL agent's
+   * actions, when the caller has read it already (the episode runner does), so it is parsed once; an
+   * environment with other actions ignores it.
+   */
+  step(policyText: string, parsed?: ParsedAction): Promise<StepResult>;
   /**
    * Whether an answer's SQL runs on the episode's database, without showing the policy anything: null when it
    * runs, else the error in one line (execution-guided decoding; src/agent/episode.ts).

@@ -31,10 +31,15 @@ export async function askWithAnswerPath(
   if (!answerer) return { episode, ...(episode.answer !== undefined ? { sql: episode.answer } : {}) };
   const sampled = await Promise.all(Array.from({ length: samples }, (_, s) => runEpisode(env, task, policy, { ...episodeOpts, temperature: SEARCH_TEMPERATURE, seed: 1 + s * 7777 })));
   const asked: PolicyAnswer[] = [episode, ...sampled].flatMap((e, i) => (e.answer !== undefined ? [{ sql: e.answer, source: i === 0 && o.temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
-  // A follow-up's candidates come from the policy alone: the memory's pairs and the drafts stand alone and know
-  // nothing of the earlier turns.
-  const followUp = (task.previous?.length ?? 0) > 0;
-  const chosen = await answerer.answer(task.dbPath, task.dbId, task.question, asked, { ...config, ...(followUp ? { memoryK: 0, synth: 0 } : {}) });
+  const chosen = await answerer.answer(task.dbPath, task.dbId, task.question, asked, answerConfigFor(task, config));
   const sql = chosen.sql ?? episode.answer;
   return { episode, chosen, ...(sql !== undefined && sql !== null ? { sql } : {}) };
+}
+
+/**
+ * The answer path's settings for a task: a follow-up's candidates come from the policy alone (the memory's pairs and
+ * the drafts stand alone and know nothing of the earlier turns). What ask and predict both answer with.
+ */
+export function answerConfigFor(task: Pick<SqlTask, 'previous'>, config?: Partial<AnswerConfig>): Partial<AnswerConfig> {
+  return { ...config, ...((task.previous?.length ?? 0) > 0 ? { memoryK: 0, synth: 0 } : {}) };
 }

@@ -156,18 +156,21 @@ export class MemoryIndex {
 }
 
 /** The pairs of a dataset file: a factory's dataset.jsonl keeps every paraphrase; any BIRD/Spider file gives its questions. */
-export function pairsOfDataset(rows: ReadonlyArray<{ SQL?: string; question?: string; paraphrases?: string[] }>): MemoryPair[] {
-  return rows.filter((r) => r.SQL && r.question).map((r) => ({ sql: r.SQL!, question: r.question!, ...(r.paraphrases ? { paraphrases: r.paraphrases } : {}) }));
+export function pairsOfDataset(rows: ReadonlyArray<{ SQL?: string; question?: string; paraphrases?: string[]; previous?: unknown[] }>): MemoryPair[] {
+  // A follow-up ("just the top 3") means nothing without the turn it continues: the memory holds questions that stand alone.
+  return rows.filter((r) => r.SQL && r.question && !r.previous?.length).map((r) => ({ sql: r.SQL!, question: r.question!, ...(r.paraphrases ? { paraphrases: r.paraphrases } : {}) }));
 }
 
 /**
  * Stores a person's pair (a correction) in a memory file: the memory is checked against the database, the SQL runs
  * read-only in the sandbox first, and only a query that runs is written (one line and exit 5 or 6 otherwise; the
- * file untouched). Returns the stored query's result.
+ * file untouched). With `create` (the database's id), a missing file is started as an empty memory of the
+ * database, written only with the first pair that runs. Returns the stored query's result.
  */
-export async function storeCorrection(path: string, db: string, schema: DbSchema, question: string, sql: string, executor: SqlExecutor): Promise<Extract<Awaited<ReturnType<SqlExecutor['execute']>>, { ok: true }>> {
+export async function storeCorrection(path: string, db: string, schema: DbSchema, question: string, sql: string, executor: SqlExecutor, o: { create?: string } = {}): Promise<Extract<Awaited<ReturnType<SqlExecutor['execute']>>, { ok: true }>> {
   if (!question.trim()) throw new AgroError('usage', 'the question of a correction is empty');
-  const memory = readMemory(path, schema);
+  if (!sql.trim()) throw new AgroError('usage', 'the SQL of a correction is empty');
+  const memory: MemoryFile = o.create && !existsSync(path) ? { kind: 'agro-memory', version: 1, dbId: o.create, schema: schemaFingerprint(schema), entries: [] } : readMemory(path, schema);
   const r = await executor.execute(db, sql, { timeoutMs: 10_000, maxRows: 10_000 });
   if (!r.ok) throw new AgroError(r.error === 'refused' ? 'refused' : 'sql_error', `the corrected SQL does not run (${r.error}: ${r.message}); nothing written`);
   writeMemory(path, addPersonPair(memory, sql.trim(), question.trim(), new Date().toISOString(), r.rows.length, resultSignature(r.rows)));

@@ -94,6 +94,11 @@ export function score(f: Features, w: RankWeights = RANK_WEIGHTS): number {
  * score NONE_SCORE, so one weak candidate alone is not sure of itself.
  */
 export const NONE_SCORE = 7;
+/**
+ * Below this confidence an answer is marked as a guess (the Playground, `agro ask`, `/v1/ask`'s `low_confidence`):
+ * on the factory's held-out questions about one such answer in ten was right (docs/answering.md#ranking).
+ */
+export const LOW_CONFIDENCE = 0.2;
 export function confidenceOf(scores: readonly number[], chosen: number): number {
   const top = Math.max(NONE_SCORE, ...scores);
   const z = Math.exp(NONE_SCORE - top) + scores.reduce((a, s) => a + Math.exp(s - top), 0);

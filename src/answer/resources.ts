@@ -1,16 +1,21 @@
 /**
  * What the answer path needs of a database, opened once and kept: its schema, value index, the factory's
  * reader, and its memory when one is given (checked against the schema). One `Answerer` serves every
- * question of every database a run asks about (predict's many, ask's one).
+ * question of every database a run asks about (predict's many, ask's one). The memory is read again when its
+ * file changes, so a correction stored (here, by `agro memory add`, or by another server) is used from the
+ * next question on.
  */
+import { statSync } from 'node:fs';
 import type { DbDocs } from '../prompt/docs-types.ts';
 import { introspectDatabase } from '../sql/executor.ts';
 import { databaseDocs, databaseValueIndex } from '../prompt/sources.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
+import { AgroError } from '../errors.ts';
 import type { ColumnRange } from './edit.ts';
 import { answerQuestion, type Answer, type AnswerConfig, type AnswerResources, type PolicyAnswer } from './answer.ts';
-import { checkMemorySchema, MemoryIndex, readMemory, type MemoryFile } from './memory.ts';
+import { MemoryIndex, readMemory, storeCorrection, type MemoryFile } from './memory.ts';
 import { databaseLanguageOf, makeReader } from './reading.ts';
+import { suggestQuestions, SUGGESTIONS } from './suggest.ts';
 import { makeQuestionSynth } from './synth.ts';
 
 export interface AnswererOptions {
@@ -36,9 +41,28 @@ export function columnRanges(schema: DbSchema): ColumnRange {
   return (column) => out.get(column);
 }
 
+/** A memory file as last read: its contents and index, and what its file looked like then. */
+interface HeldMemory {
+  path: string;
+  file: MemoryFile;
+  index?: MemoryIndex;
+  stamp?: string;
+}
+
+const stampOf = (path: string): string | undefined => {
+  try {
+    const s = statSync(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}`;
+  } catch {
+    return undefined;
+  }
+};
+
+type Opened = { res: Omit<AnswerResources, 'memory'>; schema: DbSchema };
+
 export class Answerer {
-  private readonly open = new Map<string, Promise<AnswerResources>>();
-  private readonly memories = new Map<string, { path: string; file: MemoryFile }>();
+  private readonly open = new Map<string, Promise<Opened>>();
+  private readonly memories = new Map<string, HeldMemory>();
 
   constructor(
     private readonly executor: SqlExecutor,
@@ -50,28 +74,69 @@ export class Answerer {
     }
   }
 
-  private resources(db: string, dbId: string): Promise<AnswerResources> {
+  private opened(db: string): Promise<Opened> {
     let r = this.open.get(db);
     if (!r) {
       r = (async () => {
         const schema = await introspectDatabase(db);
-        const mem = this.memories.get(dbId);
-        // Checked against the schema the questions run on: a memory of an edited or other database is refused.
-        if (mem) checkMemorySchema(mem.file, schema, mem.path);
-        const memory = mem ? new MemoryIndex(mem.file) : undefined;
         const docs = this.opts.docs?.(db) ?? (await databaseDocs(db));
         const [index, language] = await Promise.all([databaseValueIndex(db), databaseLanguageOf(schema, this.executor, docs)]);
         const reader = await makeReader(schema, this.executor, docs, undefined, language);
         const synth = makeQuestionSynth(schema, this.executor, db, language.graph, language.profiles, index);
-        return { executor: this.executor, dbPath: db, ...(memory ? { memory } : {}), values: (q: string) => index.lookup(q, { limit: 10 }), reader, synth, ranges: columnRanges(schema) };
+        return { schema, res: { executor: this.executor, dbPath: db, values: (q: string) => index.lookup(q, { limit: 10 }), reader, synth, ranges: columnRanges(schema) } };
       })();
       this.open.set(db, r);
     }
     return r;
   }
 
+  /**
+   * The memory of a database as its file is now, checked against the schema the questions run on (a memory of an
+   * edited or other database is refused); read again only when the file changed.
+   */
+  private memoryIndex(dbId: string, schema: DbSchema): MemoryIndex | undefined {
+    const mem = this.memories.get(dbId);
+    if (!mem) return undefined;
+    const stamp = stampOf(mem.path);
+    if (!mem.index || (stamp !== undefined && stamp !== mem.stamp)) {
+      mem.file = readMemory(mem.path, schema);
+      mem.index = new MemoryIndex(mem.file);
+      mem.stamp = stamp;
+    }
+    return mem.index;
+  }
+
+  /** The memory file this answerer consults for a database (where a correction of it is stored), if any. */
+  memoryPath(dbId: string): string | undefined {
+    return this.memories.get(dbId)?.path;
+  }
+
   /** The answer path on one question; `config` overrides this answerer's for the one call (a follow-up asks no memory). */
   async answer(db: string, dbId: string, question: string, policy: readonly PolicyAnswer[], config: Partial<AnswerConfig> = {}): Promise<Answer> {
-    return answerQuestion(question, policy, await this.resources(db, dbId), { ...this.opts.config, ...config });
+    const { res, schema } = await this.opened(db);
+    const memory = this.memoryIndex(dbId, schema);
+    return answerQuestion(question, policy, { ...res, ...(memory ? { memory } : {}) }, { ...this.opts.config, ...config });
+  }
+
+  /** Up to `k` other questions the database's memory holds about the tables the answered SQL reads (suggest.ts). */
+  async suggestions(db: string, dbId: string, answered: { sql: string; question: string }, k = SUGGESTIONS): Promise<string[]> {
+    if (!this.memories.has(dbId)) return [];
+    const { schema } = await this.opened(db);
+    const index = this.memoryIndex(dbId, schema);
+    return index ? suggestQuestions(index.memory.entries, answered, k) : [];
+  }
+
+  /**
+   * A person's pair stored in the database's memory (memory.ts storeCorrection: the SQL runs in the sandbox first;
+   * refused or failing SQL writes nothing), used from the next question on. Without a memory of the database, `start`
+   * names where to begin one (written with the first pair that runs); without that, one line (usage), nothing written.
+   */
+  async correct(db: string, dbId: string, question: string, sql: string, start?: string): Promise<{ path: string; rows: number; columns: string[] }> {
+    const path = this.memories.get(dbId)?.path ?? start;
+    if (!path) throw new AgroError('usage', `no memory of ${dbId} to store a correction in (agro memory build makes one)`);
+    const { schema } = await this.opened(db);
+    const r = await storeCorrection(path, db, schema, question, sql, this.executor, { create: dbId });
+    if (!this.memories.has(dbId)) this.memories.set(dbId, { path, file: readMemory(path, schema) });
+    return { path, rows: r.rows.length, columns: r.columns };
   }
 }

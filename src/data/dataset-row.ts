@@ -4,6 +4,17 @@
  * adds on top (how the question was worded, which checks the pair passed). Upstream of the factory, which
  * is one producer of the format.
  */
+import { z } from 'zod';
+// An earlier turn (a follow-up row carries the turns it continues) has its home where the prompt writes it.
+import type { PreviousTurn } from '../prompt/conversation.ts';
+
+/**
+ * How a follow-up edits the query it continues (factory/follow-up.ts): a filter added, a filter's value
+ * changed, a limit, an order, a column added, a column replaced.
+ */
+export const FOLLOW_UP_EDITS = ['filter-add', 'filter-change', 'limit', 'order', 'column-add', 'column-replace'] as const;
+export const followUpEditSchema = z.enum(FOLLOW_UP_EDITS);
+export type FollowUpEdit = z.infer<typeof followUpEditSchema>;
 
 /** BIRD's difficulty buckets, which the factory assigns from a query's structure. */
 export const DIFFICULTIES = ['simple', 'moderate', 'challenging'] as const;
@@ -31,6 +42,10 @@ export interface Provenance {
   people?: boolean;
   /** Train-time noise put on the question after its round trip (language/noise.ts): what was changed. */
   noise?: string[];
+  /** A follow-up pair: how its query edits the previous turn's. */
+  followUp?: FollowUpEdit;
+  /** Id of the pair a follow-up continues. */
+  followsUp?: string;
 }
 
 /** One line of dataset.jsonl. */
@@ -46,4 +61,6 @@ export interface DatasetRow {
   provenance: Provenance;
   /** Other questions people might ask for the same SQL, each checked as the question is; absent when none were asked for. */
   paraphrases?: string[];
+  /** A follow-up question: the earlier turns it continues, oldest first (the factory writes one). */
+  previous?: PreviousTurn[];
 }

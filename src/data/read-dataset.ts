@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { isJsonl, parseJson, parseJsonl, readText } from './read-json.ts';
 import { DIFFICULTIES } from './dataset-row.ts';
+import { previousTurnSchema } from '../prompt/conversation.ts';
 import type { Dataset, EvalItem } from './types.ts';
 
 const nonEmpty = z.string().trim().min(1);
@@ -17,6 +18,7 @@ const rowSchema = z
     SQL: nonEmpty.optional(),
     query: nonEmpty.optional(),
     difficulty: z.enum(DIFFICULTIES).optional(),
+    previous: z.array(previousTurnSchema).optional(),
   })
   .refine((r) => r.SQL !== undefined || r.query !== undefined, { message: 'needs a gold query in "SQL" (BIRD) or "query" (Spider)' });
 
@@ -42,6 +44,7 @@ function toItem(value: unknown, index: number, where: string, path: string, styl
     ...(row.evidence ? { evidence: row.evidence } : {}),
     gold: (row.SQL ?? row.query)!,
     ...(row.difficulty ? { difficulty: row.difficulty } : {}),
+    ...(row.previous?.length ? { previous: row.previous } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 /** A question with its gold SQL, whichever file format it was read from (BIRD, Spider, agro's dataset.jsonl). */
 import type { Difficulty } from './dataset-row.ts';
+import type { PreviousTurn } from '../prompt/conversation.ts';
 
 /** One question to evaluate, whichever format it was read from. */
 export interface EvalItem {
@@ -13,6 +14,8 @@ export interface EvalItem {
   /** The gold query (BIRD's `SQL`, Spider's `query`). */
   gold: string;
   difficulty?: Difficulty;
+  /** A follow-up question's earlier turns (agro's dataset.jsonl `previous`), oldest first. */
+  previous?: PreviousTurn[];
 }
 
 export interface Dataset {

@@ -2,12 +2,8 @@ import type { CompareMode } from '../sql/types.ts';
 /** Questions without a difficulty (Spider data) are reported under this bucket. */
 export const UNLABELED = 'all';
 
-/** Why a question counted as right or wrong. Only `match` is correct. */
-export const OUTCOMES = ['match', 'mismatch', 'pred_error', 'timeout', 'gold_error'] as const;
-export type Outcome = (typeof OUTCOMES)[number];
-/** How a predicted query failed: it did not parse, it failed while running, or the sandbox refused it (a write). */
-export const PRED_ERROR_KINDS = ['syntax', 'runtime', 'refused'] as const;
-export type PredErrorKind = (typeof PRED_ERROR_KINDS)[number];
+export { OUTCOMES, PRED_ERROR_KINDS, type Outcome, type PredErrorKind } from '../sql/judge.ts';
+import type { Outcome, PredErrorKind } from '../sql/judge.ts';
 
 /** One question's verdict, in the report's `questions`. */
 export interface QuestionResult {

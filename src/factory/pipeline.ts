@@ -44,6 +44,7 @@ import type { DatasetRow } from '../data/dataset-row.ts';
 import { verifyStage } from './verify.ts';
 import { CachingExecutor } from './exec-cache.ts';
 import { costGate, MAX_ROWS_READ } from './cost.ts';
+import { FOLLOW_UP_SHARE, followUpStage } from './follow-up.ts';
 
 export const factoryConfigSchema = z.object({
   db: z.string().min(1),
@@ -79,6 +80,11 @@ export const factoryConfigSchema = z.object({
   noise: z.number().min(0).max(1).default(0),
   /** The database's documentation (src/prompt/docs.ts reads it): columns worded by their documented names, coded values by their meaning. */
   docs: dbDocsSchema.optional(),
+  /**
+   * Follow-up pairs, as a share of the n pairs (they take the place of as many first questions): one edit of a kept
+   * query asked as the next turn of a conversation (follow-up.ts).
+   */
+  followUps: z.number().min(0).max(1).default(FOLLOW_UP_SHARE),
 });
 export type FactoryConfigInput = z.input<typeof factoryConfigSchema>;
 export type FactoryConfig = z.output<typeof factoryConfigSchema>;
@@ -103,8 +109,10 @@ export interface Manifest {
   difficulty: Record<string, number>;
   templates: Record<string, number>;
   styles: Record<string, number>;
-  /** Questions by how they were worded (provenance.grammar): 'intent' as people ask, 'general' template sentences, 'llm'. */
+  /** Questions by how they were worded (provenance.grammar): 'intent' as people ask, 'general' template sentences, 'llm'. Follow-ups apart. */
   grammar: Record<string, number>;
+  /** Follow-up pairs by the edit they make (provenance.followUp). */
+  followUps: Record<string, number>;
   coverage: Coverage;
   /** Calls and fallbacks of the LLM stages, when an endpoint was configured. */
   llm: Record<string, LlmStageStats>;
@@ -245,7 +253,7 @@ export async function databaseLanguage(
   executor: SqlExecutor,
   timeoutMs: number,
   docs?: FactoryConfig['docs'],
-): Promise<{ graph: SchemaGraph; inferred: number; profiles: ReturnType<typeof profileSchema>['profiles']; skipped: Skipped[]; lex: Lexicon }> {
+): Promise<{ graph: SchemaGraph; inferred: number; profiles: ReturnType<typeof profileSchema>['profiles']; skipped: Skipped[]; lex: Lexicon; values: Map<string, string[]> }> {
   let graph: SchemaGraph = buildSchemaGraph(schema);
   let inferred = 0;
   if (graph.edges.length === 0) {
@@ -257,8 +265,9 @@ export async function databaseLanguage(
   const { profiles, skipped } = profileSchema(schema, graph, names, await longTextColumns(schema, executor, timeoutMs));
   // Questions may name a category by its value ("Operational plants in France"): the lexicon learns the values.
   const dates = [...profiles.values()].flatMap((p) => p.columns.filter((c) => c.role === 'date').map((c) => colKey(c.table, c.column)));
-  const lex = withData(names, await categoryValues(schema, profiles, executor, timeoutMs, PROFILE_ROWS), dates, docs);
-  return { graph, inferred, profiles, skipped, lex };
+  const values = await categoryValues(schema, profiles, executor, timeoutMs, PROFILE_ROWS);
+  const lex = withData(names, values, dates, docs);
+  return { graph, inferred, profiles, skipped, lex, values };
 }
 
 export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOptions = {}): Promise<FactoryResult> {
@@ -299,7 +308,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   const cost = costGate(dbPath, schema, cfg.maxRowsRead);
   try {
     // Stage 1: the schema graph, the column profiles and the lexicon.
-    const { graph, inferred, profiles, skipped, lex } = await databaseLanguage(schema, executor, cfg.timeoutMs, cfg.docs);
+    const { graph, inferred, profiles, skipped, lex, values } = await databaseLanguage(schema, executor, cfg.timeoutMs, cfg.docs);
 
     const ctxFor = (name: string, variants: string[]): StageContext => {
       const counts = (rejections[name] ??= {});
@@ -377,6 +386,8 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       items = await asStage(refine, items, variants);
       refineLog = refine.log;
     }
+    // Follow-ups of the chosen pairs, each checked as they were; their first turns are kept.
+    if (cfg.followUps > 0) items = await asStage(followUpStage({ lex, profiles, values }, cfg.followUps), items, variants);
     // Noise last: every check above read the clean question.
     if (cfg.noise > 0) items = await asStage(noiseStage(cfg.noise), items, variants);
 
@@ -402,7 +413,8 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
       difficulty: histogram(items.map((p) => p.difficulty)),
       templates: histogram(items.map((p) => p.provenance.template ?? 'unknown')),
       styles: histogram(items.map((p) => p.style)),
-      grammar: histogram(items.map((p) => p.provenance.grammar ?? 'general')),
+      grammar: histogram(items.filter((p) => !p.provenance.followUp).map((p) => p.provenance.grammar ?? 'general')),
+      followUps: histogram(items.flatMap((p) => (p.provenance.followUp ? [p.provenance.followUp] : []))),
       coverage: cov,
       llm,
       refine: refineLog,

@@ -7,6 +7,7 @@ import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import type { SqlDialect } from '../sql/dialect.ts';
 import type { QueryAst } from './ast.ts';
 import type { DatasetRow, Difficulty, Provenance, QuestionStyle } from '../data/dataset-row.ts';
+import type { PreviousTurn } from '../prompt/conversation.ts';
 import type { ProgressSink } from '../util/progress.ts';
 
 /** A question/SQL pair under construction. question/evidence are '' until realization. */
@@ -26,6 +27,8 @@ export interface SynthPair {
   result?: string;
   /** Other questions for the same query (realize), each parsed back to it on every database (align). */
   paraphrases?: string[];
+  /** A follow-up's earlier turn (follow-up.ts): the question and SQL it continues. */
+  previous?: PreviousTurn[];
 }
 
 export interface StageContext {
@@ -72,6 +75,7 @@ export function toDatasetRow(p: SynthPair, questionId: number): DatasetRow {
     style: p.style,
     provenance: p.provenance,
     ...(p.paraphrases?.length ? { paraphrases: p.paraphrases } : {}),
+    ...(p.previous?.length ? { previous: p.previous } : {}),
   };
 }
 

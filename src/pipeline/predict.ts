@@ -24,7 +24,8 @@ import { promptContract, resolvePromptSettings, turnTokens } from '../prompt/con
 import { normalizeSql } from '../sql/features.ts';
 import { runEpisode, EPISODE_MODES, type EpisodeEvent, type EpisodeResult } from '../agent/episode.ts';
 import type { Policy } from '../agent/policies/types.ts';
-import { evaluate, EVAL_DEFAULTS } from '../eval/run.ts';
+import { judgedDatabases, questionScorer } from '../eval/run.ts';
+import { JUDGE_DEFAULTS } from '../sql/judge.ts';
 import { summarize } from '../eval/metrics.ts';
 import { readDataset } from '../data/read-dataset.ts';
 import { resolveDatabases } from '../data/databases.ts';
@@ -32,10 +33,11 @@ import { majorityVote } from '../eval/sampling.ts';
 import { passAtK } from '../util/pass-at-k.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
 import type { EvalReport, QuestionResult } from '../eval/types.ts';
-import type { EvalItem } from '../data/types.ts';
+import type { Dataset, EvalItem } from '../data/types.ts';
 import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predictions.ts';
-import type { ExecOptions, ExecResult, SqlExecutor } from '../sql/types.ts';
+import type { SqlExecutor } from '../sql/types.ts';
 import { Answerer } from '../answer/resources.ts';
+import { answerConfigFor } from '../answer/ask.ts';
 import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, SYNTH_DRAFTS, type PolicyAnswer, type RankedCandidate } from '../answer/answer.ts';
 import type { CandidateSource } from '../answer/rank.ts';
 import { sqlTaskOf } from '../agent/tasks.ts';
@@ -62,7 +64,8 @@ export const predictConfigSchema = z.strictObject({
   /** Unset: the policy's prompt contract (how it was trained and evaluated), else 256. */
   maxTurnTokens: z.number().int().min(1).optional(),
   episodeTimeoutMs: z.number().int().positive().default(120_000),
-  execTimeoutMs: z.number().int().positive().default(EVAL_DEFAULTS.timeoutMs),
+  /** Time limit of a query when judging (the judge's default); tool calls get at most TOOL_TIMEOUT_MS of it. */
+  execTimeoutMs: z.number().int().positive().default(JUDGE_DEFAULTS.timeoutMs),
   schemaChars: z.number().int().min(200).optional(),
   schemaFormat: z.enum(['grounded', 'ddl']).optional(),
   valueHints: z.number().int().min(0).max(50).optional(),
@@ -238,23 +241,6 @@ async function toolEffectOf(e: EpisodeResult, result: QuestionResult, score: (sq
   return !firstRight && right ? 'fixed' : firstRight && !right ? 'broke' : 'changed';
 }
 
-/**
- * An executor that runs each (database, query, options) once and hands the same result to every later ask:
- * scoring many candidates of one question runs its gold query once per database.
- */
-function onceExecutor(inner: SqlExecutor): SqlExecutor {
-  const seen = new Map<string, Promise<ExecResult>>();
-  return {
-    execute(db: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
-      const key = `${db}\u0000${sql}\u0000${JSON.stringify(opts ?? {})}`;
-      let r = seen.get(key);
-      if (!r) seen.set(key, (r = inner.execute(db, sql, opts)));
-      return r;
-    },
-    close: async () => {},
-  };
-}
-
 /** Which candidates were right: each result group scored once (by its best member), by the sources in it. */
 async function oracleOf(candidates: readonly RankedCandidate[], score: (sql: string) => Promise<QuestionResult>): Promise<NonNullable<AnswerRecord['oracle']>> {
   const out = { any: false, policy: false, memory: false, edit: false };
@@ -270,7 +256,32 @@ async function oracleOf(candidates: readonly RankedCandidate[], score: (sql: str
   return out;
 }
 
-export async function runPredict(input: z.input<typeof predictConfigSchema>, policy: Policy, executor: SqlExecutor, hooks: PredictHooks = {}, envDeps: SqlEnvDeps = {}): Promise<PredictResult> {
+/** A tool call's query runs at most this long (the judge's limit when lower): the agent waits for it. */
+const TOOL_TIMEOUT_MS = 10_000;
+
+/** The questions and the database of each db_id: read and resolved once, by the CLI before the policy loads, or by runPredict. */
+export interface PredictInputs {
+  dataset: Dataset;
+  databases: ReadonlyMap<string, string>;
+}
+
+/** Reads the questions and resolves their databases (the factory output's catalog, else dbRoot's layout). */
+export function readPredictInputs(cfg: Pick<PredictConfig, 'data' | 'dbRoot' | 'factory'>): PredictInputs {
+  const dataset = readDataset(cfg.data);
+  const ids = dataset.items.map((it) => it.dbId);
+  if (!cfg.factory) return { dataset, databases: resolveDatabases(cfg.dbRoot, ids) };
+  const catalog = catalogFromFactoryOutput(cfg.factory);
+  return { dataset, databases: new Map([...new Set(ids)].map((id) => [id, catalog.resolve(id).path])) };
+}
+
+export async function runPredict(
+  input: z.input<typeof predictConfigSchema>,
+  policy: Policy,
+  executor: SqlExecutor,
+  hooks: PredictHooks = {},
+  envDeps: SqlEnvDeps = {},
+  inputs?: PredictInputs,
+): Promise<PredictResult> {
   const parsed = predictConfigSchema.safeParse(input);
   if (!parsed.success) {
     const i = parsed.error.issues[0];
@@ -280,11 +291,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
   const temperature = cfg.temperature ?? (cfg.samples > 1 ? 0.7 : 0);
   if (cfg.samples > 1 && temperature === 0) throw new AgroError('usage', 'predict: --samples > 1 needs --temperature > 0 (greedy samples are all the same)');
   // All input is read and checked before the first episode: bad input costs nothing.
-  const dataset = readDataset(cfg.data);
-  const ids = dataset.items.map((it) => it.dbId);
-  const catalog = cfg.factory ? catalogFromFactoryOutput(cfg.factory) : undefined;
-  const databases = catalog ? (id: string): string => catalog.resolve(id).path : undefined;
-  const dbs = databases ? new Map(ids.map((id) => [id, databases(id)])) : resolveDatabases(cfg.dbRoot, ids);
+  const { dataset, databases: dbs } = inputs ?? readPredictInputs(cfg);
   const tasks = new Map(dataset.items.map((it) => [it.index, sqlTaskOf(it, dbs.get(it.dbId) as string, [])]));
   const out = resolve(cfg.out);
   ensureDir(out);
@@ -293,7 +300,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
   const { maxTurnTokens, warning: tokensWarning } = turnTokens(policy.promptContract, cfg.maxTurnTokens);
   if (tokensWarning) hooks.onWarning?.(tokensWarning);
   if (cfg.mode === 'direct') prompt.maxTurns = 1;
-  const envConfig = sqlEnvConfigSchema.parse({ ...prompt, execTimeoutMs: Math.min(cfg.execTimeoutMs, 10_000), compareMode: cfg.compare });
+  const envConfig = sqlEnvConfigSchema.parse({ ...prompt, execTimeoutMs: Math.min(cfg.execTimeoutMs, TOOL_TIMEOUT_MS), judge: { mode: cfg.compare, timeoutMs: cfg.execTimeoutMs } });
   // The prompt as run (contract and flags resolved) is part of the settings a rerun must match.
   const runInfo = { version: 1, settings: { ...cfg, data: resolve(cfg.data), dbRoot: isPostgresUrl(cfg.dbRoot) ? redactUrl(cfg.dbRoot) : resolve(cfg.dbRoot), out: undefined, temperature, maxTurnTokens, prompt: promptContract(envConfig) }, policy: policy.name };
   const runPath = join(out, FILES.run);
@@ -307,14 +314,13 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
   const done = loadDone(trajPath, dataset.items.length);
 
   const env = new SqlEnvironment(executor, envConfig, envDeps);
-  const evalOpts = { dbRoot: cfg.dbRoot, ...(databases ? { databases } : {}), mode: cfg.compare, timeoutMs: cfg.execTimeoutMs, concurrency: 1, ...(cfg.suite ? { suiteDir: cfg.suite } : {}) };
+  // The environment's judge scores every answer: the one the RL reward and the in-training evaluation use.
+  const judge = env.judge;
+  const where = judgedDatabases(dbs, cfg.compare, cfg.suite);
   /** Scores queries of one question; the gold query (and any repeated query) runs once per database however many are scored. */
-  const scorer = (item: EvalItem): ((sql: string) => Promise<QuestionResult>) => {
-    const once = onceExecutor(executor);
-    return async (sql) => (await evaluate({ path: dataset.path, format: dataset.format, items: [item] }, [sql], once, evalOpts)).questions[0];
-  };
+  const scorer = (item: EvalItem): ((sql: string) => Promise<QuestionResult>) => questionScorer(item, where.get(item.dbId)!, executor, judge, Boolean(cfg.suite));
   const memories = [...(cfg.contractMemory ? (policy.promptContract?.memory ?? []) : []), ...cfg.memory];
-  const answerer = cfg.search ? new Answerer(executor, { memory: memories, config: { execTimeoutMs: Math.min(cfg.execTimeoutMs, 10_000), synth: cfg.synthDrafts } }) : undefined;
+  const answerer = cfg.search ? new Answerer(executor, { memory: memories, config: { execTimeoutMs: Math.min(cfg.execTimeoutMs, TOOL_TIMEOUT_MS), synth: cfg.synthDrafts } }) : undefined;
 
   const t0 = Date.now();
   let doneHere = 0;
@@ -350,7 +356,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
     let answer: AnswerRecord | undefined;
     if (answerer) {
       const asked: PolicyAnswer[] = episodes.flatMap((e, s) => (e.answer !== undefined ? [{ sql: e.answer, source: s === 0 && plan[0].temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
-      const a = await answerer.answer(task.dbPath, task.dbId, task.question, asked);
+      const a = await answerer.answer(task.dbPath, task.dbId, task.question, asked, answerConfigFor(task));
       const greedySql = episodes[0].answer;
       prediction = oneLineSql(a.sql ?? greedySql ?? '');
       const fromEpisode = episodes.findIndex((e) => e.answer !== undefined && oneLineSql(e.answer) === prediction);
@@ -370,7 +376,7 @@ export async function runPredict(input: z.input<typeof predictConfigSchema>, pol
       if (cfg.oracle) answer.oracle = await oracleOf(a.candidates, score);
     } else {
       if (cfg.samples > 1) {
-        const execs = await Promise.all(episodes.map((e) => executor.execute(task.dbPath, e.answer ?? '', { timeoutMs: cfg.execTimeoutMs, maxRows: EVAL_DEFAULTS.maxRows })));
+        const execs = await Promise.all(episodes.map((e) => executor.execute(task.dbPath, e.answer ?? '', judge.execOptions)));
         chosen = majorityVote(execs, cfg.compare) ?? 0;
       }
       prediction = oneLineSql(episodes[chosen].answer ?? '');

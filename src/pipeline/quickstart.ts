@@ -59,7 +59,7 @@ import { AGENT_SPECIAL_TOKENS } from '../agent/protocol.ts';
 import type { ProgressSink } from '../util/progress.ts';
 import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import { readDataset } from '../data/read-dataset.ts';
-import { splitBySkeleton } from '../data/splits.ts';
+import { rowSqls, splitBySkeleton } from '../data/splits.ts';
 
 export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
@@ -403,7 +403,7 @@ async function dataStage(c: RunContext): Promise<Split> {
   const variantsDir = join(synthDir, 'variants');
   const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
   const toTask = (i: number): SqlTask => sqlTaskOf(items[i], db, report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, items[i].dbId, db) : []);
-  const split = splitBySkeleton(rows.map((_, i) => i), (i) => rows[i].SQL, { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
+  const split = splitBySkeleton(rows.map((_, i) => i), (i) => rowSqls(rows[i]), { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
   if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${shown(cfg.db)} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
   const heldOut = split.heldOut.map(toTask);
   // The same seeded subset before and after RL, so the two headrooms compare.
@@ -598,7 +598,8 @@ function summaryStage(c: RunContext, s: Split, sft: NonNullable<QuickstartReport
   log(`check with the evaluator: agro eval --data ${rel(join(out, 'held_out.jsonl'))} --pred ${rel(join(rlDir, 'predictions.json'))} --db-root ${rel(dbRoot)}${s.variants > 0 ? ` --suite ${rel(variantsDir)}` : ''}`);
   // How to use the trained agent: the same prompt settings (schema budget) as in training.
   const ck = rel(rl.checkpoint);
-  const sample = heldOut[0]?.question ?? 'How many rows are there?';
+  // A question that stands alone: a follow-up ("just the top 3") means nothing asked first.
+  const sample = heldOut.find((t) => !t.previous?.length)?.question ?? 'How many rows are there?';
   log(`ask your agent:   agro ask --policy ${ck} --db ${rel(db)} ${sh(sample)}`);
   // The policy's own held-out figure (--no-search); the answer path's with the memory that leaves the held-out pairs out
   // (the checkpoint's own memory holds every pair, the held-out ones too).

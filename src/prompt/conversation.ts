@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 
+/** One earlier turn: a conversation's (ask, chat, serve) and a follow-up dataset row's (data/dataset-row.ts). */
 export const previousTurnSchema = z.strictObject({
   question: z.string().min(1),
   /** The SQL that answered it (what the next question edits); empty when it got none. */

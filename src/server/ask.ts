@@ -24,6 +24,7 @@ import { HttpError } from './app.ts';
 import { SEARCH_SAMPLES } from '../answer/answer.ts';
 import { askWithAnswerPath } from '../answer/ask.ts';
 import { Answerer } from '../answer/resources.ts';
+import { LOW_CONFIDENCE } from '../answer/rank.ts';
 import { UNTRAINED_TURN_TOKENS } from '../prompt/contract.ts';
 import { Gate } from './gate.ts';
 
@@ -61,8 +62,12 @@ export interface AskAnswer {
   reading: string | null;
   /** The answer path's confidence in [0, 1] (the chosen result's share beside a "none of these"); null without it. */
   confidence: number | null;
-  /** Where the chosen SQL came from (greedy, sample, memory, edit, synth); empty without the answer path. */
+  /** Below the answer path's LOW_CONFIDENCE (src/answer/rank.ts): an answer to check before trusting; false without a confidence. */
+  low_confidence: boolean;
+  /** Where the chosen SQL came from (greedy, sample, memory, person, edit, synth); empty without the answer path. */
   sources: string[];
+  /** Up to three other questions the database's memory holds about the same tables (src/answer/suggest.ts). */
+  suggestions: string[];
   /** The result as a chart (kind and Vega-Lite spec) when asked with `chart: true` and one fits; else null. */
   chart: { kind: string; vega_lite: unknown } | null;
   turns: number;
@@ -84,7 +89,26 @@ export interface AskerOptions {
   memory?: readonly string[];
 }
 
-export type Asker = (req: AskRequest, signal?: AbortSignal) => Promise<AskAnswer>;
+/** A person's right SQL for a question (`POST /v1/corrections`). */
+export const correctionRequestSchema = z.strictObject({
+  db_id: z.string().min(1),
+  question: z.string().trim().min(1),
+  sql: z.string().trim().min(1),
+});
+export type CorrectionRequest = z.infer<typeof correctionRequestSchema>;
+
+export interface StoredPair {
+  db_id: string;
+  question: string;
+  sql: string;
+  stored: true;
+  /** Its result's size on the database when it ran. */
+  columns: string[];
+  rows: number;
+}
+
+/** Answers a question; `correct` (where the answer path has a memory to write) stores a person's pair in it. */
+export type Asker = ((req: AskRequest, signal?: AbortSignal) => Promise<AskAnswer>) & { correct?: (req: CorrectionRequest) => Promise<StoredPair> };
 
 function jsonCell(v: SqlValue): string | number | null {
   if (typeof v === 'bigint') return Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();
@@ -96,7 +120,7 @@ function jsonCell(v: SqlValue): string | number | null {
 export function createAsker(o: AskerOptions): Asker {
   const env = new SqlEnvironment(o.executor, o.env ?? {}, o.envDeps);
   const answerer = o.search === false ? undefined : new Answerer(o.executor, { memory: [...(o.policy.promptContract?.memory ?? []), ...(o.memory ?? [])] });
-  return async (req, signal) => {
+  const ask = async (req: AskRequest, signal?: AbortSignal): Promise<AskAnswer> => {
     const db = o.catalog.resolve(req.db_id);
     const previous: PreviousTurn[] = req.conversation ?? [];
     const task: SqlTask = { id: 'ask', dbId: req.db_id, dbPath: db.path, question: req.question, goldSql: '', ...(req.evidence ? { evidence: req.evidence } : {}), ...(previous.length ? { previous } : {}) };
@@ -105,6 +129,8 @@ export function createAsker(o: AskerOptions): Asker {
     let r: ExecResult | undefined;
     if (answer !== undefined) r = await o.executor.execute(db.path, answer, { timeoutMs: 30_000, maxRows });
     const choice = req.chart && r?.ok && !r.truncated ? chartFor(r) : null;
+    const confidence = chosen?.sql ? chosen.confidence : null;
+    const suggestions = answerer && chosen?.sql ? await answerer.suggestions(db.path, req.db_id, { sql: chosen.sql, question: req.question }) : [];
     return {
       db_id: req.db_id,
       question: req.question,
@@ -115,13 +141,24 @@ export function createAsker(o: AskerOptions): Asker {
       error: r && !r.ok ? `${r.error}: ${r.message}` : res.error ?? null,
       end_reason: res.endReason,
       reading: chosen?.reading ?? null,
-      confidence: chosen?.sql ? chosen.confidence : null,
+      confidence,
+      low_confidence: confidence !== null && confidence < LOW_CONFIDENCE,
       sources: chosen?.candidates[0]?.sources ?? [],
+      suggestions,
       chart: choice && r?.ok ? { kind: choice.kind, vega_lite: chartSpec(choice, r) } : null,
       turns: res.turns.length,
       ms: Math.round(res.ms),
     };
   };
+  // A correction goes into the memory this asker answers with (the policy's contract names it, or --memory), so the
+  // next question like it finds it; the same code path as `agro ask --correct`.
+  const correct = async (req: CorrectionRequest): Promise<StoredPair> => {
+    if (!answerer) throw new AgroError('usage', 'the answer path is off on this server: no memory to store a correction in');
+    const db = o.catalog.resolve(req.db_id);
+    const r = await answerer.correct(db.path, req.db_id, req.question, req.sql);
+    return { db_id: req.db_id, question: req.question, sql: req.sql, stored: true, columns: r.columns, rows: r.rows };
+  };
+  return Object.assign(ask, { correct });
 }
 
 const FENCED = /```(?:sql)?\s*([\s\S]*?)```/i;
@@ -165,15 +202,19 @@ export async function readJson<S extends z.ZodType>(req: Request, schema: S): Pr
   return parsed.data;
 }
 
-/** An asker's errors as HTTP: an unknown database is 404, a bad one 400. */
-export async function askOrHttpError(ask: Asker, req: AskRequest, signal?: AbortSignal): Promise<AskAnswer> {
+/** An asker's errors as HTTP: an unknown database is 404, a bad one (or SQL that is refused or fails) 400. */
+async function asHttp<T>(run: () => Promise<T>): Promise<T> {
   try {
-    return await ask(req, signal);
+    return await run();
   } catch (err) {
     if (err instanceof AgroError && err.kind === 'not_found') throw new HttpError(404, err.message, 'invalid_request_error', 'database_not_found');
     if (err instanceof AgroError && err.kind !== 'internal') throw new HttpError(400, err.message);
     throw err;
   }
+}
+
+export function askOrHttpError(ask: Asker, req: AskRequest, signal?: AbortSignal): Promise<AskAnswer> {
+  return asHttp(() => ask(req, signal));
 }
 
 export interface AskRoutesOptions {
@@ -182,7 +223,11 @@ export interface AskRoutesOptions {
   maxQueue?: number;
 }
 
-/** `POST /v1/ask`: one call, one answer. At most `concurrency` episodes run (the policy batches), `maxQueue` wait, then 429. */
+/**
+ * `POST /v1/ask`: one call, one answer. At most `concurrency` episodes run (the policy batches), `maxQueue` wait, then 429.
+ * `POST /v1/corrections {db_id, question, sql}`: a person's right SQL, run in the sandbox and stored in the database's
+ * memory (refused or failing SQL: one 400 line, nothing written).
+ */
 export function askRoutes(o: AskRoutesOptions): Hono {
   const app = new Hono();
   const gate = new Gate(o.concurrency ?? 4, o.maxQueue ?? 64);
@@ -195,6 +240,12 @@ export function askRoutes(o: AskRoutesOptions): Hono {
     } finally {
       release();
     }
+  });
+  app.post('/v1/corrections', async (c) => {
+    const req = await readJson(c.req.raw, correctionRequestSchema);
+    const correct = o.ask.correct;
+    if (!correct) throw new HttpError(400, 'this server stores no corrections');
+    return c.json(await asHttp(() => correct(req)));
   });
   return app;
 }

@@ -13,8 +13,10 @@
  *   GET  api/eval/peers?id=       the reports on the same question file, with their policies and summaries
  *   POST api/sql {db, sql, chart?, full?}   one read-only query through the sandbox on a listed database (its chart; every row the sandbox returns)
  *   GET  api/playground/prompt?policy=&db=&question=   the system prompt (schema) the policy sees for that question
- *   GET  api/playground/ask?policy=&db=&question=&previous=   SSE: the episode's steps (text as it is written, turns, end);
- *                                 previous: JSON [{question, sql}] of the conversation so far (follow-ups)
+ *   GET  api/playground/ask?policy=&db=&question=&previous=&search=   SSE: the episode's steps (text as it is written, turns,
+ *                                 checking, end with the answer path's reading, confidence and suggestions);
+ *                                 previous: JSON [{question, sql}] of the conversation so far (follow-ups); search=0: the policy's answer alone
+ *   POST api/playground/correct {policy, db, question, sql}   a person's right SQL, stored in the database's memory once it runs
  */
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve, sep } from 'node:path';
@@ -96,6 +98,9 @@ function parsePrevious(raw: string | undefined): PreviousTurn[] {
   return r.data;
 }
 
+/** A person's answer to a Playground question: the policy names whose memories apply, the database where it runs. */
+const correctionSchema = z.strictObject({ policy: z.string(), db: z.string().min(1), question: z.string().trim().min(1), sql: z.string().trim().min(1) });
+
 /** Errors as JSON with the status the CLI's exit codes map to. */
 function fail(c: Context, err: unknown): Response {
   const kind = err instanceof AgroError ? err.kind : 'internal';
@@ -150,7 +155,7 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
     if (!cached || Date.now() - cached.at > 1000) cached = { at: Date.now(), scan: scanFolder(root) };
     return cached.scan;
   };
-  const playground = opts.playground ?? policyBackend({ ...opts.policies, executor: exec, scan });
+  const playground = opts.playground ?? policyBackend({ ...opts.policies, executor: exec, scan, dir: root });
 
   const databases = (): (DatabaseInfo & { path: string })[] => {
     const out = new Map<string, DatabaseInfo & { path: string }>();
@@ -403,9 +408,22 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
         },
         stop.signal,
         previous,
+        { search: c.req.query('search') !== '0' },
       );
       await Promise.all(pending);
     });
+  });
+
+  app.post('/api/playground/correct', async (c) => {
+    try {
+      const body = correctionSchema.safeParse(await c.req.json().catch(() => null));
+      if (!body.success) throw new AgroError('usage', `expected {"policy", "db", "question", "sql"} (${body.error.issues[0].path.join('.') || 'body'}: ${body.error.issues[0].message})`);
+      if (!playground.correct) throw new AgroError('usage', 'this Playground stores no corrections');
+      const { policy, db, question, sql } = body.data;
+      return c.json(await playground.correct(policy, database(db), question, sql));
+    } catch (err) {
+      return fail(c, err);
+    }
   });
 
   // Any other API path is a JSON 404, not the app's page.

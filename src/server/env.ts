@@ -49,7 +49,7 @@ export const envRoutesOptionsSchema = z.strictObject({
   maxBatch: z.number().int().min(1).default(4096),
   maxSessions: z.number().int().min(1).default(4096),
   sessionTtlMs: z.number().int().min(10).default(10 * 60_000),
-  /** Time limit of a /v1/sql query (tool calls); episodes and rewards use the environment's execTimeoutMs. */
+  /** Time limit of a /v1/sql query (tool calls); episodes use the environment's execTimeoutMs, rewards its judge's limits. */
   sqlTimeoutMs: z.number().int().min(1).default(3000),
   /** Rows a /v1/sql reply carries at most. */
   sqlMaxRows: z.number().int().min(1).default(1000),
@@ -278,10 +278,11 @@ export function envRoutes(opts: EnvRoutesOptions): EnvRoutes {
     }
     s.busy = true;
     try {
-      const r = await s.episode.step(b.text);
+      const parsed = parseAction(b.text, SQL_AGENT_ACTIONS);
+      const r = await s.episode.step(b.text, parsed);
       s.turns.push(b.text);
       if (!r.done) {
-        if (parseAction(b.text, SQL_AGENT_ACTIONS).kind === 'sql') s.toolCalls++;
+        if (parsed.kind === 'sql') s.toolCalls++;
         return c.json({ done: false, observation: r.observation, turn: s.turns.length, ...idsOf('observation_ids', r.observation ?? '') });
       }
       s.done = true;

@@ -152,6 +152,16 @@ test('a broken gold query or a database that disappears mid-episode is reported,
   assert.equal(gone.correct, false);
 });
 
+test('a turn the caller parsed already is not parsed again: step takes the parsed action', async () => {
+  const env = new SqlEnvironment(pool);
+  const ep = await env.start(task);
+  // Text that parses as nothing, with the action the episode runner read from it: the action decides.
+  const r = await ep.step('text the runner has read', { kind: 'answer', content: 'SELECT name FROM singer', think: '' });
+  assert.deepEqual(r, { done: true, reason: 'answer', answer: 'SELECT name FROM singer' });
+  const alone = await ep.step('text the runner has read');
+  assert.equal(alone.done && alone.reason, 'invalid_action');
+});
+
 test('the grounded prompt shows the documentation found beside the database and the stored values the question names; ddl shows neither', () => {
   const home = mkdtempSync(join(tmpdir(), 'agro-env-docs-'));
   const p = join(home, 'plants.sqlite');

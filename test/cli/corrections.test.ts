@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agroChild } from '../support/agro-child.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
+import { LOW_CONFIDENCE } from '../../src/answer/rank.ts';
 
 const DB = 'data/databases/music_store/music_store.sqlite';
 const OTHER = 'data/databases/retail/retail.sqlite';
@@ -19,11 +20,12 @@ test('agro ask --correct stores a pair that runs (and nothing that does not); th
   writeFileSync(data, JSON.stringify([
     { db_id: 'music_store', question: 'How many customers are there?', SQL: 'SELECT COUNT(*) FROM customers' },
     { db_id: 'music_store', question: 'List the titles of all albums.', SQL: 'SELECT title FROM albums' },
+    { db_id: 'music_store', question: 'How many genres are there?', SQL: 'SELECT COUNT(*) FROM genres' },
   ]));
   const memory = join(tmp, 'memory.json');
   const built = await agro(['memory', 'build', '--data', data, '--db', DB, '--out', memory]);
   assert.equal(built.status, 0, built.stderr);
-  assert.match(built.stdout, /2 queries asked 2 ways/);
+  assert.match(built.stdout, /3 queries asked 3 ways/);
   const right = 'SELECT name FROM genres ORDER BY name';
   const ok = await agro(['ask', '--db', DB, '--memory', memory, '--correct', right, 'Which music styles does the store sell?']);
   assert.equal(ok.status, 0, ok.stderr);
@@ -36,7 +38,7 @@ test('agro ask --correct stores a pair that runs (and nothing that does not); th
   assert.equal(broken.stderr.trim().split('\n').length, 1, 'one line');
   assert.equal(readFileSync(memory, 'utf8'), before, 'nothing written by a correction that does not run');
   const shown = await agro(['memory', 'show', '--memory', memory, '--question', 'what styles of music are sold']);
-  assert.match(shown.stdout, /3 queries \(1 from people\)/);
+  assert.match(shown.stdout, /4 queries \(1 from people\)/);
   assert.match(shown.stdout.split('\n')[1], /Which music styles/);
 
   // A policy that answers wrong: the stored correction answers the same question asked in other words.
@@ -44,8 +46,14 @@ test('agro ask --correct stores a pair that runs (and nothing that does not); th
   try {
     const asked = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', DB, '--mode', 'direct', '--memory', memory, '--search-samples', '0', '--json', 'what styles of music does the store sell']);
     assert.equal(asked.status, 0, asked.stderr);
-    const out = JSON.parse(asked.stdout) as { answer: { sql: string; reading: string; confidence: number; candidates: { sources: string[] }[] } };
+    const out = JSON.parse(asked.stdout) as { answer: { sql: string; reading: string; confidence: number; lowConfidence: boolean; suggestions: string[]; candidates: { sources: string[] }[] } };
     assert.equal(out.answer.sql, right);
+    // Suggested next: the memory's other question about genres (not the albums' or the customers').
+    assert.deepEqual(out.answer.suggestions, ['How many genres are there?']);
+    assert.equal(out.answer.lowConfidence, out.answer.confidence < LOW_CONFIDENCE);
+    const text = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', DB, '--mode', 'direct', '--memory', memory, '--search-samples', '0', 'what styles of music does the store sell']);
+    assert.match(text.stdout, /I read this as: .*music styles/);
+    assert.match(text.stdout, /you might also ask:\n {2}How many genres are there\?\n/);
     assert.deepEqual(out.answer.candidates[0].sources, ['memory', 'person']);
     assert.match(out.answer.reading, /music styles/);
     // Another database's memory is refused with one line and exit 4.

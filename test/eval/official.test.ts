@@ -1,5 +1,5 @@
 // The official evaluators' rules, one hand-made case each: what upstream Python scores is worked out
-// by hand from test-suite-sql-eval exec_eval.py and bird-bench evaluation_ex.py (see src/eval/official.ts).
+// by hand from test-suite-sql-eval exec_eval.py and bird-bench evaluation_ex.py (see src/sql/official.ts).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -9,8 +9,8 @@ import { evaluate } from '../../src/eval/run.ts';
 import { readDataset } from '../../src/data/read-dataset.ts';
 import { readPredictions } from '../../src/data/read-predictions.ts';
 import { birdPredictions, writeBirdFiles } from '../../src/data/bird-files.ts';
-import { spiderPair, isEmptyStatement } from '../../src/eval/official.ts';
-import { removeDistinct, NoStatementError } from '../../src/eval/sqlparse-compat.ts';
+import { spiderPair, isEmptyStatement } from '../../src/sql/official.ts';
+import { removeDistinct, NoStatementError } from '../../src/sql/sqlparse-compat.ts';
 import { pyFloatRepr, resultsMatch } from '../../src/sql/compare.ts';
 import type { Dataset } from '../../src/data/types.ts';
 import { makeDb, tempDir } from '../sql/helpers.ts';

@@ -199,7 +199,9 @@ test('links, averages, shares, per-group filters and set operations are asked as
 test('the factory records how each question was worded: on music_store nearly all are intent sentences, and the manifest counts them', async () => {
   const dir = tmpDir();
   const path = join('data', 'databases', 'music_store', 'music_store.sqlite');
-  const r = await runFactory({ db: path, out: join(dir, 'out'), n: 120, seed: 3, variants: 1 });
+  const run = await runFactory({ db: path, out: join(dir, 'out'), n: 120, seed: 3, variants: 1 });
+  // The first questions; a follow-up leans on the turn before it (follow-up.test.ts checks those).
+  const r = { ...run, rows: run.rows.filter((x) => !x.previous) };
   // The lexicon as the pipeline builds it: names, then the category values read from the data.
   const schema = introspectSchema(path);
   const graph = buildSchemaGraph(schema);

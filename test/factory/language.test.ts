@@ -124,7 +124,8 @@ async function everyFormParsesBack(db: string, seed: number): Promise<string[]> 
   const pool = new SqlPool({ size: 2 });
   const said: string[] = [];
   try {
-    for (const p of r.pairs) {
+    // Follow-ups lean on the turn before them: their queries are the first turns' edits, not sentences of their own.
+    for (const p of r.pairs.filter((x) => !x.previous)) {
       for (const style of QUESTION_STYLES) {
         for (let v = 0; v < 6; v++) {
           let text: string;

@@ -33,10 +33,11 @@ test('pipeline: dataset rows are BIRD-shaped and each gold query matches itself 
       assert.equal(row.source, 'agro-synth');
       assert.ok(row.question.length > 10 && row.SQL.startsWith('SELECT'));
       assert.ok(['simple', 'moderate', 'challenging'].includes(row.difficulty));
-      assert.ok(row.provenance.checks.includes('roundtrip'));
+      // A follow-up is checked by execution, not parsed back (its question leans on the turn before it).
+      assert.ok(row.provenance.checks.includes(row.previous ? 'changed' : 'roundtrip'));
     }
     const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8'));
-    assert.deepEqual(manifest.stages.map((s: { stage: string }) => s.stage), ['synthesize', 'verify', 'augment', 'realize', 'align', 'diversify']);
+    assert.deepEqual(manifest.stages.map((s: { stage: string }) => s.stage), ['synthesize', 'verify', 'augment', 'realize', 'align', 'diversify', 'follow-up']);
     assert.equal(manifest.variants.length, 2);
     for (const v of manifest.variants as string[]) assert.ok(existsSync(v));
     for (const s of manifest.stages as Array<{ in: number; out: number; rejected: Record<string, number> }>) {
@@ -72,6 +73,7 @@ test('pipeline: deterministic for a seed, and resumes after an interruption with
         ['realize', false],
         ['align', false],
         ['diversify', false],
+        ['follow-up', false],
       ],
     );
     assert.equal(readFileSync(join(b, 'dataset.jsonl'), 'utf8'), readFileSync(join(a, 'dataset.jsonl'), 'utf8'));
@@ -90,6 +92,7 @@ test('pipeline: deterministic for a seed, and resumes after an interruption with
         ['realize', true],
         ['align', false],
         ['diversify', true],
+        ['follow-up', true],
       ],
     );
     assert.equal(readFileSync(join(b, 'dataset.jsonl'), 'utf8'), readFileSync(join(a, 'dataset.jsonl'), 'utf8'));

@@ -2,11 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { startFakeOpenAI, closedPortUrl, lastUser, type RecordedRequest, type FakeBehavior } from '../support/fake-openai.ts';
 import { EndpointPolicy } from '../../src/agent/policies/endpoint.ts';
 import { openPolicy } from '../../src/agent/policies/open.ts';
-import { runPredict } from '../../src/pipeline/predict.ts';
+import { readPredictInputs, runPredict } from '../../src/pipeline/predict.ts';
+import type { ExecOptions, ExecResult, SqlExecutor } from '../../src/sql/types.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { evaluate } from '../../src/eval/run.ts';
 import { readDataset } from '../../src/data/read-dataset.ts';
@@ -121,6 +122,48 @@ test('predict: garbage, errors and a never-ending episode are per-question failu
     const again = await runPredict({ ...settings(out), episodeTimeoutMs: 10_000, search: false }, policy, pool);
     assert.equal(fake.requests.length - n, 2);
     assert.equal(again.report!.predict.failed, 1, 'the timed-out question is a model failure and stays');
+  } finally {
+    await pool.close();
+    await fake.close();
+  }
+});
+
+test('predict --samples 3 with the answer path: each gold query runs once per question, however many queries are scored', async () => {
+  const fake = await startFakeOpenAI(agent());
+  const pool = new SqlPool({ size: 2 });
+  // Every query the judge runs (INTEGER and REAL cells apart), by database and text.
+  const judged = new Map<string, number>();
+  const counting: SqlExecutor = {
+    execute(db: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
+      if (opts?.safeIntegers) judged.set(`${db}\u0000${sql}`, (judged.get(`${db}\u0000${sql}`) ?? 0) + 1);
+      return pool.execute(db, sql, opts);
+    },
+    close: async () => {},
+  };
+  try {
+    const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
+    const res = await runPredict({ ...settings(join(tmp, 'run-once')), samples: 3 }, policy, counting);
+    const db = resolve('data/databases/music_store/music_store.sqlite');
+    const lines = readFileSync(res.files.trajectories, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    // Each question scored its three samples and its chosen answer: several scorings of one gold query.
+    assert.ok(lines.every((l) => l.samples.length === 3 && l.samples.every((s: { correct?: boolean }) => typeof s.correct === 'boolean') && l.answer));
+    for (const q of QS) assert.equal(judged.get(`${db}\u0000${q.SQL}`), 1, q.SQL);
+    assert.ok([...judged.keys()].some((k) => !QS.some((q) => k.endsWith(q.SQL))), 'predictions other than the gold query were judged too');
+  } finally {
+    await pool.close();
+    await fake.close();
+  }
+});
+
+test('predict uses the questions and databases it is handed (the CLI read them): the data file is not read again', async () => {
+  const fake = await startFakeOpenAI(agent());
+  const pool = new SqlPool({ size: 2 });
+  try {
+    const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
+    const inputs = readPredictInputs({ data: DATA, dbRoot: 'data/databases' });
+    const gone = join(tmp, 'read-once.json');
+    const res = await runPredict({ ...settings(join(tmp, 'run-inputs')), data: gone, search: false }, policy, pool, {}, {}, inputs);
+    assert.equal(res.report!.summary.correct, 4);
   } finally {
     await pool.close();
     await fake.close();

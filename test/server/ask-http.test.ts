@@ -19,7 +19,10 @@ import type { Policy } from '../../src/agent/policies/types.ts';
 import { catalogFromDbRoot } from '../../src/data/catalog.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
+import { LOW_CONFIDENCE } from '../../src/answer/rank.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.ts';
+import { buildMemory, readMemory, writeMemory } from '../../src/answer/memory.ts';
+import { introspectSchema } from '../../src/sql/introspect.ts';
 import { needsProgram } from '../support/system-program.ts';
 import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
 
@@ -33,6 +36,14 @@ let llm: FakeOpenAI;
 let policy: Policy;
 let server: ServerType;
 let base = '';
+const MUSIC = resolve('data/databases/music_store/music_store.sqlite');
+const memoryPath = join(tmp, 'memory.json');
+// The database's memory: two pairs about the tables of the genre question (suggestions), none about its answer.
+const REMEMBERED = [
+  { sql: 'SELECT name FROM genres ORDER BY name', question: 'List the names of all genres.' },
+  { sql: 'SELECT name FROM tracks ORDER BY milliseconds DESC LIMIT 1', question: 'What is the name of the longest track?' },
+  { sql: 'SELECT COUNT(*) FROM customers', question: 'How many customers are there?' },
+];
 
 /** The curl lines under the doc's curl-examples marker. */
 function docCurlLines(): string[] {
@@ -58,7 +69,8 @@ before(async () => {
     return { kind: 'reply', content: formatAction({ kind: 'answer', think: 'from the schema', content: sql }) };
   });
   policy = await openPolicy({ llmUrl: llm.baseUrl, llmModel: 'fake', concurrency: 2 });
-  const app = createApp({ groups: policyRouteGroups({ openai: { policy }, ask: { catalog: catalogFromDbRoot(resolve('data/databases')), executor: pool } }) });
+  writeMemory(memoryPath, await buildMemory('music_store', introspectSchema(MUSIC), REMEMBERED, pool, MUSIC));
+  const app = createApp({ groups: policyRouteGroups({ openai: { policy }, ask: { catalog: catalogFromDbRoot(resolve('data/databases')), executor: pool, memory: [memoryPath] } }) });
   server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise((r) => server.once('listening', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
@@ -72,11 +84,11 @@ after(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-type Answer = { sql: string | null; columns: string[]; rows: unknown[][]; truncated: boolean; reading: string | null; confidence: number | null; sources: string[]; end_reason: string; chart: { kind: string; vega_lite: { mark: unknown } } | null };
+type Answer = { sql: string | null; columns: string[]; rows: unknown[][]; truncated: boolean; reading: string | null; confidence: number | null; low_confidence: boolean; sources: string[]; suggestions: string[]; end_reason: string; chart: { kind: string; vega_lite: { mark: unknown } } | null };
 
 test("docs/serving.md's curl lines, as written: health, a question, a follow-up with its chart, a completion naming a database", { skip: curl.skip }, async () => {
   const lines = docCurlLines();
-  assert.equal(lines.length, 4);
+  assert.equal(lines.length, 5);
   assert.deepEqual(await run(lines[0]), { ok: true });
 
   let seen = llm.requests.length;
@@ -88,6 +100,9 @@ test("docs/serving.md's curl lines, as written: health, a question, a follow-up 
   // The answer path's: the policy's answer (its five episodes agree) chosen, how sure, and where it came from.
   assert.ok(first.confidence !== null && first.confidence > 0 && first.confidence <= 1, String(first.confidence));
   assert.ok(first.sources.includes('greedy'), first.sources.join());
+  assert.equal(first.low_confidence, first.confidence < LOW_CONFIDENCE);
+  // The memory's questions about genres and tracks, not the one about customers.
+  assert.deepEqual(first.suggestions, ['List the names of all genres.', 'What is the name of the longest track?']);
   assert.equal(first.chart, null);
   // The model got agro's prompt: the schema in the system message, the question alone as the user's.
   const asked = llm.requests.slice(seen).find((r) => r.path.endsWith('/chat/completions'))!;
@@ -109,6 +124,45 @@ test("docs/serving.md's curl lines, as written: health, a question, a follow-up 
   assert.equal(chat.choices[0].message.content, GENRE_SQL);
   assert.equal(chat.agro.rows.length, 12);
   assert.equal(typeof chat.agro.confidence, 'number');
+});
+
+test("docs/serving.md's correction line: the pair is run, stored in the memory as a person's, and the next question like it is answered with it; refused or failing SQL writes nothing", { skip: curl.skip }, async () => {
+  const line = docCurlLines()[4];
+  assert.match(line, /\/v1\/corrections/);
+  const body = JSON.parse(/-d '(.*)'$/.exec(line)![1]) as { question: string; sql: string };
+  // Before: the policy's answer (the fake counts albums for any other question).
+  const ask = async (question: string) => (await (await fetch(`${base}v1/ask`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: 'music_store', question }) })).json()) as Answer;
+  const other = 'Which genre has the largest number of tracks?';
+  assert.notEqual((await ask(other)).sql, body.sql);
+  const stored = (await run(line)) as { stored: boolean; rows: number; sql: string };
+  assert.equal(stored.stored, true);
+  assert.equal(stored.rows, 1);
+  const mem = readMemory(memoryPath);
+  assert.equal(mem.entries[0].source, 'person');
+  assert.deepEqual(mem.entries[0].questions, [body.question]);
+  assert.ok(mem.entries[0].at && !Number.isNaN(Date.parse(mem.entries[0].at)), 'when a person stored it');
+  // Asked again in other words: the person's pair is retrieved and chosen, no restart.
+  const again = await ask(other);
+  assert.equal(again.sql, body.sql);
+  assert.ok(again.sources.includes('person'), again.sources.join());
+  // Refused (a write) and failing SQL: one 400 line each, the memory file byte for byte as it was.
+  const before = readFileSync(memoryPath, 'utf8');
+  const post = (sql: string) => fetch(`${base}v1/corrections`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: 'music_store', question: 'Drop them', sql }) });
+  for (const [sql, why] of [['DELETE FROM tracks', /refused/], ['SELECT nope FROM tracks', /no such column/]] as const) {
+    const r = await post(sql);
+    assert.equal(r.status, 400);
+    const msg = ((await r.json()) as { error: { message: string } }).error.message;
+    assert.match(msg, why);
+    assert.match(msg, /nothing written/);
+    assert.ok(!msg.includes('\n'), msg);
+  }
+  assert.equal(readFileSync(memoryPath, 'utf8'), before);
+  // A bad body names the field; an unknown database is 404.
+  const bad = await fetch(`${base}v1/corrections`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: 'music_store', question: 'q' }) });
+  assert.equal(bad.status, 400);
+  assert.match(((await bad.json()) as { error: { message: string } }).error.message, /^sql: /);
+  const unknown = await fetch(`${base}v1/corrections`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: 'nope', question: 'q', sql: 'SELECT 1' }) });
+  assert.equal(unknown.status, 404);
 });
 
 test('a chat completion: with `database` the schema reaches the model and earlier messages are the conversation; without it, the bare continuation', async () => {
@@ -164,7 +218,7 @@ test('agro serve --policy with nothing else: /health answers (it was 404 without
     assert.equal(r.status, 200);
     const a = (await r.json()) as Answer;
     // An untrained model: whatever it answers, the answer has every documented field, and a confidence when it has SQL.
-    for (const k of ['sql', 'columns', 'rows', 'truncated', 'error', 'end_reason', 'reading', 'confidence', 'sources', 'chart', 'turns', 'ms']) assert.ok(k in a, k);
+    for (const k of ['sql', 'columns', 'rows', 'truncated', 'error', 'end_reason', 'reading', 'confidence', 'low_confidence', 'sources', 'suggestions', 'chart', 'turns', 'ms']) assert.ok(k in a, k);
     assert.ok(a.sql === null ? a.confidence === null : typeof a.confidence === 'number');
   } finally {
     child.kill('SIGTERM');

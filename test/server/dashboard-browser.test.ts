@@ -22,6 +22,9 @@ import { needsProgram } from '../support/system-program.ts';
 import { buildDashboardFixture, MUSIC_STORE as MUSIC, PLAYGROUND_QUESTION, PLAYGROUND_SQL, type DashboardFixture } from '../support/dashboard-fixture.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
+import { LOW_CONFIDENCE } from '../../src/answer/rank.ts';
+import { SEARCH_SAMPLES } from '../../src/answer/answer.ts';
+import { readMemory } from '../../src/answer/memory.ts';
 
 const browser = needsProgram('chromium', CHROMIUM, 'the dashboard browser tests');
 const tmp = mkdtempSync(join(tmpdir(), 'agro-dash-e2e-'));
@@ -282,7 +285,9 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     const before = llm.requests.length;
     await page.fill('[data-testid=question]', PLAYGROUND_QUESTION);
     await page.click('[data-testid=ask]');
-    await page.waitForSelector('[data-testid=final-result] tbody tr');
+    await page.waitForSelector('[data-testid=final-result] tbody tr', { timeout: 20_000 }).catch(async (e: Error) => {
+      throw new Error(`${e.message}\n${await page.evaluate(() => document.querySelector('.content')?.textContent ?? '')}`);
+    });
     // Turn 1's observation: the 12 genre names as a table; then the answer and its result.
     const observed = await page.$$eval('.turn.tool tbody tr', (trs) => trs.length);
     assert.equal(observed, 12);
@@ -291,7 +296,8 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     assert.equal(await page.inputValue('[data-testid=final-sql]'), PLAYGROUND_SQL);
     // What the endpoint got: the agent's system prompt with the schema, and the observation as a tool turn.
     const calls = llm.requests.slice(before).filter((r) => r.path.endsWith('/chat/completions'));
-    assert.equal(calls.length, 2);
+    // The greedy episode's two turns first, then the answer path's samples (each the same two turns).
+    assert.equal(calls.length, 2 * (1 + SEARCH_SAMPLES));
     assert.equal(calls[0].body.model, 'fake-sql');
     assert.match(calls[0].body.messages![0].content, /CREATE TABLE|genres/);
     assert.equal(calls[1].body.messages![3].role, 'tool');
@@ -308,6 +314,11 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     const genres = await page.$$eval('[data-testid=final-result] tbody tr td:first-child', (tds) => tds.map((t) => t.textContent ?? ''));
     assert.equal(genres.length, 12);
     for (const g of genres) assert.ok(bars.svg.includes(`>${g}<`), `the bars name ${g}`);
+    // The answer path's reading of it and its confidence, a low one marked.
+    assert.match((await page.textContent('[data-testid=reading]'))!, /^I read this as: .*genre/i);
+    const confidence = Number(await page.getAttribute('[data-testid=confidence]', 'data-value'));
+    assert.ok(confidence > 0 && confidence <= 1, String(confidence));
+    assert.equal(await page.$eval('[data-testid=answer-check]', (el) => el.classList.contains('low')), confidence < LOW_CONFIDENCE);
     // Above the table, which stays.
     const order = await page.evaluate(() => {
       const chart = document.querySelector('[data-testid=answer-chart]')!;
@@ -326,31 +337,32 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     await page.waitForFunction(() => document.querySelectorAll('[data-testid=final-result] tbody tr').length === 5 && !document.querySelector('[data-testid=answer-chart]'));
   });
 
-  test('Playground: a 1,000-row result is run, drawn as a chart and shown as a table within the page budget (300 ms; the bound here leaves room for a loaded machine)', async (t) => {
+  test('Playground: a 1,000-row result is run, drawn as a chart and shown as a table; the page renders it within 300 ms', async (t) => {
     await playgroundOnEndpoint();
-    const ms: number[] = [];
-    for (let i = 0; i < 3; i++) {
+    // The page's own measures (performance marks in Playground.tsx), to the chart decoded with its table painted in
+    // the same frame: from the result's arrival (the page's rendering), and from the click on Run SQL (the whole
+    // wait: the query and the chart drawn on the server too). Seven runs: the machine this runs on is shared.
+    const pageMs: number[] = [];
+    const totalMs: number[] = [];
+    for (let i = 0; i < 7; i++) {
       await page.fill('[data-testid=final-sql]', `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) SELECT i AS x, (i * ${37 + i}) % 101 AS y FROM n`);
-      // From the click to the chart decoded and the table painted (the next frame).
-      ms.push(
-        await page.evaluate(async () => {
-          const old = document.querySelector('[data-testid=answer-chart] img')?.getAttribute('src');
-          const t0 = performance.now();
-          (document.querySelector('[data-testid=run-sql]') as HTMLButtonElement).click();
-          // A loop, not a named callback: the test's compiler would wrap a named function in a helper the page lacks.
-          for (;;) {
-            const img = document.querySelector('[data-testid=answer-chart] img') as HTMLImageElement | null;
-            if (img && img.getAttribute('src') !== old && img.complete && img.naturalWidth > 0 && document.querySelectorAll('[data-testid=final-result] tbody tr').length > 0) break;
-            await new Promise((r) => requestAnimationFrame(r));
-          }
-          await new Promise((r) => requestAnimationFrame(r));
-          return performance.now() - t0;
-        }),
-      );
+      await page.evaluate(() => performance.clearMeasures());
+      await page.click('[data-testid=run-sql]');
+      await page.waitForFunction(() => performance.getEntriesByName('agro:run-sql-to-chart', 'measure').length === 1);
+      const [p, w] = await page.evaluate(() => ['agro:result-to-chart', 'agro:run-sql-to-chart'].map((n) => performance.getEntriesByName(n, 'measure')[0].duration));
+      pageMs.push(p);
+      totalMs.push(w);
+      assert.ok((await page.$$eval('[data-testid=final-result] tbody tr', (trs) => trs.length)) > 0, 'the table is painted with it');
     }
     assert.equal(await page.getAttribute('[data-testid=answer-chart]', 'data-kind'), 'point');
-    t.diagnostic(`1,000-row chart page: ${ms.map((m) => m.toFixed(0)).join(', ')} ms`);
-    assert.ok(Math.min(...ms) < 1000, `${ms.join(', ')} ms`);
+    const best = (xs: number[]) => Math.min(...xs);
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+    const show = (xs: number[]) => `${xs.map((m) => m.toFixed(0)).join(', ')} ms (best ${best(xs).toFixed(0)}, median ${median(xs).toFixed(0)})`;
+    t.diagnostic(`1,000-row chart: result to chart drawn ${show(pageMs)}; Run SQL to chart drawn ${show(totalMs)}`);
+    // The page's rendering holds the 300 ms budget on its best run; the whole wait is bounded loosely, as it measures
+    // the server's CPU, which other test files share when they run beside this one (docs/benchmarks.md#dashboard).
+    assert.ok(best(pageMs) < 300, show(pageMs));
+    assert.ok(best(totalMs) < 1500, show(totalMs));
   });
 
   test('Playground: a follow-up is answered with the previous question and its SQL in the prompt, and the conversation is shown', async () => {
@@ -394,5 +406,59 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     assert.equal(csv.length - 1, Number(all.rows[0][0]));
     assert.ok(csv.length - 1 > 200);
     assert.equal(csv[0], 'track_id,name');
+  });
+
+  // Last: it starts a memory for music_store in the folder, which later questions on it would consult.
+  test('Playground: a correction is stored (a refused one is not) and the next question in other words is answered with it; suggestions ask', async () => {
+    const memory = join(fixture.dir, 'memory', 'music_store.json');
+    const RIGHT = 'SELECT g.name FROM tracks t JOIN genres g ON g.genre_id = t.genre_id GROUP BY g.name ORDER BY COUNT(*) DESC LIMIT 1';
+    const answered = async (question: string) => {
+      await page.fill('[data-testid=question]', question);
+      await page.click('[data-testid=ask]');
+      await page.waitForFunction((q) => document.querySelector('[data-testid=answer-check] .verdict')?.textContent?.includes(q), question);
+    };
+    await playgroundOnEndpoint();
+    // The policy's answer to the genre question is right: the person says so, and the pair is stored as theirs.
+    await answered(GENRE_QUESTION);
+    await page.click('[data-testid=mark-right]');
+    await page.waitForSelector('[data-testid=correction-status].stored');
+    assert.match((await page.textContent('[data-testid=correction-status]'))!, /stored in memory\/music_store\.json \(12 rows\)/);
+    // A question in the person's own words, which neither the policy (it counts the genres) nor the factory's
+    // readings can place, asked on its own.
+    await page.click('[data-testid=new-conversation]');
+    await answered('What is our flagship genre?');
+    assert.notEqual(await page.inputValue('[data-testid=final-sql]'), RIGHT);
+    await page.click('[data-testid=mark-wrong]');
+    // A write is refused by the sandbox: one line, nothing written.
+    const before = readFileSync(memory, 'utf8');
+    await page.fill('[data-testid=correct-sql]', 'DELETE FROM genres');
+    await page.click('[data-testid=store-correction]');
+    await page.waitForSelector('[data-testid=correction-status].error');
+    const refused = (await page.textContent('[data-testid=correction-status]'))!;
+    assert.match(refused, /refused.*nothing written/);
+    assert.ok(!refused.includes('\n'));
+    assert.equal(readFileSync(memory, 'utf8'), before);
+    await page.fill('[data-testid=correct-sql]', RIGHT);
+    await page.click('[data-testid=store-correction]');
+    await page.waitForSelector('[data-testid=correction-status].stored');
+    const stored = readMemory(memory);
+    assert.deepEqual(stored.entries.map((e) => [e.source, e.questions[0], e.sql]), [
+      ['person', 'What is our flagship genre?', RIGHT],
+      ['person', GENRE_QUESTION, GENRE_SQL],
+    ]);
+    // Asked again in other words, with no restart: the person's pair is found and chosen over the policy's count.
+    await page.click('[data-testid=new-conversation]');
+    await answered('Which genre is our flagship?');
+    assert.equal(await page.inputValue('[data-testid=final-sql]'), RIGHT);
+    assert.match((await page.textContent('[data-testid=answer-check] .confidence-line'))!, /from .*person/);
+    const top = await pool.execute(MUSIC, RIGHT, { timeoutMs: 5000, maxRows: 1 });
+    assert.ok(top.ok);
+    assert.equal((await page.textContent('[data-testid=final-result] tbody td'))!.trim(), String(top.rows[0][0]));
+    // Suggested: the other question the memory holds about genres and tracks; clicking it asks it.
+    const suggested = await page.$$eval('[data-testid=suggestions] button', (bs) => bs.map((b) => b.textContent));
+    assert.deepEqual(suggested, [GENRE_QUESTION]);
+    await page.click('[data-testid=suggestions] button');
+    await page.waitForFunction((q) => document.querySelector('[data-testid=answer-check] .verdict')?.textContent?.includes(q), GENRE_QUESTION);
+    assert.equal(await page.inputValue('[data-testid=final-sql]'), GENRE_SQL);
   });
 });

@@ -99,9 +99,9 @@ describe('dashboard on PostgreSQL', { skip: PG.skip }, () => {
       assert.ok(prompt.prompt, JSON.stringify(prompt));
       assert.match(prompt.prompt, /\bgenres\b/);
       const ev = sseEvents(await (await app.request(`/api/playground/ask?${new URLSearchParams({ policy, db: fromManifest, question: 'How many genres?' })}`)).text());
-      assert.deepEqual(ev.map((e) => e.type), ['start', 'text', 'assistant', 'observation', 'text', 'assistant', 'end'], JSON.stringify(ev));
+      assert.deepEqual(ev.map((e) => e.type), ['start', 'text', 'assistant', 'observation', 'text', 'assistant', 'checking', 'end'], JSON.stringify(ev));
       assert.deepEqual((ev[3] as Extract<PlaygroundEvent, { type: 'observation' }>).table?.rows, [[1], [2], [3]]);
-      const end = ev[6] as Extract<PlaygroundEvent, { type: 'end' }>;
+      const end = ev[7] as Extract<PlaygroundEvent, { type: 'end' }>;
       assert.equal(end.reason, 'answer');
       assert.deepEqual(end.result?.rows, [[12]]);
 

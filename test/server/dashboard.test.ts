@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { flattenRecord, readNewLines, toColumns } from '../../src/server/dashboard/metrics.ts';
@@ -14,6 +14,8 @@ import { startFakeOpenAI } from '../support/fake-openai.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
 import { EndpointPolicy } from '../../src/agent/policies/endpoint.ts';
 import type { PlaygroundEvent } from '../../src/server/dashboard/api-types.ts';
+import { SEARCH_SAMPLES } from '../../src/answer/answer.ts';
+import { LOW_CONFIDENCE } from '../../src/answer/rank.ts';
 import { sseEvents } from '../support/sse-events.ts';
 import { appendColumns, chartPlan, seriesOf } from '../../web/src/metrics.ts';
 import { decimateRows, pickRows, type Columns } from '../../web/src/decimate.ts';
@@ -252,13 +254,33 @@ test('Playground over HTTP: an --llm-url endpoint runs the agent episode, each s
       return sseEvents(await res.text());
     };
     const ev = await ask(`${llm.baseUrl}#m1`);
-    assert.deepEqual(ev.map((e) => e.type), ['start', 'text', 'assistant', 'observation', 'text', 'assistant', 'end']);
+    // The greedy episode's steps, then the answer path checking it (progress), then the checked answer.
+    assert.deepEqual(ev.map((e) => e.type), ['start', 'text', 'assistant', 'observation', 'text', 'assistant', 'checking', 'end']);
     const obs = ev[3] as Extract<PlaygroundEvent, { type: 'observation' }>;
     assert.deepEqual(obs.table?.rows, [[1], [2], [3]]);
-    const end = ev[6] as Extract<PlaygroundEvent, { type: 'end' }>;
+    assert.equal((ev[6] as Extract<PlaygroundEvent, { type: 'checking' }>).samples, SEARCH_SAMPLES);
+    const end = ev[7] as Extract<PlaygroundEvent, { type: 'end' }>;
     assert.equal(end.reason, 'answer');
     assert.equal(end.answer, 'SELECT COUNT(*) FROM genres');
     assert.deepEqual(end.result?.rows, [[12]]);
+    assert.ok(end.checked && end.checked.confidence > 0 && end.checked.confidence <= 1, JSON.stringify(end.checked));
+    assert.equal(end.checked.low, end.checked.confidence < LOW_CONFIDENCE);
+    assert.ok(end.checked.sources.includes('greedy'), end.checked.sources.join());
+    assert.deepEqual(end.checked.suggestions, [], 'no memory, no suggestions');
+    // search=0: the policy's greedy answer alone, no check.
+    const plain = sseEvents(await (await app.request(`/api/playground/ask?${new URLSearchParams({ policy: `${llm.baseUrl}#m1`, db, question: 'How many genres?', search: '0' })}`)).text());
+    assert.deepEqual(plain.map((e) => e.type), ['start', 'text', 'assistant', 'observation', 'text', 'assistant', 'end']);
+    assert.equal((plain[6] as Extract<PlaygroundEvent, { type: 'end' }>).checked, undefined);
+    // A correction's body is checked (one line naming the field); an unknown database is 404, a refused SQL 400.
+    const correct = (body: unknown) => app.request('/api/playground/correct', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const noSql = await correct({ policy: `${llm.baseUrl}#m1`, db, question: 'q' });
+    assert.equal(noSql.status, 400);
+    assert.match(((await noSql.json()) as { error: string }).error, /sql: /);
+    assert.equal((await correct({ policy: `${llm.baseUrl}#m1`, db: 'nope', question: 'q', sql: 'SELECT 1' })).status, 404);
+    const refused = await correct({ policy: `${llm.baseUrl}#m1`, db, question: 'Drop the genres', sql: 'DROP TABLE genres' });
+    assert.equal(refused.status, 400);
+    assert.match(((await refused.json()) as { error: string }).error, /nothing written/);
+    assert.equal(existsSync(join(root, 'memory')), false, 'no memory started for a correction that does not run');
     // The schema prompt needs no model: the environment's opening on that database.
     const prompt = (await (await app.request(`/api/playground/prompt?${new URLSearchParams({ policy: `${llm.baseUrl}#m1`, db, question: 'How many genres?' })}`)).json()) as { prompt: string };
     assert.equal(prompt.prompt, llm.requests.find((r) => r.path.endsWith('/chat/completions'))!.body.messages![0].content);

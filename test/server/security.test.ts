@@ -286,8 +286,12 @@ test('the OpenAI routes of agro serve sit behind the same guard', async () => {
   const { serve: listen } = await import('@hono/node-server');
   const { createApp } = await import('../../src/server/app.ts');
   const { openaiRoutes } = await import('../../src/server/openai.ts');
+  const { askRoutes } = await import('../../src/server/ask.ts');
   const policy = { kind: 'endpoint', name: 'echo', description: 'echo', complete: async () => ({ text: 'ok', finish: 'stop' as const }), close: async () => {} };
-  const app = createApp({ groups: [{ app: openaiRoutes({ policy: policy as never }) }], guard: { listenHost: '127.0.0.1', token: 'tok-0123456789' } });
+  // A correction route whose store only counts the calls that reach it.
+  let stored = 0;
+  const asker = Object.assign(async () => { throw new Error('not asked here'); }, { correct: async (r: { db_id: string; question: string; sql: string }) => ({ ...r, stored: true as const, columns: [], rows: ++stored }) });
+  const app = createApp({ groups: [{ app: openaiRoutes({ policy: policy as never }) }, { app: askRoutes({ ask: asker }) }], guard: { listenHost: '127.0.0.1', token: 'tok-0123456789' } });
   const server = listen({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
   await new Promise((r) => server.once('listening', r));
   const port = (server.address() as { port: number }).port;
@@ -305,6 +309,14 @@ test('the OpenAI routes of agro serve sit behind the same guard', async () => {
       assert.match(r.body, /^\{"error":\{"message":".*","type":"invalid_request_error","code":"forbidden_/);
     }
     assert.equal((await raw(port, { ...chat, headers: { ...auth, 'content-type': 'text/plain' } })).status, 415);
+    // POST /v1/corrections (it writes a memory file): the same checks, before the store is reached.
+    const fix = { method: 'POST', path: '/v1/corrections', body: JSON.stringify({ db_id: 'music_store', question: 'q', sql: 'SELECT 1' }) };
+    for (const h of [{ host: 'evil.example' }, { origin: 'http://evil.example' }, { 'sec-fetch-site': 'cross-site' }] as Record<string, string>[]) assert.equal((await raw(port, { ...fix, headers: { ...auth, 'content-type': 'application/json', ...h } })).status, 403);
+    assert.equal((await raw(port, { ...fix, headers: { ...auth, 'content-type': 'text/plain' } })).status, 415);
+    assert.equal((await raw(port, { ...fix, headers: { 'content-type': 'application/json' } })).status, 401);
+    assert.equal(stored, 0);
+    assert.equal((await raw(port, { ...fix, headers: { ...auth, 'content-type': 'application/json' } })).status, 200);
+    assert.equal(stored, 1);
   } finally {
     server.close();
   }

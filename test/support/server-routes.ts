@@ -20,6 +20,7 @@ export function dashboardRoutes(db: string): RawRequest[] {
     { method: 'POST', path: '/api/sql', ...jsonBody({ db, sql: 'SELECT COUNT(*) FROM genres' }) },
     { path: `/api/playground/prompt?${new URLSearchParams({ policy: 'nope', db })}` },
     { path: `/api/playground/ask?${new URLSearchParams({ policy: 'nope', db, question: 'How many?' })}` },
+    { method: 'POST', path: '/api/playground/correct', ...jsonBody({ policy: 'nope', db, question: 'How many?', sql: 'SELECT 1' }) },
   ];
 }
 

@@ -9,6 +9,7 @@ import { tablesRead } from '../../sql/lexer.ts';
 import { chatMessageSchema, type ChatMessage } from '../../model/chat.ts';
 import type { ExecResult } from '../../sql/types.ts';
 import { resolveDatabase } from '../../data/databases.ts';
+import { previousTurnSchema } from '../../prompt/conversation.ts';
 import type { DatabaseCatalog } from '../../data/catalog.ts';
 import { formatAction } from '../protocol.ts';
 import { SqlEnvironment } from '../sql-env.ts';
@@ -21,6 +22,8 @@ const sqlRow = z.object({
   query: z.string().min(1).optional(),
   /** Optional reasoning to put in <think>; otherwise a short note naming the tables the SQL reads. */
   think: z.string().optional(),
+  /** A follow-up's earlier turns: the prompt carries them as the answer path's does (conversation.ts). */
+  previous: z.array(previousTurnSchema).optional(),
 });
 const messagesRow = z.object({ messages: z.array(chatMessageSchema).min(1) });
 
@@ -64,7 +67,7 @@ export function rowsToConversations(rows: { line: number; value: unknown }[], da
     const sql = (r.data.SQL ?? r.data.query ?? '').trim();
     if (!sql) throw new AgroError('invalid_input', `${label}:${line}: row has neither SQL nor query`);
     const dbPath = dbPathOf(r.data.db_id);
-    const opening = env.openingFor({ id: `${line}`, dbId: r.data.db_id, dbPath, question: r.data.question, evidence: r.data.evidence ?? undefined, goldSql: sql });
+    const opening = env.openingFor({ id: `${line}`, dbId: r.data.db_id, dbPath, question: r.data.question, evidence: r.data.evidence ?? undefined, goldSql: sql, ...(r.data.previous?.length ? { previous: r.data.previous } : {}) });
     const tables = tablesRead(sql);
     const think = r.data.think ?? (tables.length ? `The answer reads ${tables.join(', ')}.` : '');
     return [...opening, { role: 'assistant' as const, content: formatAction({ kind: 'answer', content: sql, think }) }];

@@ -18,6 +18,7 @@ import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type Pro
 import { printOut } from '../print.ts';
 import { askWithAnswerPath } from '../../answer/ask.ts';
 import { Answerer } from '../../answer/resources.ts';
+import { LOW_CONFIDENCE } from '../../answer/rank.ts';
 import { addChartOption, writeChartIfAsked } from '../chart-option.ts';
 import { addSessionOption, openSession } from '../session-option.ts';
 import { EXEC_DEFAULTS } from '../../sql/pool.ts';
@@ -101,16 +102,19 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     const { episode: res, chosen } = asked;
     const answerSql = asked.sql;
     const final = answerSql !== undefined && answerSql !== null ? await pool.execute(dbPath, answerSql, { timeoutMs: 30_000, maxRows: o.rows + 1 }) : undefined;
+    const suggestions = answerer && chosen?.sql ? await answerer.suggestions(dbPath, task.dbId, { sql: chosen.sql, question }) : [];
+    const low = chosen?.sql ? chosen.confidence < LOW_CONFIDENCE : false;
     if (o.json) {
       const { messages: _m, ...episode } = res;
-      const answer = chosen ? { sql: chosen.sql, reading: chosen.reading, confidence: chosen.confidence, candidates: chosen.candidates.slice(0, 10), memories: memories.length } : null;
+      const answer = chosen ? { sql: chosen.sql, reading: chosen.reading, confidence: chosen.confidence, lowConfidence: low, candidates: chosen.candidates.slice(0, 10), memories: memories.length, suggestions } : null;
       process.stdout.write(JSON.stringify({ question, db: o.db, policy: policy.name, ...episode, answer, result: final ?? null }, null, 2) + '\n');
     } else if (answerSql !== undefined && answerSql !== null) {
       if (chosen?.sql && chosen.sql !== res.answer) write(`the policy answered ${res.answer ?? 'nothing'}; a better-checked candidate was chosen (${chosen.candidates[0].sources.join(', ')})\n`);
       write(`answer: ${answerSql}\n`);
       if (chosen?.reading) write(`I read this as: ${chosen.reading}\n`);
-      if (chosen) write(`confidence: ${chosen.confidence.toFixed(2)} (${chosen.tried} candidates tried, ${new Set(chosen.candidates.map((c) => c.group)).size} distinct results${memories.length ? '' : '; no memory: build one with agro memory build'})\n`);
+      if (chosen) write(`confidence: ${chosen.confidence.toFixed(2)}${low ? ' (low: check it before trusting it; --correct stores the right SQL)' : ''} (${chosen.tried} candidates tried, ${new Set(chosen.candidates.map((c) => c.group)).size} distinct results${memories.length ? '' : '; no memory: build one with agro memory build'})\n`);
       write(indent(formatResultTable(final!, o.rows, 100_000)) + '\n');
+      if (suggestions.length) write(`you might also ask:\n${suggestions.map((q) => `  ${q}\n`).join('')}`);
     } else {
       write(`no answer (${res.endReason}${res.error ? `: ${res.error}` : ''})\n`);
     }

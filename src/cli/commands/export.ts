@@ -11,7 +11,7 @@ import { resolveTaskSource, tasksFromCatalog } from '../../agent/tasks.ts';
 import { SqlEnvironment } from '../../agent/sql-env.ts';
 import { promptContract } from '../../prompt/contract.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli } from '../prompt-options.ts';
-import { exportRow, splitRows } from '../../agent/export.ts';
+import { exportRow, splitRows, taskSqls } from '../../agent/export.ts';
 import { EXPORT_FORMATS, writeExport } from '../../data/export-formats.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { prepareOutDir, prepareOutFile } from '../out-path.ts';
@@ -52,7 +52,9 @@ async function runExport(raw: unknown): Promise<void> {
     const env = new SqlEnvironment(pool, promptFromCli(null, o), envDepsFromCli(o));
     // A server's schema, docs and values are read once per database before the prompts are made.
     await env.prepareAll(tasks.map((t) => t.dbPath));
-    const splits = splitRows(tasks.map((t) => exportRow(env, t)), o.val, o.seed);
+    const rows = tasks.map((t) => exportRow(env, t));
+    const sqls = new Map(rows.map((r, i) => [r, taskSqls(tasks[i])]));
+    const splits = splitRows(rows, o.val, o.seed, (r) => sqls.get(r) ?? r.goldSql);
     const result = writeExport(o.format, o.out, splits, {
       version: 1,
       source: resolve(source.dataPath),

@@ -1,9 +1,10 @@
 import { Option, type Command } from 'commander';
-import { runPredict, type PredictConfig, type PredictProgress } from '../../pipeline/predict.ts';
+import { readPredictInputs, runPredict, type PredictConfig, type PredictInputs, type PredictProgress } from '../../pipeline/predict.ts';
 import { formatReport } from '../../eval/format.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { LEGACY_QUOTES_MISSING, legacyQuotesAvailable } from '../../sql/open-database.mjs';
 import { isPostgresUrl } from '../../sql/postgres.ts';
+import { JUDGE_DEFAULTS } from '../../sql/judge.ts';
 import { AgroError } from '../../errors.ts';
 import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
@@ -12,7 +13,7 @@ import { prepareOutDir } from '../out-path.ts';
 import { addPromptOptions, askedPrompt, envDepsFromCli, printWarning, type PromptCliOptions } from '../prompt-options.ts';
 import { readDataset } from '../../data/read-dataset.ts';
 import { resolveDatabasesFromFlag } from '../db-root.ts';
-import { catalogFromFactoryOutput, factoryOutputOf } from '../../data/catalog.ts';
+import { factoryOutputOf } from '../../data/catalog.ts';
 import { join } from 'node:path';
 import { SYNTH_DRAFTS } from '../../answer/answer.ts';
 import { printOut, printErr } from '../print.ts';
@@ -60,7 +61,7 @@ export function progressLine(p: PredictProgress): string {
 
 async function run(o: PredictCliOptions): Promise<void> {
   prepareOutDir({ flag: '--out', path: o.out }, [{ flag: '--data', path: o.data }, ...(o.policy ? [{ flag: '--policy', path: o.policy }] : [])]);
-  // The data and its databases are checked before the policy loads: bad input costs nothing (runPredict reads them again).
+  // The data and its databases are read and checked once, before the policy loads: bad input costs nothing.
   // A factory output (its folder, or its dataset.jsonl beside manifest.json) names its own database.
   const factory = o.dbRoot === undefined ? factoryOutputOf(o.data) : undefined;
   const data = factory === o.data ? join(o.data, 'dataset.jsonl') : o.data;
@@ -68,11 +69,12 @@ async function run(o: PredictCliOptions): Promise<void> {
   // predict scores every answer against its gold SQL as agro eval does: without the extension the gold queries
   // with double-quoted strings fail (31 of 190 on six open databases) and every score is low. Refuse, as eval does.
   if (!isPostgresUrl(dbRoot) && !legacyQuotesAvailable()) throw new AgroError('not_found', `predict: ${LEGACY_QUOTES_MISSING}`);
-  const ids = readDataset(data).items.map((it) => it.dbId);
-  if (factory !== undefined) {
-    const catalog = catalogFromFactoryOutput(factory);
-    for (const id of new Set(ids)) catalog.resolve(id);
-  } else resolveDatabasesFromFlag(o.dbRoot, DEFAULT_DB_ROOT, ids);
+  let inputs: PredictInputs;
+  if (factory !== undefined) inputs = readPredictInputs({ data, dbRoot, factory });
+  else {
+    const dataset = readDataset(data);
+    inputs = { dataset, databases: resolveDatabasesFromFlag(o.dbRoot, DEFAULT_DB_ROOT, dataset.items.map((it) => it.dbId)) };
+  }
   const policy = await openPolicyFromCli(o, o.concurrency);
   const pool = createExecutor({ size: o.workers, allowPrivilegedRole: o.allowPrivilegedRole });
   const ctrl = new AbortController();
@@ -108,6 +110,7 @@ async function run(o: PredictCliOptions): Promise<void> {
         },
       },
       envDepsFromCli(o),
+      inputs,
     );
     if (tty) printErr('\n');
     if (res.interrupted) {
@@ -155,7 +158,7 @@ export function register(program: Command): void {
     .option('--concurrency <n>', 'questions in flight', numberArg('--concurrency', { min: 1 }), 4)
     .option('--suite <dir>', 'test-suite scoring: also compare on <dir>/<db_id>/*.sqlite variants (as agro eval --suite)')
     .option('--episode-timeout <ms>', 'wall-clock limit of one episode', numberArg('--episode-timeout', { min: 1 }), 120_000)
-    .option('--timeout <ms>', 'per-query limit when scoring', numberArg('--timeout', { min: 1 }), 30_000)
+    .option('--timeout <ms>', 'per-query limit when scoring', numberArg('--timeout', { min: 1 }), JUDGE_DEFAULTS.timeoutMs)
     .option('--seed <n>', 'seed for sampling', numberArg('--seed', { min: 0 }), 0)
     .option('--workers <n>', 'SQL executor processes', numberArg('--workers', { min: 1 }), 2)
     .option('--no-search', "answer with the policy's own answer (greedy, or the --samples vote) instead of the answer path (candidates from the policy and the memory, run and ranked)")

@@ -12,7 +12,7 @@ import { catalogFromDbRoot, catalogFromFactoryOutput, combineCatalogs, type Data
 import { createExecutor } from '../../sql/executor.ts';
 import { assertDir } from '../../data/databases.ts';
 import type { Policy } from '../../agent/policies/types.ts';
-import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
+import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg, repeatable } from '../options.ts';
 import { accessFromCli, addAccessOptions, type AccessCliOptions } from '../access-options.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { addEndpointOptions, addPolicyOptions, openPolicyFromCli, playgroundPolicies, type PolicyCliOptions } from '../policy-options.ts';
@@ -36,6 +36,7 @@ interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions, Privileged
   factory?: string[];
   tokenizer?: string;
   dashboard?: string;
+  memory: string[];
 }
 
 function listen(app: ReturnType<typeof createApp>, host: string, port: number): Promise<ServerType> {
@@ -95,7 +96,7 @@ async function run(o: ServeCliOptions): Promise<void> {
       groups.push(
         ...policyRouteGroups({
           openai: { policy, modelName: o.modelName, concurrency: o.concurrency, maxQueue: o.maxQueue, timeoutMs: o.timeout, maxTokens: o.maxTokens, maxInputChars: o.maxInputChars },
-          ask: { catalog: catalog ?? catalogFromDbRoot(BUNDLED_DATABASES), executor: askPool, env: promptFromCli(policy.promptContract, o), envDeps: envDepsFromCli(o), maxTurnTokens: turnTokens(policy.promptContract, undefined).maxTurnTokens, episodeTimeoutMs: o.timeout },
+          ask: { catalog: catalog ?? catalogFromDbRoot(BUNDLED_DATABASES), executor: askPool, env: promptFromCli(policy.promptContract, o), envDeps: envDepsFromCli(o), maxTurnTokens: turnTokens(policy.promptContract, undefined).maxTurnTokens, episodeTimeoutMs: o.timeout, memory: o.memory },
         }),
       );
     }
@@ -165,6 +166,7 @@ export function register(program: Command): void {
     .option('--factory <dir...>', 'environment API: agro synth output folders (their databases and variants)')
     .option('--tokenizer <path>', 'environment API: token ids of every prompt and observation under this tokenizer (a checkpoint folder or a Hugging Face tokenizer.json)')
     .option('--token <token>', 'token every route but /health asks for (Authorization: Bearer, or the printed dashboard link; default env AGRO_TOKEN; required off loopback)')
-    .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/');
+    .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/')
+    .option('--memory <file>', "a database's memory (agro memory build) for /v1/ask beside those the policy's contract names, where POST /v1/corrections stores; repeatable", repeatable, []);
   addPrivilegedRoleOption(addPromptOptions(addAccessOptions(cmd), { from: true })).action((o: ServeCliOptions) => run(o));
 }

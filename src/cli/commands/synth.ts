@@ -4,6 +4,7 @@ import { AgroError } from '../../errors.ts';
 import { LIMITS, parseCliOptions, synthOptionsSchema } from '../options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { runFactory } from '../../factory/pipeline.ts';
+import { FOLLOW_UP_SHARE } from '../../factory/follow-up.ts';
 import { readDocs } from '../../prompt/docs.ts';
 import { basename, dirname, extname, join } from 'node:path';
 import { stageBars } from '../progress.ts';
@@ -32,6 +33,7 @@ const optionsSchema = synthOptionsSchema.extend({
   noise: z.coerce.number().min(0).max(1),
   mix: z.enum(['human', 'even']),
   docs: z.string().min(1).optional(),
+  followUps: z.coerce.number().min(0).max(1).optional(),
 });
 
 /** "projection=6,count=2" -> { projection: 6, count: 2 }. */
@@ -68,7 +70,7 @@ async function run(raw: unknown): Promise<void> {
   try {
     const quiet = Boolean(o.json) || !process.stderr.isTTY;
     const r = await runFactory(
-      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout, templateWeights: parseWeights(o.templates), people: o.people, phrasings: o.phrasings, noise: o.noise, ...(o.docs ? { docs: readDocs(o.docs, isPostgresUrl(o.db) ? pgDbId(o.db) : basename(o.db, extname(o.db))) } : {}), ...(o.mix === 'even' ? { shapes: {} } : {}) },
+      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout, templateWeights: parseWeights(o.templates), people: o.people, phrasings: o.phrasings, noise: o.noise, ...(o.docs ? { docs: readDocs(o.docs, isPostgresUrl(o.db) ? pgDbId(o.db) : basename(o.db, extname(o.db))) } : {}), ...(o.mix === 'even' ? { shapes: {} } : {}), ...(o.followUps !== undefined ? { followUps: o.followUps } : {}) },
       { executor: exec, progress: stageBars(!quiet), log: (line) => printErr(`agro: ${line}\n`) },
     );
     const m = r.manifest;
@@ -80,7 +82,7 @@ async function run(raw: unknown): Promise<void> {
     if (m.shortfall) printErr(`agro: warning: ${m.shortfall}\n`);
     if (o.json) {
       printOut(
-        JSON.stringify({ dataset: r.datasetPath, manifest: r.manifestPath, rows: m.rows, shortfall: m.shortfall ?? null, difficulty: m.difficulty, grammar: m.grammar, stages: m.stages, skipped: m.skipped, unused: m.unused, variants: m.variants }) + '\n',
+        JSON.stringify({ dataset: r.datasetPath, manifest: r.manifestPath, rows: m.rows, shortfall: m.shortfall ?? null, difficulty: m.difficulty, grammar: m.grammar, followUps: m.followUps, stages: m.stages, skipped: m.skipped, unused: m.unused, variants: m.variants }) + '\n',
       );
       return;
     }
@@ -93,6 +95,8 @@ async function run(raw: unknown): Promise<void> {
       lines.push(`  ${s.stage.padEnd(11)} ${String(s.in).padStart(6)} -> ${String(s.out).padEnd(6)}${s.resumed ? ' (resumed)' : ''} ${rej}`);
     }
     lines.push(`  difficulty: ${Object.entries(m.difficulty).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    const fu = Object.values(m.followUps).reduce((a, b) => a + b, 0);
+    if (fu) lines.push(`  follow-ups: ${fu} (${Object.entries(m.followUps).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}), each with the question it continues`);
     lines.push(`  questions: ${Object.entries(m.grammar).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${GRAMMAR_WORDS[k] ?? k} ${v}`).join(', ')}`);
     lines.push(`  variants: ${m.variants.length} in ${m.variants.length ? m.variants[0].replace(/\/[^/]+$/, '') : '-'} (caught ${m.caughtByVariants} pairs the original alone accepted)`);
     for (const s of m.skipped) lines.push(`  skipped ${s.what}: ${s.why}`);
@@ -133,6 +137,7 @@ export function register(program: Command): void {
     .option('--people <share>', "share of questions asked in people's variety (other frames, adjectives, values as typed, synonyms)", '0.5')
     .option('--phrasings <k>', 'questions per query: the question and up to k-1 paraphrases, each parsed back to it', '1')
     .option('--docs <path>', "the database's documentation (BIRD database_description/, a tables.json, agro's JSON): columns worded by their documented names, codes by their meaning")
+    .option('--follow-ups <share>', `share of the --n pairs that are follow-ups: an edit of a kept query (a filter, a limit, an order, a column) asked as the next turn of a conversation, with the question it continues (default ${FOLLOW_UP_SHARE})`)
     .option('--noise <share>', 'share of questions given train-time noise (case, punctuation, a typo) after their check', '0')
     .action(run);
 }

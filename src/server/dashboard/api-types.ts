@@ -183,5 +183,31 @@ export type PlaygroundEvent =
   | { type: 'text'; turn: number; delta: string }
   | { type: 'assistant'; turn: number; text: string; think?: string; action?: { kind: string; content: string } }
   | { type: 'observation'; turn: number; text: string; table?: ResultTable }
-  | { type: 'end'; reason: string; ms?: number; answer?: string; result?: ResultTable }
+  /** The policy's own episode is over; its samples, the memory and question-time synthesis are being checked. */
+  | { type: 'checking'; samples: number }
+  | { type: 'end'; reason: string; ms?: number; answer?: string; result?: ResultTable; checked?: CheckedAnswer }
   | { type: 'error'; message: string };
+
+/** What the answer path says of the answer it chose (absent when it is off). */
+export interface CheckedAnswer {
+  /** The factory's wording of the chosen SQL ("I read this as: ..."); null when it cannot read it. */
+  reading: string | null;
+  /** In [0, 1] (src/answer/rank.ts confidenceOf). */
+  confidence: number;
+  /** Below the answer path's LOW_CONFIDENCE: marked as a guess. */
+  low: boolean;
+  /** Where the chosen SQL came from (greedy, sample, memory, person, edit, synth). */
+  sources: string[];
+  /** The policy's own answer when another candidate was chosen. */
+  policyAnswer?: string;
+  /** Other questions the database's memory holds about the same tables (src/answer/suggest.ts). */
+  suggestions: string[];
+}
+
+/** A person's answer stored in the database's memory (POST api/playground/correct). */
+export interface StoredCorrection {
+  /** The memory file it went into (relative to the dashboard folder when inside it). */
+  memory: string;
+  /** Its result on the database. */
+  result: ResultTable;
+}

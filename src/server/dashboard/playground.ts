@@ -4,12 +4,15 @@
  * the same loader and episode runner as `agro ask`, `agro predict` and `agro serve`
  * (src/agent/policies/open.ts, src/agent/episode.ts): the newest checkpoint of each run in the folder,
  * the folder's .gguf files, and what the command line adds (`--policy` path, `--llm-url` endpoint, or a
- * policy the server already has open). The episode is the agent's greedy one, as in evaluation.
+ * policy the server already has open). The episode is the agent's greedy one, as in evaluation; the answer
+ * is the answer path's (src/answer/ask.ts, as `agro ask` and `POST /v1/ask` give it: the policy's samples, the
+ * database's memory, their edits and question-time synthesis, run and ranked), with its reading, confidence and
+ * suggested questions. A correction goes into the database's memory through the same Answerer.
  */
-import { statSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, join, relative } from 'node:path';
 import { AgroError, oneLine } from '../../errors.ts';
-import { runEpisode, type EpisodeEvent } from '../../agent/episode.ts';
+import type { EpisodeEvent } from '../../agent/episode.ts';
 import { openPolicy, type PolicySpec } from '../../agent/policies/open.ts';
 import type { Policy, PolicyKind } from '../../agent/policies/types.ts';
 import { SQL_AGENT_ACTIONS, parseAction } from '../../agent/protocol.ts';
@@ -17,15 +20,21 @@ import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
 import type { PreviousTurn } from '../../prompt/conversation.ts';
 import { readPromptContract, resolvePromptSettings, turnTokens } from '../../prompt/contract.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
-import type { PlaygroundEvent, PolicyInfo } from './api-types.ts';
+import { SEARCH_SAMPLES } from '../../answer/answer.ts';
+import { askWithAnswerPath } from '../../answer/ask.ts';
+import { MEMORY_FILE } from '../../answer/memory.ts';
+import { LOW_CONFIDENCE } from '../../answer/rank.ts';
+import { Answerer } from '../../answer/resources.ts';
+import type { CheckedAnswer, PlaygroundEvent, PolicyInfo, StoredCorrection } from './api-types.ts';
 import { CHART_ROWS, toChartedTable, toResultTable } from './results.ts';
 import type { FolderScan } from './scan.ts';
 
 export interface PlaygroundBackend {
   policies(): Promise<PolicyInfo[]>;
   /** Runs one episode; every step goes to onEvent, the last one an `end` or an `error`. */
-  ask(policy: string, dbPath: string, question: string, onEvent: (e: PlaygroundEvent) => void, signal?: AbortSignal, previous?: PreviousTurn[]): Promise<void>;
-  /** The system prompt the policy would get on this database (its schema view). */
+  ask(policy: string, dbPath: string, question: string, onEvent: (e: PlaygroundEvent) => void, signal?: AbortSignal, previous?: PreviousTurn[], opts?: { search?: boolean }): Promise<void>;
+  /** A person's right SQL for a question, stored in the database's memory once it runs (nothing written otherwise). */
+  correct?(policy: string, dbPath: string, question: string, sql: string): Promise<StoredCorrection>;
   /** The system prompt the policy sees for this question (grounded prompts depend on it; '' ranks for none). */
   prompt?(policy: string, dbPath: string, question?: string): Promise<string>;
   close?(): Promise<void>;
@@ -52,6 +61,13 @@ export interface PolicyBackendOptions {
   /** Engine, threads and batch for the folder's checkpoints and GGUF files (as --engine/--threads/--batch). */
   local?: Pick<PolicySpec, 'engine' | 'threads' | 'maxBatch'>;
   maxTurns?: number;
+  /**
+   * The dashboard folder: its factory outputs' memories serve their databases, and a correction of a database
+   * with no memory starts one in its `memory/` folder.
+   */
+  dir?: string;
+  /** Sampled episodes beside the greedy one for the answer path (default SEARCH_SAMPLES, as ask and serve). */
+  samples?: number;
   /** New tokens per turn; default: each policy's contract (predict's rule, src/prompt/contract.ts turnTokens). */
   maxTurnTokens?: number;
   episodeTimeoutMs?: number;
@@ -84,6 +100,12 @@ export function defaultPolicy(policies: readonly PolicyInfo[]): string | undefin
   for (const p of policies) if (p.modifiedMs !== undefined && (newest?.modifiedMs === undefined || p.modifiedMs > newest.modifiedMs)) newest = p;
   return (newest ?? policies[0])?.id;
 }
+
+/** The id a database's memory names it by (its file name without the extension, as the factory's db_id). */
+const dbIdOf = (dbPath: string): string => basename(dbPath).replace(/\.sqlite3?$|\.db$/i, '');
+
+/** Where the Playground starts a memory for a database that has none (inside the dashboard folder). */
+export const CORRECTIONS_DIR = 'memory';
 
 const endpointId = (url: string, model: string | undefined): string => `${url}${model ? `#${model}` : ''}`;
 
@@ -119,6 +141,28 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
     let env = envs.get(key);
     if (!env) envs.set(key, (env = new SqlEnvironment(o.executor, settings)));
     return { env, maxTurnTokens: turnTokens(contract, o.maxTurnTokens).maxTurnTokens };
+  };
+  // The memories a policy answers with in the Playground: those the folder holds (corrections started here, then
+  // every factory output's), then its own contract's, which win for a database both name (the Answerer keys by db).
+  const memoriesOf = (e: Entry): string[] => {
+    const out: string[] = [];
+    if (o.dir) {
+      const own = join(o.dir, CORRECTIONS_DIR);
+      if (existsSync(own)) for (const f of readdirSync(own).sort()) if (f.endsWith('.json')) out.push(join(own, f));
+    }
+    for (const d of o.scan().datasets) if (existsSync(join(d.dir, MEMORY_FILE))) out.push(join(d.dir, MEMORY_FILE));
+    const contract = e.held ? e.held.promptContract : e.spec?.path && e.info.kind === 'checkpoint' ? readPromptContract(e.spec.path) : null;
+    for (const m of contract?.memory ?? []) if (existsSync(m)) out.push(m);
+    return out;
+  };
+  // One Answerer per set of memories: its databases' value indexes and readers are built once and kept.
+  const answerers = new Map<string, Answerer>();
+  const answererFor = (e: Entry): Answerer => {
+    const memory = memoriesOf(e);
+    const key = JSON.stringify(memory);
+    let a = answerers.get(key);
+    if (!a) answerers.set(key, (a = new Answerer(o.executor, { memory })));
+    return a;
   };
   const find = (id: string): Entry => {
     const e = entries(o).find((x) => x.info.id === id);
@@ -188,17 +232,20 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
     async policies() {
       return entries(o).map((e) => e.info);
     },
-    async ask(policyId, dbPath, question, emit, signal, previous) {
+    async ask(policyId, dbPath, question, emit, signal, previous, opts) {
       let release = (): void => {};
       try {
         const entry = find(policyId);
         const { env, maxTurnTokens } = envFor(entry);
-        const task: SqlTask = { id: 'playground', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, goldSql: '', ...(previous?.length ? { previous } : {}) };
+        const dbId = dbIdOf(dbPath);
+        const task: SqlTask = { id: 'playground', dbId, dbPath, question, goldSql: '', ...(previous?.length ? { previous } : {}) };
         // A server's schema, docs and values are read (once) before the prompt is made.
         await env.prepare(dbPath);
         emit({ type: 'start', policy: policyId, db: dbPath, messages: env.openingFor(task) });
+        const answerer = opts?.search === false ? undefined : answererFor(entry);
         const got = await acquire(entry);
         release = got.release;
+        const samples = answerer ? (o.samples ?? SEARCH_SAMPLES) : 0;
         // Steps are emitted in order: a turn's table is looked up before the next event goes out.
         let chain: Promise<void> = Promise.resolve();
         const onEvent = (ev: EpisodeEvent): void => {
@@ -211,20 +258,36 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
             const action = parseAction(r.text, SQL_AGENT_ACTIONS);
             emit({ type: 'assistant', turn: r.turn, text: r.text, ...(action.kind !== 'invalid' ? { think: action.think, action: { kind: action.kind, content: action.content } } : {}) });
             if (r.observation !== undefined) emit({ type: 'observation', turn: r.turn, text: r.observation, ...(r.sql ? { table: await table(dbPath, r.sql) } : {}) });
-          } else if (ev.type === 'end') {
-            const res = ev.result;
-            const reason = res.error ? `${res.endReason}: ${res.error}` : res.endReason;
-            if (res.answer === undefined) emit({ type: 'end', reason, ms: res.ms });
-            else emit({ type: 'end', reason, ms: res.ms, answer: res.answer, result: await answerTable(dbPath, res.answer) });
-          }
+          } else if (ev.type === 'end' && answerer) emit({ type: 'checking', samples });
         };
-        await runEpisode(env, task, got.policy, { mode: 'agent', maxTurnTokens, temperature: 0, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}) }, { onEvent });
+        const t0 = performance.now();
+        const asked = await askWithAnswerPath(env, task, got.policy, answerer, { mode: 'agent', maxTurnTokens, temperature: 0, samples, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}), onEvent });
         await chain;
+        const res = asked.episode;
+        const reason = res.error ? `${res.endReason}: ${res.error}` : res.endReason;
+        const { chosen, sql } = asked;
+        let checked: CheckedAnswer | undefined;
+        if (answerer && chosen?.sql) {
+          const suggestions = await answerer.suggestions(dbPath, dbId, { sql: chosen.sql, question });
+          checked = { reading: chosen.reading, confidence: chosen.confidence, low: chosen.confidence < LOW_CONFIDENCE, sources: chosen.candidates[0]?.sources ?? [], ...(res.answer !== undefined && res.answer !== chosen.sql ? { policyAnswer: res.answer } : {}), suggestions };
+        }
+        // The time to the answer: the episode and, with the answer path, its samples and checks.
+        const ms = Math.round(performance.now() - t0);
+        if (sql === undefined) emit({ type: 'end', reason, ms });
+        else emit({ type: 'end', reason, ms, answer: sql, result: await answerTable(dbPath, sql), ...(checked ? { checked } : {}) });
       } catch (err) {
         emit({ type: 'error', message: oneLine(err) });
       } finally {
         release();
       }
+    },
+    async correct(policyId, dbPath, question, sql) {
+      const answerer = answererFor(find(policyId));
+      const dbId = dbIdOf(dbPath);
+      const start = o.dir ? join(o.dir, CORRECTIONS_DIR, `${dbId}.json`) : undefined;
+      const stored = await answerer.correct(dbPath, dbId, question, sql, start);
+      const rel = o.dir ? relative(o.dir, stored.path) : '';
+      return { memory: rel && !rel.startsWith('..') ? rel : stored.path, result: await answerTable(dbPath, sql) };
     },
     async prompt(policyId, dbPath, question = '') {
       const { env } = envFor(find(policyId));

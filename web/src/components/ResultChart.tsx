@@ -4,10 +4,11 @@
  */
 import type { ResultChart } from '../../../src/server/dashboard/api-types.ts';
 
-export function ResultChartView({ chart, testId }: { chart: ResultChart; testId?: string }) {
+/** `onDrawn`: called once the image is decoded and laid out (the page's timing marks end there). */
+export function ResultChartView({ chart, testId, onDrawn }: { chart: ResultChart; testId?: string; onDrawn?: () => void }) {
   return (
     <figure class={`answer-chart ${chart.kind}`} data-testid={testId} data-kind={chart.kind}>
-      <img src={`data:image/svg+xml;charset=utf-8,${encodeURIComponent(chart.svg)}`} alt={`${chart.kind} chart of the result`} />
+      <img src={`data:image/svg+xml;charset=utf-8,${encodeURIComponent(chart.svg)}`} alt={`${chart.kind} chart of the result`} onLoad={onDrawn} />
     </figure>
   );
 }

@@ -122,7 +122,7 @@ export function DataPage({ params }: { params: URLSearchParams }) {
           </p>
           <div class="charts">
             <BarChart title="Stage funnel (pairs in and out)" labels={stages.map((s) => s.stage)} series={[{ label: 'in', values: stages.map((s) => s.in) }, { label: 'out', values: stages.map((s) => s.out) }]} rotate />
-            <BarChart title="Rejections by reason" labels={rejections.slice(0, 20).map((r) => r[0])} series={[{ label: 'rejected', values: rejections.slice(0, 20).map((r) => r[1]) }]} rotate height={260} />
+            <BarChart title="Rejections by reason" labels={rejections.slice(0, 20).map((r) => r[0])} series={[{ label: 'rejected', values: rejections.slice(0, 20).map((r) => r[1]) }]} rotate height={rejections.length > 12 ? 300 : 260} />
             <BarChart title="Difficulty" labels={dif.labels} series={[{ label: 'pairs', values: dif.values }]} />
             <BarChart title="Shape (template)" labels={shapes.labels} series={[{ label: 'pairs', values: shapes.values }]} rotate height={260} />
             <BarChart title="Question style" labels={styles.labels} series={[{ label: 'pairs', values: styles.values }]} />

@@ -132,7 +132,8 @@ export function EvalsPage({ params }: { params: URLSearchParams }) {
           <div class="charts">
             {/* A difficulty no question has is not a 0% bar. */}
             <BarChart title="EX by difficulty (%)" labels={s.byDifficulty.filter((b) => b.count > 0).map((b) => b.bucket)} series={[{ label: 'EX %', values: s.byDifficulty.filter((b) => b.count > 0).map((b) => b.accuracy) }]} />
-            <BarChart title="Outcomes" labels={Object.keys(s.outcomes)} series={[{ label: 'questions', values: Object.values(s.outcomes) }]} />
+            {/* Nor is an outcome no question had (a run with no timeout draws no empty timeout slot). */}
+            <BarChart title="Outcomes" labels={Object.entries(s.outcomes).filter(([, n]) => n > 0).map(([k]) => k)} series={[{ label: 'questions', values: Object.values(s.outcomes).filter((n) => n > 0) }]} />
           </div>
           <section class="card">
             <h3>Questions</h3>

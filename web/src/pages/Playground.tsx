@@ -5,7 +5,7 @@ import { SelectField, type Choice } from '../components/Picker.tsx';
 import { ResultChartView } from '../components/ResultChart.tsx';
 import { ResultView } from '../components/Table.tsx';
 import { useOverview } from '../overview.ts';
-import type { PlaygroundEvent, ResultTable } from '../../../src/server/dashboard/api-types.ts';
+import type { CheckedAnswer, PlaygroundEvent, ResultTable, StoredCorrection } from '../../../src/server/dashboard/api-types.ts';
 
 /** One finished question of the conversation: what the next one may follow up. */
 interface Exchange {
@@ -48,19 +48,131 @@ function History({ turns, onClear }: { turns: Exchange[]; onClear: () => void })
   );
 }
 
-/** While the policy answers: the turn it is on and the time it has taken. */
-function Progress({ since, turn }: { since: number; turn: number }) {
+/** While the policy answers: the turn it is on (or the answer path's check) and the time it has taken. */
+function Progress({ since, turn, checking }: { since: number; turn: number; checking: number | null }) {
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 200);
     return () => clearInterval(t);
   }, []);
+  const stage = checking === null ? `answering · turn ${turn + 1}` : `checking the answer: ${checking} more samples, the memory, question-time synthesis`;
   return (
     <p class="progress-line" data-testid="progress">
-      <span class="spinner" /> answering · turn {turn + 1} · {((now - since) / 1000).toFixed(1)} s
+      <span class="spinner" /> {stage} · {((now - since) / 1000).toFixed(1)} s
     </p>
   );
 }
+
+/**
+ * What the answer path says of the answer: its reading and confidence (a low one marked), where it came from, and
+ * the person's verdict: right (the pair is stored as theirs) or wrong with the right SQL (stored once it runs).
+ */
+function AnswerCheck(p: {
+  checked: CheckedAnswer | null;
+  question: string;
+  sql: string;
+  onStore: (sql: string) => Promise<StoredCorrection>;
+  onSuggest: (q: string) => void;
+  busy: boolean;
+}) {
+  const [fixing, setFixing] = useState(false);
+  const [right, setRight] = useState(p.sql);
+  const [status, setStatus] = useState<{ ok: boolean; text: string } | null>(null);
+  const [saving, setSaving] = useState(false);
+  // A new answer starts a new verdict.
+  useEffect(() => {
+    setFixing(false);
+    setRight(p.sql);
+    setStatus(null);
+  }, [p.question, p.sql]);
+  const store = (sql: string) => {
+    setSaving(true);
+    setStatus(null);
+    p.onStore(sql).then(
+      (r) => {
+        const n = r.result.rows.length;
+        setStatus({ ok: true, text: `stored in ${r.memory} (${n}${r.result.truncated ? '+' : ''} row${n === 1 && !r.result.truncated ? '' : 's'}): the next question like this one finds it` });
+      },
+      (e: Error) => setStatus({ ok: false, text: e.message }),
+    ).finally(() => setSaving(false));
+  };
+  const c = p.checked;
+  return (
+    <section class={`card answer-check${c?.low ? ' low' : ''}`} data-testid="answer-check">
+      {c ? (
+        <>
+          <p class="reading" data-testid="reading">
+            {c.reading ? (
+              <>
+                <span class="muted">I read this as:</span> {c.reading}
+              </>
+            ) : (
+              <span class="muted">The factory cannot read this query back into words.</span>
+            )}
+          </p>
+          <p class="confidence-line">
+            <span class={`confidence${c.low ? ' low' : ''}`} data-testid="confidence" data-value={c.confidence}>
+              confidence {c.confidence.toFixed(2)}
+              {c.low ? ' · low: check it before trusting it' : ''}
+            </span>{' '}
+            <span class="muted">from {c.sources.join(', ') || 'the policy'}</span>
+            {c.policyAnswer ? <span class="muted"> · the policy itself answered <code>{c.policyAnswer}</code></span> : null}
+          </p>
+        </>
+      ) : (
+        <p class="muted">The policy's own answer (the answer path is off): no reading or confidence.</p>
+      )}
+      <div class="verdict">
+        <span class="muted">Is this right for “{p.question}”?</span>{' '}
+        <button class="small" disabled={saving || p.busy} onClick={() => store(p.sql)} data-testid="mark-right">
+          ✓ Right
+        </button>{' '}
+        <button class="small" disabled={saving || p.busy} onClick={() => setFixing(true)} data-testid="mark-wrong">
+          ✗ Wrong: give the right SQL
+        </button>
+      </div>
+      {fixing ? (
+        <div class="fix">
+          <textarea class="sql-edit" rows={3} value={right} onInput={(e) => setRight((e.target as HTMLTextAreaElement).value)} data-testid="correct-sql" />
+          <button disabled={saving || !right.trim()} onClick={() => store(right)} data-testid="store-correction">
+            {saving ? 'running…' : 'Run and store the right SQL'}
+          </button>
+        </div>
+      ) : null}
+      {status ? (
+        <p class={status.ok ? 'stored' : 'error'} data-testid="correction-status">
+          {status.text}
+        </p>
+      ) : null}
+      {c?.suggestions.length ? (
+        <div class="suggestions" data-testid="suggestions">
+          <span class="muted">You might also ask:</span>
+          {c.suggestions.map((q) => (
+            <button class="small suggestion" disabled={p.busy} onClick={() => p.onSuggest(q)}>
+              {q}
+            </button>
+          ))}
+        </div>
+      ) : null}
+    </section>
+  );
+}
+
+/**
+ * Performance marks: Run SQL clicked, its result arrived; measures from each to the result's chart drawn above its
+ * table (the whole wait, and the page's own part: the server's query and chart drawing are not in the second).
+ */
+const RUN_MARK = 'agro:run-sql';
+const RESULT_MARK = 'agro:run-sql-result';
+const DRAWN_MEASURE = 'agro:run-sql-to-chart';
+const PAGE_MEASURE = 'agro:result-to-chart';
+const measureDrawn = () => {
+  if (performance.getEntriesByName(RUN_MARK, 'mark').length === 0 || performance.getEntriesByName(RESULT_MARK, 'mark').length === 0) return;
+  performance.measure(DRAWN_MEASURE, RUN_MARK);
+  performance.measure(PAGE_MEASURE, RESULT_MARK);
+  performance.clearMarks(RUN_MARK);
+  performance.clearMarks(RESULT_MARK);
+};
 
 const KIND_GROUP: Record<string, string> = { checkpoint: 'agro checkpoints', gguf: 'GGUF files', endpoint: 'OpenAI-compatible endpoints' };
 
@@ -127,6 +239,11 @@ export function PlaygroundPage() {
   const [conversation, setConversation] = useState<Exchange[]>([]);
   const [startedAt, setStartedAt] = useState(0);
   const [copied, setCopied] = useState(false);
+  const [checking, setChecking] = useState<number | null>(null);
+  const [checked, setChecked] = useState<CheckedAnswer | null>(null);
+  /** The question the answer below answers, and its SQL (what a verdict is about). */
+  const [answered, setAnswered] = useState<{ question: string; sql: string } | null>(null);
+  const [search, setSearch] = useState(true);
   const source = useRef<EventSource | null>(null);
   const asked = useRef('');
 
@@ -142,26 +259,38 @@ export function PlaygroundPage() {
   }, [policy, db]);
   useEffect(() => () => source.current?.close(), []);
 
-  const ask = () => {
+  /** Asks a question; a suggested one stands alone (the memory holds it as a whole question), the history stays. */
+  const ask = (q = question, standalone = false) => {
     source.current?.close();
     setEvents([]);
     setWriting(null);
     setResult(null);
     setSqlErr(null);
+    setChecking(null);
+    setChecked(null);
+    setAnswered(null);
+    performance.clearMarks(RUN_MARK);
     setRunning(true);
     setStartedAt(Date.now());
-    asked.current = question.trim();
+    asked.current = q.trim();
     // The turns travel in the address: the last 10 (the prompt uses fewer, src/prompt/conversation.ts) keep it short.
-    const previous = conversation.slice(-10).map(({ question: q, sql: s }) => ({ question: q, sql: s }));
-    const es = new EventSource(apiUrl('playground/ask', [['policy', policy], ['db', db], ['question', question], ...(previous.length ? [['previous', JSON.stringify(previous)] as [string, string]] : [])]));
+    const previous = standalone ? [] : conversation.slice(-10).map(({ question: pq, sql: s }) => ({ question: pq, sql: s }));
+    const params: [string, string][] = [['policy', policy], ['db', db], ['question', q], ...(previous.length ? [['previous', JSON.stringify(previous)] as [string, string]] : []), ...(search ? [] : [['search', '0'] as [string, string]])];
+    const es = new EventSource(apiUrl('playground/ask', params));
     source.current = es;
     const finish = () => {
       es.close();
       setRunning(false);
+      setChecking(null);
     };
     es.addEventListener('text', (m) => {
       const e = JSON.parse((m as MessageEvent<string>).data) as Extract<PlaygroundEvent, { type: 'text' }>;
       setWriting((cur) => (cur && cur.turn === e.turn ? { turn: e.turn, text: cur.text + e.delta } : { turn: e.turn, text: e.delta }));
+    });
+    es.addEventListener('checking', (m) => {
+      const e = JSON.parse((m as MessageEvent<string>).data) as Extract<PlaygroundEvent, { type: 'checking' }>;
+      setWriting(null);
+      setChecking(e.samples);
     });
     for (const type of ['start', 'assistant', 'observation', 'end', 'error']) {
       es.addEventListener(type, (m) => {
@@ -169,7 +298,11 @@ export function PlaygroundPage() {
         if (e.type === 'assistant' || e.type === 'end' || e.type === 'error') setWriting(null);
         setEvents((cur) => [...cur, e]);
         if (e.type === 'end') {
-          if (e.answer !== undefined) setSql(e.answer);
+          if (e.answer !== undefined) {
+            setSql(e.answer);
+            setAnswered({ question: asked.current, sql: e.answer });
+          }
+          setChecked(e.checked ?? null);
           if (e.result) setResult(e.result);
           // The next question follows this one up (a question with no answer stays in the history too).
           setConversation((cur) => [...cur, { question: asked.current, sql: e.answer ?? '', summary: summary(e) }]);
@@ -186,7 +319,17 @@ export function PlaygroundPage() {
   };
   const run = () => {
     setSqlErr(null);
-    postJson<ResultTable>('sql', { db, sql, chart: true }).then(setResult, (e: Error) => setSqlErr(e.message));
+    // The page's own timing (read by the browser test and the devtools' performance panel): from Run SQL to its chart drawn.
+    performance.clearMarks(RUN_MARK);
+    performance.clearMarks(RESULT_MARK);
+    performance.mark(RUN_MARK);
+    postJson<ResultTable>('sql', { db, sql, chart: true }).then(
+      (r) => {
+        performance.mark(RESULT_MARK);
+        setResult(r);
+      },
+      (e: Error) => setSqlErr(e.message),
+    );
   };
   const copySql = () => {
     const done = () => {
@@ -209,6 +352,7 @@ export function PlaygroundPage() {
       (e: Error) => setSqlErr(e.message),
     );
   };
+  const storeCorrection = (right: string) => postJson<StoredCorrection>('playground/correct', { policy, db, question: answered?.question ?? '', sql: right });
   const turn = events.reduce((n, e) => (e.type === 'assistant' ? Math.max(n, e.turn + 1) : n), writing?.turn ?? 0);
 
   if (error) return <p class="error">{error}</p>;
@@ -224,9 +368,12 @@ export function PlaygroundPage() {
           {conversation.length ? 'follow-up question' : 'question'}
           <textarea rows={3} value={question} onInput={(e) => setQuestion((e.target as HTMLTextAreaElement).value)} data-testid="question" placeholder={conversation.length ? 'and only the top three?' : 'How many genres are there?'} />
         </label>
-        <button onClick={ask} disabled={!policy || !db || !question.trim() || running} data-testid="ask">
+        <button onClick={() => ask()} disabled={!policy || !db || !question.trim() || running} data-testid="ask">
           {running ? 'running…' : 'Ask'}
         </button>
+        <label class="check" title="The policy's samples, the database's memory and question-time synthesis, run and ranked (as agro ask); off: the policy's greedy answer alone">
+          <input type="checkbox" checked={search} onChange={(e) => setSearch((e.target as HTMLInputElement).checked)} data-testid="search" /> check the answer (reading, confidence)
+        </label>
         <details class="schema" open>
           <summary>What the model sees (system prompt)</summary>
           <pre data-testid="prompt">{prompt ?? '…'}</pre>
@@ -239,8 +386,14 @@ export function PlaygroundPage() {
             <Step e={e} />
           ))}
           {writing ? <Writing turn={writing.turn} text={writing.text} /> : null}
-          {running ? <Progress since={startedAt} turn={turn} /> : null}
+          {running ? <Progress since={startedAt} turn={turn} checking={checking} /> : null}
         </div>
+        {answered && !running ? (
+          <AnswerCheck checked={checked} question={answered.question} sql={answered.sql} onStore={storeCorrection} busy={running} onSuggest={(q) => {
+            setQuestion(q);
+            ask(q, true);
+          }} />
+        ) : null}
         <section class="card">
           <h3>Final SQL</h3>
           <textarea class="sql-edit" rows={4} value={sql} onInput={(e) => setSql((e.target as HTMLTextAreaElement).value)} data-testid="final-sql" placeholder="the agent's answer lands here; edit it and run it" />
@@ -256,7 +409,7 @@ export function PlaygroundPage() {
             </button>
           </div>
           {sqlErr ? <p class="error">{sqlErr}</p> : null}
-          {result?.chart ? <ResultChartView chart={result.chart} testId="answer-chart" /> : null}
+          {result?.chart ? <ResultChartView chart={result.chart} testId="answer-chart" onDrawn={measureDrawn} /> : null}
           {result ? <ResultView result={result} csvName="result.csv" testId="final-result" /> : null}
         </section>
       </section>

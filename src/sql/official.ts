@@ -1,6 +1,6 @@
 /**
  * How the official evaluators turn a query's text into what they execute, and which rows they call
- * equal: the semantics `agro eval` reproduces (pure functions; execution stays in run.ts).
+ * equal: the semantics agro's judge reproduces (pure functions; execution is judge.ts's).
  *
  * Spider: taoyds/test-suite-sql-eval `exec_eval.eval_exec_match(db, p_str, g_str, plug_value=False,
  * keep_distinct=False, progress_bar_for_each_datapoint=False)`:
@@ -15,9 +15,9 @@
  * on the raw text; the `sortedRows` variant first sorts each row's values by `str(x)` (DAMO-ConvAI
  * bird/llm/src/evaluation.py at bcbfb0c, "Sort SQL result tuples for fair comparison", PR #159).
  */
-import { cmpCodePoints, pyStr } from '../sql/compare.ts';
-import { tokenize } from '../sql/lexer.ts';
-import type { Row } from '../sql/types.ts';
+import { cmpCodePoints, pyStr } from './compare.ts';
+import { tokenize } from './lexer.ts';
+import type { Row } from './types.ts';
 import { NoStatementError, removeDistinct } from './sqlparse-compat.ts';
 
 /** What one query becomes before it runs: SQL to execute, or why it cannot run at all. */
@@ -53,12 +53,16 @@ function prepare(sql: string, keepDistinct: boolean): { text: string; q: Prepare
   return { text, q: { ok: true, sql: replaceCurYear(text) } };
 }
 
+/** One query as eval_exec_match runs it, and whether row order counts when it is the gold query (`'order by' in g_str.lower()`). */
+export function spiderQuery(sql: string, opts: { keepDistinct?: boolean } = {}): { query: PreparedQuery; ordered: boolean } {
+  const p = prepare(sql, opts.keepDistinct ?? false);
+  return { query: p.q, ordered: p.text.toLowerCase().includes('order by') };
+}
+
 /** Both queries as eval_exec_match runs them, and whether row order counts. */
 export function spiderPair(goldSql: string, predSql: string, opts: { keepDistinct?: boolean } = {}): SpiderPair {
-  const keep = opts.keepDistinct ?? false;
-  const g = prepare(goldSql, keep);
-  const p = prepare(predSql, keep);
-  return { gold: g.q, pred: p.q, ordered: g.text.toLowerCase().includes('order by') };
+  const g = spiderQuery(goldSql, opts);
+  return { gold: g.query, pred: spiderQuery(predSql, opts).query, ordered: g.ordered };
 }
 
 /**
