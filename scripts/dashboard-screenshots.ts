@@ -3,24 +3,17 @@
 // (--no-playground: Runs, Data and Evaluations only; scripts/playground-screenshot.ts takes the Playground's).
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { SqlPool } from '../src/sql/pool.ts';
 import { dashboardRoutes } from '../src/server/dashboard.ts';
-import { launchChromium } from '../test/support/browser.ts';
+import { servedPage } from '../test/support/browser.ts';
 
 const args = process.argv.slice(2).filter((a) => a !== '--no-playground');
 const playground = !process.argv.includes('--no-playground');
 const [dir = 'runs', outDir = 'docs', question = 'How many genres are there?'] = args;
 mkdirSync(outDir, { recursive: true });
 const pool = new SqlPool();
-const server = serve({ fetch: dashboardRoutes({ dir, executor: pool }).fetch, port: 0, hostname: '127.0.0.1' });
-await new Promise((r) => server.once('listening', r));
-const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-const b = await launchChromium();
+const { page, base, close } = await servedPage(dashboardRoutes({ dir, executor: pool }).fetch, { width: 1280, height: 860 });
 try {
-  const page = await b.context.newPage();
-  await page.setViewportSize({ width: 1280, height: 860 });
   const shot = async (name: string, fullPage = false) => {
     await page.waitForTimeout(400);
     await page.screenshot({ path: join(outDir, `dashboard-${name}.png`), fullPage });
@@ -50,8 +43,6 @@ try {
     await shot('playground');
   }
 } finally {
-  await b.close();
-  server.close();
-  (server as unknown as { closeAllConnections(): void }).closeAllConnections();
+  await close();
   await pool.close();
 }

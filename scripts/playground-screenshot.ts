@@ -7,12 +7,10 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { SqlPool } from '../src/sql/pool.ts';
 import { dashboardRoutes } from '../src/server/dashboard.ts';
 import { formatAction } from '../src/agent/protocol.ts';
-import { launchChromium } from '../test/support/browser.ts';
+import { servedPage } from '../test/support/browser.ts';
 import { startFakeOpenAI } from '../test/support/fake-openai.ts';
 
 const [outDir = 'docs'] = process.argv.slice(2);
@@ -29,13 +27,8 @@ const llm = await startFakeOpenAI((req) => {
 });
 const pool = new SqlPool();
 const routes = dashboardRoutes({ dir: empty, executor: pool, policies: { extra: [{ spec: { llmUrl: llm.baseUrl, llmModel: 'scripted' }, label: 'scripted endpoint' }] } });
-const server = serve({ fetch: routes.fetch, port: 0, hostname: '127.0.0.1' });
-await new Promise((r) => server.once('listening', r));
-const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-const b = await launchChromium();
+const { page, base, close } = await servedPage(routes.fetch, { width: 1280, height: 1100 });
 try {
-  const page = await b.context.newPage();
-  await page.setViewportSize({ width: 1280, height: 1100 });
   await page.goto(`${base}#/playground`);
   await page.waitForSelector('[data-testid=policy] option', { state: 'attached' });
   const music = await page.$eval('[data-testid=database]', (s) => [...(s as HTMLSelectElement).options].find((o) => o.textContent === 'music_store')?.value ?? '');
@@ -75,9 +68,7 @@ try {
   await page.waitForFunction(() => document.querySelector('[data-testid=answer-check] .verdict')?.textContent?.includes('expensive catalogue'));
   await shot('dashboard-playground-corrected.png');
 } finally {
-  await b.close();
-  server.close();
-  (server as unknown as { closeAllConnections(): void }).closeAllConnections();
+  await close();
   await routes.close();
   await pool.close();
   await llm.close();

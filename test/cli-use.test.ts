@@ -5,13 +5,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { initBackend } from '../src/model/backend.ts';
-import { LlamaModel } from '../src/model/llama.ts';
-import { resolveModelConfig } from '../src/model/config.ts';
-import { saveCheckpoint } from '../src/model/checkpoint.ts';
-import { Tokenizer } from '../src/model/tokenizer.ts';
-import { AGENT_SPECIAL_TOKENS } from '../src/agent/protocol.ts';
 import { closedPortUrl } from './support/fake-openai.ts';
+import { saveTinyCheckpoint } from './support/tiny-checkpoint.ts';
 
 const BIN = fileURLToPath(new URL('../bin/agro.js', import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'agro-cli-use-'));
@@ -36,12 +31,8 @@ test('predict, ask, serve: bad policies and endpoints are one line with the docu
 });
 
 test('agro serve answers, then shuts down gracefully on SIGTERM', { timeout: 180_000 }, async () => {
-  await initBackend();
-  const tk = Tokenizer.train(['SELECT name FROM artists'], { vocabSize: 300, specialTokens: AGENT_SPECIAL_TOKENS });
-  const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tk.vocabSize }), { seed: 1 });
   const ck = join(tmp, 'ck');
-  saveCheckpoint(ck, { model, tokenizer: tk });
-  model.dispose();
+  await saveTinyCheckpoint(ck, ['SELECT name FROM artists'], { vocabSize: 300 });
   const child = spawn(process.execPath, [BIN, 'serve', '--policy', ck, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

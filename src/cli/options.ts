@@ -1,6 +1,6 @@
 /** Flag parsing shared by the commands: every bad flag becomes one `usage` line naming the flag. */
 import type { Command } from 'commander';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { ALLOW_PRIVILEGED_ROLE_FLAG } from '../sql/pg-role.ts';
 import { MAX_TIMEOUT_MS } from '../sql/pool.ts';
@@ -102,3 +102,12 @@ export interface PrivilegedRoleCliOption {
 export function addPrivilegedRoleOption(cmd: Command): Command {
   return cmd.option(ALLOW_PRIVILEGED_ROLE_FLAG, "PostgreSQL: run untrusted SQL even when the URL's role can do more than read (superuser, table owner or writer, server-file roles): such a query could change data or read and write the server's files");
 }
+
+/** The options both synthesizers (`agro synth`, `agro synth-search`) take: the database, the output folder, the seed, how many examples to print, --json. */
+export const synthOptionsSchema = z.object({
+  db: z.string().min(1),
+  out: z.string().min(1),
+  seed: z.coerce.number().int().min(0).max(LIMITS.seed),
+  show: z.coerce.number().int().min(0).max(10_000),
+  json: z.boolean().optional(),
+});

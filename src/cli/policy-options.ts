@@ -4,6 +4,8 @@ import { ENGINE_NAMES, type EngineName } from '../model/engine.ts';
 import { openPolicy, type PolicySpec } from '../agent/policies/open.ts';
 import type { Policy } from '../agent/policies/types.ts';
 import type { DashboardOptions } from '../server/dashboard.ts';
+import { createExecutor, type ExecutorOptions } from '../sql/executor.ts';
+import type { SqlExecutor } from '../sql/types.ts';
 import { numberArg } from './options.ts';
 
 export interface PolicyCliOptions {
@@ -66,4 +68,16 @@ export function openPolicyFromCli(o: PolicyCliOptions, concurrency?: number): Pr
     toolRole: o.toolRole,
     concurrency,
   });
+}
+
+/** The policy the flags name and a SQL executor, open while `fn` runs and closed after it, also when it throws. */
+export async function withPolicyAndExecutor<T>(o: PolicyCliOptions, concurrency: number, exec: ExecutorOptions, fn: (policy: Policy, pool: SqlExecutor) => Promise<T>): Promise<T> {
+  const policy = await openPolicyFromCli(o, concurrency);
+  const pool = createExecutor(exec);
+  try {
+    return await fn(policy, pool);
+  } finally {
+    await policy.close();
+    await pool.close();
+  }
 }

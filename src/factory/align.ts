@@ -9,8 +9,8 @@ import { testSuiteMatch } from '../sql/testsuite.ts';
 import { printQuery } from './print.ts';
 import { realizePair } from './language/realize.ts';
 import { ParseError, parseQuestion, type ParseEnv } from './language/general-parse.ts';
-import { mapConcurrent } from '../util/concurrency.ts';
-import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
+import type { Stage, StageContext, SynthPair } from './types.ts';
+import { checkPairs } from './check-pairs.ts';
 import { QUESTION_STYLES } from '../data/dataset-row.ts';
 
 /** 'ok', or why the question does not lead back to the pair's results. */
@@ -30,11 +30,9 @@ export async function roundTrip(ctx: StageContext, env: ParseEnv, p: SynthPair):
 export function alignStage(env: ParseEnv): Stage<SynthPair, SynthPair> {
   return {
     name: 'align',
-    async run(items, ctx) {
-      const out: SynthPair[] = [];
-      ctx.progress.start('align', items.length);
-      const results = await mapConcurrent(items, STAGE_CONCURRENCY, undefined, async (p) => {
-        let r = await roundTrip(ctx, env, p);
+    run(items, ctx) {
+      return checkPairs(ctx, 'align', items, async (p) => {
+        let r: string = await roundTrip(ctx, env, p);
         if (r !== 'ok') {
           const first = r;
           const style = QUESTION_STYLES[(QUESTION_STYLES.indexOf(p.style) + 1) % QUESTION_STYLES.length];
@@ -52,21 +50,8 @@ export function alignStage(env: ParseEnv): Stage<SynthPair, SynthPair> {
           for (const question of p.paraphrases) if ((await roundTrip(ctx, env, { ...p, question })) === 'ok') kept.push(question);
           p.paraphrases = kept;
         }
-        ctx.progress.tick();
-        return r;
-      });
-      for (const [i, p] of items.entries()) {
-        const r = results[i];
-        if (r !== 'ok') {
-          ctx.reject(p, r);
-          continue;
-        }
-        p.provenance.stages.push('align');
-        p.provenance.checks.push('roundtrip');
-        out.push(p);
-      }
-      ctx.progress.stop();
-      return out;
+        return r === 'ok' ? null : r;
+      }, ['roundtrip']);
     },
   };
 }

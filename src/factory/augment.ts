@@ -22,8 +22,8 @@ import { col, isRankGuard, type Expr, type QueryAst, type SelectAst } from './as
 import { printQuery } from './print.ts';
 import { sqlName } from '../sql/lexer.ts';
 import type { SchemaGraph } from './schema-graph.ts';
-import { mapConcurrent } from '../util/concurrency.ts';
-import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
+import type { Stage, StageContext, SynthPair } from './types.ts';
+import { checkPairs } from './check-pairs.ts';
 
 export interface AugmentOptions {
   count: number;
@@ -264,27 +264,12 @@ function countDistinctBase(q: SelectAst, schema: DbSchema): SelectAst | null {
 export function ambiguityStage(): Stage<SynthPair, SynthPair> {
   return {
     name: 'augment',
-    async run(items, ctx) {
-      const out: SynthPair[] = [];
-      ctx.progress.start('augment', items.length);
-      const reasons = await mapConcurrent(items, STAGE_CONCURRENCY, undefined, async (p) => {
+    run(items, ctx) {
+      return checkPairs(ctx, 'augment', items, async (p) => {
         const r = await ambiguityReason(ctx, p);
         if (!r) await humanizeRanking(ctx, p);
-        ctx.progress.tick();
         return r;
-      });
-      for (const [i, p] of items.entries()) {
-        const reason = reasons[i];
-        if (reason) {
-          ctx.reject(p, reason);
-          continue;
-        }
-        p.provenance.stages.push('augment');
-        p.provenance.checks.push(`variants:${ctx.variants.length}`, 'unambiguous');
-        out.push(p);
-      }
-      ctx.progress.stop();
-      return out;
+      }, [`variants:${ctx.variants.length}`, 'unambiguous']);
     },
   };
 }

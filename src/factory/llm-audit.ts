@@ -9,10 +9,8 @@ import { z } from 'zod';
 import { LlmClient } from '../llm/client.ts';
 import type { ChatMessage, LlmConfigInput } from '../llm/client.ts';
 import { CircuitBreaker, failureReason } from '../llm/breaker.ts';
-import { mapConcurrent } from '../util/concurrency.ts';
-import { renderSchema } from '../prompt/render.ts';
-import type { LlmStageStats, StatsStage } from './llm-questions.ts';
-import type { StageContext, SynthPair } from './types.ts';
+import { llmStage, type StatsStage } from './llm-questions.ts';
+import type { SynthPair } from './types.ts';
 
 export const AUDIT_DIMENSIONS = ['entities', 'conditions', 'aggregation', 'grouping', 'ordering', 'output_columns'] as const;
 export type AuditDimension = (typeof AUDIT_DIMENSIONS)[number];
@@ -99,45 +97,33 @@ export function makeLlmAuditor(client: LlmClient, schemaText: string, breaker = 
 
 export function llmAuditStage(opts: LlmAuditOptions): StatsStage {
   const client = clientOf(opts);
-  const stats: LlmStageStats = { called: 0, ok: 0, fallback: {} };
-  return {
-    name: 'llm-audit',
-    stats,
-    async run(items: SynthPair[], ctx: StageContext): Promise<SynthPair[]> {
-      const schemaText = renderSchema(ctx.schema, { maxChars: opts.schemaChars ?? 6000 });
-      const audit = makeLlmAuditor(client, schemaText, new CircuitBreaker(opts.breakerThreshold ?? 3));
-      ctx.progress.start('llm-audit', items.length);
-      const results = await mapConcurrent(items, client.config.concurrency, undefined, async (p): Promise<SynthPair | null> => {
-        const next: SynthPair = { ...p, provenance: { ...p.provenance, stages: [...p.provenance.stages, 'llm-audit'], checks: [...p.provenance.checks] } };
-        stats.called++;
-        let r = await audit(next);
-        if (r.status === 'misaligned' && (opts.applyFix ?? true) && r.verdict?.fix) {
-          const fixed: SynthPair = { ...next, question: r.verdict.fix, provenance: { ...next.provenance, repairedFrom: p.id, grammar: 'llm' } };
-          const again = await audit(fixed);
-          if (again.status === 'aligned') {
-            fixed.provenance.checks.push('llm-audit-fixed');
-            stats.ok++;
-            ctx.progress.tick();
-            return fixed;
-          }
-          if (again.status === 'unavailable') r = again;
-        }
-        ctx.progress.tick();
-        if (r.status === 'aligned') {
+  return llmStage('llm-audit', client, opts, (schemaText, breaker, stats) => {
+    const audit = makeLlmAuditor(client, schemaText, breaker);
+    return async (p, next, ctx) => {
+      stats.called++;
+      let r = await audit(next);
+      if (r.status === 'misaligned' && (opts.applyFix ?? true) && r.verdict?.fix) {
+        const fixed: SynthPair = { ...next, question: r.verdict.fix, provenance: { ...next.provenance, repairedFrom: p.id, grammar: 'llm' } };
+        const again = await audit(fixed);
+        if (again.status === 'aligned') {
+          fixed.provenance.checks.push('llm-audit-fixed');
           stats.ok++;
-          next.provenance.checks.push('llm-audit');
-          return next;
+          return fixed;
         }
-        if (r.status === 'unavailable') {
-          stats.fallback[r.reason] = (stats.fallback[r.reason] ?? 0) + 1;
-          next.provenance.checks.push('audit_unavailable');
-          return next;
-        }
-        ctx.reject(p, r.reason);
-        return null;
-      });
-      ctx.progress.stop();
-      return results.filter((x): x is SynthPair => x !== null);
-    },
-  };
+        if (again.status === 'unavailable') r = again;
+      }
+      if (r.status === 'aligned') {
+        stats.ok++;
+        next.provenance.checks.push('llm-audit');
+        return next;
+      }
+      if (r.status === 'unavailable') {
+        stats.fallback[r.reason] = (stats.fallback[r.reason] ?? 0) + 1;
+        next.provenance.checks.push('audit_unavailable');
+        return next;
+      }
+      ctx.reject(p, r.reason);
+      return null;
+    };
+  });
 }

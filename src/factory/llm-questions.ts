@@ -74,48 +74,65 @@ function clientFrom(opts: { client?: LlmClient; llm?: LlmConfigInput }): LlmClie
   return new LlmClient(opts.llm);
 }
 
-/** Rewrite each pair's question with the LLM; returns how many calls succeeded in `stats`. */
-export function llmQuestionsStage(opts: LlmQuestionsOptions): StatsStage {
-  const client = clientFrom(opts);
+/** Each pair's decision in an LLM stage: the pair as it came, its copy with the stage in its provenance (to edit and return), or null to reject it. */
+export type LlmPairStep = (p: SynthPair, next: SynthPair, ctx: StageContext) => Promise<SynthPair | null>;
+
+/**
+ * The shell both LLM stages share: the schema text their prompts show (opts.schemaChars, default 6000), a circuit
+ * breaker (opts.breakerThreshold consecutive failures, default 3), one call per pair at the client's concurrency,
+ * progress, and the pairs `step` keeps.
+ */
+export function llmStage(name: string, client: LlmClient, opts: { schemaChars?: number; breakerThreshold?: number }, setup: (schemaText: string, breaker: CircuitBreaker, stats: LlmStageStats) => LlmPairStep): StatsStage {
   const stats: LlmStageStats = { called: 0, ok: 0, fallback: {} };
   return {
-    name: 'llm-questions',
+    name,
     stats,
     async run(items: SynthPair[], ctx: StageContext): Promise<SynthPair[]> {
-      const schemaText = renderSchema(ctx.schema, { maxChars: opts.schemaChars ?? 6000 });
-      const breaker = new CircuitBreaker(opts.breakerThreshold ?? 3);
-      const count = (reason: string): void => {
-        stats.fallback[reason] = (stats.fallback[reason] ?? 0) + 1;
-      };
-      ctx.progress.start('llm-questions', items.length);
-      const out = await mapConcurrent(items, client.config.concurrency, undefined, async (p): Promise<SynthPair> => {
-        const next: SynthPair = { ...p, provenance: { ...p.provenance, stages: [...p.provenance.stages, 'llm-questions'], checks: [...p.provenance.checks] } };
+      const step = setup(renderSchema(ctx.schema, { maxChars: opts.schemaChars ?? 6000 }), new CircuitBreaker(opts.breakerThreshold ?? 3), stats);
+      ctx.progress.start(name, items.length);
+      const out = await mapConcurrent(items, client.config.concurrency, undefined, async (p): Promise<SynthPair | null> => {
+        const next: SynthPair = { ...p, provenance: { ...p.provenance, stages: [...p.provenance.stages, name], checks: [...p.provenance.checks] } };
         try {
-          if (breaker.open) {
-            count('endpoint_down');
-            next.provenance.checks.push('llm_question_unavailable');
-            return next;
-          }
-          stats.called++;
-          const reply = await client.chatJson(questionPrompt(p, schemaText), QuestionReplySchema);
-          breaker.success();
-          stats.ok++;
-          next.question = reply.question;
-          next.provenance.grammar = 'llm';
-          next.evidence = reply.evidence;
-          next.provenance.checks.push('llm-question');
-          return next;
-        } catch (err) {
-          breaker.failure(err);
-          count(failureReason(err));
-          next.provenance.checks.push('llm_question_unavailable');
-          return next;
+          return await step(p, next, ctx);
         } finally {
           ctx.progress.tick();
         }
       });
       ctx.progress.stop();
-      return out;
+      return out.filter((x): x is SynthPair => x !== null);
     },
   };
+}
+
+/** Rewrite each pair's question with the LLM; returns how many calls succeeded in `stats`. */
+export function llmQuestionsStage(opts: LlmQuestionsOptions): StatsStage {
+  const client = clientFrom(opts);
+  return llmStage('llm-questions', client, opts, (schemaText, breaker, stats) => {
+    const count = (reason: string): void => {
+      stats.fallback[reason] = (stats.fallback[reason] ?? 0) + 1;
+    };
+    return async (p, next) => {
+      try {
+        if (breaker.open) {
+          count('endpoint_down');
+          next.provenance.checks.push('llm_question_unavailable');
+          return next;
+        }
+        stats.called++;
+        const reply = await client.chatJson(questionPrompt(p, schemaText), QuestionReplySchema);
+        breaker.success();
+        stats.ok++;
+        next.question = reply.question;
+        next.provenance.grammar = 'llm';
+        next.evidence = reply.evidence;
+        next.provenance.checks.push('llm-question');
+        return next;
+      } catch (err) {
+        breaker.failure(err);
+        count(failureReason(err));
+        next.provenance.checks.push('llm_question_unavailable');
+        return next;
+      }
+    };
+  });
 }

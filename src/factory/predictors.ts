@@ -3,13 +3,13 @@
  * factory's pairs against whichever one it is given: a predictions file, a served LLM, a plain
  * function (the round-trip parser; later the built-in model).
  */
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import type { ChatMessage } from '../llm/client.ts';
 import { LlmClient } from '../llm/client.ts';
 import { CircuitBreaker } from '../llm/breaker.ts';
 import { mapConcurrent } from '../util/concurrency.ts';
+import { readInputText } from '../util/fs.ts';
 
 export interface PredictItem {
   dbId: string;
@@ -55,12 +55,7 @@ export class PredictionsFilePredictor implements Predictor {
   }
 
   static fromFile(path: string): PredictionsFilePredictor {
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch {
-      throw new AgroError('not_found', `predictions file not found: ${path}`);
-    }
+    const text = readInputText(path, 'predictions');
     const values: Array<{ where: string; value: unknown }> = [];
     const trimmed = text.trim();
     const jsonl = /\.jsonl$/i.test(path) || /\}\s*\n\s*\{/.test(trimmed);

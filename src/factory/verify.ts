@@ -10,8 +10,8 @@ import type { ExecResult, Row } from '../sql/types.ts';
 import type { QueryAst, SelectAst } from './ast.ts';
 import { printCondIn, printQuery } from './print.ts';
 import { isNotTrue } from '../sql/dialect.ts';
-import { mapConcurrent } from '../util/concurrency.ts';
-import { STAGE_CONCURRENCY, type Stage, type StageContext, type SynthPair } from './types.ts';
+import type { Stage, StageContext, SynthPair } from './types.ts';
+import { checkPairs } from './check-pairs.ts';
 
 export const MAX_RESULT_ROWS = 200;
 
@@ -134,31 +134,14 @@ export const SINGLE_VALUE_SHARE = 0.3;
 
 export const verifyStage: Stage<SynthPair, SynthPair> = {
   name: 'verify',
-  async run(items, ctx) {
-    const out: SynthPair[] = [];
+  run(items, ctx) {
     let single = 0;
-    ctx.progress.start('verify', items.length);
-    const reasons = await mapConcurrent(items, STAGE_CONCURRENCY, undefined, async (p) => {
-      const r = await verifyPair(ctx, p);
-      ctx.progress.tick();
-      return r;
+    return checkPairs(ctx, 'verify', items, (p) => verifyPair(ctx, p), ['exec', 'non_empty', 'non_degenerate'], (p) => {
+      if (p.resultRows !== 1 || resultWidth(p) !== 1) return null;
+      // The share is of the candidates, not of those kept so far, so a run is not starved of pairs.
+      if (single + 1 > Math.max(3, SINGLE_VALUE_SHARE * items.length)) return 'single_value_cap';
+      single++;
+      return null;
     });
-    for (const [i, p] of items.entries()) {
-      let reason = reasons[i];
-      if (!reason && p.resultRows === 1 && resultWidth(p) === 1) {
-        // The share is of the candidates, not of those kept so far, so a run is not starved of pairs.
-        if (single + 1 > Math.max(3, SINGLE_VALUE_SHARE * items.length)) reason = 'single_value_cap';
-        else single++;
-      }
-      if (reason) {
-        ctx.reject(p, reason);
-        continue;
-      }
-      p.provenance.stages.push('verify');
-      p.provenance.checks.push('exec', 'non_empty', 'non_degenerate');
-      out.push(p);
-    }
-    ctx.progress.stop();
-    return out;
   },
 };

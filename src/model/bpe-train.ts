@@ -6,6 +6,7 @@
  * The merges are those of the definition: the most frequent pair wins, ties go to the smallest
  * (left, right) id pair, and a word's occurrences merge left to right.
  */
+import { PairHeap } from './pair-heap.ts';
 
 /** What a caller may count: positions visited while applying merges (tests bound it per symbol). */
 export interface MergeWork {
@@ -51,14 +52,16 @@ export function learnMerges(words: ArrayLike<number>[], freqs: number[], firstId
   };
   for (let i = 0; i < total; i++) if (next[i] >= 0) add(sym[i] * KEY + sym[next[i]], i, freq[i]);
   touched.clear();
+  // The most frequent pair first, the smaller key among equals (so training is deterministic): (−count, key) ascending.
   const heap = new PairHeap();
-  for (const [k, c] of pairCount) heap.push(c, k);
+  for (const [k, c] of pairCount) heap.push(-c, k);
   const merges: [number, number][] = [];
   while (merges.length < maxMerges) {
-    const top = heap.pop();
-    if (!top) break;
+    const popped = heap.pop();
+    if (!popped) break;
+    const top = { count: -popped[0], key: popped[1] };
     const cur = pairCount.get(top.key) ?? 0;
-    if (cur !== top.count) { if (cur > 0) heap.push(cur, top.key); continue; }
+    if (cur !== top.count) { if (cur > 0) heap.push(-cur, top.key); continue; }
     if (cur < minFreq) break;
     const a = Math.floor(top.key / KEY), b = top.key % KEY;
     const newId = firstId + merges.length;
@@ -87,44 +90,8 @@ export function learnMerges(words: ArrayLike<number>[], freqs: number[], firstId
     }
     pairCount.delete(top.key);
     touched.delete(top.key);
-    for (const k of touched) { const c = pairCount.get(k) ?? 0; if (c > 0) heap.push(c, k); }
+    for (const k of touched) { const c = pairCount.get(k) ?? 0; if (c > 0) heap.push(-c, k); }
     touched.clear();
   }
   return merges;
-}
-
-/** Max-heap of (count, pair key); ties pop the smaller key first so training is deterministic. */
-class PairHeap {
-  private c: number[] = [];
-  private k: number[] = [];
-  private above(i: number, j: number): boolean {
-    return this.c[i] > this.c[j] || (this.c[i] === this.c[j] && this.k[i] < this.k[j]);
-  }
-  private swap(i: number, j: number): void {
-    [this.c[i], this.c[j]] = [this.c[j], this.c[i]];
-    [this.k[i], this.k[j]] = [this.k[j], this.k[i]];
-  }
-  push(count: number, key: number): void {
-    this.c.push(count); this.k.push(key);
-    let i = this.c.length - 1;
-    while (i > 0) { const p = (i - 1) >> 1; if (!this.above(i, p)) break; this.swap(i, p); i = p; }
-  }
-  pop(): { count: number; key: number } | undefined {
-    if (this.c.length === 0) return undefined;
-    const top = { count: this.c[0], key: this.k[0] };
-    const lc = this.c.pop() as number, lk = this.k.pop() as number;
-    if (this.c.length > 0) {
-      this.c[0] = lc; this.k[0] = lk;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1, r = l + 1;
-        let m = i;
-        if (l < this.c.length && this.above(l, m)) m = l;
-        if (r < this.c.length && this.above(r, m)) m = r;
-        if (m === i) break;
-        this.swap(i, m); i = m;
-      }
-    }
-    return top;
-  }
 }

@@ -1,7 +1,7 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { AgroError } from '../errors.ts';
-import { writeJsonAtomic, ensureDir } from '../util/fs.ts';
+import { writeJsonAtomic, ensureDir, readJsonFile } from '../util/fs.ts';
 import { fromHfConfig, toHfConfig } from './config.ts';
 import { LlamaModel } from './llama.ts';
 import type { WeightMap } from './llama.ts';
@@ -125,21 +125,13 @@ export function cleanStaleCheckpointTemps(parent: string): string[] {
   return done;
 }
 
-function readJson(path: string): unknown {
-  try {
-    return JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new AgroError('invalid_input', `${path} is not valid JSON: ${(err as Error).message}`);
-  }
-}
-
 /** Load a checkpoint directory (ours or a Hugging Face Llama/Qwen2 one with F32/F16/BF16 weights). */
 export function loadCheckpoint(dir: string): Checkpoint {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new AgroError('not_found', `checkpoint directory not found: ${dir}`);
   for (const f of [FILES.config, FILES.weights, FILES.tokenizer]) {
     if (!existsSync(join(dir, f))) throw new AgroError('not_found', `checkpoint ${dir} is missing ${f}`);
   }
-  const config = fromHfConfig(readJson(join(dir, FILES.config)));
+  const config = fromHfConfig(readJsonFile(join(dir, FILES.config), 'checkpoint config'));
   const tokenizer = Tokenizer.load(join(dir, FILES.tokenizer));
   if (tokenizer.vocabSize > config.vocabSize) {
     throw new AgroError('invalid_input', `checkpoint ${dir}: tokenizer has ${tokenizer.vocabSize} ids but the model embedding has only ${config.vocabSize} rows`);
@@ -157,7 +149,7 @@ export function loadCheckpoint(dir: string): Checkpoint {
   }
   const ck: Checkpoint = { model, tokenizer };
   if (existsSync(join(dir, FILES.trainer))) {
-    const s = readJson(join(dir, FILES.trainer));
+    const s = readJsonFile(join(dir, FILES.trainer), 'trainer state');
     if (typeof s !== 'object' || s === null || Array.isArray(s)) throw new AgroError('invalid_input', `${join(dir, FILES.trainer)} is not a JSON object`);
     ck.trainerState = s;
   }

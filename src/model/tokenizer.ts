@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { AgroError } from '../errors.ts';
-import { writeJsonAtomic } from '../util/fs.ts';
+import { readJsonFile, writeJsonAtomic } from '../util/fs.ts';
 import { learnMerges } from './bpe-train.ts';
+import { PairHeap } from './pair-heap.ts';
 
 /**
  * Byte-level BPE tokenizer stored as a Hugging Face `tokenizer.json`.
@@ -245,19 +245,7 @@ export class Tokenizer {
   }
 
   static load(path: string): Tokenizer {
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch {
-      throw new AgroError('not_found', `tokenizer file not found: ${path}`);
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (err) {
-      throw new AgroError('invalid_input', `tokenizer file ${path} is not valid JSON: ${(err as Error).message}`);
-    }
-    return Tokenizer.fromJSON(json);
+    return Tokenizer.fromJSON(readJsonFile(path, 'tokenizer'));
   }
 
   /** Parse a Hugging Face tokenizer.json holding a byte-level BPE model. */
@@ -433,7 +421,8 @@ export class Tokenizer {
     const next = new Int32Array(n);
     const prev = new Int32Array(n);
     for (let i = 0; i < n; i++) { next[i] = i + 1 < n ? i + 1 : -1; prev[i] = i - 1; }
-    const heap = new RankHeap();
+    // Merge candidates by (rank, position): the lowest rank first, the leftmost among equals.
+    const heap = new PairHeap();
     const rankAt = (i: number): number | undefined => {
       const j = next[i];
       return j < 0 ? undefined : this.mergeRanks.get(`${sym[i]} ${sym[j]}`);
@@ -442,12 +431,12 @@ export class Tokenizer {
     let current = -1;
     let waiting: number[] = [];
     for (;;) {
-      if (waiting.length && (heap.size === 0 || heap.topRank() !== current)) {
+      if (waiting.length && (heap.size === 0 || heap.topFirst() !== current)) {
         for (let k = 0; k < waiting.length; k += 2) heap.push(waiting[k], waiting[k + 1]);
         waiting = [];
       }
       if (heap.size === 0) break;
-      const { rank, pos } = heap.pop();
+      const [rank, pos] = heap.pop()!;
       current = rank;
       // A stale candidate: its left symbol was merged away, or its pair is not this one any more.
       if (sym[pos] === null || rankAt(pos) !== rank) continue;
@@ -543,41 +532,4 @@ function isObj(x: unknown): boolean {
 
 function escapeRegex(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** Min-heap of merge candidates by (rank, position): the lowest rank first, the leftmost among equals. */
-class RankHeap {
-  private r: number[] = [];
-  private p: number[] = [];
-  get size(): number { return this.r.length; }
-  topRank(): number { return this.r[0]; }
-  private below(i: number, j: number): boolean {
-    return this.r[i] < this.r[j] || (this.r[i] === this.r[j] && this.p[i] < this.p[j]);
-  }
-  private swap(i: number, j: number): void {
-    const r = this.r[i]; this.r[i] = this.r[j]; this.r[j] = r;
-    const p = this.p[i]; this.p[i] = this.p[j]; this.p[j] = p;
-  }
-  push(rank: number, pos: number): void {
-    this.r.push(rank); this.p.push(pos);
-    let i = this.r.length - 1;
-    while (i > 0) { const up = (i - 1) >> 1; if (!this.below(i, up)) break; this.swap(i, up); i = up; }
-  }
-  pop(): { rank: number; pos: number } {
-    const top = { rank: this.r[0], pos: this.p[0] };
-    const lr = this.r.pop() as number, lp = this.p.pop() as number;
-    if (this.r.length > 0) {
-      this.r[0] = lr; this.p[0] = lp;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1, rr = l + 1;
-        let m = i;
-        if (l < this.r.length && this.below(l, m)) m = l;
-        if (rr < this.r.length && this.below(rr, m)) m = rr;
-        if (m === i) break;
-        this.swap(i, m); i = m;
-      }
-    }
-    return top;
-  }
 }

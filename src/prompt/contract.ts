@@ -5,10 +5,11 @@
  * (`prompt_contract.json`) and everything that runs a checkpoint (ask, predict, serve, the Playground,
  * export, e2e:trl) starts from it. A flag that contradicts it still wins, with a one-line warning.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
+import { readJsonFile } from '../util/fs.ts';
 import { promptSettingsSchema, type PromptSettings } from './settings.ts';
 
 export const PROMPT_CONTRACT_FILE = 'prompt_contract.json';
@@ -75,13 +76,7 @@ export function turnTokens(contract: PromptContract | null, asked: number | unde
 export function readPromptContract(checkpointDir: string): PromptContract | null {
   const path = join(checkpointDir, PROMPT_CONTRACT_FILE);
   if (!existsSync(path)) return null;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new AgroError('invalid_input', `${path} is not valid JSON: ${(err as Error).message}`);
-  }
-  const r = promptContractSchema.safeParse(raw);
+  const r = promptContractSchema.safeParse(readJsonFile(path, 'prompt contract'));
   if (!r.success) {
     const i = r.error.issues[0];
     throw new AgroError('invalid_input', `${path}: ${i.path.join('.') || 'contract'}: ${i.message}`);

@@ -419,6 +419,15 @@ function weightedComponentAdvantages(comps: readonly (readonly number[])[], grou
   }
   return S;
 }
+/** The per-reward-component scores an estimator over components needs ([B][K], finite, one row per rollout), and K. */
+function componentRewards(input: AdvantageInput, name: string): { comps: readonly (readonly number[])[]; K: number } {
+  const comps = input.components;
+  if (!comps) throw invalid(`${name} needs the per-component rewards (components [B][K])`);
+  assertSameLength('rewards', input.rewards.length, 'components', comps.length);
+  assertFiniteMatrix('components', comps);
+  return { comps, K: comps[0]?.length ?? 0 };
+}
+
 /**
  * GDPO (NVlabs/GDPO; TRL multi_objective_aggregation="normalize_then_sum", grpo_trainer.py:2710-2719):
  * A_k = (r_k − μ_g,k)/(σ_g,k + eps) per component, S = Σ w_k A_k, A = (S − mean_batch S)/(std_batch S + eps).
@@ -426,11 +435,7 @@ function weightedComponentAdvantages(comps: readonly (readonly number[])[], grou
  * GRPO (`apply_gdpo and len(reward_weights) > 1`), and so does this: grpo over the weighted total.
  */
 const gdpo: AdvantageFn = (input, p) => {
-  const comps = input.components;
-  if (!comps) throw invalid('gdpo needs the per-component rewards (components [B][K])');
-  assertSameLength('rewards', input.rewards.length, 'components', comps.length);
-  assertFiniteMatrix('components', comps);
-  const K = comps[0]?.length ?? 0;
+  const { comps, K } = componentRewards(input, 'gdpo');
   if (K === 0) throw invalid('gdpo needs at least one reward component');
   if (K === 1) return { advantages: grpoFromRewards(input.rewards, input.groupIds, p) };
   comps.forEach((row, i) => {
@@ -557,11 +562,7 @@ const dagrpo: AdvantageFn = (input, p) => {
  * the weighted sum, the sum then through grpo (gdpo instead whitens the sum over the batch).
  */
 const moGrpo: AdvantageFn = (input, p) => {
-  const comps = input.components;
-  if (!comps) throw invalid('mo_grpo needs the per-component rewards (components [B][K])');
-  assertSameLength('rewards', input.rewards.length, 'components', comps.length);
-  assertFiniteMatrix('components', comps);
-  const K = comps[0]?.length ?? 0;
+  const { comps, K } = componentRewards(input, 'mo_grpo');
   const w = input.componentWeights ?? new Array<number>(K).fill(1);
   const S = weightedComponentAdvantages(comps, input.groupIds, w, p);
   return { advantages: grpoFromRewards(S, input.groupIds, p), shapedRewards: S };

@@ -17,7 +17,7 @@ import type { ChatMessage } from '../model/chat.ts';
 import { HttpError } from './app.ts';
 import { AgroError } from '../errors.ts';
 import { Gate } from './gate.ts';
-import { askOrHttpError, questionOfMessages, type Asker } from './ask.ts';
+import { askOrHttpError, questionOfMessages, readJson, type Asker } from './ask.ts';
 
 export interface OpenAiRoutesOptions {
   policy: Policy;
@@ -112,18 +112,7 @@ export function openaiRoutes(o: OpenAiRoutesOptions): Hono {
   app.get('/v1/models', (c) => c.json({ object: 'list', data: [{ id: model, object: 'model', created, owned_by: 'agro' }] }));
 
   app.post('/v1/chat/completions', async (c) => {
-    let raw: unknown;
-    try {
-      raw = await c.req.json();
-    } catch {
-      throw new HttpError(400, 'the request body is not JSON');
-    }
-    const parsed = requestSchema.safeParse(raw);
-    if (!parsed.success) {
-      const i = parsed.error.issues[0];
-      throw new HttpError(400, `${i.path.join('.') || 'body'}: ${i.message}`);
-    }
-    const req: ChatRequest = parsed.data;
+    const req: ChatRequest = await readJson(c.req.raw, requestSchema);
     const chars = req.messages.reduce((n, m) => n + m.content.length, 0);
     if (chars > maxInputChars) throw new HttpError(400, `messages: ${chars} characters, at most ${maxInputChars} per request (the conversation would not fit the model's context)`, 'invalid_request_error', 'context_length_exceeded');
     if (req.model !== undefined && req.model !== model) throw new HttpError(404, `model "${req.model}" is not served here (this server serves "${model}")`, 'invalid_request_error', 'model_not_found');

@@ -136,6 +136,19 @@ export function readInputText(path: string, what: string, maxBytes = MAX_INPUT_B
   return readInputBytes(path, what, maxBytes).toString('utf8');
 }
 
+/**
+ * A JSON file read as readInputText reads a file (a checkpoint's config, a tokenizer, a prompt contract): a
+ * missing one is not_found, one that does not parse an invalid_input line naming the file.
+ */
+export function readJsonFile(path: string, what: string): unknown {
+  const text = readInputText(path, what);
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new AgroError('invalid_input', `${what} file ${path} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
 /** readInputText's bytes, undecoded (for files that may not be UTF-8: BIRD's description CSVs). */
 export function readInputBytes(path: string, what: string, maxBytes = MAX_INPUT_BYTES): Buffer {
   const chunks: Buffer[] = [];

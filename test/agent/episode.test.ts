@@ -1,27 +1,17 @@
 // The episode runner with a scripted policy on a real SQLite database: execution-guided decoding resamples an
 // answer whose SQL does not run (or a turn with no action), keeps the first that runs, and never shows the policy
 // the failed drafts.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import { SqlPool } from '../../src/sql/pool.ts';
+import { makeDb } from '../sql/helpers.ts';
 import { SqlEnvironment, type SqlTask } from '../../src/agent/sql-env.ts';
 import { runEpisode } from '../../src/agent/episode.ts';
 import type { Policy, TurnRequest, TurnReply } from '../../src/agent/policies/types.ts';
+import { scratchAndPool } from '../support/with.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'agro-episode-'));
-const dbPath = join(dir, 'shop.sqlite');
-const db = new Database(dbPath);
-db.exec("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO items VALUES (1, 'pen'), (2, 'ink')");
-db.close();
-const pool = new SqlPool({ size: 1 });
-after(async () => {
-  await pool.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const { dir, pool } = scratchAndPool('agro-episode-');
+const dbPath = makeDb(join(dir, 'shop.sqlite'), "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO items VALUES (1, 'pen'), (2, 'ink')");
 const task: SqlTask = { id: 'q', dbId: 'shop', dbPath, question: 'How many items are there?', goldSql: 'SELECT COUNT(*) FROM items' };
 
 /** Answers each call with the next scripted turn, and remembers what it was asked. */

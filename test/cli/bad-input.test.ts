@@ -6,13 +6,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agro, assertOneLine, DB_ROOT, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
-import { initBackend } from '../../src/model/backend.ts';
-import { LlamaModel } from '../../src/model/llama.ts';
-import { resolveModelConfig } from '../../src/model/config.ts';
-import { Tokenizer } from '../../src/model/tokenizer.ts';
-import { saveCheckpoint } from '../../src/model/checkpoint.ts';
 import Database from 'better-sqlite3';
-import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
+import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
 
 const tmp = tempDir();
 after(() => tmp.cleanup());
@@ -22,11 +17,7 @@ const ck = join(tmp.dir, 'ck');
 const truncated = join(tmp.dir, 'truncated.sqlite');
 
 before(async () => {
-  await initBackend();
-  const tok = Tokenizer.train(['SELECT name FROM artists', 'music store'], { vocabSize: 400, specialTokens: AGENT_SPECIAL_TOKENS });
-  const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tok.vocabSize, maxPositions: 2048 }), { seed: 1 });
-  saveCheckpoint(ck, { model, tokenizer: tok });
-  model.dispose();
+  await saveTinyCheckpoint(ck, ['SELECT name FROM artists', 'music store'], { maxPositions: 2048 });
   writeFileSync(truncated, readFileSync(MUSIC).subarray(0, 20_000));
 });
 

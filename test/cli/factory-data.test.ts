@@ -6,12 +6,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { agro, tempDir } from '../adversarial/support.ts';
-import { initBackend } from '../../src/model/backend.ts';
-import { LlamaModel } from '../../src/model/llama.ts';
-import { resolveModelConfig } from '../../src/model/config.ts';
-import { Tokenizer } from '../../src/model/tokenizer.ts';
-import { saveCheckpoint } from '../../src/model/checkpoint.ts';
-import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
+import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
 
 const tmp = tempDir();
 after(() => tmp.cleanup());
@@ -29,11 +24,7 @@ before(async () => {
   d.close();
   const r = agro(['synth', '--db', db, '--out', out, '--n', '12', '--variants', '1', '--json']);
   assert.equal(r.status, 0, r.stderr);
-  await initBackend();
-  const tok = Tokenizer.train(['SELECT name FROM pets', 'pets kind age'], { vocabSize: 400, specialTokens: AGENT_SPECIAL_TOKENS });
-  const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tok.vocabSize, maxPositions: 2048 }), { seed: 1 });
-  saveCheckpoint(ck, { model, tokenizer: tok });
-  model.dispose();
+  await saveTinyCheckpoint(ck, ['SELECT name FROM pets', 'pets kind age'], { maxPositions: 2048 });
 });
 
 test('export --data <factory output>/dataset.jsonl finds the manifest beside it (no --db-root needed)', () => {

@@ -6,25 +6,15 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agro, assertOneLine, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
-import { initBackend } from '../../src/model/backend.ts';
-import { LlamaModel } from '../../src/model/llama.ts';
-import { resolveModelConfig } from '../../src/model/config.ts';
-import { Tokenizer } from '../../src/model/tokenizer.ts';
-import { saveCheckpoint } from '../../src/model/checkpoint.ts';
-import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
+import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
 
 const tmp = tempDir();
 after(() => tmp.cleanup());
 const ck = join(tmp.dir, 'ck');
 
 before(async () => {
-  await initBackend();
-  const tok = Tokenizer.train(['SELECT name FROM artists', 'music store albums'], { vocabSize: 400, specialTokens: AGENT_SPECIAL_TOKENS });
-  const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tok.vocabSize, maxPositions: 2048 }), { seed: 1 });
-  saveCheckpoint(ck, { model, tokenizer: tok });
-  // A run folder as the trainers leave it: checkpoints/step-N with their trainer state.
-  saveCheckpoint(join(tmp.dir, 'run', 'checkpoints', 'step-3'), { model, tokenizer: tok, trainerState: { step: 3 } });
-  model.dispose();
+  // And a run folder as the trainers leave it: checkpoints/step-N with their trainer state.
+  await saveTinyCheckpoint(ck, ['SELECT name FROM artists', 'music store albums'], { maxPositions: 2048, also: [{ dir: join(tmp.dir, 'run', 'checkpoints', 'step-3'), trainerState: { step: 3 } }] });
 });
 
 test('a numeric flag given a word is one line in the words of every numeric flag, not a validator\'s', () => {

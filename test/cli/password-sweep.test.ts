@@ -4,12 +4,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { redactSecrets } from '../../src/errors.ts';
 import { redactUrl } from '../../src/sql/postgres.ts';
+import { filesUnder } from '../support/files.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const MUSIC = fileURLToPath(new URL('../../data/databases/music_store/music_store.sqlite', import.meta.url));
@@ -25,13 +26,6 @@ const URLS = [
   `postgres://agro_reader:a@b${SECRET}@127.0.0.1:1/music_store`,
   `postgres://agro_reader@127.0.0.1:1/music_store?password=${SECRET}`,
 ];
-
-function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((n) => {
-    const p = join(dir, n);
-    return statSync(p).isDirectory() ? files(p) : [p];
-  });
-}
 
 test('redactSecrets masks the password of URLs that parse and of URLs that do not', () => {
   for (const u of URLS) {
@@ -70,7 +64,7 @@ test('no command prints or writes a password, on any error path', { timeout: 300
         assert.ok(!/\n\s+at /.test(r.stderr), `a stack trace: ${r.stderr.replace(SECRET, '<pw>')}`);
       }
     }
-    for (const f of files(dir)) if (readFileSync(f, 'utf8').includes(SECRET)) leaks.push(`file ${f}`);
+    for (const f of filesUnder(dir)) if (readFileSync(f, 'utf8').includes(SECRET)) leaks.push(`file ${f}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -5,12 +5,7 @@ import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agro, assertOneLine, DB_ROOT, DEV, tempDir } from '../adversarial/support.ts';
-import { initBackend } from '../../src/model/backend.ts';
-import { LlamaModel } from '../../src/model/llama.ts';
-import { resolveModelConfig } from '../../src/model/config.ts';
-import { Tokenizer } from '../../src/model/tokenizer.ts';
-import { saveCheckpoint } from '../../src/model/checkpoint.ts';
-import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
+import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
 
 const tmp = tempDir();
 after(() => tmp.cleanup());
@@ -20,11 +15,7 @@ const rows = join(tmp.dir, 'rows.jsonl');
 const DEAD = 99_999_999;
 
 before(async () => {
-  await initBackend();
-  const tok = Tokenizer.train(['SELECT name FROM students', 'school music'], { vocabSize: 400, specialTokens: AGENT_SPECIAL_TOKENS });
-  const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tok.vocabSize, maxPositions: 2048 }), { seed: 1 });
-  saveCheckpoint(ck, { model, tokenizer: tok });
-  model.dispose();
+  await saveTinyCheckpoint(ck, ['SELECT name FROM students', 'school music'], { maxPositions: 2048 });
   const lines = Array.from({ length: 8 }, (_, i) => JSON.stringify({ messages: [{ role: 'user', content: `How many rows in t${i}?` }, { role: 'assistant', content: `SELECT count(*) FROM t${i}` }] }));
   writeFileSync(rows, lines.join('\n') + '\n');
 });

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { copySqliteToPostgres, runAdminSql } from '../../src/sql/pg-copy.ts';
 import { sandboxRoleSql } from '../../src/sql/pg-setup.ts';
@@ -17,6 +17,7 @@ import { readRows } from '../../src/data/read-json.ts';
 import { createExecutor } from '../../src/sql/executor.ts';
 import { BIN, DB_ROOT, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
 import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
+import { filesUnder } from '../support/files.ts';
 
 const PASSWORD = 'train-pg-secret';
 const TABLES = ['tracks', 'customers', 'invoices'];
@@ -24,13 +25,6 @@ const TABLES = ['tracks', 'customers', 'invoices'];
 function agro(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 300_000, env: { ...process.env, ...env } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((f) => {
-    const p = join(dir, f);
-    return statSync(p).isDirectory() ? filesUnder(p) : [p];
-  });
 }
 
 describe('sft, train and export on PostgreSQL', { skip: PG.skip }, () => {

@@ -1,7 +1,7 @@
 // The factory's SQL in each engine's dialect (src/sql/dialect.ts, print.ts): every construct the printer emits
 // runs on SQLite and on PostgreSQL (a real server, music_store copied by `agro db copy`'s code) with the same
 // result; and what reads a database for the prompt (schema, value index) reads both alike.
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
@@ -9,14 +9,13 @@ import { fileURLToPath } from 'node:url';
 import { col, emptySelect, lit, type Expr, type QueryAst, type SelectAst } from '../../src/factory/ast.ts';
 import { printQuery, printSelect } from '../../src/factory/print.ts';
 import { isNotTrue, nameIn } from '../../src/sql/dialect.ts';
-import { createExecutor, introspectDatabase } from '../../src/sql/executor.ts';
+import { introspectDatabase } from '../../src/sql/executor.ts';
 import { databaseValueIndex } from '../../src/prompt/sources.ts';
 import { resultsMatch, hasOrderBy } from '../../src/sql/compare.ts';
 import { copySqliteToPostgres, runAdminSql } from '../../src/sql/pg-copy.ts';
 import { sandboxRoleSql } from '../../src/sql/pg-setup.ts';
-import type { SqlExecutor } from '../../src/sql/types.ts';
 import { SqlEnvironment } from '../../src/agent/sql-env.ts';
-import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
+import { PG, postgresForTests } from '../support/postgres.ts';
 import { tempDir } from '../sql/helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -66,30 +65,20 @@ const CASES: Array<[string, QueryAst]> = [
 ];
 
 describe('the factory dialect on both engines', { skip: PG.skip }, () => {
-  let server: PgServer;
   let url: string;
-  let exec: SqlExecutor;
   const tmp = tempDir('agro-pgdialect-');
-
-  before(async () => {
-    server = await startPostgres();
+  const live = postgresForTests(async (server) => {
     await copySqliteToPostgres(MUSIC, server.adminUrl('music_store'));
     await runAdminSql(server.adminUrl('music_store'), sandboxRoleSql({ role: 'agro_d', password: 'd-pw', database: 'music_store' }));
     url = server.url('agro_d', 'd-pw', 'music_store');
-    // The factory's executor: its own queries may run as the owner (src/sql/pg-role.ts).
-    exec = createExecutor({ size: 2, allowPrivilegedRole: true });
   });
-  after(async () => {
-    await exec?.close();
-    await server?.stop();
-    tmp.cleanup();
-  });
+  after(() => tmp.cleanup());
 
   for (const [name, q] of CASES) {
     test(name, async () => {
       const lite = printQuery(q);
       const pg = printQuery(q, 'postgres');
-      const [a, b] = await Promise.all([exec.execute(MUSIC, lite), exec.execute(url, pg)]);
+      const [a, b] = await Promise.all([live.exec.execute(MUSIC, lite), live.exec.execute(url, pg)]);
       assert.ok(a.ok, `SQLite: ${lite}: ${a.ok ? '' : a.message}`);
       assert.ok(b.ok, `PostgreSQL: ${pg}: ${b.ok ? '' : b.message}`);
       assert.ok(a.rows.length > 0, `${lite} returns rows on music_store`);
@@ -104,18 +93,18 @@ describe('the factory dialect on both engines', { skip: PG.skip }, () => {
       CASES.find(([n]) => n === 'year of an ISO date')![1],
       CASES.find(([n]) => n === 'LIKE ignores case')![1],
     ];
-    const strftime = await exec.execute(url, printQuery(sqliteOnly[0]));
+    const strftime = await live.exec.execute(url, printQuery(sqliteOnly[0]));
     assert.ok(!strftime.ok, 'strftime is not PostgreSQL');
-    const like = await exec.execute(url, printQuery(sqliteOnly[1]));
-    const ilike = await exec.execute(url, printQuery(sqliteOnly[1], 'postgres'));
+    const like = await live.exec.execute(url, printQuery(sqliteOnly[1]));
+    const ilike = await live.exec.execute(url, printQuery(sqliteOnly[1], 'postgres'));
     assert.ok(like.ok && ilike.ok && like.rows.length < ilike.rows.length, 'LIKE is case-sensitive on PostgreSQL');
     const division = sel('invoice_lines', { columns: [{ kind: 'arith', op: '/', left: T('invoice_lines', 'quantity'), right: lit(2) }], where: [{ kind: 'cmp', left: T('invoice_lines', 'invoice_line_id'), op: '=', right: lit(1) }] });
-    const real = await exec.execute(url, printSelect(division, false, 'postgres'));
+    const real = await live.exec.execute(url, printSelect(division, false, 'postgres'));
     assert.ok(real.ok && real.rows[0][0] === 0.5, `real division: ${JSON.stringify(real.ok && real.rows)}`);
-    const notTrue = await exec.execute(url, `SELECT COUNT(*) FROM customers WHERE ${isNotTrue("state = 'CA'", 'postgres')}`);
-    const notTrueLite = await exec.execute(MUSIC, `SELECT COUNT(*) FROM customers WHERE ${isNotTrue("state = 'CA'")}`);
+    const notTrue = await live.exec.execute(url, `SELECT COUNT(*) FROM customers WHERE ${isNotTrue("state = 'CA'", 'postgres')}`);
+    const notTrueLite = await live.exec.execute(MUSIC, `SELECT COUNT(*) FROM customers WHERE ${isNotTrue("state = 'CA'")}`);
     assert.ok(notTrue.ok && notTrueLite.ok && notTrue.rows[0][0] === notTrueLite.rows[0][0] && Number(notTrue.rows[0][0]) > 0, 'false or NULL: the same rows');
-    assert.ok(!(await exec.execute(url, "SELECT COUNT(*) FROM customers WHERE (state = 'CA') IS NOT 1")).ok);
+    assert.ok(!(await live.exec.execute(url, "SELECT COUNT(*) FROM customers WHERE (state = 'CA') IS NOT 1")).ok);
   });
 
   test('names: mixed case and reserved words are quoted for PostgreSQL (a --keep-case copy)', async () => {
@@ -124,13 +113,13 @@ describe('the factory dialect on both engines', { skip: PG.skip }, () => {
     db.exec(`CREATE TABLE "Order" (id INTEGER PRIMARY KEY, "user" TEXT, "Total" INTEGER, "analyse" TEXT);
       INSERT INTO "Order" VALUES (1, 'ann', 10, 'x'), (2, 'bob', 20, 'y'), (3, 'ann', 5, 'z');`);
     db.close();
-    await copySqliteToPostgres(path, server.adminUrl('names_db'), { keepCase: true });
+    await copySqliteToPostgres(path, live.server.adminUrl('names_db'), { keepCase: true });
     const q = sel('Order', { columns: [T('Order', 'user'), agg('SUM', T('Order', 'Total'))], where: [{ kind: 'cmp', left: T('Order', 'analyse'), op: '<>', right: lit('y') }], groupBy: [T('Order', 'user')] });
     const pg = printQuery(q, 'postgres');
     assert.equal(pg, 'SELECT "user", SUM("Total") FROM "Order" WHERE "analyse" <> \'y\' GROUP BY "user"');
     // SQLite leaves a name bare when it is unambiguous there (case-insensitive, USER and ANALYSE not reserved).
     assert.equal(printQuery(q), 'SELECT user, SUM(Total) FROM "Order" WHERE analyse <> \'y\' GROUP BY user');
-    const [a, b] = await Promise.all([exec.execute(path, printQuery(q)), exec.execute(server.adminUrl('names_db'), pg)]);
+    const [a, b] = await Promise.all([live.exec.execute(path, printQuery(q)), live.exec.execute(live.server.adminUrl('names_db'), pg)]);
     assert.ok(a.ok && b.ok, JSON.stringify([a, b]));
     assert.ok(resultsMatch(b.rows, a.rows, { mode: 'bird' }));
     assert.equal(nameIn('track_id', 'postgres'), 'track_id');
@@ -153,7 +142,7 @@ describe('the factory dialect on both engines', { skip: PG.skip }, () => {
   });
 
   test("the agent's grounded prompt is the same on both engines; a server is read by prepare() only", async () => {
-    const env = new SqlEnvironment(exec, { schemaChars: 900 });
+    const env = new SqlEnvironment(live.exec, { schemaChars: 900 });
     const question = 'How many tracks by velvet wolfs were bought by customers in sao paulo?';
     assert.throws(() => env.promptSchema(url, question), /prepare\(\)/);
     await env.prepare(url);
@@ -161,7 +150,7 @@ describe('the factory dialect on both engines', { skip: PG.skip }, () => {
     assert.match(lite, /Values: .*'Sao Paulo'/);
     assert.equal(env.promptSchema(url, question), lite);
     // An episode prepares its own database: a fresh environment starts on the server without being told.
-    const ep = await new SqlEnvironment(exec).start({ id: '1', dbId: 'music_store', dbPath: url, question, goldSql: 'SELECT 1' });
+    const ep = await new SqlEnvironment(live.exec).start({ id: '1', dbId: 'music_store', dbPath: url, question, goldSql: 'SELECT 1' });
     assert.match(ep.opening[0].content, /tracks\(track_id/);
   });
 });

@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng } from '../../src/util/rng.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
-import type { DbSchema } from '../../src/sql/types.ts';
+import type { DbSchema, SqlExecutor } from '../../src/sql/types.ts';
+import type { StageContext } from '../../src/factory/types.ts';
+import { col, emptySelect, lit, type SelectAst } from '../../src/factory/ast.ts';
+import { silentProgress } from '../../src/util/progress.ts';
 import { buildLexicon } from '../../src/factory/language/names.ts';
 import { profileSchema, type TableProfile } from '../../src/factory/profile.ts';
 import { buildSchemaGraph, type SchemaGraph } from '../../src/factory/schema-graph.ts';
@@ -80,4 +83,52 @@ export function synthInputs(path: string): { schema: DbSchema; graph: SchemaGrap
   const schema = introspectSchema(path);
   const graph = buildSchemaGraph(schema);
   return { schema, graph, profiles: profileSchema(schema, graph, buildLexicon(schema)).profiles };
+}
+
+/**
+ * A stage's context over a database for the factory tests: its introspected schema, a seeded RNG, no progress,
+ * no variants, a 3 s query limit, and rejections counted by reason into `rejected` (when given).
+ */
+export function stageContext(dbId: string, dbPath: string, executor: SqlExecutor, opts: Partial<StageContext> & { rejected?: Record<string, number> } = {}): StageContext {
+  const { rejected, ...rest } = opts;
+  return {
+    dbId,
+    dbPath,
+    schema: rest.schema ?? introspectSchema(dbPath),
+    executor,
+    rng: new Rng(1),
+    progress: silentProgress,
+    variants: [],
+    timeoutMs: 3000,
+    reject: (_item, reason) => {
+      if (rejected) rejected[reason] = (rejected[reason] ?? 0) + 1;
+    },
+    ...rest,
+  };
+}
+
+/** On makeShopDb's shop: the names of the customers of one country (SELECT T1.name FROM customers AS T1 WHERE T1.country = ...). */
+export function customerNamesIn(country: string): SelectAst {
+  const q = emptySelect('customers');
+  q.columns = [col('T1', 'customers', 'name')];
+  q.where = [{ kind: 'cmp', left: col('T1', 'customers', 'country'), op: '=', right: lit(country) }];
+  return q;
+}
+
+/**
+ * A database with a big table: 60 kinds and 150,000 events (indexed by kind), what the plan-cost gate exists for
+ * (a scan of events reads 150,000 rows, a join of both more than MAX_ROWS_READ).
+ */
+export function makeEventsDb(dir: string): string {
+  const path = join(dir, 'big.sqlite');
+  const db = new Database(path);
+  db.pragma('journal_mode = OFF');
+  db.exec(`CREATE TABLE kinds (kind_id INTEGER PRIMARY KEY, name TEXT, family TEXT);
+    CREATE TABLE events (event_id INTEGER PRIMARY KEY, kind_id INTEGER REFERENCES kinds(kind_id), score INTEGER, place TEXT);
+    CREATE INDEX events_kind ON events(kind_id);
+    `);
+  db.exec(`WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 60) INSERT INTO kinds SELECT x, 'kind ' || x, 'family ' || (x % 4) FROM r`);
+  db.exec(`WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 150000) INSERT INTO events SELECT x, x % 60 + 1, x % 97, 'place ' || (x % 13) FROM r`);
+  db.close();
+  return path;
 }

@@ -17,7 +17,8 @@ import { FOLLOW_UP_EDITS, type DatasetRow } from '../../src/data/dataset-row.ts'
 import { tokenize } from '../../src/sql/lexer.ts';
 import { silentProgress } from '../../src/util/progress.ts';
 import type { StageContext, SynthPair } from '../../src/factory/types.ts';
-import { makeShopDb, synthInputs, tmpDir } from './fixtures.ts';
+import { customerNamesIn, makeShopDb, synthInputs, tmpDir } from './fixtures.ts';
+import { withPool } from '../support/with.ts';
 
 const dir = tmpDir();
 const path = makeShopDb(dir);
@@ -42,12 +43,9 @@ const env: FollowUpEnv = {
 };
 
 test('a follow-up is verified by execution: an edit whose query finds nothing, or answers what the last turn did, is rejected', async () => {
-  const pool = new SqlPool({ size: 2 });
-  try {
+  await withPool({ size: 2 }, async (pool) => {
     const ctx = ctxWith(pool);
-    const q = emptySelect('customers');
-    q.columns = [C('name')];
-    q.where = [{ kind: 'cmp', left: C('country'), op: '=', right: lit('Japan') }];
+    const q = customerNamesIn('Japan');
     const base = pairOf(q);
     assert.equal(await verifyPair(ctx, base), null);
 
@@ -63,9 +61,7 @@ test('a follow-up is verified by execution: an edit whose query finds nothing, o
     assert.equal(f.provenance.followUp, 'filter-change');
     assert.match(f.sql, /'France'/);
     assert.match(f.question, /'France'/);
-  } finally {
-    await pool.close();
-  }
+  });
 });
 
 test('the edits a query admits are of the named kinds, each one step from the query, each worded by its own frames', () => {

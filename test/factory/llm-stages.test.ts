@@ -4,15 +4,13 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { introspectSchema } from '../../src/sql/introspect.ts';
 import { emptySelect } from '../../src/factory/ast.ts';
-import { silentProgress } from '../../src/util/progress.ts';
 import type { StageContext, SynthPair } from '../../src/factory/types.ts';
 import type { SqlExecutor } from '../../src/sql/types.ts';
-import { Rng } from '../../src/util/rng.ts';
 import { LlmClient } from '../../src/llm/client.ts';
 import { llmQuestionsStage, questionPrompt } from '../../src/factory/llm-questions.ts';
 import { llmAuditStage, llmAudit, AUDIT_DIMENSIONS } from '../../src/factory/llm-audit.ts';
+import { stageContext } from './fixtures.ts';
 import { startFakeOpenAI, closedPortUrl, lastUser } from '../support/fake-openai.ts';
 
 let dir = '';
@@ -29,19 +27,7 @@ before(() => {
   const db = new Database(dbPath);
   db.exec("CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT, age INTEGER); INSERT INTO singer VALUES (1,'Ann',30),(2,'Bo',41);");
   db.close();
-  ctx = {
-    dbId: 'music',
-    dbPath,
-    schema: introspectSchema(dbPath),
-    executor: noExec,
-    rng: new Rng(1),
-    progress: silentProgress,
-    variants: [],
-    timeoutMs: 2000,
-    reject: (_i, reason) => {
-      rejected[reason] = (rejected[reason] ?? 0) + 1;
-    },
-  };
+  ctx = stageContext('music', dbPath, noExec, { timeoutMs: 2000, rejected });
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 

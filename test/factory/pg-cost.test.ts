@@ -1,33 +1,21 @@
 // Issue 34, the factory on a server: the plan-cost gate from PostgreSQL's EXPLAIN (factory/cost.ts PgQueryCost,
 // sql/pg-plan.ts) on a real server, beside SQLite's in shapes-throughput.test.ts.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { runFactory } from '../../src/factory/pipeline.ts';
 import { PgQueryCost, MAX_ROWS_READ } from '../../src/factory/cost.ts';
-import { createExecutor, introspectDatabase } from '../../src/sql/executor.ts';
+import { introspectDatabase } from '../../src/sql/executor.ts';
 import { copySqliteToPostgres } from '../../src/sql/pg-copy.ts';
-import type { SqlExecutor } from '../../src/sql/types.ts';
-import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
+import { PG, postgresForTests } from '../support/postgres.ts';
 import { makeShopDb, tmpDir } from './fixtures.ts';
 
 describe('the cost gate on a PostgreSQL server', { skip: PG.skip }, () => {
-  let server: PgServer;
-  let exec: SqlExecutor;
-
-  before(async () => {
-    server = await startPostgres();
-    // The factory's executor: its own queries may run as the owner (src/sql/pg-role.ts).
-    exec = createExecutor({ size: 2, allowPrivilegedRole: true });
-  });
-  after(async () => {
-    await exec?.close();
-    await server?.stop();
-  });
+  const live = postgresForTests();
 
   test('cost gate: the planner\'s cost drops a cross join of big tables and keeps a key lookup; the factory drops such queries before running them', async () => {
-    await server.createDatabase('big');
-    await server.admin(
+    await live.server.createDatabase('big');
+    await live.server.admin(
       `CREATE TABLE kinds (kind_id INTEGER PRIMARY KEY, name TEXT, family TEXT);
        CREATE TABLE events (event_id INTEGER PRIMARY KEY, kind_id INTEGER REFERENCES kinds(kind_id), score INTEGER, place TEXT);
        CREATE TABLE people (person_id INTEGER PRIMARY KEY, name TEXT, city TEXT);
@@ -37,7 +25,7 @@ describe('the cost gate on a PostgreSQL server', { skip: PG.skip }, () => {
        ANALYZE`,
       'big',
     );
-    const url = server.adminUrl('big');
+    const url = live.server.adminUrl('big');
     const schema = await introspectDatabase(url, { statsRowLimit: 1000 });
     const cost = new PgQueryCost(url, schema);
     try {
@@ -49,7 +37,7 @@ describe('the cost gate on a PostgreSQL server', { skip: PG.skip }, () => {
       // Not a read query, or not plannable: no verdict (the guard and the run say why).
       assert.equal(await cost.estimate('DELETE FROM events'), 0);
       assert.equal(await cost.estimate('SELECT nope FROM events'), 0);
-      assert.equal((await server.admin('SELECT COUNT(*) FROM events', 'big'))[0][0], '150000');
+      assert.equal((await live.server.admin('SELECT COUNT(*) FROM events', 'big'))[0][0], '150000');
     } finally {
       await cost.close();
     }
@@ -62,13 +50,13 @@ describe('the cost gate on a PostgreSQL server', { skip: PG.skip }, () => {
       await strict.close();
     }
     // Small databases are never checked.
-    await copySqliteToPostgres(makeShopDb(tmpDir()), server.adminUrl('shop'));
-    const small = new PgQueryCost(server.adminUrl('shop'), await introspectDatabase(server.adminUrl('shop')));
+    await copySqliteToPostgres(makeShopDb(tmpDir()), live.server.adminUrl('shop'));
+    const small = new PgQueryCost(live.server.adminUrl('shop'), await introspectDatabase(live.server.adminUrl('shop')));
     assert.equal(small.active, false);
     assert.equal(await small.tooCostly('SELECT COUNT(*) FROM orders AS a CROSS JOIN orders AS b CROSS JOIN orders AS c'), false);
     await small.close();
     // The factory on the big database: too-costly candidates are dropped, and every written query is within the gate.
-    const r = await runFactory({ db: url, out: join(tmpDir(), 'out'), n: 20, seed: 1, variants: 0 }, { executor: exec });
+    const r = await runFactory({ db: url, out: join(tmpDir(), 'out'), n: 20, seed: 1, variants: 0 }, { executor: live.exec });
     assert.ok((r.manifest.rejections.synthesize?.too_costly ?? 0) > 0, JSON.stringify(r.manifest.rejections));
     assert.equal(r.manifest.args.maxRowsRead, MAX_ROWS_READ);
     const check = new PgQueryCost(url, schema);

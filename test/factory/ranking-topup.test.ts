@@ -2,16 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { SqlPool } from '../../src/sql/pool.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { buildVariants } from '../../src/factory/augment.ts';
 import { queryShape } from '../../src/factory/realism.ts';
 import { likeWord, synthesize } from '../../src/factory/synthesize.ts';
-import { silentProgress } from '../../src/util/progress.ts';
-import type { StageContext } from '../../src/factory/types.ts';
 import { verifyPair } from '../../src/factory/verify.ts';
 import type { SqlExecutor } from '../../src/sql/types.ts';
-import { makeShopDb, synthInputs, tmpDir } from './fixtures.ts';
+import { makeShopDb, stageContext, synthInputs, tmpDir } from './fixtures.ts';
+import { withPool } from '../support/with.ts';
 
 test('a LIKE searches for a word the column\'s other values share, else any word of the value', () => {
   const rng = new Rng(1);
@@ -33,14 +31,18 @@ function makeTiedDb(dir: string): string {
   return path;
 }
 
-test('ranked queries are synthesized with no tie at or above their LIMIT on the original and on every variant', async () => {
+/** A database made in a fresh folder, what synthesis reads of it, and two variant databases. */
+async function withVariants(make: (dir: string) => string) {
   const dir = tmpDir();
-  const path = makeTiedDb(dir);
-  const { schema, graph, profiles } = synthInputs(path);
-  const variants = await buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
-  const pool = new SqlPool({ size: 2 });
-  try {
-    const ctx: StageContext = { dbId: 'songs', dbPath: path, schema, executor: pool, rng: new Rng(5), progress: silentProgress, variants, reject() {}, timeoutMs: 3000 };
+  const path = make(dir);
+  const inputs = synthInputs(path);
+  return { path, ...inputs, variants: await buildVariants(path, inputs.schema, inputs.graph, { count: 2, seed: 1, dir: join(dir, 'variants') }) };
+}
+
+test('ranked queries are synthesized with no tie at or above their LIMIT on the original and on every variant', async () => {
+  const { path, schema, graph, profiles, variants } = await withVariants(makeTiedDb);
+  await withPool({ size: 2 }, async (pool) => {
+    const ctx = stageContext('songs', path, pool, { schema, rng: new Rng(5), variants });
     const out = await synthesize(ctx, { graph, profiles }, 60, { topK: 10, groupTop: 10 });
     const ranked = out.filter((p) => p.ast.kind === 'select' && p.ast.limit !== null && p.ast.orderBy.length);
     assert.ok(ranked.length >= 5, `ranked candidates: ${ranked.length}`);
@@ -57,19 +59,16 @@ test('ranked queries are synthesized with no tie at or above their LIMIT on the 
         assert.equal(new Set(v).size, k + 1, `no tie at or above the cut: ${p.sql} on ${db}: ${JSON.stringify(v)}`);
       }
     }
-  } finally {
-    await pool.close();
-  }
+  });
 });
 
 test('the shape top-up counts candidates that pass verification, and records why the others failed', async () => {
   const dir = tmpDir();
   const path = makeShopDb(dir);
   const { schema, graph, profiles } = synthInputs(path);
-  const pool = new SqlPool({ size: 2 });
-  try {
+  await withPool({ size: 2 }, async (pool) => {
     const rejected: string[] = [];
-    const ctx: StageContext = { dbId: 'shop', dbPath: path, schema, executor: pool, rng: new Rng(2), progress: silentProgress, variants: [], reject: (_p, why) => rejected.push(why), timeoutMs: 3000 };
+    const ctx = stageContext('shop', path, pool, { schema, rng: new Rng(2), reject: (_p, why) => rejected.push(why) });
     // A mix that asks for plain joins only: many join candidates fail verification (a filter that removes nothing, too many rows).
     const out = await synthesize(ctx, { graph, profiles }, 40, {}, { join: 100 });
     const joins = out.filter((p) => queryShape(p.sql) === 'join');
@@ -83,18 +82,12 @@ test('the shape top-up counts candidates that pass verification, and records why
     const verifyReasons = rejected.filter((r) => !['no_structure', 'duplicate_sql', 'too_costly'].includes(r));
     assert.ok(verifyReasons.length > 0, `synthesis rejections: ${[...new Set(rejected)].join(', ')}`);
     assert.ok(joins.length - failed.length >= 10, `verified joins: ${joins.length - failed.length} of ${joins.length}`);
-  } finally {
-    await pool.close();
-  }
+  });
 });
 
 test('synthesis drafts concurrently but its output does not depend on which query answers first', async () => {
-  const dir = tmpDir();
-  const path = makeShopDb(dir);
-  const { schema, graph, profiles } = synthInputs(path);
-  const variants = await buildVariants(path, schema, graph, { count: 2, seed: 1, dir: join(dir, 'variants') });
-  const pool = new SqlPool({ size: 2 });
-  try {
+  const { path, schema, graph, profiles, variants } = await withVariants(makeShopDb);
+  await withPool({ size: 2 }, async (pool) => {
     // Each run delays every answer by its own random 0-3 ms, so drafts and verifications finish in a different order.
     const run = async (jitterSeed: number) => {
       const jitter = new Rng(jitterSeed);
@@ -107,7 +100,7 @@ test('synthesis drafts concurrently but its output does not depend on which quer
         close: async () => {},
       };
       const rejected: string[] = [];
-      const ctx: StageContext = { dbId: 'shop', dbPath: path, schema, executor, rng: new Rng(7), progress: silentProgress, variants, reject: (_p, why) => rejected.push(why), timeoutMs: 3000 };
+      const ctx = stageContext('shop', path, executor, { schema, rng: new Rng(7), variants, reject: (_p, why) => rejected.push(why) });
       const out = await synthesize(ctx, { graph, profiles }, 50, {}, { join: 40, top: 30, 'group+agg': 30 });
       return { pairs: out.map((p) => [p.id, p.sql, p.provenance.template, p.result ?? null]), rejected };
     };
@@ -116,7 +109,5 @@ test('synthesis drafts concurrently but its output does not depend on which quer
     assert.ok(a.pairs.length >= 50, `candidates: ${a.pairs.length}`);
     assert.deepEqual(b.pairs, a.pairs);
     assert.deepEqual(b.rejected, a.rejected);
-  } finally {
-    await pool.close();
-  }
+  });
 });

@@ -5,15 +5,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqlPool } from '../../src/sql/pool.ts';
-import { introspectSchema } from '../../src/sql/introspect.ts';
 import { emptySelect } from '../../src/factory/ast.ts';
-import { silentProgress } from '../../src/util/progress.ts';
 import type { StageContext, SynthPair } from '../../src/factory/types.ts';
-import { Rng } from '../../src/util/rng.ts';
 import { refinePairs, refineStage } from '../../src/factory/refine.ts';
 import type { AuditFn, RegenerateFn, CycleLog } from '../../src/factory/refine.ts';
 import { PredictionsFilePredictor, LlmPredictor, extractSql } from '../../src/factory/predictors.ts';
 import { LlmClient } from '../../src/llm/client.ts';
+import { stageContext } from './fixtures.ts';
 import { startFakeOpenAI, lastUser } from '../support/fake-openai.ts';
 
 let dir = '';
@@ -35,19 +33,7 @@ before(() => {
   // Same schema, other data: Bo is 50 and Cy is 41, so "age = 41" no longer finds Bo.
   mk('variant-1.sqlite', "(1,'Ann',30),(2,'Bo',50),(3,'Cy',41)");
   pool = new SqlPool({ size: 2 });
-  base = {
-    dbId: 'music',
-    dbPath,
-    schema: introspectSchema(dbPath),
-    executor: pool,
-    rng: new Rng(1),
-    progress: silentProgress,
-    variants: [],
-    timeoutMs: 3000,
-    reject: (_i, reason) => {
-      rejected[reason] = (rejected[reason] ?? 0) + 1;
-    },
-  };
+  base = stageContext('music', dbPath, pool, { reject: (_i, reason) => void (rejected[reason] = (rejected[reason] ?? 0) + 1) });
 });
 after(async () => {
   await pool.close();

@@ -20,7 +20,7 @@ import { diversityStage } from '../../src/factory/diversity/index.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { silentProgress } from '../../src/util/progress.ts';
 import type { StageContext, SynthPair } from '../../src/factory/types.ts';
-import { makeShopDb, tmpDir } from './fixtures.ts';
+import { makeEventsDb, makeShopDb, tmpDir } from './fixtures.ts';
 
 test('round thresholds: two significant digits from 100 up, two decimals below', () => {
   assert.equal(roundThreshold(1234), 1200);
@@ -172,16 +172,7 @@ test('cost from the plan, by hand: scans, primary-key and index joins, outer ind
 
 test('cost gate: on a database with a big table, a full scan is too costly and a key lookup is not; small databases are never checked', () => {
   const dir = tmpDir();
-  const path = join(dir, 'big.sqlite');
-  const db = new Database(path);
-  db.pragma('journal_mode = OFF');
-  db.exec(`CREATE TABLE kinds (kind_id INTEGER PRIMARY KEY, name TEXT);
-    CREATE TABLE events (event_id INTEGER PRIMARY KEY, kind_id INTEGER REFERENCES kinds(kind_id), score INTEGER);
-    CREATE INDEX events_kind ON events(kind_id);
-    `);
-  db.exec(`WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 50) INSERT INTO kinds SELECT x, 'kind ' || x FROM r`);
-  db.exec(`WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 150000) INSERT INTO events SELECT x, x % 50 + 1, x % 97 FROM r`);
-  db.close();
+  const path = makeEventsDb(dir);
   const schema = introspectSchema(path, { statsRowLimit: 1000 });
   const cost = new QueryCost(path, schema);
   try {
@@ -203,16 +194,7 @@ test('cost gate: on a database with a big table, a full scan is too costly and a
 
 test('a database with a big table: synthesis drops too-costly queries before running them, and every written query is within the gate', async () => {
   const dir = tmpDir();
-  const path = join(dir, 'big.sqlite');
-  const db = new Database(path);
-  db.pragma('journal_mode = OFF');
-  db.exec(`CREATE TABLE kinds (kind_id INTEGER PRIMARY KEY, name TEXT, family TEXT);
-    CREATE TABLE events (event_id INTEGER PRIMARY KEY, kind_id INTEGER REFERENCES kinds(kind_id), score INTEGER, place TEXT);
-    CREATE INDEX events_kind ON events(kind_id);
-    `);
-  db.exec(`WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 60) INSERT INTO kinds SELECT x, 'kind ' || x, 'family ' || (x % 4) FROM r`);
-  db.exec(`WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 150000) INSERT INTO events SELECT x, x % 60 + 1, x % 97, 'place ' || (x % 13) FROM r`);
-  db.close();
+  const path = makeEventsDb(dir);
   const pool = new SqlPool({ size: 2 });
   try {
     const r = await runFactory({ db: path, out: join(dir, 'out'), n: 20, seed: 1, variants: 1 }, { executor: pool });

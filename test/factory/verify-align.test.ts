@@ -12,7 +12,8 @@ import { alignStage, roundTrip } from '../../src/factory/align.ts';
 import { makeParseEnv, parseQuestion } from '../../src/factory/language/general-parse.ts';
 import { silentProgress } from '../../src/util/progress.ts';
 import type { StageContext, SynthPair } from '../../src/factory/types.ts';
-import { makeShopDb, tmpDir } from './fixtures.ts';
+import { customerNamesIn, makeShopDb, tmpDir } from './fixtures.ts';
+import { withPool } from '../support/with.ts';
 
 const dir = tmpDir();
 const path = makeShopDb(dir);
@@ -30,12 +31,9 @@ function ctxWith(pool: SqlPool, rejected: string[] = []): StageContext {
 const C = (column: string) => col('T1', 'customers', column);
 
 test('verification: rejects empty results, always-true filters, empty aggregates; keeps a good query', async () => {
-  const pool = new SqlPool({ size: 2 });
-  try {
+  await withPool({ size: 2 }, async (pool) => {
     const ctx = ctxWith(pool);
-    const good = emptySelect('customers');
-    good.columns = [C('name')];
-    good.where = [{ kind: 'cmp', left: C('country'), op: '=', right: lit('Japan') }];
+    const good = customerNamesIn('Japan');
     assert.equal(await verifyPair(ctx, pair(good)), null);
 
     const empty: SelectAst = { ...good, where: [{ kind: 'cmp', left: C('country'), op: '=', right: lit('Atlantis') }] };
@@ -53,9 +51,7 @@ test('verification: rejects empty results, always-true filters, empty aggregates
     const broken = pair(good);
     broken.sql = 'SELECT nope FROM customers';
     assert.equal(await verifyPair(ctx, broken), 'exec_error');
-  } finally {
-    await pool.close();
-  }
+  });
 });
 
 function shapes(): Array<[string, QueryAst]> {
@@ -123,8 +119,7 @@ test('realizer + round-trip parser: every shape comes back to the same SQL in ev
 });
 
 test('alignment drops a pair whose question says something else, and keeps a faithful one', async () => {
-  const pool = new SqlPool({ size: 2 });
-  try {
+  await withPool({ size: 2 }, async (pool) => {
     const rejected: string[] = [];
     const ctx = ctxWith(pool, rejected);
     const env = makeParseEnv(schema, graph);
@@ -143,7 +138,5 @@ test('alignment drops a pair whose question says something else, and keeps a fai
     assert.equal(repaired.length, 1);
     assert.equal(repaired[0].provenance.repairedFrom, 'p:roundtrip_unparsed');
     assert.deepEqual(rejected, []);
-  } finally {
-    await pool.close();
-  }
+  });
 });

@@ -8,7 +8,8 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { runPython } from '../support/python.ts';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,13 +53,9 @@ test('agro_env.AgroEnv under TRL\'s checks: reset, execute_sql, get_reward equal
   const e = spawnSync(process.execPath, [join(ROOT, 'bin/agro.js'), 'export', '--format', 'trl', '--data', data, '--db-root', fx.dbRoot, '--out', exp, '--val', '0'], { encoding: 'utf8' });
   assert.equal(e.status, 0, e.stderr);
   const outPath = join(fx.dir, 'episodes.json');
-  const p = spawn(venvPython, [join(ROOT, 'integrations/python/test_agro_env.py')], {
-    env: { PATH: process.env.PATH ?? '', PYTHONDONTWRITEBYTECODE: '1', TMPDIR: fx.dir, HF_HUB_OFFLINE: '1', AGRO_URL: srv!.url, AGRO_ROWS: join(exp, 'train.jsonl'), AGRO_TOKENIZER: join(ROOT, 'models/base/tokenizer.json'), AGRO_OUT: outPath },
+  const { code, out } = await runPython(venvPython, [join(ROOT, 'integrations/python/test_agro_env.py')], {
+    TMPDIR: fx.dir, HF_HUB_OFFLINE: '1', AGRO_URL: srv!.url, AGRO_ROWS: join(exp, 'train.jsonl'), AGRO_TOKENIZER: join(ROOT, 'models/base/tokenizer.json'), AGRO_OUT: outPath,
   });
-  let out = '';
-  p.stdout.on('data', (d) => (out += d));
-  p.stderr.on('data', (d) => (out += d));
-  const code = await new Promise<number | null>((r) => p.on('close', r));
   assert.equal(code, 0, out);
   assert.match(out, /Ran 7 tests/);
 

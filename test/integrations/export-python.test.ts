@@ -1,6 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync, spawn } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
+import { runPython } from '../support/python.ts';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -89,13 +90,7 @@ test('agro export: bad input is one line with its exit code', () => {
 });
 
 test('the Python glue (TRL reward and environment, verl reward and tool) against the server, standard library only', async () => {
-  const py = spawn('/usr/bin/python3', [join(ROOT, 'integrations/python/test_integrations.py')], {
-    env: { PATH: process.env.PATH ?? '', AGRO_URL: srv.url, AGRO_TEST_ROWS: join(fx.dir, 'rows.json'), PYTHONDONTWRITEBYTECODE: '1', TMPDIR: fx.dir },
-  });
-  let out = '';
-  py.stdout.on('data', (d) => (out += d));
-  py.stderr.on('data', (d) => (out += d));
-  const code = await new Promise<number | null>((r) => py.on('close', r));
+  const { code, out } = await runPython('/usr/bin/python3', [join(ROOT, 'integrations/python/test_integrations.py')], { AGRO_URL: srv.url, AGRO_TEST_ROWS: join(fx.dir, 'rows.json'), TMPDIR: fx.dir });
   assert.equal(code, 0, out);
   assert.match(out, /Ran 7 tests/);
 });

@@ -8,6 +8,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { runPython } from '../support/python.ts';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,13 +47,7 @@ function agroServe(): Promise<{ url: string; child: ChildProcess }> {
   });
 }
 
-function python(py: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  const p = spawn(py, [PY_TEST, ...args], { env: { PATH: process.env.PATH ?? '', PYTHONDONTWRITEBYTECODE: '1', TMPDIR: fx.dir, ...env } });
-  let out = '';
-  p.stdout.on('data', (d) => (out += d));
-  p.stderr.on('data', (d) => (out += d));
-  return new Promise((r) => p.on('close', (code) => r({ code, out })));
-}
+const python = (py: string, args: string[], env: Record<string, string>) => runPython(py, [PY_TEST, ...args], { TMPDIR: fx.dir, ...env });
 
 test('two agro serve processes: reward batches spread over both, sessions stay home, one killed mid-run loses no reward and crosses no session', async () => {
   const [a, b] = await Promise.all([agroServe(), agroServe()]);

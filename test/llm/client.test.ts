@@ -4,14 +4,14 @@ import { z } from 'zod';
 import { LlmClient, LlmError, parseRetryAfter } from '../../src/llm/client.ts';
 import { parseJsonReply } from '../../src/llm/json.ts';
 import { startFakeOpenAI, closedPortUrl } from '../support/fake-openai.ts';
+import { withFakeOpenAI } from '../support/with.ts';
 
 const Answer = z.object({ answer: z.number() });
 const user = [{ role: 'user' as const, content: 'give me 42 as JSON' }];
 const fast = { backoffBaseMs: 5, backoffMaxMs: 20, maxRetryAfterMs: 5000 };
 
 test('fixed reply: request carries model, messages, sampling params, json mode and bearer key', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'reply', content: '{"answer": 42}' }));
-  try {
+  await withFakeOpenAI(() => ({ kind: 'reply', content: '{"answer": 42}' }), async (fake) => {
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm1', apiKey: 'sk-test', temperature: 0.3, maxTokens: 77 });
     const v = await c.chatJson(user, Answer);
     assert.deepEqual(v, { answer: 42 });
@@ -27,9 +27,7 @@ test('fixed reply: request carries model, messages, sampling params, json mode a
     const text = await c.chat(user);
     assert.equal(text, '{"answer": 42}');
     assert.equal(fake.requests[1].body.response_format, undefined);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('api key comes from AGRO_LLM_API_KEY when not given', async () => {
@@ -48,20 +46,16 @@ test('api key comes from AGRO_LLM_API_KEY when not given', async () => {
 });
 
 test('fenced ```json reply is accepted', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'reply', content: 'Sure!\n```json\n{"answer": 7}\n```\nDone.' }));
-  try {
+  await withFakeOpenAI(() => ({ kind: 'reply', content: 'Sure!\n```json\n{"answer": 7}\n```\nDone.' }), async (fake) => {
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm' });
     assert.deepEqual(await c.chatJson(user, Answer), { answer: 7 });
     assert.equal(fake.requests.length, 1);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('garbage content: one repair turn carrying the validation error, then success', async () => {
-  const fake = await startFakeOpenAI();
-  fake.enqueue({ kind: 'reply', content: '{"answer": "forty-two"}' }, { kind: 'reply', content: '{"answer": 42}' });
-  try {
+  await withFakeOpenAI(undefined, async (fake) => {
+    fake.enqueue({ kind: 'reply', content: '{"answer": "forty-two"}' }, { kind: 'reply', content: '{"answer": 42}' });
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm' });
     assert.deepEqual(await c.chatJson(user, Answer), { answer: 42 });
     assert.equal(fake.requests.length, 2);
@@ -71,14 +65,11 @@ test('garbage content: one repair turn carrying the validation error, then succe
     assert.equal(msgs[1].content, '{"answer": "forty-two"}');
     assert.match(msgs[2].content, /answer/);
     assert.equal(c.stats.repairs, 1);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('garbage twice: clear invalid_json error after exactly one repair', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'reply', content: 'I cannot do that.' }));
-  try {
+  await withFakeOpenAI(() => ({ kind: 'reply', content: 'I cannot do that.' }), async (fake) => {
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm' });
     await assert.rejects(c.chatJson(user, Answer), (e: unknown) => {
       assert.ok(e instanceof LlmError);
@@ -88,94 +79,71 @@ test('garbage twice: clear invalid_json error after exactly one repair', async (
       return true;
     });
     assert.equal(fake.requests.length, 2);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('garbage body (not a completion) is a bad_reply, not retried', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'garbage' }));
-  try {
+  await withFakeOpenAI(() => ({ kind: 'garbage' }), async (fake) => {
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm', ...fast });
     await assert.rejects(c.chat(user), (e: unknown) => e instanceof LlmError && e.failure === 'bad_reply');
     assert.equal(fake.requests.length, 1);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('500 then success: retried with backoff', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'reply', content: 'ok' }));
-  fake.enqueue({ kind: 'status', status: 500 }, { kind: 'status', status: 503 });
-  try {
+  await withFakeOpenAI(() => ({ kind: 'reply', content: 'ok' }), async (fake) => {
+    fake.enqueue({ kind: 'status', status: 500 }, { kind: 'status', status: 503 });
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm', ...fast });
     assert.equal(await c.chat(user), 'ok');
     assert.equal(fake.requests.length, 3);
     assert.equal(c.stats.retries, 2);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('persistent 500: gives up after maxRetries with an http error', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'status', status: 500 }));
-  try {
+  await withFakeOpenAI(() => ({ kind: 'status', status: 500 }), async (fake) => {
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm', maxRetries: 2, ...fast });
     await assert.rejects(c.chat(user), (e: unknown) => e instanceof LlmError && e.failure === 'http' && e.status === 500);
     assert.equal(fake.requests.length, 3);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('400 is not retried', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'status', status: 400 }));
-  try {
+  await withFakeOpenAI(() => ({ kind: 'status', status: 400 }), async (fake) => {
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm', ...fast });
     await assert.rejects(c.chat(user), /HTTP 400/);
     assert.equal(fake.requests.length, 1);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('429 with Retry-After: waits at least that long before retrying', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'reply', content: 'ok' }));
-  fake.enqueue({ kind: 'status', status: 429, retryAfter: '0.3' });
-  try {
+  await withFakeOpenAI(() => ({ kind: 'reply', content: 'ok' }), async (fake) => {
+    fake.enqueue({ kind: 'status', status: 429, retryAfter: '0.3' });
     // Backoff alone would wait at most 20 ms; the header asks for 300 ms.
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm', ...fast });
     assert.equal(await c.chat(user), 'ok');
     assert.equal(fake.requests.length, 2);
     const gap = fake.requests[1].at - fake.requests[0].at;
     assert.ok(gap >= 280, `gap ${gap} ms`);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('slow server: the per-request timeout fires and is reported as timeout', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'slow', delayMs: 2000, content: 'late' }));
-  try {
+  await withFakeOpenAI(() => ({ kind: 'slow', delayMs: 2000, content: 'late' }), async (fake) => {
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm', timeoutMs: 100, maxRetries: 1, ...fast });
     const t0 = Date.now();
     await assert.rejects(c.chat(user), (e: unknown) => e instanceof LlmError && e.failure === 'timeout' && e.kind === 'timeout');
     assert.ok(Date.now() - t0 < 1500);
     assert.equal(fake.requests.length, 2);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('slow then fast: timeout is retried and succeeds', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'reply', content: 'fast' }));
-  fake.enqueue({ kind: 'slow', delayMs: 1500, content: 'late' });
-  try {
+  await withFakeOpenAI(() => ({ kind: 'reply', content: 'fast' }), async (fake) => {
+    fake.enqueue({ kind: 'slow', delayMs: 1500, content: 'late' });
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm', timeoutMs: 100, ...fast });
     assert.equal(await c.chat(user), 'fast');
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('down endpoint (closed port): network error after retries', async () => {
@@ -192,27 +160,21 @@ test('down endpoint (closed port): network error after retries', async () => {
 });
 
 test('hang-up mid-request is retried as a network error', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'reply', content: 'ok' }));
-  fake.enqueue({ kind: 'hangup' });
-  try {
+  await withFakeOpenAI(() => ({ kind: 'reply', content: 'ok' }), async (fake) => {
+    fake.enqueue({ kind: 'hangup' });
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm', ...fast });
     assert.equal(await c.chat(user), 'ok');
     assert.equal(fake.requests.length, 2);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('concurrency limit: never more than N requests in flight', async () => {
-  const fake = await startFakeOpenAI(() => ({ kind: 'slow', delayMs: 60, content: 'x' }));
-  try {
+  await withFakeOpenAI(() => ({ kind: 'slow', delayMs: 60, content: 'x' }), async (fake) => {
     const c = new LlmClient({ baseUrl: fake.baseUrl, model: 'm', concurrency: 2 });
     const out = await Promise.all(Array.from({ length: 6 }, () => c.chat(user)));
     assert.deepEqual(out, ['x', 'x', 'x', 'x', 'x', 'x']);
     assert.equal(fake.maxInFlight, 2);
-  } finally {
-    await fake.close();
-  }
+  });
 });
 
 test('bad config is a one-line invalid_input error', () => {

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { startFakeOpenAI, closedPortUrl, lastUser, type RecordedRequest, type FakeBehavior } from '../support/fake-openai.ts';
+import { startFakeOpenAI, closedPortUrl, lastUser, type FakeOpenAI, type RecordedRequest, type FakeBehavior, type Responder } from '../support/fake-openai.ts';
+import { withFakeOpenAI, withPool } from '../support/with.ts';
 import { EndpointPolicy } from '../../src/agent/policies/endpoint.ts';
 import { openPolicy } from '../../src/agent/policies/open.ts';
 import { readPredictInputs, runPredict } from '../../src/pipeline/predict.ts';
@@ -41,10 +42,11 @@ function agent(special: (i: number, req: RecordedRequest) => FakeBehavior | null
 
 const settings = (out: string) => ({ data: DATA, dbRoot: 'data/databases', out, concurrency: 3, episodeTimeoutMs: 30_000 });
 
+/** A scripted endpoint and a two-process SQL pool for one test, both closed after it. */
+const withFakeAndPool = <T>(responder: Responder, fn: (fake: FakeOpenAI, pool: SqlPool) => Promise<T>): Promise<T> => withFakeOpenAI(responder, (fake) => withPool({ size: 2 }, (pool) => fn(fake, pool)));
+
 test('predict: official-format files, trajectories, the same report as agro eval, resumable', async () => {
-  const fake = await startFakeOpenAI(agent());
-  const pool = new SqlPool({ size: 2 });
-  try {
+  await withFakeAndPool(agent(), async (fake, pool) => {
     const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
     const out = join(tmp, 'run1');
     const progress: number[] = [];
@@ -86,10 +88,7 @@ test('predict: official-format files, trajectories, the same report as agro eval
     assert.equal(readFileSync(res.files.trajectories, 'utf8').trim().split('\n').length, QS.length);
     // Other settings in the same run directory are refused.
     await assert.rejects(runPredict({ ...settings(out), mode: 'direct' }, policy, pool), /other settings/);
-  } finally {
-    await pool.close();
-    await fake.close();
-  }
+  });
 });
 
 test('predict: garbage, errors and a never-ending episode are per-question failures, retried on the rerun', async () => {
@@ -129,18 +128,16 @@ test('predict: garbage, errors and a never-ending episode are per-question failu
 });
 
 test('predict --samples 3 with the answer path: each gold query runs once per question, however many queries are scored', async () => {
-  const fake = await startFakeOpenAI(agent());
-  const pool = new SqlPool({ size: 2 });
-  // Every query the judge runs (INTEGER and REAL cells apart), by database and text.
-  const judged = new Map<string, number>();
-  const counting: SqlExecutor = {
-    execute(db: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
-      if (opts?.safeIntegers) judged.set(`${db}\u0000${sql}`, (judged.get(`${db}\u0000${sql}`) ?? 0) + 1);
-      return pool.execute(db, sql, opts);
-    },
-    close: async () => {},
-  };
-  try {
+  await withFakeAndPool(agent(), async (fake, pool) => {
+    // Every query the judge runs (INTEGER and REAL cells apart), by database and text.
+    const judged = new Map<string, number>();
+    const counting: SqlExecutor = {
+      execute(db: string, sql: string, opts?: ExecOptions): Promise<ExecResult> {
+        if (opts?.safeIntegers) judged.set(`${db}\u0000${sql}`, (judged.get(`${db}\u0000${sql}`) ?? 0) + 1);
+        return pool.execute(db, sql, opts);
+      },
+      close: async () => {},
+    };
     const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
     const res = await runPredict({ ...settings(join(tmp, 'run-once')), samples: 3 }, policy, counting);
     const db = resolve('data/databases/music_store/music_store.sqlite');
@@ -149,25 +146,17 @@ test('predict --samples 3 with the answer path: each gold query runs once per qu
     assert.ok(lines.every((l) => l.samples.length === 3 && l.samples.every((s: { correct?: boolean }) => typeof s.correct === 'boolean') && l.answer));
     for (const q of QS) assert.equal(judged.get(`${db}\u0000${q.SQL}`), 1, q.SQL);
     assert.ok([...judged.keys()].some((k) => !QS.some((q) => k.endsWith(q.SQL))), 'predictions other than the gold query were judged too');
-  } finally {
-    await pool.close();
-    await fake.close();
-  }
+  });
 });
 
 test('predict uses the questions and databases it is handed (the CLI read them): the data file is not read again', async () => {
-  const fake = await startFakeOpenAI(agent());
-  const pool = new SqlPool({ size: 2 });
-  try {
+  await withFakeAndPool(agent(), async (fake, pool) => {
     const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
     const inputs = readPredictInputs({ data: DATA, dbRoot: 'data/databases' });
     const gone = join(tmp, 'read-once.json');
     const res = await runPredict({ ...settings(join(tmp, 'run-inputs')), data: gone, search: false }, policy, pool, {}, {}, inputs);
     assert.equal(res.report!.summary.correct, 4);
-  } finally {
-    await pool.close();
-    await fake.close();
-  }
+  });
 });
 
 test('policy paths and endpoints that are not there fail with one line', async () => {
@@ -181,9 +170,7 @@ test('policy paths and endpoints that are not there fail with one line', async (
 test.after(() => rmSync(tmp, { recursive: true, force: true }));
 
 test('predict: the answer path chooses a remembered query edited to the question over a wrong policy answer', async () => {
-  const fake = await startFakeOpenAI(agent());
-  const pool = new SqlPool({ size: 2 });
-  try {
+  await withFakeAndPool(agent(), async (fake, pool) => {
     const policy = await EndpointPolicy.open({ url: fake.baseUrl, model: 'fake', maxRetries: 0 });
     const db = 'data/databases/music_store/music_store.sqlite';
     // A memory that knows the shape of question 1 (asked about another country) and some distractors; the policy answers it wrong.
@@ -212,10 +199,7 @@ test('predict: the answer path chooses a remembered query edited to the question
     const plain = await runPredict({ ...settings(join(tmp, 'run-plain')), search: false }, policy, pool);
     assert.equal(plain.report!.summary.correct, 4);
     assert.equal(plain.report!.predict.answer, undefined);
-  } finally {
-    await pool.close();
-    await fake.close();
-  }
+  });
 });
 
 test('predict --samples: pass@1, pass@k and self-consistency by majority vote over result sets', async () => {

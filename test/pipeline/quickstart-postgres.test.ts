@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { copySqliteToPostgres, runAdminSql } from '../../src/sql/pg-copy.ts';
@@ -13,17 +13,11 @@ import { createExecutor } from '../../src/sql/executor.ts';
 import type { QuickstartReport } from '../../src/pipeline/quickstart.ts';
 import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
 import { tempDir } from '../sql/helpers.ts';
+import { filesUnder } from '../support/files.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'bin/agro.js');
 const PASSWORD = 'qs-secret-pw';
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((f) => {
-    const p = join(dir, f);
-    return statSync(p).isDirectory() ? filesUnder(p) : [p];
-  });
-}
 
 describe('agro quickstart on PostgreSQL', { skip: PG.skip }, () => {
   let server: PgServer;

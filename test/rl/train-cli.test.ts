@@ -6,12 +6,7 @@ import { cpSync, mkdtempSync, readFileSync, existsSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { initBackend } from '../../src/model/backend.ts';
-import { LlamaModel } from '../../src/model/llama.ts';
-import { resolveModelConfig } from '../../src/model/config.ts';
-import { Tokenizer } from '../../src/model/tokenizer.ts';
-import { saveCheckpoint } from '../../src/model/checkpoint.ts';
-import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
+import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const SCHOOL = fileURLToPath(new URL('../../data/databases/school/school.sqlite', import.meta.url));
@@ -23,11 +18,7 @@ function agro(...args: string[]) {
 }
 
 before(async () => {
-  await initBackend();
-  const tok = Tokenizer.train(['SELECT name FROM students', 'Which course? <search>x</search>', 'school music'], { vocabSize: 400, specialTokens: AGENT_SPECIAL_TOKENS });
-  const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tok.vocabSize, maxPositions: 2048 }), { seed: 1 });
-  saveCheckpoint(ck, { model, tokenizer: tok });
-  model.dispose();
+  await saveTinyCheckpoint(ck, ['SELECT name FROM students', 'Which course? <search>x</search>', 'school music'], { maxPositions: 2048 });
 });
 
 test('agro train --task sql runs GRPO steps from a checkpoint and writes metrics and a checkpoint', { timeout: 300_000 }, () => {

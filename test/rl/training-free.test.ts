@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { saveCheckpoint } from '../../src/model/checkpoint.ts';
 import { fileURLToPath } from 'node:url';
 import { initBackend } from '../../src/model/backend.ts';
 import { LlamaModel } from '../../src/model/llama.ts';
@@ -18,6 +17,7 @@ import { applyExperienceOps, renderExperiences, runTrainingFreeGrpo, withPromptP
 import type { ChatMessage, Episode } from '../../src/agent/types.ts';
 import { ShortAnswerEnv } from '../support/short-answer-env.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.ts';
+import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
 
 const TOK = Tokenizer.train(['abc def ghi', 'experiences lesson short answer'], { vocabSize: 320, specialTokens: AGENT_SPECIAL_TOKENS });
 let llm: FakeOpenAI;
@@ -137,10 +137,7 @@ test('agro train --algo training_free_grpo needs --llm-url (usage error, exit 2)
 test('agro train --algo training_free_grpo --llm-url runs against an OpenAI-compatible server and writes the library', { timeout: 300_000 }, async () => {
   const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
   const ck = join(dir, 'init');
-  const tok = Tokenizer.train(['SELECT name FROM students', 'school music'], { vocabSize: 400, specialTokens: AGENT_SPECIAL_TOKENS });
-  const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tok.vocabSize, maxPositions: 2048 }), { seed: 1 });
-  saveCheckpoint(ck, { model, tokenizer: tok });
-  model.dispose();
+  await saveTinyCheckpoint(ck, ['SELECT name FROM students', 'school music'], { maxPositions: 2048 });
   const out = join(dir, 'cli-run');
   const before = llm.requests.length;
   // async child: the fake server answers from this process while the CLI runs

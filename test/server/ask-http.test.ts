@@ -18,17 +18,13 @@ import { openPolicy } from '../../src/agent/policies/open.ts';
 import type { Policy } from '../../src/agent/policies/types.ts';
 import { catalogFromDbRoot } from '../../src/data/catalog.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
-import { formatAction, AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
+import { formatAction } from '../../src/agent/protocol.ts';
 import { LOW_CONFIDENCE } from '../../src/answer/rank.ts';
-import { initBackend } from '../../src/model/backend.ts';
-import { LlamaModel } from '../../src/model/llama.ts';
-import { resolveModelConfig } from '../../src/model/config.ts';
-import { saveCheckpoint } from '../../src/model/checkpoint.ts';
-import { Tokenizer } from '../../src/model/tokenizer.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.ts';
 import { buildMemory, readMemory, writeMemory } from '../../src/answer/memory.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { needsProgram } from '../support/system-program.ts';
+import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
 
 const curl = needsProgram('curl', 'curl', 'the curl examples of docs/serving.md');
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
@@ -199,12 +195,8 @@ test('POST /v1/ask: a bad body is one 400 line naming the field; max_rows bounds
 });
 
 test('agro serve --policy with nothing else: /health answers (it was 404 without --db-root) and /v1/ask answers on a bundled database', { timeout: 180_000 }, async () => {
-  await initBackend();
-  const tk = Tokenizer.train(['SELECT name FROM artists'], { vocabSize: 300, specialTokens: AGENT_SPECIAL_TOKENS });
-  const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tk.vocabSize }), { seed: 1 });
   const ck = join(tmp, 'ck');
-  saveCheckpoint(ck, { model, tokenizer: tk });
-  model.dispose();
+  await saveTinyCheckpoint(ck, ['SELECT name FROM artists'], { vocabSize: 300 });
   const child = spawn(process.execPath, [BIN, 'serve', '--policy', ck, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
   try {
     let stdout = '';

@@ -1,20 +1,14 @@
 // Where the Playground starts: the policy the person named (else the newest checkpoint) and their own database
 // (else the first bundled one), as /api/overview says.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SqlPool } from '../../src/sql/pool.ts';
 import { dashboardRoutes } from '../../src/server/dashboard.ts';
 import { defaultPolicy } from '../../src/server/dashboard/playground.ts';
+import { scratchAndPool } from '../support/with.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'agro-dash-defaults-'));
-const pool = new SqlPool({ size: 1 });
-after(async () => {
-  await pool.close();
-  rmSync(tmp, { recursive: true, force: true });
-});
+const { dir: tmp, pool } = scratchAndPool('agro-dash-defaults-');
 
 test('defaultPolicy: a policy named on the command line, else the newest checkpoint, else the first', () => {
   const ck = (id: string, modifiedMs: number) => ({ id, label: id, kind: 'checkpoint', modifiedMs });

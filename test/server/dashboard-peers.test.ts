@@ -1,19 +1,13 @@
 // The Evaluations page's side by side: the reports on the same question file, each once, named by policy.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SqlPool } from '../../src/sql/pool.ts';
 import { dashboardRoutes } from '../../src/server/dashboard.ts';
 import type { EvalPeer } from '../../src/server/dashboard/api-types.ts';
+import { scratchAndPool } from '../support/with.ts';
 
-const tmp = mkdtempSync(join(tmpdir(), 'agro-dash-peers-'));
-const pool = new SqlPool({ size: 1 });
-after(async () => {
-  await pool.close();
-  rmSync(tmp, { recursive: true, force: true });
-});
+const { dir: tmp, pool } = scratchAndPool('agro-dash-peers-');
 
 const report = (data: string, pred: string, correct: number) =>
   JSON.stringify({

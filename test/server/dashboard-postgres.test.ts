@@ -24,7 +24,7 @@ import type { CompareResult, DatasetDetail, EvalDetail, PlaygroundEvent } from '
 import { sseEvents } from '../support/sse-events.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
 import { BIN, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
-import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
+import { PG, postgresForTests, startPostgres, type PgServer } from '../support/postgres.ts';
 
 const PASSWORD = 'dash-pg-secret';
 
@@ -117,8 +117,28 @@ describe('dashboard on PostgreSQL', { skip: PG.skip }, () => {
   });
 });
 
-/** `agro dashboard <dir> ...args` on a free loopback port, with `env`; its base URL, and stop() (SIGINT, as a user's Ctrl-C). */
-async function startDashboard(dir: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ url: string; output: () => string; stop: () => Promise<number | null> }> {
+/**
+ * A quickstart's run folder (<dir>/evals/qs) over a server database as `url` reads it, and an environment without
+ * PGPASSWORD: the password travels in the URL, as the quickstart writes it.
+ */
+function quickstartOnServer(url: string, dir: string, questions: readonly Question[], dbId: string, report: Record<string, unknown> = {}): { url: string; env: NodeJS.ProcessEnv; runs: string; qs: string } {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.PGPASSWORD;
+  const runs = join(dir, 'evals');
+  const qs = join(runs, 'qs');
+  quickstartLayout(qs, url, questions, dbId, report);
+  return { url, env, runs, qs };
+}
+
+/**
+ * `agro dashboard <dir> ...args` on a free loopback port, with `env`; its base URL, get() of a JSON route (200, every
+ * body kept in `bodies` for the password sweep), and stop() (SIGINT, as a user's Ctrl-C).
+ */
+async function startDashboard(
+  dir: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ url: string; get: <T>(path: string) => Promise<T>; bodies: string[]; output: () => string; stop: () => Promise<number | null> }> {
   const child = spawn(process.execPath, [BIN, 'dashboard', dir, '--no-open', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   const exited = new Promise<number | null>((r) => child.once('exit', r));
   let out = '';
@@ -131,8 +151,17 @@ async function startDashboard(dir: string, args: string[], env: NodeJS.ProcessEn
     });
     child.once('exit', (code) => rej(new Error(`agro dashboard exited ${code}: ${out}`)));
   });
+  const bodies: string[] = [];
   return {
     url,
+    bodies,
+    get: async <T>(path: string): Promise<T> => {
+      const res = await fetch(url + path);
+      const text = await res.text();
+      bodies.push(text);
+      assert.equal(res.status, 200, `${path}: ${text}`);
+      return JSON.parse(text) as T;
+    },
     output: () => out,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGINT');
@@ -142,7 +171,6 @@ async function startDashboard(dir: string, args: string[], env: NodeJS.ProcessEn
 }
 
 describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
-  let server: PgServer;
   const tmp = tempDir();
   const DB = 'bird_shop';
   // A genre only the server has: rows and counts that come from the bundled SQLite file would lack it.
@@ -157,24 +185,15 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
     { question: 'How many media types?', gold: 'SELECT COUNT(*) FROM media_types', pred: 'DELETE FROM genres' },
   ];
 
-  before(async () => {
-    server = await startPostgres();
+  const live = postgresForTests(async (server) => {
     await copySqliteToPostgres(MUSIC, server.adminUrl(DB));
     await server.admin(`INSERT INTO genres (genre_id, name) VALUES (13, '${SERVER_ONLY}')`, DB);
     await runAdminSql(server.adminUrl(DB), sandboxRoleSql({ role: 'agro_evals', password: PASSWORD, database: DB }));
   });
-  after(async () => {
-    await server?.stop();
-    tmp.cleanup();
-  });
+  after(() => tmp.cleanup());
 
   test('a quickstart\'s predictions made on a server are scored as `agro eval` scores them; side by side, the server\'s rows', { timeout: 240_000 }, async () => {
-    const url = server.url('agro_evals', PASSWORD, DB);
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    delete env.PGPASSWORD;
-    const runs = join(tmp.dir, 'evals');
-    const qs = join(runs, 'qs');
-    quickstartLayout(qs, url, QUESTIONS, DB);
+    const { url, env, runs, qs } = quickstartOnServer(live.server.url('agro_evals', PASSWORD, DB), tmp.dir, QUESTIONS, DB);
     // The same questions under db_id `shop`, for a root that puts it where `{db_id}` is: bird_{db_id}.
     writeFileSync(join(tmp.dir, 'shop.jsonl'), heldOutRows(QUESTIONS, 'shop'));
 
@@ -184,7 +203,7 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
       return JSON.parse(readFileSync(out, 'utf8')) as EvalReport;
     };
     const plain = agroEval(join(qs, 'held_out.jsonl'), url, join(runs, 'eval', 'report.json'));
-    const template = agroEval(join(tmp.dir, 'shop.jsonl'), server.url('agro_evals', PASSWORD, 'bird_{db_id}'), join(runs, 'eval-template', 'report.json'));
+    const template = agroEval(join(tmp.dir, 'shop.jsonl'), live.server.url('agro_evals', PASSWORD, 'bird_{db_id}'), join(runs, 'eval-template', 'report.json'));
     const expected = [['match'], ['mismatch'], ['match'], ['pred_error', 'syntax'], ['pred_error', 'refused']];
     for (const report of [plain, template]) assert.deepEqual(report.questions.map((q) => (q.errorKind ? [q.outcome, q.errorKind] : [q.outcome])), expected);
     // The reports name their root without the password, the `{db_id}` root as one.
@@ -194,14 +213,7 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
     // The reports name the server without the password: the dashboard has it from PGPASSWORD. The URL with the
     // password is given too (the SQL runner's database), so a response could leak it.
     const dash = await startDashboard(runs, ['--db', url], { ...env, PGPASSWORD: PASSWORD });
-    const bodies: string[] = [];
-    const get = async <T>(path: string): Promise<T> => {
-      const res = await fetch(dash.url + path);
-      const text = await res.text();
-      bodies.push(text);
-      assert.equal(res.status, 200, `${path}: ${text}`);
-      return JSON.parse(text) as T;
-    };
+    const { get, bodies } = dash;
     let exit: number | null;
     try {
       const ov = await get<{ evals: { id: string; source: string }[] }>('api/overview');
@@ -217,7 +229,7 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
       assert.equal(scored.questions[1].question, QUESTIONS[1].question);
 
       // (2) Side by side, for the quickstart's scoring and both reports: the rows are the server's.
-      const serverGenres = Number((await server.admin('SELECT COUNT(*) FROM genres', DB))[0][0]);
+      const serverGenres = Number((await live.server.admin('SELECT COUNT(*) FROM genres', DB))[0][0]);
       assert.equal(serverGenres, 13);
       for (const id of ['qs/grpo/predictions.json', 'eval/report.json', 'eval-template/report.json']) {
         const compare = (i: number) => get<CompareResult>(`api/eval/compare?${new URLSearchParams({ id, index: String(i) })}`);
@@ -237,7 +249,7 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
         const write = await compare(4);
         assert.equal(write.pred.ok, false, id);
       }
-      assert.equal(Number((await server.admin('SELECT COUNT(*) FROM genres', DB))[0][0]), serverGenres);
+      assert.equal(Number((await live.server.admin('SELECT COUNT(*) FROM genres', DB))[0][0]), serverGenres);
     } finally {
       exit = await dash.stop();
     }
@@ -248,7 +260,6 @@ describe('dashboard Evaluations page on PostgreSQL', { skip: PG.skip }, () => {
 });
 
 describe('dashboard Evaluations page on a quickstart with variant databases on PostgreSQL', { skip: PG.skip }, () => {
-  let server: PgServer;
   const tmp = tempDir();
   const DB = 'music_store';
   const TOTAL_MS = 270351522; // SUM(milliseconds) of the original's tracks
@@ -262,8 +273,7 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
     { question: 'How many tracks have a genre?', gold: 'SELECT SUM(tracks) FROM genre_tracks', pred: 'SELECT COUNT(*) FROM tracks t JOIN genres g ON g.genre_id = t.genre_id' },
   ];
 
-  before(async () => {
-    server = await startPostgres();
+  const live = postgresForTests(async (server) => {
     await copySqliteToPostgres(MUSIC, server.adminUrl(DB));
     await runAdminSql(server.adminUrl(DB), [
       'CREATE VIEW genre_tracks AS SELECT g.name, COUNT(*) AS tracks FROM genres g JOIN tracks t ON t.genre_id = g.genre_id GROUP BY g.name',
@@ -275,18 +285,10 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
       'GRANT SELECT ON ALL TABLES IN SCHEMA public TO agro_qsm',
     ]);
   });
-  after(async () => {
-    await server?.stop();
-    tmp.cleanup();
-  });
+  after(() => tmp.cleanup());
 
   test('a quickstart\'s predictions are scored on its variant databases as `agro eval --suite` scores them', { timeout: 240_000 }, async () => {
-    const url = server.url('agro_qsm', PASSWORD, DB);
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    delete env.PGPASSWORD;
-    const runs = join(tmp.dir, 'evals');
-    const qs = join(runs, 'qs');
-    quickstartLayout(qs, url, QUESTIONS, DB, { synth: { variants: 2 } });
+    const { url, env, runs, qs } = quickstartOnServer(live.server.url('agro_qsm', PASSWORD, DB), tmp.dir, QUESTIONS, DB, { synth: { variants: 2 } });
     // The variants as the quickstart's factory makes them: schemas of the database, named in synth/variants/<db_id>/variant-N.pg.
     const schema = await introspectDatabase(url);
     const synth = join(qs, 'synth');
@@ -310,14 +312,7 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
 
     // The role owns its variant schemas: scoring predictions on it takes the flag that names the risk.
     const dash = await startDashboard(runs, ['--allow-privileged-role'], { ...env, PGPASSWORD: PASSWORD });
-    const bodies: string[] = [];
-    const get = async <T>(path: string): Promise<T> => {
-      const res = await fetch(dash.url + path);
-      const text = await res.text();
-      bodies.push(text);
-      assert.equal(res.status, 200, `${path}: ${text}`);
-      return JSON.parse(text) as T;
-    };
+    const { get, bodies } = dash;
     let exit: number | null;
     try {
       const ov = await get<{ evals: { id: string; source: string }[] }>('api/overview');
@@ -337,7 +332,7 @@ describe('dashboard Evaluations page on a quickstart with variant databases on P
         const failed = await compare(1);
         assert.match(failed.variant ?? '', /search_path%3Dagro_variant_[0-9a-f]+_[12]$/, id);
         const schemaName = /search_path%3D(agro_variant_\w+)$/.exec(failed.variant ?? '')![1];
-        const onVariant = Number((await server.admin(`SELECT SUM(milliseconds) FROM ${schemaName}.tracks`, DB))[0][0]);
+        const onVariant = Number((await live.server.admin(`SELECT SUM(milliseconds) FROM ${schemaName}.tracks`, DB))[0][0]);
         assert.notEqual(onVariant, TOTAL_MS);
         assert.deepEqual([failed.pred.rows, failed.gold.rows], [[[TOTAL_MS]], [[onVariant]]], id);
         assert.deepEqual([failed.predExtra, failed.goldMissing], [[true], [true]], id);

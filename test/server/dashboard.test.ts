@@ -1,8 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, existsSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { flattenRecord, readNewLines, toColumns } from '../../src/server/dashboard/metrics.ts';
@@ -10,7 +9,6 @@ import { diffRows } from '../../src/server/dashboard/results.ts';
 import { schemaCoverage, toPairRow } from '../../src/server/dashboard/data.ts';
 import { scanFolder } from '../../src/server/dashboard/scan.ts';
 import { dashboardRoutes } from '../../src/server/dashboard.ts';
-import { SqlPool } from '../../src/sql/pool.ts';
 import { toCsv } from '../../web/src/csv.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
@@ -21,14 +19,10 @@ import { LOW_CONFIDENCE } from '../../src/answer/rank.ts';
 import { sseEvents } from '../support/sse-events.ts';
 import { appendColumns, chartPlan, seriesOf } from '../../web/src/metrics.ts';
 import { decimateRows, pickRows, type Columns } from '../../web/src/decimate.ts';
+import { scratchAndPool } from '../support/with.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
-const tmp = mkdtempSync(join(tmpdir(), 'agro-dash-unit-'));
-const pool = new SqlPool({ size: 1 });
-after(async () => {
-  await pool.close();
-  rmSync(tmp, { recursive: true, force: true });
-});
+const { dir: tmp, pool } = scratchAndPool('agro-dash-unit-');
 
 test('metrics lines become columns: nested keys flattened, missing values null, bad lines skipped', () => {
   assert.deepEqual(flattenRecord({ step: 1, rewards: { execution: 0.5, format: 1 }, skipped: true, note: 'x' }), { step: 1, 'rewards.execution': 0.5, 'rewards.format': 1, skipped: 1 });

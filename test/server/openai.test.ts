@@ -13,12 +13,8 @@ import { EndpointPolicy } from '../../src/agent/policies/endpoint.ts';
 import { runPredict } from '../../src/pipeline/predict.ts';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { initBackend } from '../../src/model/backend.ts';
-import { LlamaModel } from '../../src/model/llama.ts';
-import { resolveModelConfig } from '../../src/model/config.ts';
-import { saveCheckpoint } from '../../src/model/checkpoint.ts';
-import { Tokenizer } from '../../src/model/tokenizer.ts';
-import { AGENT_SPECIAL_TOKENS } from '../../src/agent/protocol.ts';
 import type { Policy, TurnRequest } from '../../src/agent/policies/types.ts';
+import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'agro-serve-'));
 const CKPT = join(tmp, 'ck');
@@ -29,10 +25,7 @@ writeFileSync(DATA, JSON.stringify(QS));
 async function makeCheckpoint(): Promise<void> {
   await initBackend();
   const texts = ['SELECT name FROM artists WHERE id = 1', 'How many albums are there?', '<think>count</think><sql>SELECT COUNT(*) FROM albums</sql>'];
-  const tk = Tokenizer.train(texts, { vocabSize: 320, specialTokens: AGENT_SPECIAL_TOKENS });
-  const model = new LlamaModel(resolveModelConfig({ preset: 'tiny', vocabSize: tk.vocabSize }), { seed: 3 });
-  saveCheckpoint(CKPT, { model, tokenizer: tk });
-  model.dispose();
+  await saveTinyCheckpoint(CKPT, texts, { vocabSize: 320, seed: 3 });
 }
 
 function listen(app: Hono): Promise<{ server: ServerType; url: string }> {

@@ -2,9 +2,9 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getPriority } from 'node:os';
 import { join } from 'node:path';
-import { SqlPool } from '../../src/sql/pool.ts';
 import { LanedExecutor } from '../../src/sql/lanes.ts';
 import { makeDb, tempDir } from './helpers.ts';
+import { withPool } from '../support/with.ts';
 
 const tmp = tempDir();
 const DB = join(tmp.dir, 'lanes.sqlite');
@@ -16,8 +16,7 @@ before(() => {
 after(() => tmp.cleanup());
 
 test('cpuMs stops a query that burns CPU long before its wall-clock limit (read from /proc: Linux)', async () => {
-  const pool = new SqlPool({ size: 1 });
-  try {
+  await withPool({ size: 1 }, async (pool) => {
     await pool.execute(DB, 'SELECT 1'); // the child is started and ready
     const r = await pool.execute(DB, RUNAWAY, { timeoutMs: 20_000, cpuMs: 200 });
     assert.equal(r.ok, false);
@@ -27,9 +26,7 @@ test('cpuMs stops a query that burns CPU long before its wall-clock limit (read 
     // A quick query under the same budget is untouched, and the pool goes on after the kill.
     const q = await pool.execute(DB, 'SELECT COUNT(*) FROM t', { timeoutMs: 20_000, cpuMs: 200 });
     assert.ok(q.ok && q.rows[0][0] === 3);
-  } finally {
-    await pool.close();
-  }
+  });
 });
 
 test('lanes: a runaway moves to the slow lane and times out at its own limit; quick queries stay in the fast lane', async () => {
@@ -68,8 +65,7 @@ test('lanes: a runaway moves to the slow lane and times out at its own limit; qu
 });
 
 test('a query that waits past maxWaitMs for a free SQL process fails as a timeout without running', async () => {
-  const pool = new SqlPool({ size: 1 });
-  try {
+  await withPool({ size: 1 }, async (pool) => {
     await pool.execute(DB, 'SELECT 1');
     const busy = pool.execute(DB, RUNAWAY, { timeoutMs: 1500 });
     const t0 = performance.now();
@@ -82,14 +78,11 @@ test('a query that waits past maxWaitMs for a free SQL process fails as a timeou
     // Without a wait limit the same query waits its turn and runs.
     const q = await pool.execute(DB, 'SELECT COUNT(*) FROM t', { maxWaitMs: 0 });
     assert.ok(q.ok && q.rows[0][0] === 3);
-  } finally {
-    await pool.close();
-  }
+  });
 });
 
 test('worstWaitMs: nothing ahead is 0; a running CPU-limited query counts what is left of its limit, a queued one all of it', async () => {
-  const pool = new SqlPool({ size: 1 });
-  try {
+  await withPool({ size: 1 }, async (pool) => {
     await pool.execute(DB, 'SELECT 1');
     assert.equal(pool.worstWaitMs(), 0);
     const running = pool.execute(DB, RUNAWAY, { timeoutMs: 5000, cpuMs: 800 });
@@ -98,9 +91,7 @@ test('worstWaitMs: nothing ahead is 0; a running CPU-limited query counts what i
     assert.ok(w > 800 && w <= 1600, `worst wait ${w}`);
     await Promise.all([running, queued]);
     assert.equal(pool.worstWaitMs(), 0);
-  } finally {
-    await pool.close();
-  }
+  });
 });
 
 test('lanes: under a flood of runaways the slow lane takes what it can finish and sheds the rest at once, as a wait timeout', async () => {

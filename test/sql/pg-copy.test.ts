@@ -1,15 +1,15 @@
 // `agro db copy`: the bundled SQLite databases loaded into a real PostgreSQL server, row for row, keys kept;
 // `agro sql` and `agro schema` on the copy.
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cellKey } from '../../src/sql/compare.ts';
-import { createExecutor, introspectDatabase } from '../../src/sql/executor.ts';
+import { introspectDatabase } from '../../src/sql/executor.ts';
 import { copySqliteToPostgres, pgTypeFor } from '../../src/sql/pg-copy.ts';
-import type { ExecResult, Row, SqlExecutor } from '../../src/sql/types.ts';
-import { PG, startPostgres, type PgServer } from '../support/postgres.ts';
+import type { ExecResult, Row } from '../../src/sql/types.ts';
+import { PG, postgresForTests } from '../support/postgres.ts';
 import { makeDb, tempDir } from './helpers.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
@@ -39,33 +39,23 @@ test('column types follow the values SQLite holds', () => {
 });
 
 describe('agro db copy into a real server', { skip: PG.skip }, () => {
-  let server: PgServer;
-  let exec: SqlExecutor;
+  // Checks as the copy's owner (the test's own queries, not untrusted SQL).
+  const live = postgresForTests();
   const tmp = tempDir('agro-pgcopy-');
-
-  before(async () => {
-    server = await startPostgres();
-    // Checks as the copy's owner (the test's own queries, not untrusted SQL).
-    exec = createExecutor({ size: 2, allowPrivilegedRole: true });
-  });
-  after(async () => {
-    await exec?.close();
-    await server?.stop();
-    tmp.cleanup();
-  });
+  after(() => tmp.cleanup());
 
   test('the bundled databases arrive row for row with their keys, and a read-only role is made', async () => {
-    const cli = agro(['db', 'copy', sqliteOf('music_store'), server.adminUrl('music_store'), '--reader', 'agro_reader'], { AGRO_READER_PASSWORD: 'reader-pw' });
+    const cli = agro(['db', 'copy', sqliteOf('music_store'), live.server.adminUrl('music_store'), '--reader', 'agro_reader'], { AGRO_READER_PASSWORD: 'reader-pw' });
     assert.equal(cli.status, 0, cli.stderr);
     assert.match(cli.stdout, /^tracks: \d+ rows/m);
     assert.match(cli.stdout, /role agro_reader may read music_store \(read-only\)/);
     for (const id of ['retail', 'school']) {
-      const r = await copySqliteToPostgres(sqliteOf(id), server.adminUrl(id));
+      const r = await copySqliteToPostgres(sqliteOf(id), live.server.adminUrl(id));
       assert.deepEqual(r.skipped, [], id);
     }
     for (const id of ['music_store', 'retail', 'school']) {
       const lite = await introspectDatabase(sqliteOf(id), { samples: 0 });
-      const pgUrl = server.adminUrl(id);
+      const pgUrl = live.server.adminUrl(id);
       const pgs = await introspectDatabase(pgUrl, { samples: 0 });
       assert.deepEqual(pgs.tables.map((t) => t.name), lite.tables.map((t) => t.name), id);
       for (const t of lite.tables) {
@@ -75,29 +65,29 @@ describe('agro db copy into a real server', { skip: PG.skip }, () => {
         const fk = (fks: typeof t.foreignKeys) => fks.map((f) => `${f.fromColumns}->${f.toTable}(${f.toColumns})`).sort();
         assert.deepEqual(fk(p.foreignKeys), fk(t.foreignKeys), `${id}.${t.name} foreign keys`);
         const cols = t.columns.map((c) => `"${c.name}"`).join(', ');
-        const [a, b] = await Promise.all([exec.execute(sqliteOf(id), `SELECT ${cols} FROM "${t.name}"`, { safeIntegers: true }), exec.execute(pgUrl, `SELECT ${cols} FROM "${t.name}"`, { safeIntegers: true })]);
+        const [a, b] = await Promise.all([live.exec.execute(sqliteOf(id), `SELECT ${cols} FROM "${t.name}"`, { safeIntegers: true }), live.exec.execute(pgUrl, `SELECT ${cols} FROM "${t.name}"`, { safeIntegers: true })]);
         assert.deepEqual(bag(rowsOf(b)), bag(rowsOf(a)), `${id}.${t.name} contents`);
       }
     }
     // The role the copy made reads and cannot write, even past the guard's back (a function the guard allows).
-    const reader = server.url('agro_reader', 'reader-pw', 'music_store');
-    assert.ok(rowsOf(await exec.execute(reader, 'SELECT count(*) FROM tracks')).length === 1);
-    const grants = await server.admin(`SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = 'agro_reader' AND privilege_type <> 'SELECT'`, 'music_store');
+    const reader = live.server.url('agro_reader', 'reader-pw', 'music_store');
+    assert.ok(rowsOf(await live.exec.execute(reader, 'SELECT count(*) FROM tracks')).length === 1);
+    const grants = await live.server.admin(`SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = 'agro_reader' AND privilege_type <> 'SELECT'`, 'music_store');
     assert.equal(Number(grants[0][0]), 0);
   });
 
   test('an existing table is refused on one line unless --replace', () => {
-    const again = agro(['db', 'copy', sqliteOf('school'), server.adminUrl('school')]);
+    const again = agro(['db', 'copy', sqliteOf('school'), live.server.adminUrl('school')]);
     assert.equal(again.status, 4);
     assert.match(again.stderr.trim(), /^agro: .*already has table \w+; copy with --replace/);
     assert.equal(again.stderr.trim().split('\n').length, 1);
-    const replaced = agro(['db', 'copy', sqliteOf('school'), server.adminUrl('school'), '--replace']);
+    const replaced = agro(['db', 'copy', sqliteOf('school'), live.server.adminUrl('school'), '--replace']);
     assert.equal(replaced.status, 0, replaced.stderr);
   });
 
   test('names from the SQLite file are printed with control characters escaped (no terminal title, no screen clear)', () => {
     const file = makeDb(join(tmp.dir, 'esc.sqlite'), 'CREATE TABLE "t\u001b[2J" ("c\u001b]0;pwned\u0007" TEXT); INSERT INTO "t\u001b[2J" VALUES (\'x\');');
-    const cli = agro(['db', 'copy', file, server.adminUrl('esc')]);
+    const cli = agro(['db', 'copy', file, live.server.adminUrl('esc')]);
     assert.equal(cli.status, 0, cli.stderr);
     assert.match(cli.stdout, /^t\\x1b\[2j: 1 rows \(c\\x1b\]0;pwned\\x07 text\)$/m);
     // eslint-disable-next-line no-control-regex -- no control character but the newlines may reach the terminal
@@ -113,7 +103,7 @@ describe('agro db copy into a real server', { skip: PG.skip }, () => {
        INSERT INTO Parent VALUES ('a', 'A'), (NULL, 'no code');
        INSERT INTO child VALUES (1, 'a', 10, 'x'), (2, 'zz', 'n/a', 'nul' || char(0) || 'byte'), (3, NULL, 2.5, NULL);`,
     );
-    const r = await copySqliteToPostgres(file, server.adminUrl('messy'));
+    const r = await copySqliteToPostgres(file, live.server.adminUrl('messy'));
     assert.deepEqual(
       r.tables.map((t) => [t.name, t.rows, t.columns.map((c) => c.type).join(',')]),
       [
@@ -125,12 +115,12 @@ describe('agro db copy into a real server', { skip: PG.skip }, () => {
     assert.match(r.skipped.join('\n'), /primary key of parent/);
     assert.match(r.skipped.join('\n'), /foreign key child\(parent_code\) -> parent\(code\)/);
     // Unquoted mixed-case names, as SQL written for SQLite has them, find the folded tables.
-    const rows = rowsOf(await exec.execute(server.adminUrl('messy'), 'SELECT Score, Note FROM Child ORDER BY ID'));
+    const rows = rowsOf(await live.exec.execute(live.server.adminUrl('messy'), 'SELECT Score, Note FROM Child ORDER BY ID'));
     assert.deepEqual(rows, [['10', 'x'], ['n/a', 'nulbyte'], ['2.5', null]]);
   });
 
   test('agro sql and agro schema take a postgres URL', () => {
-    const url = server.url('agro_reader', 'reader-pw', 'music_store');
+    const url = live.server.url('agro_reader', 'reader-pw', 'music_store');
     const sql = agro(['sql', '--db', url, '--json', 'SELECT name FROM genres ORDER BY genre_id LIMIT 2']);
     assert.equal(sql.status, 0, sql.stderr);
     assert.equal((JSON.parse(sql.stdout) as { rows: unknown[][] }).rows.length, 2);
@@ -141,47 +131,47 @@ describe('agro db copy into a real server', { skip: PG.skip }, () => {
     assert.equal(schema.status, 0, schema.stderr);
     assert.match(schema.stdout, /CREATE TABLE tracks/);
     assert.match(schema.stdout, /REFERENCES albums/);
-    const missing = agro(['schema', '--db', server.url('agro_reader', 'reader-pw', 'nosuch')]);
+    const missing = agro(['schema', '--db', live.server.url('agro_reader', 'reader-pw', 'nosuch')]);
     assert.equal(missing.status, 3);
   });
 
   test('--reader refuses the login role and any role with more than reading, before anything changes', async () => {
-    await server.admin(`CREATE ROLE agro_maker2 LOGIN CREATEDB PASSWORD 'm2-pw'`);
-    const before = await server.admin(`SELECT rolname, rolsuper, rolcreatedb, rolpassword FROM pg_authid ORDER BY rolname`);
+    await live.server.admin(`CREATE ROLE agro_maker2 LOGIN CREATEDB PASSWORD 'm2-pw'`);
+    const before = await live.server.admin(`SELECT rolname, rolsuper, rolcreatedb, rolpassword FROM pg_authid ORDER BY rolname`);
     for (const role of ['agro_admin', 'agro_maker2', 'pg_write_server_files']) {
-      const r = agro(['db', 'copy', sqliteOf('music_store'), server.adminUrl('reader_check'), '--reader', role], { AGRO_READER_PASSWORD: 'x-pw' });
+      const r = agro(['db', 'copy', sqliteOf('music_store'), live.server.adminUrl('reader_check'), '--reader', role], { AGRO_READER_PASSWORD: 'x-pw' });
       assert.equal(r.status, 2, r.stderr);
       assert.match(r.stderr, new RegExp(`^agro: --reader ${role}: refused, nothing changed: the role is `));
       assert.equal(r.stderr.trim().split('\n').length, 1);
     }
-    assert.deepEqual(await server.admin(`SELECT rolname, rolsuper, rolcreatedb, rolpassword FROM pg_authid ORDER BY rolname`), before);
-    assert.deepEqual(await server.admin(`SELECT datname FROM pg_database WHERE datname = 'reader_check' OR datname LIKE 'agro_copy_%'`), []);
+    assert.deepEqual(await live.server.admin(`SELECT rolname, rolsuper, rolcreatedb, rolpassword FROM pg_authid ORDER BY rolname`), before);
+    assert.deepEqual(await live.server.admin(`SELECT datname FROM pg_database WHERE datname = 'reader_check' OR datname LIKE 'agro_copy_%'`), []);
   });
 
   test('a failed copy drops the database it created; a killed one leaves the name unused', async () => {
     // Two table names PostgreSQL cuts to the same 63 characters: the second CREATE TABLE fails mid-copy.
     const long = 'x'.repeat(63);
     const bad = makeDb(join(tmp.dir, 'collide.sqlite'), `CREATE TABLE ${long}a (a INTEGER); CREATE TABLE ${long}b (b INTEGER); INSERT INTO ${long}a VALUES (1);`);
-    const r = agro(['db', 'copy', bad, server.adminUrl('failed_copy')]);
+    const r = agro(['db', 'copy', bad, live.server.adminUrl('failed_copy')]);
     assert.equal(r.status, 4, r.stderr);
-    assert.deepEqual(await server.admin(`SELECT datname FROM pg_database WHERE datname = 'failed_copy' OR datname LIKE 'agro_copy_%'`), []);
+    assert.deepEqual(await live.server.admin(`SELECT datname FROM pg_database WHERE datname = 'failed_copy' OR datname LIKE 'agro_copy_%'`), []);
 
     // Killed (SIGKILL: no clean-up runs) while the copy is under way: the URL's database name stays unused.
     const { spawn } = await import('node:child_process');
-    const child = spawn(process.execPath, [BIN, 'db', 'copy', sqliteOf('music_store'), server.adminUrl('killed_copy')], { stdio: 'ignore' });
+    const child = spawn(process.execPath, [BIN, 'db', 'copy', sqliteOf('music_store'), live.server.adminUrl('killed_copy')], { stdio: 'ignore' });
     const exited = new Promise((res) => child.once('exit', res));
     let seen = false;
     for (let i = 0; i < 400 && !seen; i++) {
-      seen = (await server.admin(`SELECT 1 FROM pg_database WHERE datname LIKE 'agro_copy_%'`)).length > 0;
+      seen = (await live.server.admin(`SELECT 1 FROM pg_database WHERE datname LIKE 'agro_copy_%'`)).length > 0;
       if (!seen) await new Promise((res) => setTimeout(res, 25));
     }
     child.kill('SIGKILL');
     await exited;
     assert.ok(seen, 'the copy never made its temporary database');
-    assert.deepEqual(await server.admin(`SELECT datname FROM pg_database WHERE datname = 'killed_copy'`), []);
+    assert.deepEqual(await live.server.admin(`SELECT datname FROM pg_database WHERE datname = 'killed_copy'`), []);
     // A copy that completes is renamed into place under the URL's name.
-    const ok = agro(['db', 'copy', sqliteOf('music_store'), server.adminUrl('renamed_copy')]);
+    const ok = agro(['db', 'copy', sqliteOf('music_store'), live.server.adminUrl('renamed_copy')]);
     assert.equal(ok.status, 0, ok.stderr);
-    assert.deepEqual(await server.admin(`SELECT datname FROM pg_database WHERE datname = 'renamed_copy'`), [['renamed_copy']]);
+    assert.deepEqual(await live.server.admin(`SELECT datname FROM pg_database WHERE datname = 'renamed_copy'`), [['renamed_copy']]);
   });
 });

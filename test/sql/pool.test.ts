@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { SqlPool } from '../../src/sql/pool.ts';
 import type { ExecResult } from '../../src/sql/types.ts';
 import { makeDb, tempDir } from './helpers.ts';
+import { withPool } from '../support/with.ts';
 
 const tmp = tempDir();
 const DB = join(tmp.dir, 'shop.sqlite');
@@ -133,8 +134,7 @@ test('an infinite recursive CTE is stopped near its time limit; queued queries s
 });
 
 test('queued queries go to a child several at a time, each with its own limit; a runaway in a batch stops only itself', async () => {
-  const one = new SqlPool({ size: 1, defaults: { timeoutMs: 10_000 } });
-  try {
+  await withPool({ size: 1, defaults: { timeoutMs: 10_000 } }, async (one) => {
     ok(await one.execute(DB, 'SELECT 1')); // started and loaded
     const sent = one.messages;
     const spawned = one.spawned;
@@ -147,14 +147,11 @@ test('queued queries go to a child several at a time, each with its own limit; a
     assert.equal(one.spawned, spawned);
     // 1 alone + 1 batch of 7: the child stops the runaway itself and goes on with the rest of the batch.
     assert.equal(one.messages - sent, 2);
-  } finally {
-    await one.close();
-  }
+  });
 });
 
 test('a runaway query is stopped inside its SQL process: no process is killed or started, and the same process answers next', async () => {
-  const own = new SqlPool({ size: 1 });
-  try {
+  await withPool({ size: 1 }, async (own) => {
     await own.execute(DB, 'SELECT 1'); // started and ready
     const [pid] = own.childPids();
     const spawned = own.spawned;
@@ -171,9 +168,7 @@ test('a runaway query is stopped inside its SQL process: no process is killed or
     assert.equal(own.spawned, spawned, 'no process was started to replace a killed one');
     assert.deepEqual(own.childPids(), [pid]);
     assert.deepEqual(ok(await own.execute(DB, 'SELECT name FROM t WHERE id = 3')).rows, [['name-3']]);
-  } finally {
-    await own.close();
-  }
+  });
 });
 
 test('a query cannot lift its own limit: agro_limit without its process\'s secret is refused', async () => {
@@ -209,8 +204,7 @@ async function nextChild(p: SqlPool, not: number[]): Promise<number> {
 const SLOW_COUNT = 'WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 2000000) SELECT count(*) FROM r';
 
 test('a child killed from outside is not the query\'s fault: the query runs again on a fresh child', async () => {
-  const p = new SqlPool({ size: 1 });
-  try {
+  await withPool({ size: 1 }, async (p) => {
     ok(await p.execute(DB, 'SELECT 1'));
     const [pid] = p.childPids();
     assert.ok(pid > 0);
@@ -219,14 +213,11 @@ test('a child killed from outside is not the query\'s fault: the query runs agai
     process.kill(pid, 'SIGKILL');
     assert.deepEqual(ok(await running).rows, [[2000000]]);
     assert.notEqual(p.childPids()[0], pid);
-  } finally {
-    await p.close();
-  }
+  });
 });
 
 test('a query whose child is killed on every run fails after 3 runs, and the pool recovers', async () => {
-  const p = new SqlPool({ size: 1 });
-  try {
+  await withPool({ size: 1 }, async (p) => {
     ok(await p.execute(DB, 'SELECT 1'));
     const running = p.execute(DB, 'WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r', { timeoutMs: 60_000 });
     const killed: number[] = [];
@@ -239,14 +230,11 @@ test('a query whose child is killed on every run fails after 3 runs, and the poo
     assert.equal(r.error, 'runtime');
     assert.match(r.message, /died \(signal SIGKILL\).*3 times/);
     assert.deepEqual(ok(await p.execute(DB, 'SELECT count(*) FROM t')).rows, [[1000]]);
-  } finally {
-    await p.close();
-  }
+  });
 });
 
 test('a result bigger than the child may hold fails as the query\'s own error, and is not retried', async () => {
-  const p = new SqlPool({ size: 1, memoryLimitMiB: 256 });
-  try {
+  await withPool({ size: 1, memoryLimitMiB: 256 }, async (p) => {
     // Eight lazy 100 MB zeroblobs: SQLite's own allocation fails (SQLITE_NOMEM), the child lives on.
     const cols = Array.from({ length: 8 }, () => 'zeroblob(100000000)').join(', ');
     const r = failed(await p.execute(DB, `SELECT ${cols}`, { maxBytes: 1 << 30, timeoutMs: 60_000 }));
@@ -260,14 +248,11 @@ test('a result bigger than the child may hold fails as the query\'s own error, a
     assert.equal(p.spawned, 1, 'the replacement starts with the next query');
     assert.deepEqual(ok(await p.execute(DB, 'SELECT count(*) FROM t')).rows, [[1000]]);
     assert.equal(p.spawned, 2);
-  } finally {
-    await p.close();
-  }
+  });
 });
 
 test('a reply that arrived while this process was busy past the limit is not a timeout', async () => {
-  const p = new SqlPool({ size: 1 });
-  try {
+  await withPool({ size: 1 }, async (p) => {
     ok(await p.execute(DB, 'SELECT 1'));
     const running = p.execute(DB, 'SELECT count(*) FROM t', { timeoutMs: 200 });
     const until = performance.now() + 800;
@@ -275,9 +260,7 @@ test('a reply that arrived while this process was busy past the limit is not a t
     const r = ok(await running);
     assert.deepEqual(r.rows, [[1000]]);
     assert.ok(r.elapsedMs < 200, `timed in the child: ${r.elapsedMs} ms`);
-  } finally {
-    await p.close();
-  }
+  });
 });
 
 test('close() resolves pending queries and later calls are rejected', async () => {
@@ -294,15 +277,12 @@ test('close() resolves pending queries and later calls are rejected', async () =
 test('a database rewritten at the same path is reopened, not served from a stale handle', async () => {
   const path = join(tmp.dir, 'variant.sqlite');
   makeDb(path, 'CREATE TABLE v (x INTEGER); INSERT INTO v VALUES (1);');
-  const p = new SqlPool({ size: 1 });
-  try {
+  await withPool({ size: 1 }, async (p) => {
     assert.deepEqual(ok(await p.execute(path, 'SELECT x FROM v')).rows, [[1]]);
     makeDb(join(tmp.dir, 'next.sqlite'), 'CREATE TABLE v (x INTEGER); INSERT INTO v VALUES (2), (3);');
     renameSync(join(tmp.dir, 'next.sqlite'), path);
     assert.deepEqual(ok(await p.execute(path, 'SELECT x FROM v ORDER BY x')).rows, [[2], [3]]);
-  } finally {
-    await p.close();
-  }
+  });
 });
 
 test('bad options are a usage error', async () => {

@@ -13,6 +13,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { after, before } from 'node:test';
+import { createExecutor } from '../../src/sql/executor.ts';
+import type { SqlExecutor } from '../../src/sql/types.ts';
 import { needsProgram, type SystemProgram } from './system-program.ts';
 
 /** Where Debian puts the server programs (not on PATH): /usr/lib/postgresql/<major>/bin. */
@@ -169,4 +172,31 @@ export async function startPostgres(): Promise<PgServer> {
   }
   rmSync(dir, { recursive: true, force: true });
   throw lastError instanceof Error ? lastError : new Error(String(lastError));
+}
+
+/**
+ * Inside a describe block: a PostgreSQL server started before its tests (then `setup` on it), and an executor
+ * for the tests' own queries, made on first use, which may run as the owner as the factory's do
+ * (src/sql/pg-role.ts); both closed after the tests. Read its fields in the tests, once they run.
+ */
+export function postgresForTests(setup?: (server: PgServer) => Promise<void>): { readonly server: PgServer; readonly exec: SqlExecutor } {
+  let server: PgServer | undefined;
+  let exec: SqlExecutor | undefined;
+  before(async () => {
+    server = await startPostgres();
+    await setup?.(server);
+  });
+  after(async () => {
+    await exec?.close();
+    await server?.stop();
+  });
+  return {
+    get server(): PgServer {
+      if (!server) throw new Error('the PostgreSQL server starts before the tests: read it inside one');
+      return server;
+    },
+    get exec(): SqlExecutor {
+      return (exec ??= createExecutor({ size: 2, allowPrivilegedRole: true }));
+    },
+  };
 }

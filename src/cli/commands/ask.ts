@@ -1,7 +1,7 @@
 import { basename, resolve } from 'node:path';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { AgroError, exitCodeFor } from '../../errors.ts';
-import { EPISODE_MODES, type EpisodeMode, type EpisodeEvent } from '../../agent/episode.ts';
+import type { EpisodeMode, EpisodeEvent } from '../../agent/episode.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
 import { formatResultTable } from '../../prompt/observation.ts';
 import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
@@ -11,11 +11,11 @@ import { resolveCheckpointDir } from '../../model/checkpoint.ts';
 import { assertReadableDatabase } from '../../sql/introspect.ts';
 import { EXEC_ERROR_KIND } from '../../sql/types.ts';
 import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
-import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
-import { readPromptContract, turnTokens, UNTRAINED_TURN_TOKENS } from '../../prompt/contract.ts';
+import { addPolicyOptions, withPolicyAndExecutor, type PolicyCliOptions } from '../policy-options.ts';
+import { addAnswerOptions } from '../answer-options.ts';
+import { readPromptContract, turnTokens } from '../../prompt/contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
-import { SEARCH_SAMPLES } from '../../answer/answer.ts';
 import { askWithAnswerPath } from '../../answer/ask.ts';
 import { Answerer } from '../../answer/resources.ts';
 import { LOW_CONFIDENCE } from '../../answer/rank.ts';
@@ -88,9 +88,7 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     for (const m of o.memory) readMemory(m, schema);
   }
   const session = openSession(o);
-  const policy = await openPolicyFromCli(o, 1);
-  const pool = createExecutor({ size: 1, allowPrivilegedRole: o.allowPrivilegedRole });
-  try {
+  await withPolicyAndExecutor(o, 1, { size: 1, allowPrivilegedRole: o.allowPrivilegedRole }, async (policy, pool) => {
     const prompt = promptFromCli(policy.promptContract, o);
     const env = new SqlEnvironment(pool, { ...prompt, ...(o.mode === 'direct' ? { maxTurns: 1 } : {}) }, envDepsFromCli(o, basename(o.db).replace(/\.(sqlite3?|db)$/i, '')));
     const dbPath = resolve(o.db);
@@ -125,10 +123,7 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     // A finished episode exits 0 even without an answer (the output says why); a deadline with nothing chosen is a timeout (7), an answer that does not run exits as agro sql would (refused 5, SQL error 6).
     if (res.endReason === 'timeout' && !chosen?.sql) process.exitCode = 7;
     else if (final && !final.ok) process.exitCode = exitCodeFor(EXEC_ERROR_KIND[final.error]);
-  } finally {
-    await policy.close();
-    await pool.close();
-  }
+  });
 }
 
 export function register(program: Command): void {
@@ -137,17 +132,11 @@ export function register(program: Command): void {
     .description('Ask a trained agent (checkpoint, GGUF or endpoint) one question about a SQLite database')
     .argument('<question>', 'the question, in quotes')
     .requiredOption('--db <file>', 'SQLite database');
-  addPolicyOptions(cmd)
-    .option('--evidence <text>', 'a hint, as BIRD gives one')
-    .addOption(new Option('--mode <mode>', 'agent: multi-turn with the SQL tool; direct: one turn').choices([...EPISODE_MODES]).default('agent'))
-    .option('--max-turn-tokens <n>', `new tokens per turn (default: the policy's prompt contract, else ${UNTRAINED_TURN_TOKENS})`, numberArg('--max-turn-tokens', { min: 1 }))
+  addAnswerOptions(addPolicyOptions(cmd).option('--evidence <text>', 'a hint, as BIRD gives one'))
     .option('--episode-timeout <ms>', 'wall-clock limit', numberArg('--episode-timeout', { min: 1 }), 120_000)
     .option('--temperature <t>', 'sampling temperature (0 = greedy)', numberArg('--temperature', { min: 0, integer: false }), 0)
-    .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run, or a turn with no valid action, is sampled again (at 0.7) up to n times, the first draft that runs (or, for a turn without action, calls the tool) kept", numberArg('--retries', { min: 0, max: 16 }), 0)
     .option('--rows <n>', 'rows of the final result to show', numberArg('--rows', { min: 1 }), 20)
     .option('--no-search', "print the policy's own answer instead of the answer path's (candidates from the policy and the memory, run and ranked)")
-    .option('--search-samples <k>', 'sampled episodes (at 0.7) beside the greedy one as candidates', numberArg('--search-samples', { min: 0, max: 32 }), SEARCH_SAMPLES)
-    .option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v])
     .option('--correct <sql>', "the right SQL for this question: stored in the memory (--memory, else the policy's) after it runs in the sandbox; the next similar question finds it")
     .option('--json', 'print the episode and the result as JSON');
   addChartOption(cmd);

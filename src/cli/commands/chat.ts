@@ -14,10 +14,9 @@ import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
 import { formatResultTable } from '../../prompt/observation.ts';
 import type { PreviousTurn } from '../../prompt/conversation.ts';
 import { turnTokens } from '../../prompt/contract.ts';
-import { createExecutor } from '../../sql/executor.ts';
 import { assertReadableDatabase } from '../../sql/introspect.ts';
 import { numberArg } from '../options.ts';
-import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
+import { addPolicyOptions, withPolicyAndExecutor, type PolicyCliOptions } from '../policy-options.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
 
@@ -32,11 +31,9 @@ const indent = (s: string): string => s.split('\n').map((l) => `   ${l}`).join('
 async function run(o: ChatCliOptions): Promise<void> {
   assertReadableDatabase(o.db);
   let history: PreviousTurn[] = [];
-  const policy = await openPolicyFromCli(o, 1);
-  const pool = createExecutor({ size: 1 });
   const dbPath = resolve(o.db);
   const dbId = basename(dbPath).replace(/\.sqlite3?$|\.db$/i, '');
-  try {
+  await withPolicyAndExecutor(o, 1, { size: 1 }, async (policy, pool) => {
     const env = new SqlEnvironment(pool, promptFromCli(policy.promptContract, o), envDepsFromCli(o, dbId));
     // The answer path, as agro ask's: the policy's memory (a follow-up's candidates come from the policy alone).
     const answerer = new Answerer(pool, { memory: policy.promptContract?.memory ?? [] });
@@ -66,10 +63,7 @@ async function run(o: ChatCliOptions): Promise<void> {
       if (tty) rl.prompt();
     }
     rl.close();
-  } finally {
-    await policy.close();
-    await pool.close();
-  }
+  });
 }
 
 export function register(program: Command): void {

@@ -6,8 +6,9 @@ import { existsSync } from 'node:fs';
 import { createExecutor } from '../../sql/executor.ts';
 import { isPostgresUrl } from '../../sql/postgres.ts';
 import { dashboardRoutes, MAX_API_BODY, webBundleBuilt } from '../../server/dashboard.ts';
-import { assertTokenForHost, guard, guardedApp } from '../../server/guard.ts';
+import { guard, guardedApp } from '../../server/guard.ts';
 import { addPrivilegedRoleOption, numberArg, repeatable, type PrivilegedRoleCliOption } from '../options.ts';
+import { accessFromCli, addAccessOptions, type AccessCliOptions } from '../access-options.ts';
 import { addPolicyOptions, playgroundPolicies, type PolicyCliOptions } from '../policy-options.ts';
 import { printOut } from '../print.ts';
 
@@ -23,13 +24,9 @@ function openBrowser(url: string): void {
   }
 }
 
-interface DashboardCliOptions extends PolicyCliOptions, PrivilegedRoleCliOption {
+interface DashboardCliOptions extends PolicyCliOptions, PrivilegedRoleCliOption, AccessCliOptions {
   port: number;
-  host: string;
   open: boolean;
-  token?: string;
-  allowedHost: string[];
-  cors: string[];
   db: string[];
 }
 
@@ -47,19 +44,12 @@ export function register(program: Command): void {
     .option('--port <n>', 'port (0 = any free one)', numberArg('--port', { min: 0 }), 8321)
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
     .option('--no-open', 'do not launch a browser')
-    .option('--token <token>', 'token every request needs (the printed link sets it as a cookie; default env AGRO_TOKEN; required off loopback)')
-    .option('--allowed-host <name>', 'also accept this Host (a reverse proxy\'s name, `name` or `name:port`); repeatable', repeatable, [])
-    .option('--cors <origin>', 'let pages of this origin (scheme://host[:port]) call the API, with CORS preflights; repeatable', repeatable, []);
-  addPrivilegedRoleOption(cmd)
+    .option('--token <token>', 'token every request needs (the printed link sets it as a cookie; default env AGRO_TOKEN; required off loopback)');
+  addPrivilegedRoleOption(addAccessOptions(cmd))
     .action(async (dir: string, opts: DashboardCliOptions) => {
       if (opts.port > 65535) throw new AgroError('usage', `--port must be at most 65535, got ${opts.port}`);
-      const token = opts.token ?? process.env.AGRO_TOKEN;
-      assertTokenForHost(opts.host, token);
       const access = {
-        listenHost: opts.host,
-        allowedHosts: opts.allowedHost,
-        cors: opts.cors,
-        ...(token ? { token } : {}),
+        ...accessFromCli(opts),
         maxBodyBytes: MAX_API_BODY,
         // The app's HTML may be opened from a link elsewhere; its API may not.
         isPage: (path: string) => !path.startsWith('/api/'),
@@ -81,7 +71,7 @@ export function register(program: Command): void {
       const addr = server.address();
       const port = typeof addr === 'object' && addr ? addr.port : opts.port;
       // With a token, the printed link carries it once: the server sets a cookie and drops it from the address bar.
-      const url = `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}/${token ? `?token=${encodeURIComponent(token)}` : ''}`;
+      const url = `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}/${access.token ? `?token=${encodeURIComponent(access.token)}` : ''}`;
       printOut(`agro dashboard: ${url} (${dir}); Ctrl-C to stop\n`);
       if (opts.open) openBrowser(url);
       await new Promise<void>((res) => {

@@ -1,5 +1,4 @@
 import { Option, type Command } from 'commander';
-import { EPISODE_MODES } from '../../agent/episode.ts';
 import { readPredictInputs, runPredict, type PredictConfig, type PredictInputs, type PredictProgress } from '../../pipeline/predict.ts';
 import { formatReport } from '../../eval/format.ts';
 import { createExecutor } from '../../sql/executor.ts';
@@ -9,14 +8,14 @@ import { JUDGE_DEFAULTS } from '../../sql/judge.ts';
 import { AgroError } from '../../errors.ts';
 import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
+import { addAnswerOptions } from '../answer-options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { addPromptOptions, askedPrompt, envDepsFromCli, printWarning, type PromptCliOptions } from '../prompt-options.ts';
-import { UNTRAINED_TURN_TOKENS } from '../../prompt/contract.ts';
 import { readDataset } from '../../data/read-dataset.ts';
 import { resolveDatabasesFromFlag } from '../db-root.ts';
 import { factoryOutputOf } from '../../data/catalog.ts';
 import { join } from 'node:path';
-import { SEARCH_SAMPLES, SYNTH_DRAFTS } from '../../answer/answer.ts';
+import { SYNTH_DRAFTS } from '../../answer/answer.ts';
 import { printOut, printErr } from '../print.ts';
 
 /** Where the data's databases are when no --db-root is given and the data is no factory output. */
@@ -152,22 +151,17 @@ export function register(program: Command): void {
     .requiredOption('--data <file>', 'questions: BIRD/Spider JSON array or JSONL')
     .option('--db-root <dir>', `databases as <dir>/<db_id>/<db_id>.sqlite (default ${DEFAULT_DB_ROOT}; a factory output, its folder or its dataset.jsonl, names its own)`)
     .requiredOption('--out <dir>', 'run directory (resumable: rerun the same command to continue)');
-  addPolicyOptions(cmd)
-    .addOption(new Option('--mode <mode>', 'agent: multi-turn with the SQL tool; direct: one turn').choices([...EPISODE_MODES]).default('agent'))
+  addAnswerOptions(addPolicyOptions(cmd))
     .addOption(new Option('--compare <mode>', 'result comparison of the report').choices(['bird', 'spider']).default('bird'))
     .option('--samples <k>', 'episodes per question: adds pass@k and self-consistency (majority vote over result sets)', numberArg('--samples', { min: 1 }), 1)
     .option('--temperature <t>', 'sampling temperature (default 0 = greedy; 0.7 with --samples > 1)', numberArg('--temperature', { min: 0, integer: false }))
-    .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run, or a turn with no valid action, is sampled again (at 0.7) up to n times, the first draft that runs (or, for a turn without action, calls the tool) kept", numberArg('--retries', { min: 0, max: 16 }), 0)
     .option('--concurrency <n>', 'questions in flight', numberArg('--concurrency', { min: 1 }), 4)
-    .option('--max-turn-tokens <n>', `new tokens per turn (default: the policy's prompt contract, else ${UNTRAINED_TURN_TOKENS})`, numberArg('--max-turn-tokens', { min: 1 }))
     .option('--suite <dir>', 'test-suite scoring: also compare on <dir>/<db_id>/*.sqlite variants (as agro eval --suite)')
     .option('--episode-timeout <ms>', 'wall-clock limit of one episode', numberArg('--episode-timeout', { min: 1 }), 120_000)
     .option('--timeout <ms>', 'per-query limit when scoring', numberArg('--timeout', { min: 1 }), JUDGE_DEFAULTS.timeoutMs)
     .option('--seed <n>', 'seed for sampling', numberArg('--seed', { min: 0 }), 0)
     .option('--workers <n>', 'SQL executor processes', numberArg('--workers', { min: 1 }), 2)
     .option('--no-search', "answer with the policy's own answer (greedy, or the --samples vote) instead of the answer path (candidates from the policy and the memory, run and ranked)")
-    .option('--search-samples <k>', 'sampled episodes (at 0.7) beside the greedy one as candidates', numberArg('--search-samples', { min: 0, max: 32 }), SEARCH_SAMPLES)
-    .option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v])
     .option('--synth-drafts <n>', 'queries question-time synthesis drafts around each question (0: none)', numberArg('--synth-drafts', { min: 0, max: 500 }), SYNTH_DRAFTS)
     .option('--oracle', 'also score every candidate: how often some candidate was right, by source (slower; for benchmarks)')
     .option('--json', 'print the JSON report instead of the table');

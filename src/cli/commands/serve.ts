@@ -4,7 +4,7 @@ import { AgroError } from '../../errors.ts';
 import { createApp, type RouteGroup } from '../../server/app.ts';
 import { DEFAULT_MAX_INPUT_CHARS } from '../../server/openai.ts';
 import { envRoutes, type EnvRoutes } from '../../server/env.ts';
-import { assertTokenForHost, guard } from '../../server/guard.ts';
+import { guard } from '../../server/guard.ts';
 import { BUNDLED_DATABASES, dashboardRoutes } from '../../server/dashboard.ts';
 import { policyRouteGroups } from '../../server/policy-routes.ts';
 import { turnTokens } from '../../prompt/contract.ts';
@@ -13,6 +13,7 @@ import { createExecutor } from '../../sql/executor.ts';
 import { assertDir } from '../../data/databases.ts';
 import type { Policy } from '../../agent/policies/types.ts';
 import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg, repeatable } from '../options.ts';
+import { accessFromCli, addAccessOptions, type AccessCliOptions } from '../access-options.ts';
 import { addPromptOptions, envDepsFromCli, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { addEndpointOptions, addPolicyOptions, openPolicyFromCli, playgroundPolicies, type PolicyCliOptions } from '../policy-options.ts';
 import { printOut } from '../print.ts';
@@ -20,8 +21,7 @@ import { Tokenizer } from '../../model/tokenizer.ts';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRoleCliOption {
-  host: string;
+interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRoleCliOption, AccessCliOptions {
   port: number;
   modelName?: string;
   concurrency: number;
@@ -35,11 +35,8 @@ interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions, Privileged
   variants?: string;
   factory?: string[];
   tokenizer?: string;
-  token?: string;
   dashboard?: string;
   memory: string[];
-  allowedHost: string[];
-  cors: string[];
 }
 
 function listen(app: ReturnType<typeof createApp>, host: string, port: number): Promise<ServerType> {
@@ -69,7 +66,6 @@ function tokensOf(path: string): { name: string; tokenizer: Tokenizer } {
 }
 
 async function run(o: ServeCliOptions): Promise<void> {
-  const token = o.token ?? process.env.AGRO_TOKEN;
   const catalog = catalogOf(o);
   // Nothing to serve named: the OpenAI API over the built-in base model.
   if (!o.policy && !catalog && !o.dashboard) o.policy = 'base';
@@ -77,12 +73,8 @@ async function run(o: ServeCliOptions): Promise<void> {
   const tokens = o.tokenizer ? tokensOf(o.tokenizer) : undefined;
   if (o.llmUrl && !o.dashboard) throw new AgroError('usage', 'serve: --llm-url is a Playground policy: give it with --dashboard <dir>');
   // The API runs SQL on your files and your model: any address but loopback needs a token.
-  assertTokenForHost(o.host, token);
   const access = {
-    listenHost: o.host,
-    allowedHosts: o.allowedHost,
-    cors: o.cors,
-    ...(token ? { token } : {}),
+    ...accessFromCli(o),
     openPaths: ['/health'],
     // The dashboard's HTML may be opened from a link elsewhere; its API may not.
     isPage: (path: string) => path.startsWith('/dashboard') && !path.startsWith('/dashboard/api/'),
@@ -132,7 +124,7 @@ async function run(o: ServeCliOptions): Promise<void> {
   const base = `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`;
   if (policy) printOut(`agro serve: ${policy.description}\nOpenAI API: ${base}/v1 (model "${o.modelName ?? policy.name}")\nask: POST ${base}/v1/ask {"db_id", "question"} (${catalog ? catalog.describe : 'the bundled databases'})\n`);
   if (catalog) printOut(`environment API: ${base}/v1/sql, /v1/reward, /v1/env/sessions (${catalog.describe})\n`);
-  if (o.dashboard) printOut(`dashboard: ${base}/dashboard/${token ? `?token=${encodeURIComponent(token)}` : ''}\n`);
+  if (o.dashboard) printOut(`dashboard: ${base}/dashboard/${access.token ? `?token=${encodeURIComponent(access.token)}` : ''}\n`);
   printOut(`listening on ${base}; Ctrl-C stops\n`);
   // Graceful shutdown: stop accepting, let requests in flight finish (up to --grace ms), then free the model.
   await new Promise<void>((resolve) => {
@@ -174,9 +166,7 @@ export function register(program: Command): void {
     .option('--factory <dir...>', 'environment API: agro synth output folders (their databases and variants)')
     .option('--tokenizer <path>', 'environment API: token ids of every prompt and observation under this tokenizer (a checkpoint folder or a Hugging Face tokenizer.json)')
     .option('--token <token>', 'token every route but /health asks for (Authorization: Bearer, or the printed dashboard link; default env AGRO_TOKEN; required off loopback)')
-    .option('--allowed-host <name>', 'also accept this Host (a reverse proxy\'s name, `name` or `name:port`); repeatable', repeatable, [])
-    .option('--cors <origin>', 'let pages of this origin (scheme://host[:port]) call the API, with CORS preflights; repeatable', repeatable, [])
     .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/')
     .option('--memory <file>', "a database's memory (agro memory build) for /v1/ask beside those the policy's contract names, where POST /v1/corrections stores; repeatable", repeatable, []);
-  addPrivilegedRoleOption(addPromptOptions(cmd, { from: true })).action((o: ServeCliOptions) => run(o));
+  addPrivilegedRoleOption(addPromptOptions(addAccessOptions(cmd), { from: true })).action((o: ServeCliOptions) => run(o));
 }

@@ -1,21 +1,16 @@
 import type { Command } from 'commander';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { LIMITS, parseCliOptions } from '../options.ts';
+import { parseCliOptions, synthOptionsSchema } from '../options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { SearchCorpus } from '../../search/corpus.ts';
 import { SYNTH_DEFAULTS, synthesize, type SearchQuestion } from '../../search/synthesize.ts';
 import { writeFileAtomic, writeJsonAtomic } from '../../util/fs.ts';
 import { printOut } from '../print.ts';
 
-const optionsSchema = z.object({
-  db: z.string().min(1),
-  out: z.string().min(1),
+const optionsSchema = synthOptionsSchema.extend({
   n: z.coerce.number().int().min(1).max(100000),
-  seed: z.coerce.number().int().min(0).max(LIMITS.seed),
   maxHops: z.coerce.number().int().min(1).max(3),
-  show: z.coerce.number().int().min(0).max(10_000),
-  json: z.boolean().optional(),
 });
 
 function parseOptions(raw: unknown): z.infer<typeof optionsSchema> {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { AgroError } from '../../errors.ts';
-import { LIMITS, parseCliOptions } from '../options.ts';
+import { LIMITS, parseCliOptions, synthOptionsSchema } from '../options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { runFactory } from '../../factory/pipeline.ts';
 import { FOLLOW_UP_SHARE } from '../../factory/follow-up.ts';
@@ -19,18 +19,13 @@ import { printOut, printErr } from '../print.ts';
 /** How the summary names each way a question was worded (manifest.grammar). */
 const GRAMMAR_WORDS: Record<string, string> = { intent: 'as people ask', general: 'template sentences', llm: 'written by the LLM' };
 
-const optionsSchema = z.object({
-  db: z.string().min(1),
-  out: z.string().min(1),
+const optionsSchema = synthOptionsSchema.extend({
   n: z.coerce.number().int().min(1).max(1_000_000),
-  seed: z.coerce.number().int().min(0).max(LIMITS.seed),
   variants: z.coerce.number().int().min(0).max(20),
   cycles: z.coerce.number().int().min(0).max(20),
   llmUrl: z.string().optional(),
   llmModel: z.string().optional(),
-  show: z.coerce.number().int().min(0).max(10_000),
   timeout: z.coerce.number().int().positive().max(LIMITS.timeoutMs),
-  json: z.boolean().optional(),
   strict: z.boolean().optional(),
   templates: z.string().optional(),
   people: z.coerce.number().min(0).max(1),

@@ -1,17 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqlPool } from '../../../src/sql/pool.ts';
-import { introspectSchema } from '../../../src/sql/introspect.ts';
 import { emptySelect } from '../../../src/factory/ast.ts';
-import { silentProgress } from '../../../src/util/progress.ts';
 import type { Difficulty } from '../../../src/data/dataset-row.ts';
 import type { SynthPair } from '../../../src/factory/types.ts';
 import { Rng } from '../../../src/util/rng.ts';
 import { diversityStage } from '../../../src/factory/diversity/stage.ts';
+import { makeDb } from '../../sql/helpers.ts';
+import { stageContext } from '../fixtures.ts';
 
 function pair(id: string, sql: string, question: string, difficulty: Difficulty = 'simple'): SynthPair {
   return { id, dbId: 'm', sql, ast: emptySelect('singer'), question, evidence: '', style: 'formal', difficulty, provenance: { stages: ['align'], checks: [] } };
@@ -19,13 +18,10 @@ function pair(id: string, sql: string, question: string, difficulty: Difficulty 
 
 test('diversity stage: dedup by SQL, by skeleton+result, by question; then a sized selection at a mix', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agro-div-'));
-  const dbPath = join(dir, 'm.sqlite');
-  const db = new Database(dbPath);
-  db.exec("CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT, age INTEGER); INSERT INTO singer VALUES (1,'Ann',30),(2,'Bo',41),(3,'Cy',52);");
-  db.close();
+  const dbPath = makeDb(join(dir, 'm.sqlite'), "CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT, age INTEGER); INSERT INTO singer VALUES (1,'Ann',30),(2,'Bo',41),(3,'Cy',52);");
   const pool = new SqlPool({ size: 1 });
   const rejected: Record<string, number> = {};
-  const ctx = { dbId: 'm', dbPath, schema: introspectSchema(dbPath), executor: pool, rng: new Rng(3), progress: silentProgress, variants: [], timeoutMs: 3000, reject: (_: unknown, r: string) => void (rejected[r] = (rejected[r] ?? 0) + 1) };
+  const ctx = stageContext('m', dbPath, pool, { rng: new Rng(3), rejected });
   try {
     const items = [
       pair('a', 'SELECT name FROM singer WHERE age > 35', 'Which singers are older than 35?'),

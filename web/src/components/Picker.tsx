@@ -1,4 +1,5 @@
-/** The side panel's pieces shared by the pages: a list of things to open, a labelled select. */
+/** The side panel's pieces shared by the pages: a list of things to open, a page built around one, a labelled select. */
+import type { ComponentChildren } from 'preact';
 import { navigate } from '../routes.ts';
 
 /** Links that open one item of a page (#/page?id=...), the current one marked. */
@@ -16,6 +17,21 @@ export function ItemList(props: { title: string; page: string; items: { id: stri
         ))}
       </ul>
     </>
+  );
+}
+
+/** A page of one item opened from a list: the list beside, the item's view (under its load error, if any) as children. */
+export function ListPage(props: { title: string; page: string; items: { id: string; label?: string }[]; active: string | null; error: string | null; children: ComponentChildren }) {
+  return (
+    <div class="layout">
+      <aside>
+        <ItemList title={props.title} page={props.page} items={props.items} active={props.active} />
+      </aside>
+      <section class="content">
+        {props.error ? <p class="error">{props.error}</p> : null}
+        {props.children}
+      </section>
+    </div>
   );
 }
 

@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { postJson, useJson } from '../api.ts';
 import { BarChart } from '../components/Chart.tsx';
 import { DataTable, ResultView } from '../components/Table.tsx';
-import { ItemList } from '../components/Picker.tsx';
+import { ListPage } from '../components/Picker.tsx';
 import { useOverview } from '../overview.ts';
 import type { DatasetDetail, PairRow, ResultTable } from '../../../src/server/dashboard/api-types.ts';
 
@@ -111,74 +111,68 @@ export function DataPage({ params }: { params: URLSearchParams }) {
   const colsUsed = cov.reduce((a, t) => a + t.columns.filter((c) => c.pairs > 0).length, 0);
 
   return (
-    <div class="layout">
-      <aside>
-        <ItemList title="Factory outputs" page="data" items={overview.datasets} active={id} />
-      </aside>
-      <section class="content">
-        {loadError ? <p class="error">{loadError}</p> : null}
-        {!detail ? (
-          <p class="muted">loading…</p>
-        ) : (
-          <>
-            <p class="stats">
-              <strong>{detail.info.rows}</strong> pairs from <strong>{m.dbId}</strong> · {m.variants?.length ?? 0} variant databases · {m.caughtByVariants ?? 0} pairs rejected only thanks to the variants
-              {m.coverage?.distinctStructures !== undefined ? ` · ${m.coverage.distinctStructures} SQL structures` : ''}
-            </p>
-            <div class="charts">
-              <BarChart title="Stage funnel (pairs in and out)" labels={stages.map((s) => s.stage)} series={[{ label: 'in', values: stages.map((s) => s.in) }, { label: 'out', values: stages.map((s) => s.out) }]} rotate />
-              <BarChart title="Rejections by reason" labels={rejections.slice(0, 20).map((r) => r[0])} series={[{ label: 'rejected', values: rejections.slice(0, 20).map((r) => r[1]) }]} rotate height={rejections.length > 12 ? 300 : 260} />
-              <BarChart title="Difficulty" labels={dif.labels} series={[{ label: 'pairs', values: dif.values }]} />
-              <BarChart title="Shape (template)" labels={shapes.labels} series={[{ label: 'pairs', values: shapes.values }]} rotate height={260} />
-              <BarChart title="Question style" labels={styles.labels} series={[{ label: 'pairs', values: styles.values }]} />
-            </div>
-            <section class="card">
-              <h3>
-                Schema coverage: {colsUsed} of {colsTotal} columns used
-              </h3>
-              {cov.length === 0 ? <p class="muted">the database is not available</p> : null}
-              <div class="coverage" data-testid="coverage">
-                {cov.map((t) => (
-                  <div class={`cov-table ${t.pairs ? '' : 'unused'}`}>
-                    <strong>{t.table}</strong> <span class="muted">{t.pairs} pairs</span>
-                    <div>
-                      {t.columns.map((c) => (
-                        <span class={`chip ${c.pairs ? 'used' : 'unused'}`} title={`${c.pairs} pairs`}>
-                          {c.name} {c.pairs || ''}
-                        </span>
-                      ))}
-                    </div>
+    <ListPage title="Factory outputs" page="data" items={overview.datasets} active={id} error={loadError}>
+      {!detail ? (
+        <p class="muted">loading…</p>
+      ) : (
+        <>
+          <p class="stats">
+            <strong>{detail.info.rows}</strong> pairs from <strong>{m.dbId}</strong> · {m.variants?.length ?? 0} variant databases · {m.caughtByVariants ?? 0} pairs rejected only thanks to the variants
+            {m.coverage?.distinctStructures !== undefined ? ` · ${m.coverage.distinctStructures} SQL structures` : ''}
+          </p>
+          <div class="charts">
+            <BarChart title="Stage funnel (pairs in and out)" labels={stages.map((s) => s.stage)} series={[{ label: 'in', values: stages.map((s) => s.in) }, { label: 'out', values: stages.map((s) => s.out) }]} rotate />
+            <BarChart title="Rejections by reason" labels={rejections.slice(0, 20).map((r) => r[0])} series={[{ label: 'rejected', values: rejections.slice(0, 20).map((r) => r[1]) }]} rotate height={rejections.length > 12 ? 300 : 260} />
+            <BarChart title="Difficulty" labels={dif.labels} series={[{ label: 'pairs', values: dif.values }]} />
+            <BarChart title="Shape (template)" labels={shapes.labels} series={[{ label: 'pairs', values: shapes.values }]} rotate height={260} />
+            <BarChart title="Question style" labels={styles.labels} series={[{ label: 'pairs', values: styles.values }]} />
+          </div>
+          <section class="card">
+            <h3>
+              Schema coverage: {colsUsed} of {colsTotal} columns used
+            </h3>
+            {cov.length === 0 ? <p class="muted">the database is not available</p> : null}
+            <div class="coverage" data-testid="coverage">
+              {cov.map((t) => (
+                <div class={`cov-table ${t.pairs ? '' : 'unused'}`}>
+                  <strong>{t.table}</strong> <span class="muted">{t.pairs} pairs</span>
+                  <div>
+                    {t.columns.map((c) => (
+                      <span class={`chip ${c.pairs ? 'used' : 'unused'}`} title={`${c.pairs} pairs`}>
+                        {c.name} {c.pairs || ''}
+                      </span>
+                    ))}
                   </div>
-                ))}
-              </div>
-            </section>
-            <section class="card">
-              <h3>Pairs</h3>
-              <div class="filters">
-                <Filter label="difficulty" value={f.difficulty} options={facets.difficulty} onChange={(v) => setF({ ...f, difficulty: v })} />
-                <Filter label="style" value={f.style} options={facets.style} onChange={(v) => setF({ ...f, style: v })} />
-                <Filter label="shape" value={f.shape} options={facets.shape} onChange={(v) => setF({ ...f, shape: v })} />
-                <Filter label="table" value={f.table} options={facets.table} onChange={(v) => setF({ ...f, table: v })} />
-                <label class="filter">
-                  search
-                  <input type="search" value={f.text} onInput={(e) => setF({ ...f, text: (e.target as HTMLInputElement).value })} placeholder="question or SQL" />
-                </label>
-              </div>
-              <DataTable
-                testId="pairs"
-                caption={`${filtered.length} of ${pairs.length} pairs`}
-                columns={['id', 'question', 'difficulty', 'style', 'shape', 'tables', 'SQL']}
-                rows={filtered.map((p) => [p.question_id, p.question, p.difficulty, p.style, p.shape, p.tables.join(' '), p.SQL])}
-                csvName={`pairs-${detail.info.dbId}.csv`}
-                limit={200}
-                selected={open ?? undefined}
-                onRowClick={(i) => setOpen(i)}
-              />
-            </section>
-            {open !== null && filtered[open] ? <PairDetail pair={filtered[open]} db={dbId} /> : null}
-          </>
-        )}
-      </section>
-    </div>
+                </div>
+              ))}
+            </div>
+          </section>
+          <section class="card">
+            <h3>Pairs</h3>
+            <div class="filters">
+              <Filter label="difficulty" value={f.difficulty} options={facets.difficulty} onChange={(v) => setF({ ...f, difficulty: v })} />
+              <Filter label="style" value={f.style} options={facets.style} onChange={(v) => setF({ ...f, style: v })} />
+              <Filter label="shape" value={f.shape} options={facets.shape} onChange={(v) => setF({ ...f, shape: v })} />
+              <Filter label="table" value={f.table} options={facets.table} onChange={(v) => setF({ ...f, table: v })} />
+              <label class="filter">
+                search
+                <input type="search" value={f.text} onInput={(e) => setF({ ...f, text: (e.target as HTMLInputElement).value })} placeholder="question or SQL" />
+              </label>
+            </div>
+            <DataTable
+              testId="pairs"
+              caption={`${filtered.length} of ${pairs.length} pairs`}
+              columns={['id', 'question', 'difficulty', 'style', 'shape', 'tables', 'SQL']}
+              rows={filtered.map((p) => [p.question_id, p.question, p.difficulty, p.style, p.shape, p.tables.join(' '), p.SQL])}
+              csvName={`pairs-${detail.info.dbId}.csv`}
+              limit={200}
+              selected={open ?? undefined}
+              onRowClick={(i) => setOpen(i)}
+            />
+          </section>
+          {open !== null && filtered[open] ? <PairDetail pair={filtered[open]} db={dbId} /> : null}
+        </>
+      )}
+    </ListPage>
   );
 }

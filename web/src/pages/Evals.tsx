@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useJson } from '../api.ts';
 import { BarChart } from '../components/Chart.tsx';
 import { DataTable, ResultView } from '../components/Table.tsx';
-import { ItemList } from '../components/Picker.tsx';
+import { ListPage } from '../components/Picker.tsx';
 import { useOverview } from '../overview.ts';
 import type { CompareResult, EvalDetail, EvalPeer, EvalQuestion } from '../../../src/server/dashboard/api-types.ts';
 
@@ -120,54 +120,48 @@ export function EvalsPage({ params }: { params: URLSearchParams }) {
   if (!overview.evals.length) return <p class="muted">No evaluation here (an `agro eval --out report.json` file, or a quickstart's predictions).</p>;
   const s = detail?.summary;
   return (
-    <div class="layout">
-      <aside>
-        <ItemList title="Evaluations" page="evals" items={overview.evals} active={id} />
-      </aside>
-      <section class="content">
-        {loadError ? <p class="error">{loadError}</p> : null}
-        {!detail || !s ? (
-          !loadError && <p class="muted">loading (a quickstart's predictions are scored now)…</p>
-        ) : (
-          <>
-            <Peers id={detail.info.id} />
-            <p class="stats" data-testid="ex">
-              Execution accuracy <strong>{s.accuracy.toFixed(2)}%</strong> ({s.correct} of {s.count}, {detail.mode} comparison)
-            </p>
-            <div class="charts">
-              {/* A difficulty no question has is not a 0% bar. */}
-              <BarChart title="EX by difficulty (%)" labels={s.byDifficulty.filter((b) => b.count > 0).map((b) => b.bucket)} series={[{ label: 'EX %', values: s.byDifficulty.filter((b) => b.count > 0).map((b) => b.accuracy) }]} />
-              {/* Nor is an outcome no question had (a run with no timeout draws no empty timeout slot). */}
-              <BarChart title="Outcomes" labels={Object.entries(s.outcomes).filter(([, n]) => n > 0).map(([k]) => k)} series={[{ label: 'questions', values: Object.values(s.outcomes).filter((n) => n > 0) }]} />
+    <ListPage title="Evaluations" page="evals" items={overview.evals} active={id} error={loadError}>
+      {!detail || !s ? (
+        !loadError && <p class="muted">loading (a quickstart's predictions are scored now)…</p>
+      ) : (
+        <>
+          <Peers id={detail.info.id} />
+          <p class="stats" data-testid="ex">
+            Execution accuracy <strong>{s.accuracy.toFixed(2)}%</strong> ({s.correct} of {s.count}, {detail.mode} comparison)
+          </p>
+          <div class="charts">
+            {/* A difficulty no question has is not a 0% bar. */}
+            <BarChart title="EX by difficulty (%)" labels={s.byDifficulty.filter((b) => b.count > 0).map((b) => b.bucket)} series={[{ label: 'EX %', values: s.byDifficulty.filter((b) => b.count > 0).map((b) => b.accuracy) }]} />
+            {/* Nor is an outcome no question had (a run with no timeout draws no empty timeout slot). */}
+            <BarChart title="Outcomes" labels={Object.entries(s.outcomes).filter(([, n]) => n > 0).map(([k]) => k)} series={[{ label: 'questions', values: Object.values(s.outcomes).filter((n) => n > 0) }]} />
+          </div>
+          <section class="card">
+            <h3>Questions</h3>
+            <div class="filters">
+              <label class="filter">
+                outcome
+                <select value={outcome} onChange={(e) => (setOutcome((e.target as HTMLSelectElement).value), setOpen(null))}>
+                  <option value="">all</option>
+                  {Object.keys(s.outcomes).map((o) => (
+                    <option value={o}>{o}</option>
+                  ))}
+                </select>
+              </label>
             </div>
-            <section class="card">
-              <h3>Questions</h3>
-              <div class="filters">
-                <label class="filter">
-                  outcome
-                  <select value={outcome} onChange={(e) => (setOutcome((e.target as HTMLSelectElement).value), setOpen(null))}>
-                    <option value="">all</option>
-                    {Object.keys(s.outcomes).map((o) => (
-                      <option value={o}>{o}</option>
-                    ))}
-                  </select>
-                </label>
-              </div>
-              <DataTable
-                testId="questions"
-                caption={`${questions.length} questions`}
-                columns={['#', 'difficulty', 'outcome', 'question', 'predicted', 'gold']}
-                rows={questions.map((q) => [q.questionId ?? q.index, q.bucket, q.outcome, q.question ?? '', q.pred, q.gold])}
-                marked={questions.map((q) => q.outcome !== 'match')}
-                csvName="evaluation.csv"
-                selected={open ?? undefined}
-                onRowClick={setOpen}
-              />
-            </section>
-            {open !== null && questions[open] ? <Compare evalId={detail.info.id} q={questions[open]} /> : null}
-          </>
-        )}
-      </section>
-    </div>
+            <DataTable
+              testId="questions"
+              caption={`${questions.length} questions`}
+              columns={['#', 'difficulty', 'outcome', 'question', 'predicted', 'gold']}
+              rows={questions.map((q) => [q.questionId ?? q.index, q.bucket, q.outcome, q.question ?? '', q.pred, q.gold])}
+              marked={questions.map((q) => q.outcome !== 'match')}
+              csvName="evaluation.csv"
+              selected={open ?? undefined}
+              onRowClick={setOpen}
+            />
+          </section>
+          {open !== null && questions[open] ? <Compare evalId={detail.info.id} q={questions[open]} /> : null}
+        </>
+      )}
+    </ListPage>
   );
 }
