@@ -11,7 +11,8 @@ import { makeOddDb, makeShopDb, tmpDir } from './fixtures.ts';
 
 const dir = tmpDir();
 const shop = makeShopDb(dir);
-const small = { n: 25, variants: 2, variantRows: 300, seed: 3, timeoutMs: 3000 };
+// Follow-ups are off by default (FOLLOW_UP_SHARE); these runs ask for some so their stage is checked and resumed too.
+const small = { n: 25, variants: 2, variantRows: 300, seed: 3, timeoutMs: 3000, followUps: 0.15 };
 
 const readRows = (p: string) =>
   readFileSync(p, 'utf8')
