@@ -214,7 +214,9 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
       // accident (a count, a common single row).
       agreement: Math.log2(1 + support[g] - (c.votes > 0 ? 1 : 0)),
       greedy: c.sources.has('greedy') ? 1 : 0,
-      person: c.sources.has('person') ? 1 : 0,
+      // A person's pair counts as much as its question is the one asked: the same question again outranks even a
+      // unanimous policy, a merely related one does not take over.
+      person: c.sources.has('person') && c.readings.length ? best : 0,
       degenerate: isDegenerate(c.rows) ? 1 : 0,
     };
     return { c, g, reading, features, score: score(features, w) };

@@ -31,8 +31,11 @@ export const RANK_WEIGHTS = {
   agreement: 0.5,
   /** The policy's own greedy answer. */
   greedy: 0.3,
-  /** A pair a person stored (a correction): what people verified outranks what the factory did. */
-  person: 1,
+  /**
+   * A pair a person stored (a correction), × the cosine of the question with its closest reading: what people verified
+   * outranks what the factory did and what the policy guessed (agreement and greedy add at most 1.5).
+   */
+  person: 2,
   /** A result that says nothing: one row of only NULL or 0 (a count or sum over no rows), as the factory never keeps. */
   degenerate: 1,
 };

@@ -6,10 +6,15 @@ import { UNTRAINED_TURN_TOKENS } from '../prompt/contract.ts';
 import { numberArg } from './options.ts';
 
 export function addAnswerOptions(cmd: Command): Command {
-  return cmd
+  cmd
     .addOption(new Option('--mode <mode>', 'agent: multi-turn with the SQL tool; direct: one turn').choices([...EPISODE_MODES]).default('agent'))
     .option('--max-turn-tokens <n>', `new tokens per turn (default: the policy's prompt contract, else ${UNTRAINED_TURN_TOKENS})`, numberArg('--max-turn-tokens', { min: 1 }))
     .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run, or a turn with no valid action, is sampled again (at 0.7) up to n times, the first draft that runs (or, for a turn without action, calls the tool) kept", numberArg('--retries', { min: 0, max: 16 }), 0)
-    .option('--search-samples <k>', 'sampled episodes (at 0.7) beside the greedy one as candidates', numberArg('--search-samples', { min: 0, max: 32 }), SEARCH_SAMPLES)
-    .option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v]);
+    .option('--search-samples <k>', 'sampled episodes (at 0.7) beside the greedy one as candidates', numberArg('--search-samples', { min: 0, max: 32 }), SEARCH_SAMPLES);
+  return addMemoryOption(cmd);
+}
+
+/** `--memory FILE` (repeatable): ask, predict and chat. */
+export function addMemoryOption(cmd: Command): Command {
+  return cmd.option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v]);
 }

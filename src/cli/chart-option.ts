@@ -12,14 +12,15 @@ import { writeFileAtomic } from '../util/fs.ts';
 import { prepareOutFile } from './out-path.ts';
 import { printErr } from './print.ts';
 
+/** A chart's file, checked before anything runs: SVG only, in a folder that can take it. */
+export function checkChartPath(v: string, flag = '--chart'): string {
+  if (extname(v).toLowerCase() !== '.svg') throw new AgroError('usage', `${flag} ${v}: only .svg is written (a PNG needs a rasterizer agro does not carry)`);
+  prepareOutFile({ flag, path: v });
+  return v;
+}
+
 export function addChartOption(cmd: Command): Command {
-  return cmd.addOption(
-    new Option('--chart <file.svg>', 'draw the result as a chart (bars, a line, points or the value) into this SVG file, when a chart says more than a table').argParser((v: string) => {
-      if (extname(v).toLowerCase() !== '.svg') throw new AgroError('usage', `--chart ${v}: only .svg is written (a PNG needs a rasterizer agro does not carry)`);
-      prepareOutFile({ flag: '--chart', path: v });
-      return v;
-    }),
-  );
+  return cmd.addOption(new Option('--chart <file.svg>', 'draw the result as a chart (bars, a line, points or the value) into this SVG file, when a chart says more than a table').argParser((v: string) => checkChartPath(v)));
 }
 
 /**
