@@ -97,7 +97,7 @@ async function command(
   last: { question: string; sql?: string } | undefined,
   c: { answerer: Answerer; dbPath: string; dbId: string; run: (sql: string) => Promise<ExecResult> },
 ): Promise<void> {
-  const [name, ...rest] = line.split(/\s+/);
+  const name = line.split(/\s+/)[0];
   const arg = line.slice(name.length).trim();
   if (name === ':correct' || name === ':chart') {
     if (!last) throw new AgroError('usage', `${name}: ask a question first`);
@@ -108,7 +108,7 @@ async function command(
     printOut(`stored in ${r.path} (${r.rows} row${r.rows === 1 ? '' : 's'}): the next question like "${last.question}" finds it\n`);
   } else if (name === ':chart' && last) {
     const sql = last.sql;
-    await writeChartIfAsked({ chart: checkChartPath(rest.join(' '), ':chart') }, sql ? () => c.run(sql) : undefined);
+    await writeChartIfAsked({ chart: checkChartPath(arg, ':chart') }, sql ? () => c.run(sql) : undefined);
   } else throw new AgroError('usage', `${name}: not a command; ${CHAT_COMMANDS}`);
 }
 
