@@ -13,14 +13,11 @@ import Database from 'better-sqlite3';
 import { Answerer } from '../src/answer/resources.ts';
 import { MemoryIndex, readMemory, type MemoryFile } from '../src/answer/memory.ts';
 import { createExecutor } from '../src/sql/executor.ts';
+import { quantile } from '../src/util/stats.ts';
 import { flag, num } from './_args.ts';
 import { agroCli } from './_agro.ts';
 import { table } from './rl.ts';
 
-const quantile = (xs: number[], q: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
-};
 
 async function timeQuestions(db: string, dbId: string, memory: string, questions: string[]): Promise<number[]> {
   const exec = createExecutor({ size: 2 });

@@ -52,7 +52,7 @@ export interface AnswerResources {
   weights?: RankWeights;
 }
 
-/** A query the policy gave, in order of sampling: the first greedy one, the rest samples (repeats count as votes). */
+/** A query the policy gave, in order of sampling: the first greedy one, the rest samples (a repeat is the same vote again, not another). */
 export interface PolicyAnswer {
   sql: string;
   source: 'greedy' | 'sample';
@@ -136,9 +136,11 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   const moved = (sql: string): void => {
     if (cfg.edits) for (const e of moveFilters(sql, question, values)) add(e.sql, 'edit', [], e.changes);
   };
+  // One vote per distinct query: a policy sharpened by RL writes its mode again and again at any temperature,
+  // so a repeated sample is no new evidence; a different query reaching the same result is.
   for (const p of policy) {
     const d = add(p.sql, p.source, []);
-    if (d && (p.source === 'greedy' || p.source === 'sample')) d.votes++;
+    if (d && (p.source === 'greedy' || p.source === 'sample')) d.votes = 1;
   }
   for (const p of new Set(policy.map((x) => x.sql))) edited(p, []);
   const recalled = res.memory && cfg.memoryK > 0 ? res.memory.nearest(question, cfg.memoryK) : [];
@@ -225,7 +227,10 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   for (const s of scored) groupScore.set(s.g, Math.max(groupScore.get(s.g) ?? -Infinity, s.score));
   const groups = [...groupScore.entries()].sort((a, b) => b[1] - a[1]);
   const rank = new Map(groups.map(([g], i) => [g, i]));
-  scored.sort((a, b) => rank.get(a.g)! - rank.get(b.g)! || b.score - a.score);
+  // Within a group (one result) the query shown is the policy's own when it wrote one: the answer is the same, and
+  // the person (and the next turn's prompt) sees the SQL their model wrote; else the member that reads best.
+  const written = (c: Draft): number => (c.sources.has('greedy') ? 0 : c.sources.has('sample') ? 1 : 2);
+  scored.sort((a, b) => rank.get(a.g)! - rank.get(b.g)! || written(a.c) - written(b.c) || b.score - a.score);
   const candidates: RankedCandidate[] = scored.map((s) => ({
     sql: s.c.sql,
     sources: [...s.c.sources],

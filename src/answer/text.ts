@@ -39,15 +39,30 @@ const FRAME_WORDS: ReadonlySet<string> = new Set(
   'a an the of is are was were be been what which who whom whose that this these those there do does did me us i we you please show list give find return tell display get all any its their his her it in on to with for from as by and has have had can could would will should'.split(' '),
 );
 
+/**
+ * Stop words of the linker that still tell questions apart: "name" matches no one column (every table has one), but a
+ * question that asks for names and a query that returns none differ.
+ */
+const ASKED_FOR: ReadonlySet<string> = new Set(['name', 'names']);
+
 /** The words of a text that tell questions apart, stemmed, with repeats: intent cues, content words and numbers. */
 export function stems(text: string): string[] {
   let f = ` ${tokens(text).join(' ')} `;
   for (const [re, cue] of CUE_PHRASES) f = f.replace(re, cue);
   return f
     .split(' ')
-    .filter((t) => CUES.has(t) || (t && !FRAME_WORDS.has(t) && !STOP_WORDS.has(t) && (t.length > 1 || /\d/.test(t))))
+    .filter((t) => CUES.has(t) || (t && !FRAME_WORDS.has(t) && (!STOP_WORDS.has(t) || ASKED_FOR.has(t)) && (t.length > 1 || /\d/.test(t))))
     .map((t) => (CUES.has(t) ? t : stem(t)));
 }
+
+/**
+ * The most a word weighs: as much as one in about 13% of the stored phrasings (e^-2). The memory's IDF says how
+ * seldom the factory says a word, not how much it matters to a person: uncapped, a word the factory uses once in
+ * thousands of phrasings ("common") outweighs the column the question names ("type"), and the question is matched
+ * to its wording instead of its meaning. Below the cap the IDF still discounts what nearly every question says
+ * (a one-table database's table name). Chosen on the factory's held-out synthetic questions (docs/answering.md).
+ */
+export const IDF_CAP = 3;
 
 export class Idf {
   private readonly df = new Map<string, number>();
@@ -58,9 +73,9 @@ export class Idf {
     for (const s of new Set(stems(text))) this.df.set(s, (this.df.get(s) ?? 0) + 1);
   }
 
-  /** Smoothed IDF; a stem no stored question has weighs most (it may be a value or a new word). */
+  /** Smoothed IDF, capped; a stem no stored question has weighs most (it may be a value or a new word). */
   weight(s: string): number {
-    return Math.log((1 + this.docs) / (1 + (this.df.get(s) ?? 0))) + 1;
+    return Math.min(IDF_CAP, Math.log((1 + this.docs) / (1 + (this.df.get(s) ?? 0))) + 1);
   }
 
   /** The unit TF-IDF vector of a text. */

@@ -11,6 +11,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { assertFiniteData, invalid } from './validate.ts';
+import { quantile } from '../util/stats.ts';
 import { Rng } from '../util/rng.ts';
 
 export const AGGREGATIONS = ['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean', 'seq-mean-token-sum-norm'] as const;
@@ -555,16 +556,6 @@ export function klPenalty(logp: tf.Tensor2D, refLogp: tf.Tensor2D, estimator: Kl
     default:
       throw invalid(`unknown KL estimator "${estimator}" (known: ${KL_ESTIMATORS.join(', ')})`);
   }
-}
-
-/** torch.quantile's linear interpolation between the sorted values. */
-export function quantile(xs: readonly number[], q: number): number {
-  if (xs.length === 0) throw invalid('quantile of an empty list');
-  const s = [...xs].sort((a, b) => a - b);
-  const pos = q * (s.length - 1);
-  const lo = Math.floor(pos);
-  const hi = Math.min(s.length - 1, lo + 1);
-  return s[lo] + (s[hi] - s[lo]) * (pos - lo);
 }
 
 /**

@@ -1,0 +1,51 @@
+// What counts as evidence for a candidate: a repeated sample is one vote, not several; "name" tells a question
+// apart; a rare word does not outweigh the column a question names.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SqlPool } from '../../src/sql/pool.ts';
+import { answerQuestion } from '../../src/answer/answer.ts';
+import { cosine, Idf, IDF_CAP, stems } from '../../src/answer/text.ts';
+
+const DB = 'data/databases/music_store/music_store.sqlite';
+test('agreement: the same query sampled again is no new vote; another query with the same result is', async () => {
+  const pool = new SqlPool({ size: 1 });
+  try {
+    const res = { executor: pool, dbPath: DB };
+    const count = 'SELECT COUNT(*) FROM customers';
+    const repeated = await answerQuestion('how many customers', [
+      { sql: count, source: 'greedy' },
+      ...Array.from({ length: 4 }, () => ({ sql: count, source: 'sample' as const })),
+    ], res);
+    assert.equal(repeated.candidates.find((c) => c.sql === count)?.features.agreement, 0, 'five identical samples are one vote');
+    const two = await answerQuestion('how many customers', [
+      { sql: count, source: 'greedy' },
+      { sql: count, source: 'sample' },
+      { sql: 'SELECT COUNT(customer_id) FROM customers', source: 'sample' },
+    ], res);
+    for (const c of two.candidates.filter((x) => x.sql.startsWith('SELECT COUNT('))) assert.equal(c.features.agreement, 1, `${c.sql}: one other query reaches its result`);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('"name" is a word the comparison keeps: a question asking for names differs from one asking for a count', () => {
+  assert.ok(stems('List the names of all genres.').includes(stems('name')[0]));
+  assert.notDeepEqual(stems('the names of genres'), stems('the genres'));
+});
+
+test('IDF is capped: a word the factory seldom says does not outweigh the column the question names', () => {
+  const idf = new Idf();
+  const columns = ['city', 'country', 'state', 'company', 'email'];
+  for (let i = 0; i < 40; i++) {
+    idf.add(`Which ${columns[i % 5]} has the most customers?`);
+    idf.add(`List the ${columns[i % 5]} of customers with id ${i}.`);
+  }
+  idf.add('What is the most common country of customers?');
+  assert.equal(idf.weight(stems('common')[0]), IDF_CAP, 'a word one phrasing in 81 uses weighs the cap');
+  assert.equal(idf.weight('neverseen'), IDF_CAP);
+  assert.ok(idf.weight(stems('city')[0]) < IDF_CAP, 'a column word most phrasings use still weighs less');
+  const q = idf.vector('What is the most common city of customers?');
+  const byColumn = cosine(q, idf.vector('Which city has the most customers?'));
+  const byRareWord = cosine(q, idf.vector('What is the most common country of customers?'));
+  assert.ok(byColumn > byRareWord, `the same column (${byColumn.toFixed(3)}) beats the same rare word (${byRareWord.toFixed(3)})`);
+});
