@@ -45,14 +45,33 @@ const FRAME_WORDS: ReadonlySet<string> = new Set(
  */
 const ASKED_FOR: ReadonlySet<string> = new Set(['name', 'names']);
 
-/** The words of a text that tell questions apart, stemmed, with repeats: intent cues, content words and numbers. */
-export function stems(text: string): string[] {
+const content = (t: string): boolean => !!t && !CUES.has(t) && !FRAME_WORDS.has(t) && !STOP_WORDS.has(t) && /^\p{L}+$/u.test(t);
+
+/**
+ * The words of a text that tell questions apart, stemmed, with repeats: intent cues, content words and numbers.
+ * With `known` (the stems a memory has), two adjacent words written apart that the memory writes as one are read as
+ * that one ("high schooler" where a table is `Highschooler`, "user name" for `username`): an identifier's compound
+ * is one word to the factory and often two to a person.
+ */
+export function stems(text: string, known?: (stem: string) => boolean): string[] {
   let f = ` ${tokens(text).join(' ')} `;
   for (const [re, cue] of CUE_PHRASES) f = f.replace(re, cue);
-  return f
-    .split(' ')
-    .filter((t) => CUES.has(t) || (t && !FRAME_WORDS.has(t) && (!STOP_WORDS.has(t) || ASKED_FOR.has(t)) && (t.length > 1 || /\d/.test(t))))
-    .map((t) => (CUES.has(t) ? t : stem(t)));
+  const words = f.split(' ');
+  const out: string[] = [];
+  for (let i = 0; i < words.length; i++) {
+    const t = words[i];
+    if (known && content(t) && content(words[i + 1] ?? '')) {
+      const joined = stem(t + words[i + 1]);
+      if (known(joined)) {
+        out.push(joined);
+        i++;
+        continue;
+      }
+    }
+    if (CUES.has(t)) out.push(t);
+    else if (t && !FRAME_WORDS.has(t) && (!STOP_WORDS.has(t) || ASKED_FOR.has(t)) && (t.length > 1 || /\d/.test(t))) out.push(stem(t));
+  }
+  return out;
 }
 
 /**
@@ -78,10 +97,10 @@ export class Idf {
     return Math.min(IDF_CAP, Math.log((1 + this.docs) / (1 + (this.df.get(s) ?? 0))) + 1);
   }
 
-  /** The unit TF-IDF vector of a text. */
+  /** The unit TF-IDF vector of a text (its compounds read as the stored phrasings write them). */
   vector(text: string): Vec {
     const v: Vec = new Map();
-    for (const s of stems(text)) v.set(s, (v.get(s) ?? 0) + 1);
+    for (const s of stems(text, (x) => this.df.has(x))) v.set(s, (v.get(s) ?? 0) + 1);
     let norm = 0;
     for (const [s, tf] of v) {
       const w = (1 + Math.log(tf)) * this.weight(s);

@@ -49,3 +49,16 @@ test('IDF is capped: a word the factory seldom says does not outweigh the column
   const byRareWord = cosine(q, idf.vector('What is the most common country of customers?'));
   assert.ok(byColumn > byRareWord, `the same column (${byColumn.toFixed(3)}) beats the same rare word (${byRareWord.toFixed(3)})`);
 });
+
+test('a compound the memory writes as one word is read as one when a person writes it as two', () => {
+  const idf = new Idf();
+  for (const q of ['What are the names of all highschoolers?', 'How many highschoolers are in grade 9?', 'List the grades of highschoolers.']) idf.add(q);
+  const q = idf.vector('Show the names of the high schoolers.');
+  assert.ok(q.has(stems('highschoolers')[0]), [...q.keys()].join(' '));
+  assert.ok(!q.has('high') && !q.has(stems('schooler')[0]));
+  assert.ok(cosine(q, idf.vector('What are the names of all highschoolers?')) > 0.9);
+  // Without a memory that writes it so, the two words stay two; a stop word never joins ("any one" is not "anyone").
+  assert.deepEqual(stems('high schooler'), [stems('high')[0], stems('schooler')[0]]);
+  const anyone = stems('anyone')[0];
+  assert.ok(!stems('is there any one', (s) => s === anyone).includes(anyone));
+});
