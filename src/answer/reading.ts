@@ -8,14 +8,17 @@ import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import { astFromSql } from '../factory/from-sql.ts';
 import { realizeQuestion } from '../factory/language/realize.ts';
 import { databaseLanguage } from '../factory/pipeline.ts';
+import { QUESTION_STYLES } from '../data/dataset-row.ts';
 
 export type Reader = (sql: string) => string[];
 
-/** Phrasings per query: a formal one and one as people ask (the factory's intents), to compare with the question. */
-const STYLES = [
-  ['formal', false],
-  ['colloquial', true],
-] as const;
+/**
+ * Phrasings per query: every style the factory writes questions in, its first two wordings of each, as people ask
+ * and not. A stored pair is compared through its question and every paraphrase; a query read here gets as many
+ * chances to meet the person's words (two phrasings alone lost to stored pairs that said the same thing otherwise).
+ */
+const VARIANTS = 2;
+const PHRASINGS = QUESTION_STYLES.flatMap((style) => Array.from({ length: VARIANTS }, (_, variant) => [false, true].map((people) => ({ style, variant, people }))).flat());
 
 /** What the factory knows of a database (its schema graph, column profiles and lexicon), read once per database. */
 export type Language = Awaited<ReturnType<typeof databaseLanguage>>;
@@ -33,7 +36,7 @@ export async function makeReader(schema: DbSchema, executor: SqlExecutor, docs?:
     let out: string[] = [];
     try {
       const r = astFromSql(sql, schema, graph);
-      if (r.ok) out = [...new Set(STYLES.map(([style, people]) => realizeQuestion(r.ast, style, 0, lex, true, people)))];
+      if (r.ok) out = [...new Set(PHRASINGS.map((p) => realizeQuestion(r.ast, p.style, p.variant, lex, true, p.people)))];
     } catch {
       out = [];
     }

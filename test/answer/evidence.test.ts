@@ -3,6 +3,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SqlPool } from '../../src/sql/pool.ts';
+import { introspectSchema } from '../../src/sql/introspect.ts';
+import { astFromSql } from '../../src/factory/from-sql.ts';
+import { realizeQuestion } from '../../src/factory/language/realize.ts';
+import { QUESTION_STYLES } from '../../src/data/dataset-row.ts';
+import { databaseLanguageOf, makeReader } from '../../src/answer/reading.ts';
 import { answerQuestion } from '../../src/answer/answer.ts';
 import { cosine, Idf, IDF_CAP, stems } from '../../src/answer/text.ts';
 
@@ -61,4 +66,23 @@ test('a compound the memory writes as one word is read as one when a person writ
   assert.deepEqual(stems('high schooler'), [stems('high')[0], stems('schooler')[0]]);
   const anyone = stems('anyone')[0];
   assert.ok(!stems('is there any one', (s) => s === anyone).includes(anyone));
+});
+
+test('a query the factory reads is compared through every style it writes questions in, as people ask and not', async () => {
+  const pool = new SqlPool({ size: 1 });
+  try {
+    const schema = introspectSchema(DB);
+    const language = await databaseLanguageOf(schema, pool);
+    const reader = await makeReader(schema, pool, undefined, undefined, language);
+    const sql = "SELECT name FROM tracks WHERE milliseconds > 300000";
+    const ast = astFromSql(sql, schema, language.graph);
+    assert.ok(ast.ok);
+    const readings = reader(sql);
+    for (const style of QUESTION_STYLES) for (const variant of [0, 1]) for (const people of [false, true]) {
+      const q = realizeQuestion(ast.ast, style, variant, language.lex, true, people);
+      assert.ok(readings.includes(q), `${style}/${variant}/${people ? 'people' : 'formal'}: ${q} not among ${readings.length}`);
+    }
+  } finally {
+    await pool.close();
+  }
 });
