@@ -45,6 +45,16 @@ export interface EpisodeOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * The seed of a question's episode `s` from a run's base seed (unset: 0, as an episode without one): episode 0 is the
+ * first (the greedy one where the answer path runs one; else the first sample), 1, 2, ... the next. The one
+ * numbering of `agro predict` and of the answer path (ask, chat, serve), so the same question, base seed and policy
+ * draw the same samples in both.
+ */
+export function sampleSeed(base: number | undefined, s: number): number {
+  return (base ?? 0) + s * 7777;
+}
+
 export type EndReason = 'answer' | 'turn_limit' | 'invalid_action' | 'token_budget' | 'timeout' | 'error';
 
 export interface TurnRecord {

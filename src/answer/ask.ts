@@ -4,7 +4,7 @@
  * and question-time synthesis. The one home of how ask, chat and serve turn a question into an answer (predict
  * keeps every sample's trajectory and scores them, so it drives the same parts itself).
  */
-import { runEpisode, type EpisodeEvent, type EpisodeOptions, type EpisodeResult } from '../agent/episode.ts';
+import { runEpisode, sampleSeed, type EpisodeEvent, type EpisodeOptions, type EpisodeResult } from '../agent/episode.ts';
 import type { Policy } from '../agent/policies/types.ts';
 import type { SqlEnvironment, SqlTask } from '../agent/sql-env.ts';
 import { SEARCH_TEMPERATURE, type Answer, type AnswerConfig, type PolicyAnswer } from './answer.ts';
@@ -19,17 +19,21 @@ export interface AskedAnswer {
   sql?: string;
 }
 
+/**
+ * `o.seed` is the base seed (unset: 0): the episodes are numbered as predict numbers them (sampleSeed: the greedy one
+ * 0, sample j j + 1), so ask and predict draw the same samples of a question.
+ */
 export async function askWithAnswerPath(
   env: SqlEnvironment,
   task: SqlTask,
   policy: Policy,
   answerer: Answerer | undefined,
-  o: Omit<EpisodeOptions, 'seed'> & { samples: number; onEvent?: (e: EpisodeEvent) => void; config?: Partial<AnswerConfig> },
+  o: EpisodeOptions & { samples: number; onEvent?: (e: EpisodeEvent) => void; config?: Partial<AnswerConfig> },
 ): Promise<AskedAnswer> {
-  const { samples, onEvent, config, ...episodeOpts } = o;
-  const episode = await runEpisode(env, task, policy, episodeOpts, { onEvent });
+  const { samples, onEvent, config, seed, ...episodeOpts } = o;
+  const episode = await runEpisode(env, task, policy, { ...episodeOpts, seed: sampleSeed(seed, 0) }, { onEvent });
   if (!answerer) return { episode, ...(episode.answer !== undefined ? { sql: episode.answer } : {}) };
-  const sampled = await Promise.all(Array.from({ length: samples }, (_, s) => runEpisode(env, task, policy, { ...episodeOpts, temperature: SEARCH_TEMPERATURE, seed: 1 + s * 7777 })));
+  const sampled = await Promise.all(Array.from({ length: samples }, (_, j) => runEpisode(env, task, policy, { ...episodeOpts, temperature: SEARCH_TEMPERATURE, seed: sampleSeed(seed, j + 1) })));
   const asked: PolicyAnswer[] = [episode, ...sampled].flatMap((e, i) => (e.answer !== undefined ? [{ sql: e.answer, source: i === 0 && o.temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
   const chosen = await answerer.answer(task.dbPath, task.dbId, task.question, asked, answerConfigFor(task, config));
   const sql = chosen.sql ?? episode.answer;

@@ -6,12 +6,12 @@
  * that no longer fit. Retrieval is lexical (TF-IDF over the stored questions, text.ts).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
 import { cellKey } from '../sql/compare.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
-import { writeJsonAtomic } from '../util/fs.ts';
+import { readJsonFile, writeJsonAtomic } from '../util/fs.ts';
 import { cosine, Idf, type Vec } from './text.ts';
 
 export const MEMORY_FILE = 'memory.json';
@@ -84,16 +84,12 @@ export function writeMemory(path: string, memory: MemoryFile): void {
   writeJsonAtomic(path, memory);
 }
 
-/** Reads a memory file and checks it against the database it is to answer on (exit 4 on any mismatch). */
+/**
+ * Reads a memory file (util/fs.ts's bounded reader: a missing file exit 3, one that is no JSON, a directory or a
+ * device exit 4) and checks it against the database it is to answer on (exit 4 on any mismatch).
+ */
 export function readMemory(path: string, schema?: DbSchema): MemoryFile {
-  if (!existsSync(path)) throw new AgroError('not_found', `memory file not found: ${path}`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    throw new AgroError('invalid_input', `${path} is not valid JSON: ${(err as Error).message}`);
-  }
-  const r = memoryFileSchema.safeParse(raw);
+  const r = memoryFileSchema.safeParse(readJsonFile(path, 'memory'));
   if (!r.success) {
     const i = r.error.issues[0];
     throw new AgroError('invalid_input', `${path}: ${i.path.join('.') || 'memory'}: ${i.message} (not a memory agro wrote?)`);

@@ -26,17 +26,18 @@ export function addChartOption(cmd: Command): Command {
 /**
  * Writes the chart of the answer when `--chart` was given; says on one line when the result is a table.
  * The answer runs again for the chart with the sandbox's own bounds on a result (rows and bytes), not the
- * few rows the terminal shows.
+ * few rows the terminal shows. `label` is what asked, as the person typed it (`agro chat`'s `:chart`), and
+ * starts the lines.
  */
-export async function writeChartIfAsked(o: { chart?: string }, run: (() => Promise<ExecResult>) | undefined): Promise<void> {
+export async function writeChartIfAsked(o: { chart?: string }, run: (() => Promise<ExecResult>) | undefined, label = '--chart'): Promise<void> {
   if (!o.chart) return;
   const result = run ? await run() : undefined;
   // Vega loads only when a chart is asked for (half a second of every `agro ask` otherwise).
   const chart = result?.ok ? await (await import('../chart/chart-svg.ts')).renderChart(result) : null;
   if (!chart) {
-    printErr(`--chart: no chart for this ${result?.ok ? 'result (a table says it better)' : 'answer (no result)'}; nothing written\n`);
+    printErr(`${label}: no chart for this ${result?.ok ? 'result (a table says it better)' : 'answer (no result)'}; nothing written\n`);
     return;
   }
   writeFileAtomic(o.chart, chart.svg);
-  printErr(`--chart: ${chart.kind} chart written to ${o.chart}\n`);
+  printErr(`${label}: ${chart.kind} chart written to ${o.chart}\n`);
 }

@@ -22,7 +22,7 @@ import { writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
 import { SqlEnvironment, sqlEnvConfigSchema, type SqlEnvDeps, type SqlTask } from '../agent/sql-env.ts';
 import { promptContract, resolvePromptSettings, turnTokens } from '../prompt/contract.ts';
 import { normalizeSql } from '../sql/features.ts';
-import { runEpisode, EPISODE_MODES, type EpisodeEvent, type EpisodeResult } from '../agent/episode.ts';
+import { runEpisode, sampleSeed, EPISODE_MODES, type EpisodeEvent, type EpisodeResult } from '../agent/episode.ts';
 import type { Policy } from '../agent/policies/types.ts';
 import { judgedDatabases, questionScorer } from '../eval/run.ts';
 import { JUDGE_DEFAULTS } from '../sql/judge.ts';
@@ -344,7 +344,7 @@ export async function runPredict(
     const task = tasks.get(item.index) as SqlTask;
     const episodes = await Promise.all(
       plan.map((p, s) =>
-        runEpisode(env, task, policy, { mode: cfg.mode, maxTurnTokens, temperature: p.temperature, topP: cfg.topP, retries: cfg.retries, seed: cfg.seed + s * 7777, timeoutMs: cfg.episodeTimeoutMs, signal: hooks.signal }, { onEvent: (e) => hooks.onEvent?.(item.index, s, e) }),
+        runEpisode(env, task, policy, { mode: cfg.mode, maxTurnTokens, temperature: p.temperature, topP: cfg.topP, retries: cfg.retries, seed: sampleSeed(cfg.seed, s), timeoutMs: cfg.episodeTimeoutMs, signal: hooks.signal }, { onEvent: (e) => hooks.onEvent?.(item.index, s, e) }),
       ),
     );
     // An interrupted question is not done: the rerun runs it again.

@@ -51,6 +51,12 @@ test('memory: built from pairs (paraphrases merged, results signed), read back, 
     writeFileSync(join(tmp, 'bad.json'), '{"kind":"something"}');
     assert.throws(() => readMemory(join(tmp, 'bad.json')), (e: unknown) => e instanceof AgroError && e.exitCode === 4);
     assert.throws(() => readMemory(join(tmp, 'none.json')), (e: unknown) => e instanceof AgroError && e.exitCode === 3);
+    // A file that is not JSON, and a path that is no file, are invalid_input (exit 4) naming the path, read by the project's one input reader.
+    const notJson = join(tmp, 'not-json.json');
+    writeFileSync(notJson, 'entries: oops');
+    const naming = (p: string, why: RegExp) => (e: unknown) => e instanceof AgroError && e.kind === 'invalid_input' && e.exitCode === 4 && e.message.includes(p) && why.test(e.message);
+    assert.throws(() => readMemory(notJson), naming(notJson, /^memory file .* is not valid JSON/));
+    assert.throws(() => readMemory(tmp), naming(tmp, /^memory path is a directory, not a file/));
   } finally {
     await pool.close();
   }

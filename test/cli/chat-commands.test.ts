@@ -36,6 +36,9 @@ test('agro chat: :chart draws the last answer, :correct stores the right SQL and
     // The chart: a category and a number, drawn as bars into the file.
     assert.ok(existsSync(svg), r.stderr);
     assert.match(readFileSync(svg, 'utf8'), /^<svg/);
+    // Its line names the command the person typed, not ask's flag.
+    assert.match(r.stderr, /^:chart: bar chart written to .*genres\.svg$/m, r.stderr);
+    assert.doesNotMatch(r.stderr, /--chart/, r.stderr);
     // The refused correction is one line and nothing is stored; the right one runs and is stored as a person's pair.
     assert.match(r.stdout, /refused/);
     const stored = JSON.parse(readFileSync(memory, 'utf8')) as { entries: Array<{ sql: string; source: string; questions: string[] }> };

@@ -108,7 +108,7 @@ async function command(
     printOut(`stored in ${r.path} (${r.rows} row${r.rows === 1 ? '' : 's'}): the next question like "${last.question}" finds it\n`);
   } else if (name === ':chart' && last) {
     const sql = last.sql;
-    await writeChartIfAsked({ chart: checkChartPath(arg, ':chart') }, sql ? () => c.run(sql) : undefined);
+    await writeChartIfAsked({ chart: checkChartPath(arg, ':chart') }, sql ? () => c.run(sql) : undefined, ':chart');
   } else throw new AgroError('usage', `${name}: not a command; ${CHAT_COMMANDS}`);
 }
 
