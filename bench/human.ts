@@ -330,7 +330,11 @@ async function zeroShot(args: string[]): Promise<void> {
     const mean = mine.reduce((a, r) => a + r.outcome.correct / Math.max(1, r.outcome.n), 0) / mine.length;
     const m = (f: (r: (typeof mine)[number]) => number): string => pct(mine.reduce((a, r) => a + f(r), 0) / mine.length, 1);
     const or = (f: (x: NonNullable<NonNullable<PredictOutcome['answer']>['oracle']>) => number) => m((r) => (r.outcome.answer?.oracle ? f(r.outcome.answer.oracle) / 100 : 0));
-    rows.push([set, `mean of ${mine.length}`, String(mine.reduce((a, r) => a + r.outcome.n, 0)), pct(mean, 1), m((r) => (r.outcome.answer?.greedyEx ?? 0) / 100), m((r) => r.memoryTop1 ?? 0), `${or((x) => x.any)} (${or((x) => x.policy)}/${or((x) => x.memory)}/${or((x) => x.edit)})`, '', '', '', FAILURE_KINDS.map((k) => mine.reduce((a, r) => a + r.failures[k], 0)).join('/'), '', '']);
+    // The ranker's share as the quickstart rows give it: the mean chosen over the mean oracle.
+    const anyMean = mine.reduce((a, r) => a + (r.outcome.answer?.oracle?.any ?? 0) / 100, 0) / mine.length;
+    const share = anyMean > 0 ? (mean / anyMean).toFixed(2) : '-';
+    const ms = Math.round(mine.reduce((a, r) => a + (r.outcome.answer?.msPerQuestion ?? 0), 0) / mine.length).toString();
+    rows.push([set, `mean of ${mine.length}`, String(mine.reduce((a, r) => a + r.outcome.n, 0)), pct(mean, 1), m((r) => (r.outcome.answer?.greedyEx ?? 0) / 100), m((r) => r.memoryTop1 ?? 0), `${or((x) => x.any)} (${or((x) => x.policy)}/${or((x) => x.memory)}/${or((x) => x.edit)})`, share, ms, '', FAILURE_KINDS.map((k) => mine.reduce((a, r) => a + r.failures[k], 0)).join('/'), '', '']);
   }
   console.log('');
   table(rows);
