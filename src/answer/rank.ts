@@ -18,13 +18,13 @@ export const RANK_WEIGHTS = {
   /** Share of the reading's weight on words the question has (a reading that says more than was asked loses). */
   precision: 1,
   /** Share of the question's weight on words the reading has (a reading that leaves out what was asked loses). */
-  recall: 0,
+  recall: 1.5,
   /** Share of the values the question names (strong matches) that the query uses. */
   values: 1.5,
   /** Each string literal the question does not name. */
   strayValue: 0.8,
   /** Share of the question's numbers the query uses. */
-  numbers: 0.6,
+  numbers: 0.3,
   /** Each number in the query (LIMIT 1 aside) the question does not name. */
   strayNumber: 0.4,
   /** log2(1 + the policy's votes for the same result beyond the candidate's own first one). */
@@ -99,7 +99,7 @@ export function score(f: Features, w: RankWeights = RANK_WEIGHTS): number {
 export const NONE_SCORE = 7;
 /**
  * Below this confidence an answer is marked as a guess (the Playground, `agro ask`, `/v1/ask`'s `low_confidence`):
- * on the factory's held-out questions about one such answer in ten was right (docs/answering.md#ranking).
+ * on the factory's held-out questions about one such answer in sixteen was right (docs/answering.md#ranking).
  */
 export const LOW_CONFIDENCE = 0.2;
 export function confidenceOf(scores: readonly number[], chosen: number): number {
