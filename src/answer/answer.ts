@@ -211,9 +211,8 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
       precision: c.readings.length ? covered(rv, qv) : prior,
       recall: c.readings.length ? covered(qv, rv) : prior,
       ...literalFeatures(c.sql, question, values),
-      // The policy's votes for this result beyond one (self-consistency: samples that wrote it again, or other
-      // queries with the same result); remembered pairs that share a result do not vote: neighbours often agree by
-      // accident (a count, a common single row).
+      // The policy's other queries with the same result (self-consistency; a repeated query is one vote); remembered
+      // pairs that share a result do not vote: neighbours often agree by accident (a count, a common single row).
       agreement: Math.log2(1 + support[g] - (c.votes > 0 ? 1 : 0)),
       greedy: c.sources.has('greedy') ? 1 : 0,
       // A person's pair counts as much as its question is the one asked: the same question again outranks even a

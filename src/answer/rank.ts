@@ -27,7 +27,7 @@ export const RANK_WEIGHTS = {
   numbers: 0.3,
   /** Each number in the query (LIMIT 1 aside) the question does not name. */
   strayNumber: 0.4,
-  /** log2(1 + the policy's votes for the same result beyond the candidate's own first one). */
+  /** log2(1 + the distinct queries the policy wrote with the same result, beyond the candidate's own). */
   agreement: 0.5,
   /** The policy's own greedy answer. */
   greedy: 0.3,

@@ -50,7 +50,7 @@ const content = (t: string): boolean => !!t && !CUES.has(t) && !FRAME_WORDS.has(
 /**
  * The words of a text that tell questions apart, stemmed, with repeats: intent cues, content words and numbers.
  * With `known` (the stems a memory has), two adjacent words written apart that the memory writes as one are read as
- * that one ("high schooler" where a table is `Highschooler`, "user name" for `username`): an identifier's compound
+ * that one ("high schooler" where a table is `Highschooler`, "zip code" for `zipcode`): an identifier's compound
  * is one word to the factory and often two to a person.
  */
 export function stems(text: string, known?: (stem: string) => boolean): string[] {
