@@ -92,9 +92,11 @@ interface Draft {
   sql: string;
   sources: Set<CandidateSource>;
   readings: string[];
-  votes: number;
   changes?: Array<{ from: string; to: string }>;
 }
+
+/** Whether the policy wrote the query (its greedy answer or a sample). */
+const byPolicy = (d: Draft): boolean => d.sources.has('greedy') || d.sources.has('sample');
 
 const norm = (sql: string): string => sql.trim().replace(/;\s*$/, '').replace(/\s+/g, ' ');
 
@@ -116,14 +118,13 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   const t0 = performance.now();
   const values = res.values?.(question) ?? [];
   const drafts = new Map<string, Draft>();
-  const add = (sql: string, source: CandidateSource, readings: string[], changes?: Draft['changes']): Draft | undefined => {
+  const add = (sql: string, source: CandidateSource, readings: string[], changes?: Draft['changes']): void => {
     const key = norm(sql);
-    if (!key || /^select\s+null$/i.test(key)) return undefined;
+    if (!key || /^select\s+null$/i.test(key)) return;
     let d = drafts.get(key);
-    if (!d) drafts.set(key, (d = { sql: key, sources: new Set(), readings: [], votes: 0, ...(changes ? { changes } : {}) }));
+    if (!d) drafts.set(key, (d = { sql: key, sources: new Set(), readings: [], ...(changes ? { changes } : {}) }));
     d.sources.add(source);
     for (const r of readings) if (!d.readings.includes(r)) d.readings.push(r);
-    return d;
   };
   const edited = (sql: string, readings: string[]): void => {
     if (!cfg.edits) return;
@@ -136,12 +137,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   const moved = (sql: string): void => {
     if (cfg.edits) for (const e of moveFilters(sql, question, values)) add(e.sql, 'edit', [], e.changes);
   };
-  // One vote per distinct query: a policy sharpened by RL writes its mode again and again at any temperature,
-  // so a repeated sample is no new evidence; a different query reaching the same result is.
-  for (const p of policy) {
-    const d = add(p.sql, p.source, []);
-    if (d && (p.source === 'greedy' || p.source === 'sample')) d.votes = 1;
-  }
+  for (const p of policy) add(p.sql, p.source, []);
   for (const p of new Set(policy.map((x) => x.sql))) edited(p, []);
   const recalled = res.memory && cfg.memoryK > 0 ? res.memory.nearest(question, cfg.memoryK) : [];
   for (const r of recalled) {
@@ -186,13 +182,15 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   if (!res.memory) for (const c of ran) for (const r of c.readings) idf.add(r);
   const qv = idf.vector(question);
 
-  // Result groups: candidates that agree on the answer support each other.
+  // Result groups: candidates that agree on the answer support each other. One vote per distinct query the policy
+  // wrote: a policy sharpened by RL writes its mode again and again at any temperature, so a repeated sample is no
+  // new evidence; a different query reaching the same result is.
   const groupOf = new Map<string, number>();
   const support: number[] = [];
   for (const c of ran) {
     if (!groupOf.has(c.signature)) groupOf.set(c.signature, groupOf.size);
     const g = groupOf.get(c.signature)!;
-    support[g] = (support[g] ?? 0) + c.votes;
+    support[g] = (support[g] ?? 0) + (byPolicy(c) ? 1 : 0);
   }
   const w = res.weights ?? RANK_WEIGHTS;
   const scored = ran.map((c) => {
@@ -205,7 +203,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
       if (s > best || reading === null) [best, reading, rv] = [s, r, v];
     }
     const g = groupOf.get(c.signature)!;
-    const prior = c.sources.has('greedy') || c.sources.has('sample') ? w.unread : 0;
+    const prior = byPolicy(c) ? w.unread : 0;
     const features: Features = {
       reading: c.readings.length ? best : prior,
       precision: c.readings.length ? covered(rv, qv) : prior,
@@ -213,7 +211,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
       ...literalFeatures(c.sql, question, values),
       // The policy's other queries with the same result (self-consistency; a repeated query is one vote); remembered
       // pairs that share a result do not vote: neighbours often agree by accident (a count, a common single row).
-      agreement: Math.log2(1 + support[g] - (c.votes > 0 ? 1 : 0)),
+      agreement: Math.log2(1 + support[g] - (byPolicy(c) ? 1 : 0)),
       greedy: c.sources.has('greedy') ? 1 : 0,
       // A person's pair counts as much as its question is the one asked: the same question again outranks even a
       // unanimous policy, a merely related one does not take over.
