@@ -45,6 +45,9 @@ export interface EpisodeOptions {
   signal?: AbortSignal;
 }
 
+/** An episode's wall-clock limit where the caller sets none (ask, chat, predict, /v1/ask, the Playground); unset here: none. */
+export const EPISODE_TIMEOUT_MS = 120_000;
+
 /**
  * The seed of a question's episode `s` from a run's base seed (unset: 0, as an episode without one): episode 0 is the
  * first (the greedy one where the answer path runs one; else the first sample), 1, 2, ... the next. The one

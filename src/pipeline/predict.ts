@@ -22,7 +22,7 @@ import { writeFileAtomic, writeJsonAtomic } from '../util/fs.ts';
 import { SqlEnvironment, sqlEnvConfigSchema, type SqlEnvDeps, type SqlTask } from '../agent/sql-env.ts';
 import { promptContract, resolvePromptSettings, turnTokens } from '../prompt/contract.ts';
 import { normalizeSql } from '../sql/features.ts';
-import { runEpisode, sampleSeed, EPISODE_MODES, type EpisodeEvent, type EpisodeResult } from '../agent/episode.ts';
+import { runEpisode, sampleSeed, EPISODE_MODES, EPISODE_TIMEOUT_MS, type EpisodeEvent, type EpisodeResult } from '../agent/episode.ts';
 import type { Policy } from '../agent/policies/types.ts';
 import { judgedDatabases, questionScorer } from '../eval/run.ts';
 import { JUDGE_DEFAULTS } from '../sql/judge.ts';
@@ -63,7 +63,7 @@ export const predictConfigSchema = z.strictObject({
   maxTurns: z.number().int().min(1).max(32).optional(),
   /** Unset: the policy's prompt contract (how it was trained and evaluated), else 256. */
   maxTurnTokens: z.number().int().min(1).optional(),
-  episodeTimeoutMs: z.number().int().positive().default(120_000),
+  episodeTimeoutMs: z.number().int().positive().default(EPISODE_TIMEOUT_MS),
   /** Time limit of a query when judging (the judge's default); tool calls get at most TOOL_TIMEOUT_MS of it. */
   execTimeoutMs: z.number().int().positive().default(JUDGE_DEFAULTS.timeoutMs),
   schemaChars: z.number().int().min(200).optional(),

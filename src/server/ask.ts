@@ -12,7 +12,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { AgroError } from '../errors.ts';
-import type { EndReason } from '../agent/episode.ts';
+import { EPISODE_TIMEOUT_MS, type EndReason } from '../agent/episode.ts';
 import { previousTurnSchema, type PreviousTurn } from '../prompt/conversation.ts';
 import type { Policy } from '../agent/policies/types.ts';
 import { SqlEnvironment, type SqlEnvConfig, type SqlEnvDeps, type SqlTask } from '../agent/sql-env.ts';
@@ -124,7 +124,7 @@ export function createAsker(o: AskerOptions): Asker {
     const db = o.catalog.resolve(req.db_id);
     const previous: PreviousTurn[] = req.conversation ?? [];
     const task: SqlTask = { id: 'ask', dbId: req.db_id, dbPath: db.path, question: req.question, goldSql: '', ...(req.evidence ? { evidence: req.evidence } : {}), ...(previous.length ? { previous } : {}) };
-    const { episode: res, chosen, sql: answer } = await askWithAnswerPath(env, task, o.policy, answerer, { mode: 'agent', maxTurnTokens: o.maxTurnTokens ?? UNTRAINED_TURN_TOKENS, temperature: 0, samples: SEARCH_SAMPLES, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}) });
+    const { episode: res, chosen, sql: answer } = await askWithAnswerPath(env, task, o.policy, answerer, { mode: 'agent', maxTurnTokens: o.maxTurnTokens ?? UNTRAINED_TURN_TOKENS, temperature: 0, samples: SEARCH_SAMPLES, timeoutMs: o.episodeTimeoutMs ?? EPISODE_TIMEOUT_MS, ...(signal ? { signal } : {}) });
     const maxRows = req.max_rows ?? ASK_ROWS;
     let r: ExecResult | undefined;
     if (answer !== undefined) r = await o.executor.execute(db.path, answer, { timeoutMs: 30_000, maxRows });

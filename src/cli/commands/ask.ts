@@ -1,7 +1,7 @@
 import { basename, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { AgroError, exitCodeFor } from '../../errors.ts';
-import type { EpisodeMode, EpisodeEvent } from '../../agent/episode.ts';
+import { EPISODE_TIMEOUT_MS, type EpisodeMode, type EpisodeEvent } from '../../agent/episode.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
 import { formatResultTable } from '../../prompt/observation.ts';
 import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
@@ -133,7 +133,7 @@ export function register(program: Command): void {
     .argument('<question>', 'the question, in quotes')
     .requiredOption('--db <file>', 'SQLite database');
   addAnswerOptions(addPolicyOptions(cmd).option('--evidence <text>', 'a hint, as BIRD gives one'))
-    .option('--episode-timeout <ms>', 'wall-clock limit', numberArg('--episode-timeout', { min: 1 }), 120_000)
+    .option('--episode-timeout <ms>', 'wall-clock limit', numberArg('--episode-timeout', { min: 1 }), EPISODE_TIMEOUT_MS)
     .option('--temperature <t>', 'sampling temperature (0 = greedy)', numberArg('--temperature', { min: 0, integer: false }), 0)
     .option('--rows <n>', 'rows of the final result to show', numberArg('--rows', { min: 1 }), 20)
     .option('--no-search', "print the policy's own answer instead of the answer path's (candidates from the policy and the memory, run and ranked)")

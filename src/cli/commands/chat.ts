@@ -13,6 +13,7 @@ import { askWithAnswerPath } from '../../answer/ask.ts';
 import { SEARCH_SAMPLES } from '../../answer/answer.ts';
 import { Answerer } from '../../answer/resources.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
+import { EPISODE_TIMEOUT_MS } from '../../agent/episode.ts';
 import { formatResultTable } from '../../prompt/observation.ts';
 import type { PreviousTurn } from '../../prompt/conversation.ts';
 import { turnTokens } from '../../prompt/contract.ts';
@@ -118,7 +119,7 @@ export function register(program: Command): void {
     .description('A conversation with a trained agent on a terminal: each line a question, follow-ups refer to the last answer')
     .requiredOption('--db <file>', 'SQLite database');
   addPolicyOptions(cmd)
-    .option('--episode-timeout <ms>', 'wall-clock limit per question', numberArg('--episode-timeout', { min: 1 }), 120_000)
+    .option('--episode-timeout <ms>', 'wall-clock limit per question', numberArg('--episode-timeout', { min: 1 }), EPISODE_TIMEOUT_MS)
     .option('--rows <n>', 'rows of each result to show', numberArg('--rows', { min: 1 }), 20);
   addMemoryOption(cmd);
   addPromptOptions(cmd).action((o: ChatCliOptions) => run(o));

@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { readPredictInputs, runPredict, type PredictConfig, type PredictInputs, type PredictProgress } from '../../pipeline/predict.ts';
+import { EPISODE_TIMEOUT_MS } from '../../agent/episode.ts';
 import { formatReport } from '../../eval/format.ts';
 import { createExecutor } from '../../sql/executor.ts';
 import { LEGACY_QUOTES_MISSING, legacyQuotesAvailable } from '../../sql/open-database.mjs';
@@ -157,7 +158,7 @@ export function register(program: Command): void {
     .option('--temperature <t>', 'sampling temperature (default 0 = greedy; 0.7 with --samples > 1)', numberArg('--temperature', { min: 0, integer: false }))
     .option('--concurrency <n>', 'questions in flight', numberArg('--concurrency', { min: 1 }), 4)
     .option('--suite <dir>', 'test-suite scoring: also compare on <dir>/<db_id>/*.sqlite variants (as agro eval --suite)')
-    .option('--episode-timeout <ms>', 'wall-clock limit of one episode', numberArg('--episode-timeout', { min: 1 }), 120_000)
+    .option('--episode-timeout <ms>', 'wall-clock limit of one episode', numberArg('--episode-timeout', { min: 1 }), EPISODE_TIMEOUT_MS)
     .option('--timeout <ms>', 'per-query limit when scoring', numberArg('--timeout', { min: 1 }), JUDGE_DEFAULTS.timeoutMs)
     .option('--seed <n>', 'seed for sampling', numberArg('--seed', { min: 0 }), 0)
     .option('--workers <n>', 'SQL executor processes', numberArg('--workers', { min: 1 }), 2)

@@ -12,7 +12,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { AgroError, oneLine } from '../../errors.ts';
-import type { EpisodeEvent } from '../../agent/episode.ts';
+import { EPISODE_TIMEOUT_MS, type EpisodeEvent } from '../../agent/episode.ts';
 import { openPolicy, type PolicySpec } from '../../agent/policies/open.ts';
 import type { Policy, PolicyKind } from '../../agent/policies/types.ts';
 import { SQL_AGENT_ACTIONS, parseAction } from '../../agent/protocol.ts';
@@ -261,7 +261,7 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
           } else if (ev.type === 'end' && answerer) emit({ type: 'checking', samples });
         };
         const t0 = performance.now();
-        const asked = await askWithAnswerPath(env, task, got.policy, answerer, { mode: 'agent', maxTurnTokens, temperature: 0, samples, timeoutMs: o.episodeTimeoutMs ?? 120_000, ...(signal ? { signal } : {}), onEvent });
+        const asked = await askWithAnswerPath(env, task, got.policy, answerer, { mode: 'agent', maxTurnTokens, temperature: 0, samples, timeoutMs: o.episodeTimeoutMs ?? EPISODE_TIMEOUT_MS, ...(signal ? { signal } : {}), onEvent });
         await chain;
         const res = asked.episode;
         const reason = res.error ? `${res.endReason}: ${res.error}` : res.endReason;
