@@ -10,6 +10,14 @@ import type { SqlEnvironment, SqlTask } from '../agent/sql-env.ts';
 import { SEARCH_TEMPERATURE, type Answer, type AnswerConfig, type PolicyAnswer } from './answer.ts';
 import type { Answerer } from './resources.ts';
 
+/** The time the chosen answer is given to run again for the person to see its result (and its chart). */
+export const RESULT_TIMEOUT_MS = 30_000;
+
+/** The memories an answer path consults: those the policy's prompt contract names, then those given beside it. */
+export function answerMemories(contract: { memory?: readonly string[] } | null | undefined, given: readonly string[] = []): string[] {
+  return [...(contract?.memory ?? []), ...given];
+}
+
 export interface AskedAnswer {
   /** The greedy episode (what the policy alone answers). */
   episode: EpisodeResult;

@@ -37,7 +37,7 @@ import type { Dataset, EvalItem } from '../data/types.ts';
 import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predictions.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { Answerer } from '../answer/resources.ts';
-import { answerConfigFor } from '../answer/ask.ts';
+import { answerConfigFor, answerMemories } from '../answer/ask.ts';
 import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, SYNTH_DRAFTS, type PolicyAnswer, type RankedCandidate } from '../answer/answer.ts';
 import type { CandidateSource } from '../answer/rank.ts';
 import { sqlTaskOf } from '../agent/tasks.ts';
@@ -319,7 +319,7 @@ export async function runPredict(
   const where = judgedDatabases(dbs, cfg.compare, cfg.suite);
   /** Scores queries of one question; the gold query (and any repeated query) runs once per database however many are scored. */
   const scorer = (item: EvalItem): ((sql: string) => Promise<QuestionResult>) => questionScorer(item, where.get(item.dbId)!, executor, judge, Boolean(cfg.suite));
-  const memories = [...(cfg.contractMemory ? (policy.promptContract?.memory ?? []) : []), ...cfg.memory];
+  const memories = answerMemories(cfg.contractMemory ? policy.promptContract : null, cfg.memory);
   const answerer = cfg.search ? new Answerer(executor, { memory: memories, config: { execTimeoutMs: Math.min(cfg.execTimeoutMs, TOOL_TIMEOUT_MS), synth: cfg.synthDrafts } }) : undefined;
 
   const t0 = Date.now();

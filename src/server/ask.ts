@@ -22,7 +22,7 @@ import { chartSpec } from '../chart/chart-svg.ts';
 import type { ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
 import { HttpError } from './app.ts';
 import { SEARCH_SAMPLES } from '../answer/answer.ts';
-import { askWithAnswerPath } from '../answer/ask.ts';
+import { answerMemories, askWithAnswerPath, RESULT_TIMEOUT_MS } from '../answer/ask.ts';
 import { Answerer } from '../answer/resources.ts';
 import { LOW_CONFIDENCE } from '../answer/rank.ts';
 import { UNTRAINED_TURN_TOKENS } from '../prompt/contract.ts';
@@ -119,7 +119,7 @@ function jsonCell(v: SqlValue): string | number | null {
 /** One question (with its conversation) answered on a catalog's database by a policy's greedy agent episode. */
 export function createAsker(o: AskerOptions): Asker {
   const env = new SqlEnvironment(o.executor, o.env ?? {}, o.envDeps);
-  const answerer = o.search === false ? undefined : new Answerer(o.executor, { memory: [...(o.policy.promptContract?.memory ?? []), ...(o.memory ?? [])] });
+  const answerer = o.search === false ? undefined : new Answerer(o.executor, { memory: answerMemories(o.policy.promptContract, o.memory) });
   const ask = async (req: AskRequest, signal?: AbortSignal): Promise<AskAnswer> => {
     const db = o.catalog.resolve(req.db_id);
     const previous: PreviousTurn[] = req.conversation ?? [];
@@ -127,7 +127,7 @@ export function createAsker(o: AskerOptions): Asker {
     const { episode: res, chosen, sql: answer } = await askWithAnswerPath(env, task, o.policy, answerer, { mode: 'agent', maxTurnTokens: o.maxTurnTokens ?? UNTRAINED_TURN_TOKENS, temperature: 0, samples: SEARCH_SAMPLES, timeoutMs: o.episodeTimeoutMs ?? EPISODE_TIMEOUT_MS, ...(signal ? { signal } : {}) });
     const maxRows = req.max_rows ?? ASK_ROWS;
     let r: ExecResult | undefined;
-    if (answer !== undefined) r = await o.executor.execute(db.path, answer, { timeoutMs: 30_000, maxRows });
+    if (answer !== undefined) r = await o.executor.execute(db.path, answer, { timeoutMs: RESULT_TIMEOUT_MS, maxRows });
     const choice = req.chart && r?.ok && !r.truncated ? chartFor(r) : null;
     const confidence = chosen?.sql ? chosen.confidence : null;
     const suggestions = answerer && chosen?.sql ? await answerer.suggestions(db.path, req.db_id, { sql: chosen.sql, question: req.question }) : [];

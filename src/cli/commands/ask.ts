@@ -16,7 +16,7 @@ import { addAnswerOptions } from '../answer-options.ts';
 import { readPromptContract, turnTokens } from '../../prompt/contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
-import { askWithAnswerPath } from '../../answer/ask.ts';
+import { answerMemories, askWithAnswerPath, RESULT_TIMEOUT_MS } from '../../answer/ask.ts';
 import { Answerer } from '../../answer/resources.ts';
 import { LOW_CONFIDENCE } from '../../answer/rank.ts';
 import { addChartOption, writeChartIfAsked } from '../chart-option.ts';
@@ -96,12 +96,12 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     const write = (s: string): void => printOut(s);
     const tokens = turnTokens(policy.promptContract, o.maxTurnTokens);
     if (tokens.warning) printWarning(tokens.warning);
-    const memories = [...(policy.promptContract?.memory ?? []), ...(o.memory ?? [])];
+    const memories = answerMemories(policy.promptContract, o.memory);
     const answerer = o.search ? new Answerer(pool, { memory: memories }) : undefined;
     const asked = await askWithAnswerPath(env, task, policy, answerer, { mode: o.mode, maxTurnTokens: tokens.maxTurnTokens, retries: o.retries, timeoutMs: o.episodeTimeout, temperature: o.temperature, samples: o.searchSamples, onEvent: o.json ? undefined : printer(write) });
     const { episode: res, chosen } = asked;
     const answerSql = asked.sql;
-    const final = answerSql !== undefined && answerSql !== null ? await pool.execute(dbPath, answerSql, { timeoutMs: 30_000, maxRows: o.rows + 1 }) : undefined;
+    const final = answerSql !== undefined && answerSql !== null ? await pool.execute(dbPath, answerSql, { timeoutMs: RESULT_TIMEOUT_MS, maxRows: o.rows + 1 }) : undefined;
     const suggestions = answerer && chosen?.sql ? await answerer.suggestions(dbPath, task.dbId, { sql: chosen.sql, question }) : [];
     const low = chosen?.sql ? chosen.confidence < LOW_CONFIDENCE : false;
     if (o.json) {
@@ -119,7 +119,7 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
       write(`no answer (${res.endReason}${res.error ? `: ${res.error}` : ''})\n`);
     }
     session.save(question, answerSql ?? undefined);
-    await writeChartIfAsked(o, answerSql ? () => pool.execute(dbPath, answerSql, { timeoutMs: 30_000, maxRows: EXEC_DEFAULTS.maxRows }) : undefined);
+    await writeChartIfAsked(o, answerSql ? () => pool.execute(dbPath, answerSql, { timeoutMs: RESULT_TIMEOUT_MS, maxRows: EXEC_DEFAULTS.maxRows }) : undefined);
     // A finished episode exits 0 even without an answer (the output says why); a deadline with nothing chosen is a timeout (7), an answer that does not run exits as agro sql would (refused 5, SQL error 6).
     if (res.endReason === 'timeout' && !chosen?.sql) process.exitCode = 7;
     else if (final && !final.ok) process.exitCode = exitCodeFor(EXEC_ERROR_KIND[final.error]);

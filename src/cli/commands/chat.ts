@@ -9,7 +9,7 @@
 import { createInterface } from 'node:readline';
 import { basename, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { askWithAnswerPath } from '../../answer/ask.ts';
+import { answerMemories, askWithAnswerPath, RESULT_TIMEOUT_MS } from '../../answer/ask.ts';
 import { SEARCH_SAMPLES } from '../../answer/answer.ts';
 import { Answerer } from '../../answer/resources.ts';
 import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
@@ -49,7 +49,7 @@ async function run(o: ChatCliOptions): Promise<void> {
   await withPolicyAndExecutor(o, 1, { size: 1 }, async (policy, pool) => {
     const env = new SqlEnvironment(pool, promptFromCli(policy.promptContract, o), envDepsFromCli(o, dbId));
     // The answer path, as agro ask's: the policy's memory and --memory's (a follow-up's candidates come from the policy alone).
-    const answerer = new Answerer(pool, { memory: [...(policy.promptContract?.memory ?? []), ...(o.memory ?? [])] });
+    const answerer = new Answerer(pool, { memory: answerMemories(policy.promptContract, o.memory) });
     let last: { question: string; sql?: string } | undefined;
     const tokens = turnTokens(policy.promptContract, undefined);
     if (tokens.warning) printWarning(tokens.warning);
@@ -67,7 +67,7 @@ async function run(o: ChatCliOptions): Promise<void> {
       } else if (question.startsWith(':')) {
         // A command's mistake is one line and the conversation goes on.
         try {
-          await command(question, last, { answerer, dbPath, dbId, run: (sql) => pool.execute(dbPath, sql, { timeoutMs: 30_000, maxRows: EXEC_DEFAULTS.maxRows }) });
+          await command(question, last, { answerer, dbPath, dbId, run: (sql) => pool.execute(dbPath, sql, { timeoutMs: RESULT_TIMEOUT_MS, maxRows: EXEC_DEFAULTS.maxRows }) });
         } catch (err) {
           if (!(err instanceof AgroError)) throw err;
           printOut(`${err.message}\n`);
@@ -76,7 +76,7 @@ async function run(o: ChatCliOptions): Promise<void> {
         const task: SqlTask = { id: 'chat', dbId, dbPath, question, goldSql: '', previous: history };
         const { episode: res, chosen, sql } = await askWithAnswerPath(env, task, policy, answerer, { mode: 'agent', maxTurnTokens: tokens.maxTurnTokens, temperature: 0, samples: SEARCH_SAMPLES, timeoutMs: o.episodeTimeout });
         if (sql !== undefined) {
-          const r = await pool.execute(dbPath, sql, { timeoutMs: 30_000, maxRows: o.rows + 1 });
+          const r = await pool.execute(dbPath, sql, { timeoutMs: RESULT_TIMEOUT_MS, maxRows: o.rows + 1 });
           const low = chosen && chosen.confidence < LOW_CONFIDENCE ? ' low: check it, and :correct SQL if it is wrong' : '';
           const read = chosen?.reading ? `\nI read this as: ${chosen.reading} (confidence ${chosen.confidence.toFixed(2)}${low})` : '';
           printOut(`sql: ${sql}${read}\n${indent(formatResultTable(r, o.rows, 100_000))}\n`);
