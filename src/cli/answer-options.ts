@@ -3,7 +3,7 @@ import { Option, type Command } from 'commander';
 import { EPISODE_MODES } from '../agent/episode.ts';
 import { SEARCH_SAMPLES } from '../answer/answer.ts';
 import { UNTRAINED_TURN_TOKENS } from '../prompt/contract.ts';
-import { numberArg } from './options.ts';
+import { numberArg, repeatable } from './options.ts';
 
 export function addAnswerOptions(cmd: Command): Command {
   cmd
@@ -16,5 +16,5 @@ export function addAnswerOptions(cmd: Command): Command {
 
 /** `--memory FILE` (repeatable): ask, predict and chat. */
 export function addMemoryOption(cmd: Command): Command {
-  return cmd.option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", (v: string, prev: string[] = []) => [...prev, v]);
+  return cmd.option('--memory <file>', "a memory file (agro memory build), beside those the policy's prompt contract names; repeat for more", repeatable, []);
 }
