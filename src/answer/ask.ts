@@ -9,9 +9,13 @@ import type { Policy } from '../agent/policies/types.ts';
 import type { SqlEnvironment, SqlTask } from '../agent/sql-env.ts';
 import { SEARCH_TEMPERATURE, type Answer, type AnswerConfig, type PolicyAnswer } from './answer.ts';
 import type { Answerer } from './resources.ts';
+import { JUDGE_DEFAULTS } from '../sql/judge.ts';
 
-/** The time the chosen answer is given to run again for the person to see its result (and its chart). */
-export const RESULT_TIMEOUT_MS = 30_000;
+/**
+ * The time the chosen answer is given to run again for the person to see its result (and its chart): as long as the
+ * judge gives a query it scores (sql/judge.ts, the one home of that limit).
+ */
+export const RESULT_TIMEOUT_MS = JUDGE_DEFAULTS.timeoutMs;
 
 /** The memories an answer path consults: those the policy's prompt contract names, then those given beside it. */
 export function answerMemories(contract: { memory?: readonly string[] } | null | undefined, given: readonly string[] = []): string[] {
