@@ -10,10 +10,10 @@ import { z } from 'zod';
 import type { SqlExecutor } from '../sql/types.ts';
 import { flipOrder, hasLiterals, moveFilters, regroundQuery, type ColumnRange, type NamedValue } from './edit.ts';
 import { resultSignature, type MemoryIndex } from './memory.ts';
-import { confidenceOf, isDegenerate, literalFeatures, score, RANK_WEIGHTS, type CandidateSource, type Features, type RankWeights } from './rank.ts';
+import { confidenceOf, isDegenerate, literalFeatures, negates, score, RANK_WEIGHTS, type CandidateSource, type Features, type RankWeights } from './rank.ts';
 import type { Reader } from './reading.ts';
 import type { QuestionSynth } from './synth.ts';
-import { cosine, covered, Idf } from './text.ts';
+import { asksNegation, cosine, covered, Idf } from './text.ts';
 
 /** Sampled episodes (at SEARCH_TEMPERATURE) beside the greedy one that the policy adds as candidates (predict, ask, serve). */
 export const SEARCH_SAMPLES = 4;
@@ -193,6 +193,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
     support[g] = (support[g] ?? 0) + (byPolicy(c) ? 1 : 0);
   }
   const w = res.weights ?? RANK_WEIGHTS;
+  const negatesQuestion = asksNegation(question);
   const scored = ran.map((c) => {
     let best = 0;
     let reading: string | null = null;
@@ -217,6 +218,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
       // unanimous policy, a merely related one does not take over.
       person: c.sources.has('person') && c.readings.length ? best : 0,
       degenerate: isDegenerate(c.rows) ? 1 : 0,
+      negation: !negatesQuestion && negates(c.sql) ? 1 : 0,
     };
     return { c, g, reading, features, score: score(features, w) };
   });

@@ -38,6 +38,11 @@ export const RANK_WEIGHTS = {
   person: 2,
   /** A result that says nothing: one row of only NULL or 0 (a count or sum over no rows), as the factory never keeps. */
   degenerate: 1,
+  /**
+   * A query that negates (`<>`, `!=`, NOT, EXCEPT) where the question says no "not" in any of its ways: the edits and
+   * the memory's neighbours offer "other than 'X'" for a question about 'X', and their readings differ by one word.
+   */
+  negation: 1,
 };
 export type RankWeights = typeof RANK_WEIGHTS;
 
@@ -56,6 +61,7 @@ export interface Features {
   greedy: number;
   person: number;
   degenerate: number;
+  negation: number;
 }
 
 /** One row of only NULL or 0: what an aggregate over no rows returns. */
@@ -63,6 +69,11 @@ export function isDegenerate(rows: readonly (readonly unknown[])[]): boolean {
   return rows.length === 1 && rows[0].every((v) => v === null || v === 0 || v === 0n);
 }
 
+
+/** Whether a query negates a condition or a set: `<>`, `!=`, NOT (NOT IN, NOT LIKE, IS NOT, NOT EXISTS) or EXCEPT. */
+export function negates(sql: string): boolean {
+  return tokenize(sql).some((t) => (t.kind === 'op' && (t.text === '<>' || t.text === '!=')) || (t.kind === 'word' && /^(not|except)$/i.test(t.text)));
+}
 
 export function literalFeatures(sql: string, question: string, values: readonly NamedValue[]): Pick<Features, 'values' | 'strayValues' | 'numbers' | 'strayNumbers'> {
   const toks = tokenize(sql);
@@ -89,7 +100,7 @@ export function literalFeatures(sql: string, question: string, values: readonly 
 }
 
 export function score(f: Features, w: RankWeights = RANK_WEIGHTS): number {
-  return w.reading * f.reading + w.precision * f.precision + w.recall * f.recall + w.values * f.values - w.strayValue * f.strayValues + w.numbers * f.numbers - w.strayNumber * f.strayNumbers + w.agreement * f.agreement + w.greedy * f.greedy + w.person * f.person - w.degenerate * f.degenerate;
+  return w.reading * f.reading + w.precision * f.precision + w.recall * f.recall + w.values * f.values - w.strayValue * f.strayValues + w.numbers * f.numbers - w.strayNumber * f.strayNumbers + w.agreement * f.agreement + w.greedy * f.greedy + w.person * f.person - w.degenerate * f.degenerate - w.negation * f.negation;
 }
 
 /**

@@ -9,6 +9,16 @@ import { STOP_WORDS, stem, tokens } from '../prompt/words.ts';
 export type Vec = Map<string, number>;
 
 /**
+ * A question that negates: its words, and a contraction as the tokenizer splits it ("didn't" is "didn t").
+ */
+const NEGATION = /\b(not|no|without|never|except|excluding|other than|nor|neither|none|cannot|(?:didn|don|doesn|isn|aren|wasn|weren|hasn|haven|hadn|won|can|couldn|wouldn|shouldn) t)\b/g;
+
+/** Whether a question says "not" in any of its ways. */
+export function asksNegation(question: string): boolean {
+  return new RegExp(NEGATION.source).test(tokens(question).join(' '));
+}
+
+/**
  * Words that say what a query does, whatever the phrasing: each group reads as one token, so "how many" and
  * "number of" agree, and "most" and "highest" do. General English about counting, ranking, negation and
  * grouping, nothing of any one database. The linker's stop words drop them (they name no column); a question's
@@ -22,7 +32,7 @@ const CUE_PHRASES: ReadonlyArray<[RegExp, string]> = [
   [/\b(at most|or less|or fewer|no more than)\b/g, ' qle '],
   [/\b(most|highest|largest|greatest|biggest|maximum|max|top|oldest|latest|longest|best|heaviest|tallest)\b/g, ' qhigh '],
   [/\b(least|lowest|smallest|fewest|minimum|min|youngest|earliest|shortest|worst|lightest)\b/g, ' qlow '],
-  [/\b(not|no|without|never|except|excluding|other than|nor|neither)\b/g, ' qnot '],
+  [NEGATION, ' qnot '],
   [/\b(each|every|per|for all|by each|grouped by|respectively|corresponding)\b/g, ' qeach '],
   [/\b(average|mean|avg)\b/g, ' qavg '],
   [/\b(total|sum)\b/g, ' qsum '],

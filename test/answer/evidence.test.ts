@@ -9,7 +9,8 @@ import { realizeQuestion } from '../../src/factory/language/realize.ts';
 import { QUESTION_STYLES } from '../../src/data/dataset-row.ts';
 import { databaseLanguageOf, makeReader } from '../../src/answer/reading.ts';
 import { answerQuestion } from '../../src/answer/answer.ts';
-import { cosine, Idf, IDF_CAP, stems } from '../../src/answer/text.ts';
+import { asksNegation, cosine, Idf, IDF_CAP, stems } from '../../src/answer/text.ts';
+import { negates, RANK_WEIGHTS } from '../../src/answer/rank.ts';
 
 const DB = 'data/databases/music_store/music_store.sqlite';
 test('agreement: the same query sampled again is no new vote; another query with the same result is', async () => {
@@ -82,6 +83,32 @@ test('a query the factory reads is compared through every style it writes questi
       const q = realizeQuestion(ast.ast, style, variant, language.lex, true, people);
       assert.ok(readings.includes(q), `${style}/${variant}/${people ? 'people' : 'formal'}: ${q} not among ${readings.length}`);
     }
+  } finally {
+    await pool.close();
+  }
+});
+
+test('a query that negates where the question does not loses; a question that negates in any of its ways keeps it', async () => {
+  assert.ok(asksNegation("Which customers didn't buy anything?"), 'a contraction is a "not"');
+  assert.ok(asksNegation('customers with no invoice') && asksNegation('artists other than Queen'));
+  assert.ok(!asksNegation('How many customers are from Germany?'));
+  assert.ok(negates("SELECT 1 FROM t WHERE a <> 'x'") && negates('SELECT 1 FROM t WHERE a NOT IN (SELECT b FROM u)') && negates('SELECT a FROM t EXCEPT SELECT a FROM u'));
+  assert.ok(!negates("SELECT COUNT(*) FROM t WHERE a = 'not'"), 'a word inside a literal is no negation');
+  const pool = new SqlPool({ size: 1 });
+  try {
+    const res = { executor: pool, dbPath: DB };
+    const other = "SELECT COUNT(*) FROM customers WHERE country <> 'Germany'";
+    const same = "SELECT COUNT(*) FROM customers WHERE country = 'Germany'";
+    // No reading tells them apart here (no reader): the greedy answer would win on its own weight.
+    const policy = [{ sql: other, source: 'greedy' as const }, { sql: same, source: 'sample' as const }];
+    const asked = await answerQuestion('How many customers are from Germany?', policy, res);
+    assert.equal(asked.sql, same);
+    assert.deepEqual(asked.candidates.map((c) => [c.sql, c.features.negation]).sort(), [[other, 1], [same, 0]].sort());
+    const without = await answerQuestion('How many customers are from Germany?', policy, { ...res, weights: { ...RANK_WEIGHTS, negation: 0 } });
+    assert.equal(without.sql, other, 'without the feature the greedy negation wins: the test measures the feature');
+    const negated = await answerQuestion('How many customers are not from Germany?', policy, res);
+    assert.ok(negated.candidates.every((c) => c.features.negation === 0));
+    assert.equal(negated.sql, other);
   } finally {
     await pool.close();
   }
