@@ -88,6 +88,37 @@ async function memoryTop1(memoryPath: string, dataFile: string, dbRoot: string):
 }
 
 /**
+ * The answer path on the questions whose gold answer has more than one cell: a wrong query seldom returns such a
+ * result by chance, where a count or a single name often does and so inflates the oracle (some candidate right).
+ */
+interface BeyondChance { n: number; chosen: number; oracle: number }
+async function beyondChance(dir: string, dbPath: string): Promise<BeyondChance> {
+  const recs = readFileSync(join(dir, 'trajectories.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { result: { gold: string; outcome: string }; answer?: { oracle?: { any: boolean } } });
+  const exec = createExecutor({ size: 1 });
+  const out: BeyondChance = { n: 0, chosen: 0, oracle: 0 };
+  try {
+    for (const r of recs) {
+      const g = await exec.execute(dbPath, r.result.gold, {});
+      if (!g.ok || g.rows.reduce((a, row) => a + row.length, 0) <= 1) continue;
+      out.n++;
+      if (r.result.outcome === 'match') out.chosen++;
+      if (r.answer?.oracle?.any) out.oracle++;
+    }
+  } finally {
+    await exec.close();
+  }
+  return out;
+}
+
+/** One line per set: the ranker's share of the oracle on the questions no answer matches by chance. */
+function beyondChanceLines(rows: ReadonlyArray<{ set: string; beyond: BeyondChance }>): string[] {
+  return [...new Set(rows.map((r) => r.set))].map((set) => {
+    const t = rows.filter((r) => r.set === set).reduce((a, r) => ({ n: a.n + r.beyond.n, chosen: a.chosen + r.beyond.chosen, oracle: a.oracle + r.beyond.oracle }), { n: 0, chosen: 0, oracle: 0 });
+    return `${set}: on the ${t.n} questions whose gold answer has more than one cell (none matched by chance), chosen ${t.chosen}, some candidate right ${t.oracle}, ranker share ${t.oracle ? (t.chosen / t.oracle).toFixed(2) : '-'}`;
+  });
+}
+
+/**
  * Why a prediction missed, from the SQL alone: no answer at all (the episode ended without one: `SELECT NULL`), it
  * did not run, it left out every value the gold filters on (a dropped filter), its shape differs, it reads other
  * tables or columns, it uses other values, or none of these (order, DISTINCT, a condition said another way).
@@ -156,6 +187,8 @@ export interface HumanRow {
   memoryTop1: number;
   /** The RL policy's misses on the human questions, by kind (classifyFailure). */
   failures: Record<FailureKind, number>;
+  /** The RL checkpoint's answer path on the questions whose gold answer has more than one cell. */
+  beyond: BeyondChance;
   quickstartSeconds: number | null;
   load: string;
 }
@@ -201,7 +234,8 @@ export async function run(args: string[]): Promise<void> {
       const fails = failures(join(out, 'human-rl'), introspectSchema(dbPath));
       writeJsonAtomic(join(out, 'human-rl-failures.json'), fails.examples);
       const top1 = await memoryTop1(join(out, 'synth', 'memory.json'), dataFile, join(root, 'database'));
-      const row: HumanRow = { set, db, seed, questions: mine.length, synthRows: report.synth.rows, heldOut: { sft: report.sft.eval.accuracy, rl: report.rl.eval.accuracy }, human, memoryTop1: top1, failures: fails.counts, quickstartSeconds: qsSecs, load: loadBefore };
+      const beyond = await beyondChance(join(out, 'human-rl'), dbPath);
+      const row: HumanRow = { set, db, seed, questions: mine.length, synthRows: report.synth.rows, heldOut: { sft: report.sft.eval.accuracy, rl: report.rl.eval.accuracy }, human, memoryTop1: top1, failures: fails.counts, beyond, quickstartSeconds: qsSecs, load: loadBefore };
       results.push(row);
       console.log(`${set}/${db} seed ${seed}: human EX ${pct(human.sft.correct, human.sft.n)} → ${pct(human.rl.correct, human.rl.n)}, the RL policy's greedy answer ${answerText(human.rl.answer).greedy}, memory top-1 ${pct(top1, 1)} (held-out synthetic ${pct(report.sft.eval.accuracy, 1)} → ${pct(report.rl.eval.accuracy, 1)})`);
       if (nExamples > 0) examples(out, mine, seed, nExamples);
@@ -245,6 +279,7 @@ export async function run(args: string[]): Promise<void> {
   }
   console.log('');
   table(rows);
+  for (const line of beyondChanceLines(results)) console.log(line);
   mkdirSync(outRoot, { recursive: true });
   writeJsonAtomic(join(outRoot, 'summary.json'), { date: new Date().toISOString(), small, seeds, results });
   console.log(`\nsummary: ${join(outRoot, 'summary.json')}`);
@@ -302,7 +337,7 @@ async function zeroShot(args: string[]): Promise<void> {
   const outRoot = resolve(flag(args, '--out', `runs/bench-human/zero-shot-${basename(policy)}${args.includes('--no-constrain') ? '-free' : ''}${retries > 0 ? `-retries${retries}` : ''}`));
   const withMemory = !args.includes('--no-memory');
   const rows: string[][] = [['set', 'database', 'questions', 'zero-shot EX (chosen)', 'greedy', 'memory top-1', 'oracle: any (policy/memory/edit)', 'ranker share', 'ms/q', 'unrunnable SQL', 'misses: ' + FAILURE_KINDS.join('/'), 'min', 'load']];
-  const results: { set: SetName; db: string; outcome: PredictOutcome; memoryTop1: number | null; failures: Record<FailureKind, number> }[] = [];
+  const results: { set: SetName; db: string; outcome: PredictOutcome; memoryTop1: number | null; failures: Record<FailureKind, number>; beyond: BeyondChance }[] = [];
   for (const { set, root, db, mine } of humanSets(args)) {
     const out = join(outRoot, set, db);
     mkdirSync(out, { recursive: true });
@@ -320,7 +355,7 @@ async function zeroShot(args: string[]): Promise<void> {
     const top1 = withMemory ? await memoryTop1(memory, dataFile, join(root, 'database')) : null;
     const fails = failures(dir, introspectSchema(dbPath));
     writeJsonAtomic(join(out, 'failures.json'), fails.examples);
-    results.push({ set, db, outcome: o, memoryTop1: top1, failures: fails.counts });
+    results.push({ set, db, outcome: o, memoryTop1: top1, failures: fails.counts, beyond: await beyondChance(dir, dbPath) });
     const a = answerText(o.answer);
     console.log(`${set}/${db}: zero-shot EX ${pct(o.correct, o.n)} (greedy ${a.greedy}, memory top-1 ${top1 === null ? '-' : pct(top1, 1)}; ${o.errors} of ${o.n} unrunnable)`);
     rows.push([set, db, String(o.n), pct(o.correct, o.n), a.greedy, top1 === null ? '-' : pct(top1, 1), a.oracle, a.share, a.ms, `${o.errors}/${o.n}`, FAILURE_KINDS.map((k) => fails.counts[k]).join('/'), secs === 0 ? 'reused' : (secs / 60).toFixed(1), loadBefore]);
@@ -338,6 +373,7 @@ async function zeroShot(args: string[]): Promise<void> {
   }
   console.log('');
   table(rows);
+  for (const line of beyondChanceLines(results)) console.log(line);
   writeJsonAtomic(join(outRoot, 'summary.json'), { date: new Date().toISOString(), policy, results });
   console.log(`\nsummary: ${join(outRoot, 'summary.json')}`);
 }
