@@ -176,8 +176,10 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   }
   const tried = ran.length + failed + empty;
 
-  // Readings for queries that have none stored, and one IDF for the comparison.
-  if (res.reader) for (const c of ran) if (c.readings.length === 0 || c.sources.has('edit')) for (const r of res.reader(c.sql)) if (!c.readings.includes(r)) c.readings.push(r);
+  // Every query is also read as the factory reads any query (its 16 phrasings), a stored pair beside its stored
+  // questions: a pair stored in words the person does not use would otherwise lose to one whose wording is near but
+  // whose query is not. Then one IDF for the comparison.
+  if (res.reader) for (const c of ran) for (const r of res.reader(c.sql)) if (!c.readings.includes(r)) c.readings.push(r);
   const idf = res.memory?.idf ?? new Idf();
   if (!res.memory) for (const c of ran) for (const r of c.readings) idf.add(r);
   const qv = idf.vector(question);

@@ -11,6 +11,7 @@ import { databaseLanguageOf, makeReader } from '../../src/answer/reading.ts';
 import { answerQuestion } from '../../src/answer/answer.ts';
 import { asksNegation, cosine, Idf, IDF_CAP, stems } from '../../src/answer/text.ts';
 import { negates, RANK_WEIGHTS } from '../../src/answer/rank.ts';
+import { buildMemory, MemoryIndex } from '../../src/answer/memory.ts';
 
 const DB = 'data/databases/music_store/music_store.sqlite';
 test('agreement: the same query sampled again is no new vote; another query with the same result is', async () => {
@@ -109,6 +110,25 @@ test('a query that negates where the question does not loses; a question that ne
     const negated = await answerQuestion('How many customers are not from Germany?', policy, res);
     assert.ok(negated.candidates.every((c) => c.features.negation === 0));
     assert.equal(negated.sql, other);
+  } finally {
+    await pool.close();
+  }
+});
+
+test("a remembered pair is read as the factory reads any query too, not only in its stored questions' words", async () => {
+  const pool = new SqlPool({ size: 1 });
+  try {
+    const schema = introspectSchema(DB);
+    const reader = await makeReader(schema, pool);
+    const sql = 'SELECT COUNT(*) FROM customers';
+    // A stored wording that shares one word with the question; the factory's own reading says it the person's way.
+    const memory = new MemoryIndex(await buildMemory('music_store', schema, [{ sql, question: 'Tally the customers on file.' }]));
+    const a = await answerQuestion('How many customers are there?', [], { executor: pool, dbPath: DB, memory, reader });
+    const c = a.candidates.find((x) => x.sql === sql)!;
+    assert.deepEqual(c.sources, ['memory']);
+    assert.notEqual(c.reading, 'Tally the customers on file.');
+    assert.ok(reader(sql).includes(c.reading!), `${c.reading} is one of the factory's readings`);
+    assert.ok(c.features.reading > 0.9, String(c.features.reading));
   } finally {
     await pool.close();
   }
