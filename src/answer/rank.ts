@@ -110,7 +110,7 @@ export function score(f: Features, w: RankWeights = RANK_WEIGHTS): number {
 export const NONE_SCORE = 7;
 /**
  * Below this confidence an answer is marked as a guess (the Playground, `agro ask`, `/v1/ask`'s `low_confidence`):
- * on the factory's held-out questions about one such answer in sixteen was right (docs/answering.md#ranking).
+ * on the factory's held-out questions few such answers were right (7%: docs/answering.md#ranking).
  */
 export const LOW_CONFIDENCE = 0.2;
 export function confidenceOf(scores: readonly number[], chosen: number): number {
