@@ -18,7 +18,8 @@ import { introspectSchema } from '../src/sql/introspect.ts';
 import { tokenize } from '../src/sql/lexer.ts';
 import type { DbSchema } from '../src/sql/types.ts';
 import { Rng } from '../src/util/rng.ts';
-import { writeJsonAtomic } from '../src/util/fs.ts';
+import { readJsonl, writeJsonAtomic } from '../src/util/fs.ts';
+import type { QuestionRecord } from '../src/pipeline/predict.ts';
 import { flag, num } from './_args.ts';
 import { agroCli } from './_agro.ts';
 import { table } from './rl.ts';
@@ -93,7 +94,7 @@ async function memoryTop1(memoryPath: string, dataFile: string, dbRoot: string):
  */
 interface BeyondChance { n: number; chosen: number; oracle: number }
 async function beyondChance(dir: string, dbPath: string): Promise<BeyondChance> {
-  const recs = readFileSync(join(dir, 'trajectories.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { result: { gold: string; outcome: string }; answer?: { oracle?: { any: boolean } } });
+  const recs = readJsonl<QuestionRecord>(join(dir, 'trajectories.jsonl'));
   const exec = createExecutor({ size: 1 });
   const out: BeyondChance = { n: 0, chosen: 0, oracle: 0 };
   try {
@@ -162,7 +163,7 @@ export function classifyFailure(pred: string, gold: string, outcome: string, sch
 
 function failures(dir: string, schema: DbSchema): { counts: Record<FailureKind, number>; examples: { question?: string; kind: FailureKind; pred: string; gold: string }[] } {
   const rep = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8')) as { questions: { outcome: string; pred: string; gold: string; index: number }[] };
-  const recs = readFileSync(join(dir, 'trajectories.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { index: number; question: string });
+  const recs = readJsonl<QuestionRecord>(join(dir, 'trajectories.jsonl'));
   const q = new Map(recs.map((r) => [r.index, r.question]));
   const counts = Object.fromEntries(FAILURE_KINDS.map((k) => [k, 0])) as Record<FailureKind, number>;
   const examples: { question?: string; kind: FailureKind; pred: string; gold: string }[] = [];
