@@ -1,7 +1,8 @@
 // `npm run bench -- human [--sets spider,kaggle] [--dbs a,b] [--seeds 0,1] [--small] [--from base|scratch|DIR] [--out runs/bench-human] [--examples 0]`
-// `npm run bench -- human --zero-shot [--policy base|DIR] [--no-constrain] [--retries N] [--no-memory]`: no training at all, the policy (default:
-// the built-in base model) on every database's human questions, with the factory's verified pairs of the database as the answer path's memory
-// (`agro synth`, as the quickstart synthesizes them; --no-memory: none).
+// `npm run bench -- human --zero-shot [--policy base|DIR] [--no-constrain] [--retries N] [--no-memory] [--no-judge] [--chooser judge]`: no training
+// at all, the policy (default: the built-in base model) on every database's human questions, with the factory's verified pairs of the database as
+// the answer path's memory (`agro synth`, as the quickstart synthesizes them; --no-memory: none); the built-in judge gives the confidence
+// (--no-judge: none; --chooser judge: it also chooses), and the transparent ranker's choice on the same candidates is a column beside.
 // The end measure, run as a user would: `agro quickstart --db <db>` on each database alone (its documentation
 // found beside it, as for any user's database), then `agro predict --policy <checkpoint>` at its defaults (the
 // checkpoint's own prompt contract) with the SFT and the final RL checkpoint over the questions people wrote
@@ -55,7 +56,7 @@ interface PredictOutcome {
   /** Predictions SQLite could not even run (syntax or unknown names). */
   errors: number;
   /** The answer path: the policy's greedy answer alone, the oracles (some candidate right) and the time to choose. */
-  answer?: { greedyEx: number; chosenEx: number; msPerQuestion: number; oracle?: { any: number; policy: number; memory: number; edit: number; rankerShare: number } };
+  answer?: { greedyEx: number; chosenEx: number; msPerQuestion: number; judge?: boolean; oracle?: { any: number; policy: number; memory: number; edit: number; transparent?: number; rankerShare: number } };
 }
 
 function outcome(dir: string): PredictOutcome {
@@ -107,6 +108,29 @@ async function beyondChance(dir: string, dbPath: string): Promise<BeyondChance> 
     }
   } finally {
     await exec.close();
+  }
+  return out;
+}
+
+/**
+ * The confidence read as accuracy, per set: each bucket of 0.1 with its questions, mean confidence and share right,
+ * and how many answers were marked confident (above the low mark) and how many of those were right.
+ */
+function reliabilityLines(dirs: ReadonlyArray<{ set: string; dir: string }>): string[] {
+  const out: string[] = [];
+  for (const set of new Set(dirs.map((d) => d.set))) {
+    const recs = dirs.filter((d) => d.set === set).flatMap((d) => readJsonl<QuestionRecord>(join(d.dir, 'trajectories.jsonl'))).filter((r) => r.answer);
+    const b = Array.from({ length: 10 }, () => ({ n: 0, conf: 0, right: 0 }));
+    for (const r of recs) {
+      const x = b[Math.min(9, Math.floor(r.answer!.confidence * 10))];
+      x.n++;
+      x.conf += r.answer!.confidence;
+      x.right += r.result.outcome === 'match' ? 1 : 0;
+    }
+    const sure = recs.filter((r) => r.answer!.low === false);
+    const sureRight = sure.filter((r) => r.result.outcome === 'match').length;
+    out.push(`${set}: confidence → right: ${b.map((x, i) => (x.n ? `${(i / 10).toFixed(1)}+ ${x.n} q, ${(x.conf / x.n).toFixed(2)} → ${(x.right / x.n).toFixed(2)}` : '')).filter(Boolean).join('; ')}`);
+    out.push(`${set}: marked confident ${sure.length} of ${recs.length} (${pct(sure.length, recs.length)}), right ${sureRight} of them (${pct(sureRight, Math.max(1, sure.length))})`);
   }
   return out;
 }
@@ -287,11 +311,13 @@ export async function run(args: string[]): Promise<void> {
 }
 
 /** The answer path's figures of one predict run, as table cells. */
-function answerText(a: PredictOutcome['answer']): { greedy: string; oracle: string; share: string; ms: string } {
-  if (!a) return { greedy: '-', oracle: '-', share: '-', ms: '-' };
+function answerText(a: PredictOutcome['answer']): { greedy: string; transparent: string; oracle: string; share: string; ms: string } {
+  if (!a) return { greedy: '-', transparent: '-', oracle: '-', share: '-', ms: '-' };
   const o = a.oracle;
   return {
     greedy: `${a.greedyEx.toFixed(1)}%`,
+    // What the transparent ranker would have chosen on the same candidates (the judge chose when a.judge).
+    transparent: o?.transparent !== undefined ? `${o.transparent.toFixed(1)}%` : '-',
     oracle: o ? `${o.any.toFixed(1)}% (${o.policy.toFixed(1)}/${o.memory.toFixed(1)}/${o.edit.toFixed(1)})` : '-',
     share: o ? o.rankerShare.toFixed(2) : '-',
     ms: String(Math.round(a.msPerQuestion)),
@@ -337,7 +363,11 @@ async function zeroShot(args: string[]): Promise<void> {
   const decoding = [...(args.includes('--no-constrain') ? ['--no-constrain'] : []), ...(retries > 0 ? ['--retries', String(retries)] : [])];
   const outRoot = resolve(flag(args, '--out', `runs/bench-human/zero-shot-${basename(policy)}${args.includes('--no-constrain') ? '-free' : ''}${retries > 0 ? `-retries${retries}` : ''}`));
   const withMemory = !args.includes('--no-memory');
-  const rows: string[][] = [['set', 'database', 'questions', 'zero-shot EX (chosen)', 'greedy', 'memory top-1', 'oracle: any (policy/memory/edit)', 'ranker share', 'ms/q', 'unrunnable SQL', 'misses: ' + FAILURE_KINDS.join('/'), 'min', 'load']];
+  // --no-judge: the transparent ranker chooses (predict's flag, passed on).
+  if (args.includes('--no-judge')) decoding.push('--no-judge');
+  // --chooser judge: the judge chooses (else it gives the confidence and the transparent score chooses).
+  if (flag(args, '--chooser', '') === 'judge') decoding.push('--chooser', 'judge');
+  const rows: string[][] = [['set', 'database', 'questions', 'zero-shot EX (chosen)', 'transparent ranker', 'greedy', 'memory top-1', 'oracle: any (policy/memory/edit)', 'ranker share', 'ms/q', 'unrunnable SQL', 'misses: ' + FAILURE_KINDS.join('/'), 'min', 'load']];
   const results: { set: SetName; db: string; outcome: PredictOutcome; memoryTop1: number | null; failures: Record<FailureKind, number>; beyond: BeyondChance }[] = [];
   for (const { set, root, db, mine } of humanSets(args)) {
     const out = join(outRoot, set, db);
@@ -359,7 +389,7 @@ async function zeroShot(args: string[]): Promise<void> {
     results.push({ set, db, outcome: o, memoryTop1: top1, failures: fails.counts, beyond: await beyondChance(dir, dbPath) });
     const a = answerText(o.answer);
     console.log(`${set}/${db}: zero-shot EX ${pct(o.correct, o.n)} (greedy ${a.greedy}, memory top-1 ${top1 === null ? '-' : pct(top1, 1)}; ${o.errors} of ${o.n} unrunnable)`);
-    rows.push([set, db, String(o.n), pct(o.correct, o.n), a.greedy, top1 === null ? '-' : pct(top1, 1), a.oracle, a.share, a.ms, `${o.errors}/${o.n}`, FAILURE_KINDS.map((k) => fails.counts[k]).join('/'), secs === 0 ? 'reused' : (secs / 60).toFixed(1), loadBefore]);
+    rows.push([set, db, String(o.n), pct(o.correct, o.n), a.transparent, a.greedy, top1 === null ? '-' : pct(top1, 1), a.oracle, a.share, a.ms, `${o.errors}/${o.n}`, FAILURE_KINDS.map((k) => fails.counts[k]).join('/'), secs === 0 ? 'reused' : (secs / 60).toFixed(1), loadBefore]);
   }
   for (const set of new Set(results.map((r) => r.set))) {
     const mine = results.filter((r) => r.set === set);
@@ -370,11 +400,12 @@ async function zeroShot(args: string[]): Promise<void> {
     const anyMean = mine.reduce((a, r) => a + (r.outcome.answer?.oracle?.any ?? 0) / 100, 0) / mine.length;
     const share = anyMean > 0 ? (mean / anyMean).toFixed(2) : '-';
     const ms = Math.round(mine.reduce((a, r) => a + (r.outcome.answer?.msPerQuestion ?? 0), 0) / mine.length).toString();
-    rows.push([set, `mean of ${mine.length}`, String(mine.reduce((a, r) => a + r.outcome.n, 0)), pct(mean, 1), m((r) => (r.outcome.answer?.greedyEx ?? 0) / 100), m((r) => r.memoryTop1 ?? 0), `${or((x) => x.any)} (${or((x) => x.policy)}/${or((x) => x.memory)}/${or((x) => x.edit)})`, share, ms, '', FAILURE_KINDS.map((k) => mine.reduce((a, r) => a + r.failures[k], 0)).join('/'), '', '']);
+    rows.push([set, `mean of ${mine.length}`, String(mine.reduce((a, r) => a + r.outcome.n, 0)), pct(mean, 1), or((x) => x.transparent ?? 0), m((r) => (r.outcome.answer?.greedyEx ?? 0) / 100), m((r) => r.memoryTop1 ?? 0), `${or((x) => x.any)} (${or((x) => x.policy)}/${or((x) => x.memory)}/${or((x) => x.edit)})`, share, ms, '', FAILURE_KINDS.map((k) => mine.reduce((a, r) => a + r.failures[k], 0)).join('/'), '', '']);
   }
   console.log('');
   table(rows);
   for (const line of beyondChanceLines(results)) console.log(line);
+  for (const line of reliabilityLines(results.map((r) => ({ set: r.set, dir: join(outRoot, r.set, r.db, 'predict') })))) console.log(line);
   writeJsonAtomic(join(outRoot, 'summary.json'), { date: new Date().toISOString(), policy, results });
   console.log(`\nsummary: ${join(outRoot, 'summary.json')}`);
 }

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import type { SqlExecutor } from '../sql/types.ts';
 import { flipOrder, hasLiterals, moveFilters, regroundQuery, type ColumnRange, type NamedValue } from './edit.ts';
 import { resultSignature, type MemoryIndex } from './memory.ts';
-import { confidenceOf, isDegenerate, literalFeatures, negates, score, RANK_WEIGHTS, type CandidateSource, type Features, type RankWeights } from './rank.ts';
+import { confidenceOf, isDegenerate, JUDGE_LOW_CONFIDENCE, LOW_CONFIDENCE, literalFeatures, negates, score, RANK_WEIGHTS, type CandidateSource, type Features, type RankWeights } from './rank.ts';
 import type { Reader } from './reading.ts';
 import type { QuestionSynth } from './synth.ts';
 import { asksNegation, cosine, covered, Idf } from './text.ts';
@@ -36,6 +36,12 @@ export const answerConfigSchema = z.strictObject({
   maxRows: z.number().int().positive().default(10_000),
   /** Wall-clock budget for running candidates: those not started by then are skipped. */
   budgetMs: z.number().int().positive().default(8000),
+  /**
+   * Who chooses when a judge is given: the transparent score (the judge then gives the confidence), or the judge. On
+   * people's questions the judge's choice measured level with the transparent one, and it has not yet seen a policy's
+   * candidates (docs/answering.md#judge): it gives the confidence by default.
+   */
+  chooser: z.enum(['transparent', 'judge']).default('transparent'),
 });
 export type AnswerConfig = z.output<typeof answerConfigSchema>;
 
@@ -50,7 +56,18 @@ export interface AnswerResources {
   /** Numeric columns' stored ranges: a number edit stays within them. */
   ranges?: ColumnRange;
   weights?: RankWeights;
+  /** A learned judge (src/judge): when given, it chooses among the results and its probability is the confidence. */
+  judge?: CandidateJudge;
 }
+
+/** What a judge reads of a candidate. */
+export type JudgedCandidate = Pick<RankedCandidate, 'sql' | 'sources' | 'reading' | 'features' | 'score' | 'rows' | 'columns' | 'signature'>;
+
+/**
+ * A judge of a question's candidates, injected by the caller: for each candidate, the score its result is ranked by
+ * (one value per result), and the calibrated probability that its result answers the question.
+ */
+export type CandidateJudge = (question: string, candidates: readonly JudgedCandidate[]) => { rank: number[]; confidence: number[] };
 
 /** A query the policy gave, in order of sampling: the first greedy one, the rest samples (a repeat is the same vote again, not another). */
 export interface PolicyAnswer {
@@ -65,9 +82,14 @@ export interface RankedCandidate {
   reading: string | null;
   features: Features;
   score: number;
+  /** With a judge: the probability it gives the candidate's result. */
+  judge?: number;
   /** Index of its result group (0: the chosen one). */
   group: number;
   rows: number;
+  /** Columns of its result, and the result's order-free signature (`columns:hash`): what its group shares. */
+  columns: number;
+  signature: string;
   /** How the query was edited from the one it came from. */
   changes?: Array<{ from: string; to: string }>;
 }
@@ -79,6 +101,8 @@ export interface Answer {
   truncated: boolean;
   reading: string | null;
   confidence: number;
+  /** The confidence is below the mark of its kind (LOW_CONFIDENCE, or JUDGE_LOW_CONFIDENCE for a judge's): a guess to check. */
+  low: boolean;
   /** Every candidate that ran and returned rows, best first. */
   candidates: RankedCandidate[];
   /** Candidates tried (distinct queries), and how many failed to run or returned nothing. */
@@ -224,8 +248,11 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
     };
     return { c, g, reading, features, score: score(features, w) };
   });
+  const judged = res.judge && scored.length ? res.judge(question, scored.map((s) => ({ sql: s.c.sql, sources: [...s.c.sources], reading: s.reading, features: s.features, score: s.score, rows: s.c.rows.length, columns: s.c.columns.length, signature: s.c.signature }))) : undefined;
   const groupScore = new Map<number, number>();
-  for (const s of scored) groupScore.set(s.g, Math.max(groupScore.get(s.g) ?? -Infinity, s.score));
+  scored.forEach((s, i) => groupScore.set(s.g, Math.max(groupScore.get(s.g) ?? -Infinity, judged && cfg.chooser === 'judge' ? judged.rank[i] : s.score)));
+  const judgeOf = new Map<number, number>();
+  if (judged) scored.forEach((s, i) => judgeOf.set(s.g, judged.confidence[i]));
   const groups = [...groupScore.entries()].sort((a, b) => b[1] - a[1]);
   const rank = new Map(groups.map(([g], i) => [g, i]));
   // Within a group (one result) the query shown is the policy's own when it wrote one: the answer is the same, and
@@ -238,20 +265,25 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
     reading: s.reading,
     features: s.features,
     score: Math.round(s.score * 1000) / 1000,
+    ...(judged ? { judge: Math.round(judgeOf.get(s.g)! * 1000) / 1000 } : {}),
     group: rank.get(s.g)!,
     rows: s.c.rows.length,
+    columns: s.c.columns.length,
+    signature: s.c.signature,
     ...(s.c.changes ? { changes: s.c.changes } : {}),
   }));
   const top = scored[0];
   const ms = Math.round(performance.now() - t0);
-  if (!top) return { sql: null, columns: [], rows: [], truncated: false, reading: null, confidence: 0, candidates, tried, failed, empty, ms };
+  if (!top) return { sql: null, columns: [], rows: [], truncated: false, reading: null, confidence: 0, low: true, candidates, tried, failed, empty, ms };
+  const confidence = Math.round((judged ? judgeOf.get(top.g)! : confidenceOf(groups.map(([, s]) => s), 0)) * 1000) / 1000;
   return {
     sql: top.c.sql,
     columns: top.c.columns,
     rows: top.c.rows,
     truncated: top.c.truncated,
     reading: top.reading,
-    confidence: Math.round(confidenceOf(groups.map(([, s]) => s), 0) * 1000) / 1000,
+    confidence,
+    low: confidence < (judged ? JUDGE_LOW_CONFIDENCE : LOW_CONFIDENCE),
     candidates,
     tried,
     failed,

@@ -113,6 +113,11 @@ export const NONE_SCORE = 7;
  * on the factory's held-out questions few such answers were right (7%: docs/answering.md#ranking).
  */
 export const LOW_CONFIDENCE = 0.2;
+/**
+ * The mark for a judge's confidence, a calibrated probability: below even odds an answer is more likely wrong than
+ * right. On the judge's held-out Spider training databases 81% of the answers above it were right (models/judge).
+ */
+export const JUDGE_LOW_CONFIDENCE = 0.5;
 export function confidenceOf(scores: readonly number[], chosen: number): number {
   const top = Math.max(NONE_SCORE, ...scores);
   const z = Math.exp(NONE_SCORE - top) + scores.reduce((a, s) => a + Math.exp(s - top), 0);

@@ -12,7 +12,7 @@ import { databaseDocs, databaseValueIndex } from '../prompt/sources.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import { AgroError } from '../errors.ts';
 import type { ColumnRange } from './edit.ts';
-import { answerQuestion, type Answer, type AnswerConfig, type AnswerResources, type PolicyAnswer } from './answer.ts';
+import { answerQuestion, type Answer, type AnswerConfig, type AnswerResources, type CandidateJudge, type PolicyAnswer } from './answer.ts';
 import { MemoryIndex, readMemory, storeCorrection, type MemoryFile } from './memory.ts';
 import { databaseLanguageOf, makeReader } from './reading.ts';
 import { suggestQuestions, SUGGESTIONS } from './suggest.ts';
@@ -24,6 +24,8 @@ export interface AnswererOptions {
   /** Documentation per database path (else found beside it, as everywhere). */
   docs?: (db: string) => DbDocs | undefined;
   config?: Partial<AnswerConfig>;
+  /** The learned judge that chooses (src/judge); without one, the transparent ranker. */
+  judge?: CandidateJudge | undefined;
 }
 
 /** Each numeric column's stored range by lower-cased name (the union over tables that share the name). */
@@ -115,7 +117,7 @@ export class Answerer {
   async answer(db: string, dbId: string, question: string, policy: readonly PolicyAnswer[], config: Partial<AnswerConfig> = {}): Promise<Answer> {
     const { res, schema } = await this.opened(db);
     const memory = this.memoryIndex(dbId, schema);
-    return answerQuestion(question, policy, { ...res, ...(memory ? { memory } : {}) }, { ...this.opts.config, ...config });
+    return answerQuestion(question, policy, { ...res, ...(memory ? { memory } : {}), ...(this.opts.judge ? { judge: this.opts.judge } : {}) }, { ...this.opts.config, ...config });
   }
 
   /** Up to `k` other questions the database's memory holds about the tables the answered SQL reads (suggest.ts). */

@@ -3,7 +3,10 @@ import { Option, type Command } from 'commander';
 import { EPISODE_MODES } from '../agent/episode.ts';
 import { SEARCH_SAMPLES } from '../answer/answer.ts';
 import { UNTRAINED_TURN_TOKENS } from '../prompt/contract.ts';
+import { loadJudge } from '../judge/load.ts';
+import type { CandidateJudge } from '../answer/answer.ts';
 import { numberArg, repeatable } from './options.ts';
+import { printWarning } from './prompt-options.ts';
 
 export function addAnswerOptions(cmd: Command): Command {
   cmd
@@ -11,7 +14,24 @@ export function addAnswerOptions(cmd: Command): Command {
     .option('--max-turn-tokens <n>', `new tokens per turn (default: the policy's prompt contract, else ${UNTRAINED_TURN_TOKENS})`, numberArg('--max-turn-tokens', { min: 1 }))
     .option('--retries <n>', "execution-guided decoding: an answer whose SQL does not run, or a turn with no valid action, is sampled again (at 0.7) up to n times, the first draft that runs (or, for a turn without action, calls the tool) kept", numberArg('--retries', { min: 0, max: 16 }), 0)
     .option('--search-samples <k>', 'sampled episodes (at 0.7) beside the greedy one as candidates', numberArg('--search-samples', { min: 0, max: 32 }), SEARCH_SAMPLES);
-  return addMemoryOption(cmd);
+  return addJudgeOption(addMemoryOption(cmd));
+}
+
+/** `--judge DIR` / `--no-judge`: ask, predict, chat and serve. */
+export function addJudgeOption(cmd: Command): Command {
+  return cmd
+    .option('--judge <dir>', 'the learned judge that chooses among the candidates (default: the built-in one, models/judge)')
+    .option('--no-judge', 'choose by the transparent ranker instead of the judge');
+}
+
+/** The judge flags as the answer path's spec: a folder, false (none), or undefined (the built-in one). */
+export function judgeSpec(o: { judge?: string | boolean }): string | false | undefined {
+  return typeof o.judge === 'string' ? o.judge : o.judge === false ? false : undefined;
+}
+
+/** The judge the flags name, loaded (a missing built-in one falls back to the transparent ranker with one line). */
+export function judgeFromCli(o: { judge?: string | boolean }): CandidateJudge | undefined {
+  return loadJudge(judgeSpec(o), printWarning);
 }
 
 /** `--memory FILE` (repeatable): ask, predict and chat. */

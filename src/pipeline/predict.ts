@@ -38,11 +38,12 @@ import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predicti
 import type { SqlExecutor } from '../sql/types.ts';
 import { Answerer } from '../answer/resources.ts';
 import { answerConfigFor, answerMemories } from '../answer/ask.ts';
-import { SEARCH_SAMPLES, SEARCH_TEMPERATURE, SYNTH_DRAFTS, type PolicyAnswer, type RankedCandidate } from '../answer/answer.ts';
+import { answerConfigSchema, SEARCH_SAMPLES, SEARCH_TEMPERATURE, SYNTH_DRAFTS, type PolicyAnswer, type RankedCandidate } from '../answer/answer.ts';
 import type { CandidateSource } from '../answer/rank.ts';
 import { sqlTaskOf } from '../agent/tasks.ts';
 import { catalogFromFactoryOutput } from '../data/catalog.ts';
 import { ensureDir } from '../util/fs.ts';
+import { loadJudge } from '../judge/load.ts';
 
 export const predictConfigSchema = z.strictObject({
   data: z.string().min(1),
@@ -86,6 +87,10 @@ export const predictConfigSchema = z.strictObject({
   memory: z.array(z.string().min(1)).default([]),
   /** Also the memories the policy's prompt contract names (before those given: a given one replaces the contract's). */
   contractMemory: z.boolean().default(true),
+  /** The judge that chooses: a judge folder, false for the transparent ranker, or (absent) the built-in one. */
+  judge: z.union([z.string().min(1), z.literal(false)]).optional(),
+  /** Who chooses when there is a judge (answer.ts answerConfigSchema chooser). */
+  chooser: answerConfigSchema.shape.chooser,
   /** Score every result group of every question too (the oracle: some candidate right), for benchmarks. */
   oracle: z.boolean().default(false),
 });
@@ -120,6 +125,8 @@ export interface QuestionRecord {
 export interface AnswerRecord {
   reading: string | null;
   confidence: number;
+  /** Below the low mark of its confidence (answer.ts Answer.low): marked as a guess. */
+  low: boolean;
   /** Where the chosen query came from. */
   sources: CandidateSource[];
   /** The policy's greedy answer, scored alone (what predict answered before the answer path). */
@@ -131,7 +138,7 @@ export interface AnswerRecord {
   empty: number;
   ms: number;
   /** With --oracle: whether some candidate was right, overall and by source. */
-  oracle?: { any: boolean; policy: boolean; memory: boolean; edit: boolean };
+  oracle?: { any: boolean; policy: boolean; memory: boolean; edit: boolean; transparent: boolean };
 }
 
 /** Candidates kept per question in trajectories.jsonl. */
@@ -184,7 +191,9 @@ export interface PredictSummary {
     memories: number;
     msPerQuestion: number;
     meanConfidence: number;
-    oracle?: { any: number; policy: number; memory: number; edit: number; rankerShare: number };
+    oracle?: { any: number; policy: number; memory: number; edit: number; transparent: number; rankerShare: number };
+    /** Whether a learned judge chose (else the transparent ranker). */
+    judge?: boolean;
   };
 }
 
@@ -243,8 +252,14 @@ async function toolEffectOf(e: EpisodeResult, result: QuestionResult, score: (sq
 
 /** Which candidates were right: each result group scored once (by its best member), by the sources in it. */
 async function oracleOf(candidates: readonly RankedCandidate[], score: (sql: string) => Promise<QuestionResult>): Promise<NonNullable<AnswerRecord['oracle']>> {
-  const out = { any: false, policy: false, memory: false, edit: false };
+  const out = { any: false, policy: false, memory: false, edit: false, transparent: false };
   const right = new Map<number, boolean>();
+  // The transparent ranker's choice, beside whichever chose: the group of the best transparent score.
+  const transparent = candidates.reduce<RankedCandidate | undefined>((b, c) => (!b || c.score > b.score ? c : b), undefined);
+  if (transparent) {
+    right.set(transparent.group, (await score(oneLineSql(transparent.sql))).outcome === 'match');
+    out.transparent = right.get(transparent.group)!;
+  }
   for (const c of candidates) {
     if (!right.has(c.group)) right.set(c.group, (await score(oneLineSql(c.sql))).outcome === 'match');
     if (!right.get(c.group)) continue;
@@ -320,7 +335,8 @@ export async function runPredict(
   /** Scores queries of one question; the gold query (and any repeated query) runs once per database however many are scored. */
   const scorer = (item: EvalItem): ((sql: string) => Promise<QuestionResult>) => questionScorer(item, where.get(item.dbId)!, executor, judge, Boolean(cfg.suite));
   const memories = answerMemories(cfg.contractMemory ? policy.promptContract : null, cfg.memory);
-  const answerer = cfg.search ? new Answerer(executor, { memory: memories, config: { execTimeoutMs: Math.min(cfg.execTimeoutMs, TOOL_TIMEOUT_MS), synth: cfg.synthDrafts } }) : undefined;
+  const answerJudge = cfg.search ? loadJudge(cfg.judge, (line) => hooks.onWarning?.(line)) : undefined;
+  const answerer = cfg.search ? new Answerer(executor, { memory: memories, config: { execTimeoutMs: Math.min(cfg.execTimeoutMs, TOOL_TIMEOUT_MS), synth: cfg.synthDrafts, chooser: cfg.chooser }, ...(answerJudge ? { judge: answerJudge } : {}) }) : undefined;
 
   const t0 = Date.now();
   let doneHere = 0;
@@ -365,6 +381,7 @@ export async function runPredict(
       answer = {
         reading: a.reading,
         confidence: a.confidence,
+        low: a.low,
         sources: a.candidates[0]?.sources ?? [],
         greedy: plan[0].temperature === 0 ? { sql: oneLineSql(greedySql ?? ''), correct: greedyRight } : null,
         candidates: a.candidates.slice(0, ANSWER_KEPT).map((c) => ({ sql: c.sql, sources: c.sources, score: c.score, group: c.group, reading: c.reading })),
@@ -441,6 +458,7 @@ export async function runPredict(
       memories: memories.length,
       msPerQuestion: mean(answered.map((r) => r.answer!.ms)),
       meanConfidence: mean(answered.map((r) => r.answer!.confidence)),
+      judge: Boolean(answerJudge),
       ...(withOracle
         ? {
             oracle: {
@@ -448,6 +466,7 @@ export async function runPredict(
               policy: share((r) => Boolean(r.answer?.oracle?.policy)),
               memory: share((r) => Boolean(r.answer?.oracle?.memory)),
               edit: share((r) => Boolean(r.answer?.oracle?.edit)),
+              transparent: share((r) => Boolean(r.answer?.oracle?.transparent)),
               rankerShare: anyRight > 0 ? share((r) => r.result.outcome === 'match' && Boolean(r.answer?.oracle?.any)) / anyRight : 0,
             },
           }

@@ -21,10 +21,9 @@ import { chartFor } from '../chart/chart.ts';
 import { chartSpec } from '../chart/chart-svg.ts';
 import type { ExecResult, SqlExecutor, SqlValue } from '../sql/types.ts';
 import { HttpError } from './app.ts';
-import { SEARCH_SAMPLES } from '../answer/answer.ts';
+import { SEARCH_SAMPLES, type CandidateJudge } from '../answer/answer.ts';
 import { answerMemories, askWithAnswerPath, RESULT_TIMEOUT_MS } from '../answer/ask.ts';
 import { Answerer } from '../answer/resources.ts';
-import { LOW_CONFIDENCE } from '../answer/rank.ts';
 import { UNTRAINED_TURN_TOKENS } from '../prompt/contract.ts';
 import { Gate } from './gate.ts';
 
@@ -62,7 +61,7 @@ export interface AskAnswer {
   reading: string | null;
   /** The answer path's confidence in [0, 1] (the chosen result's share beside a "none of these"); null without it. */
   confidence: number | null;
-  /** Below the answer path's LOW_CONFIDENCE (src/answer/rank.ts): an answer to check before trusting; false without a confidence. */
+  /** Below the answer path's low mark (src/answer/rank.ts; the judge's when it gives the confidence): an answer to check before trusting; false without a confidence. */
   low_confidence: boolean;
   /** Where the chosen SQL came from (greedy, sample, memory, person, edit, synth); empty without the answer path. */
   sources: string[];
@@ -87,6 +86,8 @@ export interface AskerOptions {
   /** The answer path (default on); its memories are those the policy's prompt contract names, and these. */
   search?: boolean;
   memory?: readonly string[];
+  /** The learned judge the answer path chooses with (else the transparent ranker). */
+  judge?: CandidateJudge | undefined;
 }
 
 /** A person's right SQL for a question (`POST /v1/corrections`). */
@@ -119,7 +120,7 @@ function jsonCell(v: SqlValue): string | number | null {
 /** One question (with its conversation) answered on a catalog's database by a policy's greedy agent episode. */
 export function createAsker(o: AskerOptions): Asker {
   const env = new SqlEnvironment(o.executor, o.env ?? {}, o.envDeps);
-  const answerer = o.search === false ? undefined : new Answerer(o.executor, { memory: answerMemories(o.policy.promptContract, o.memory) });
+  const answerer = o.search === false ? undefined : new Answerer(o.executor, { memory: answerMemories(o.policy.promptContract, o.memory), judge: o.judge });
   const ask = async (req: AskRequest, signal?: AbortSignal): Promise<AskAnswer> => {
     const db = o.catalog.resolve(req.db_id);
     const previous: PreviousTurn[] = req.conversation ?? [];
@@ -142,7 +143,7 @@ export function createAsker(o: AskerOptions): Asker {
       end_reason: res.endReason,
       reading: chosen?.reading ?? null,
       confidence,
-      low_confidence: confidence !== null && confidence < LOW_CONFIDENCE,
+      low_confidence: chosen?.sql ? chosen.low : false,
       sources: chosen?.candidates[0]?.sources ?? [],
       suggestions,
       chart: choice && r?.ok ? { kind: choice.kind, vega_lite: chartSpec(choice, r) } : null,

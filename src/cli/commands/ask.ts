@@ -12,13 +12,12 @@ import { assertReadableDatabase } from '../../sql/introspect.ts';
 import { EXEC_ERROR_KIND } from '../../sql/types.ts';
 import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
 import { addPolicyOptions, withPolicyAndExecutor, type PolicyCliOptions } from '../policy-options.ts';
-import { addAnswerOptions } from '../answer-options.ts';
+import { addAnswerOptions, judgeFromCli } from '../answer-options.ts';
 import { readPromptContract, turnTokens } from '../../prompt/contract.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
 import { answerMemories, askWithAnswerPath, RESULT_TIMEOUT_MS } from '../../answer/ask.ts';
 import { Answerer } from '../../answer/resources.ts';
-import { LOW_CONFIDENCE } from '../../answer/rank.ts';
 import { addChartOption, writeChartIfAsked } from '../chart-option.ts';
 import { addSessionOption, openSession } from '../session-option.ts';
 import { EXEC_DEFAULTS } from '../../sql/pool.ts';
@@ -36,6 +35,7 @@ interface AskCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRo
   search: boolean;
   searchSamples: number;
   memory?: string[];
+  judge?: string | boolean;
   correct?: string;
   chart?: string;
   session?: string;
@@ -97,13 +97,13 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     const tokens = turnTokens(policy.promptContract, o.maxTurnTokens);
     if (tokens.warning) printWarning(tokens.warning);
     const memories = answerMemories(policy.promptContract, o.memory);
-    const answerer = o.search ? new Answerer(pool, { memory: memories }) : undefined;
+    const answerer = o.search ? new Answerer(pool, { memory: memories, judge: judgeFromCli(o) }) : undefined;
     const asked = await askWithAnswerPath(env, task, policy, answerer, { mode: o.mode, maxTurnTokens: tokens.maxTurnTokens, retries: o.retries, timeoutMs: o.episodeTimeout, temperature: o.temperature, samples: o.searchSamples, onEvent: o.json ? undefined : printer(write) });
     const { episode: res, chosen } = asked;
     const answerSql = asked.sql;
     const final = answerSql !== undefined && answerSql !== null ? await pool.execute(dbPath, answerSql, { timeoutMs: RESULT_TIMEOUT_MS, maxRows: o.rows + 1 }) : undefined;
     const suggestions = answerer && chosen?.sql ? await answerer.suggestions(dbPath, task.dbId, { sql: chosen.sql, question }) : [];
-    const low = chosen?.sql ? chosen.confidence < LOW_CONFIDENCE : false;
+    const low = chosen?.sql ? chosen.low : false;
     if (o.json) {
       const { messages: _m, ...episode } = res;
       const answer = chosen ? { sql: chosen.sql, reading: chosen.reading, confidence: chosen.confidence, lowConfidence: low, candidates: chosen.candidates.slice(0, 10), memories: memories.length, suggestions } : null;

@@ -20,9 +20,8 @@ import { turnTokens } from '../../prompt/contract.ts';
 import { assertReadableDatabase } from '../../sql/introspect.ts';
 import { EXEC_DEFAULTS } from '../../sql/pool.ts';
 import type { ExecResult } from '../../sql/types.ts';
-import { LOW_CONFIDENCE } from '../../answer/rank.ts';
 import { AgroError } from '../../errors.ts';
-import { addMemoryOption } from '../answer-options.ts';
+import { addJudgeOption, addMemoryOption, judgeFromCli } from '../answer-options.ts';
 import { checkChartPath, writeChartIfAsked } from '../chart-option.ts';
 import { numberArg } from '../options.ts';
 import { addPolicyOptions, withPolicyAndExecutor, type PolicyCliOptions } from '../policy-options.ts';
@@ -34,6 +33,7 @@ interface ChatCliOptions extends PolicyCliOptions, PromptCliOptions {
   rows: number;
   episodeTimeout: number;
   memory?: string[];
+  judge?: string | boolean;
 }
 
 /** What a line may be besides a question. */
@@ -49,7 +49,7 @@ async function run(o: ChatCliOptions): Promise<void> {
   await withPolicyAndExecutor(o, 1, { size: 1 }, async (policy, pool) => {
     const env = new SqlEnvironment(pool, promptFromCli(policy.promptContract, o), envDepsFromCli(o, dbId));
     // The answer path, as agro ask's: the policy's memory and --memory's (a follow-up's candidates come from the policy alone).
-    const answerer = new Answerer(pool, { memory: answerMemories(policy.promptContract, o.memory) });
+    const answerer = new Answerer(pool, { memory: answerMemories(policy.promptContract, o.memory), judge: judgeFromCli(o) });
     let last: { question: string; sql?: string } | undefined;
     const tokens = turnTokens(policy.promptContract, undefined);
     if (tokens.warning) printWarning(tokens.warning);
@@ -77,7 +77,7 @@ async function run(o: ChatCliOptions): Promise<void> {
         const { episode: res, chosen, sql } = await askWithAnswerPath(env, task, policy, answerer, { mode: 'agent', maxTurnTokens: tokens.maxTurnTokens, temperature: 0, samples: SEARCH_SAMPLES, timeoutMs: o.episodeTimeout });
         if (sql !== undefined) {
           const r = await pool.execute(dbPath, sql, { timeoutMs: RESULT_TIMEOUT_MS, maxRows: o.rows + 1 });
-          const low = chosen && chosen.confidence < LOW_CONFIDENCE ? ' low: check it, and :correct SQL if it is wrong' : '';
+          const low = chosen?.low ? ' low: check it, and :correct SQL if it is wrong' : '';
           const read = chosen?.reading ? `\nI read this as: ${chosen.reading} (confidence ${chosen.confidence.toFixed(2)}${low})` : '';
           printOut(`sql: ${sql}${read}\n${indent(formatResultTable(r, o.rows, 100_000))}\n`);
           const more = chosen?.sql && !history.length ? await answerer.suggestions(dbPath, dbId, { sql: chosen.sql, question }) : [];
@@ -121,6 +121,6 @@ export function register(program: Command): void {
   addPolicyOptions(cmd)
     .option('--episode-timeout <ms>', 'wall-clock limit per question', numberArg('--episode-timeout', { min: 1 }), EPISODE_TIMEOUT_MS)
     .option('--rows <n>', 'rows of each result to show', numberArg('--rows', { min: 1 }), 20);
-  addMemoryOption(cmd);
+  addJudgeOption(addMemoryOption(cmd));
   addPromptOptions(cmd).action((o: ChatCliOptions) => run(o));
 }

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { addJudgeOption, judgeFromCli } from '../answer-options.ts';
 import type { Command } from 'commander';
 import { serve } from '@hono/node-server';
 import { AgroError } from '../../errors.ts';
@@ -28,6 +29,7 @@ interface DashboardCliOptions extends PolicyCliOptions, PrivilegedRoleCliOption,
   port: number;
   open: boolean;
   db: string[];
+  judge?: string | boolean;
 }
 
 export function register(program: Command): void {
@@ -45,7 +47,7 @@ export function register(program: Command): void {
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
     .option('--no-open', 'do not launch a browser')
     .option('--token <token>', 'token every request needs (the printed link sets it as a cookie; default env AGRO_TOKEN; required off loopback)');
-  addPrivilegedRoleOption(addAccessOptions(cmd))
+  addJudgeOption(addPrivilegedRoleOption(addAccessOptions(cmd)))
     .action(async (dir: string, opts: DashboardCliOptions) => {
       if (opts.port > 65535) throw new AgroError('usage', `--port must be at most 65535, got ${opts.port}`);
       const access = {
@@ -59,7 +61,7 @@ export function register(program: Command): void {
       if (!webBundleBuilt()) throw new AgroError('not_found', 'the dashboard app is not built: run `npm run build:web` (npm install does it)');
       for (const db of opts.db) if (!isPostgresUrl(db) && !existsSync(db)) throw new AgroError('not_found', `--db: database not found: ${db}`);
       const pool = createExecutor({ allowPrivilegedRole: opts.allowPrivilegedRole });
-      const app = dashboardRoutes({ dir, executor: pool, policies: playgroundPolicies(opts), databases: opts.db });
+      const app = dashboardRoutes({ dir, executor: pool, policies: { ...playgroundPolicies(opts), judge: judgeFromCli(opts) }, databases: opts.db });
       const guarded = guardedApp(app, access);
       const server = serve({ fetch: guarded.fetch, port: opts.port, hostname: opts.host });
       await new Promise<void>((res, rej) => {

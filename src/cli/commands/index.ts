@@ -19,6 +19,7 @@ export const COMMAND_LOADERS: Record<string, Loader> = {
   predict: () => import('./predict.ts'),
   ask: () => import('./ask.ts'),
   memory: () => import('./memory.ts'),
+  judge: () => import('./judge.ts'),
   chat: () => import('./chat.ts'),
   serve: () => import('./serve.ts'),
   export: () => import('./export.ts'),

@@ -9,7 +9,7 @@ import { JUDGE_DEFAULTS } from '../../sql/judge.ts';
 import { AgroError } from '../../errors.ts';
 import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg } from '../options.ts';
 import { addPolicyOptions, openPolicyFromCli, type PolicyCliOptions } from '../policy-options.ts';
-import { addAnswerOptions } from '../answer-options.ts';
+import { addAnswerOptions, judgeSpec } from '../answer-options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { addPromptOptions, askedPrompt, envDepsFromCli, printWarning, type PromptCliOptions } from '../prompt-options.ts';
 import { readDataset } from '../../data/read-dataset.ts';
@@ -42,6 +42,8 @@ interface PredictCliOptions extends PolicyCliOptions, PromptCliOptions, Privileg
   search: boolean;
   searchSamples: number;
   memory?: string[];
+  judge?: string | boolean;
+  chooser?: 'transparent' | 'judge';
   oracle?: boolean;
   synthDrafts: number;
 }
@@ -93,7 +95,7 @@ async function run(o: PredictCliOptions): Promise<void> {
         retries: o.retries,
         concurrency: o.concurrency, maxTurnTokens: o.maxTurnTokens, episodeTimeoutMs: o.episodeTimeout,
         execTimeoutMs: o.timeout, ...askedPrompt(o), seed: o.seed, ...(o.suite ? { suite: o.suite } : {}),
-        search: o.search, searchSamples: o.searchSamples, synthDrafts: o.synthDrafts, memory: o.memory ?? [], oracle: Boolean(o.oracle),
+        search: o.search, searchSamples: o.searchSamples, synthDrafts: o.synthDrafts, memory: o.memory ?? [], oracle: Boolean(o.oracle), ...(judgeSpec(o) !== undefined ? { judge: judgeSpec(o) } : {}), ...(o.chooser ? { chooser: o.chooser } : {}),
       },
       policy,
       pool,
@@ -162,6 +164,7 @@ export function register(program: Command): void {
     .option('--timeout <ms>', 'per-query limit when scoring', numberArg('--timeout', { min: 1 }), JUDGE_DEFAULTS.timeoutMs)
     .option('--seed <n>', 'seed for sampling', numberArg('--seed', { min: 0 }), 0)
     .option('--workers <n>', 'SQL executor processes', numberArg('--workers', { min: 1 }), 2)
+    .addOption(new Option('--chooser <who>', 'who chooses among the candidates when there is a judge: the transparent score (the judge gives the confidence) or the judge').choices(['transparent', 'judge']))
     .option('--no-search', "answer with the policy's own answer (greedy, or the --samples vote) instead of the answer path (candidates from the policy and the memory, run and ranked)")
     .option('--synth-drafts <n>', 'queries question-time synthesis drafts around each question (0: none)', numberArg('--synth-drafts', { min: 0, max: 500 }), SYNTH_DRAFTS)
     .option('--oracle', 'also score every candidate: how often some candidate was right, by source (slower; for benchmarks)')

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { addJudgeOption, judgeFromCli } from '../answer-options.ts';
 import { serve, type ServerType } from '@hono/node-server';
 import { AgroError } from '../../errors.ts';
 import { createApp, type RouteGroup } from '../../server/app.ts';
@@ -22,6 +23,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 interface ServeCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRoleCliOption, AccessCliOptions {
+  judge?: string | boolean;
   port: number;
   modelName?: string;
   concurrency: number;
@@ -71,6 +73,8 @@ async function run(o: ServeCliOptions): Promise<void> {
   if (!o.policy && !catalog && !o.dashboard) o.policy = 'base';
   if (o.tokenizer && !catalog) throw new AgroError('usage', 'serve: --tokenizer gives the environment API\'s token ids: give it with --db-root or --factory');
   const tokens = o.tokenizer ? tokensOf(o.tokenizer) : undefined;
+  // The answer path (/v1/ask, the Playground) chooses with it; the environment API alone needs none.
+  const judge = o.policy || o.dashboard ? judgeFromCli(o) : undefined;
   if (o.llmUrl && !o.dashboard) throw new AgroError('usage', 'serve: --llm-url is a Playground policy: give it with --dashboard <dir>');
   // The API runs SQL on your files and your model: any address but loopback needs a token.
   const access = {
@@ -96,7 +100,7 @@ async function run(o: ServeCliOptions): Promise<void> {
       groups.push(
         ...policyRouteGroups({
           openai: { policy, modelName: o.modelName, concurrency: o.concurrency, maxQueue: o.maxQueue, timeoutMs: o.timeout, maxTokens: o.maxTokens, maxInputChars: o.maxInputChars },
-          ask: { catalog: catalog ?? catalogFromDbRoot(BUNDLED_DATABASES), executor: askPool, env: promptFromCli(policy.promptContract, o), envDeps: envDepsFromCli(o), maxTurnTokens: turnTokens(policy.promptContract, undefined).maxTurnTokens, episodeTimeoutMs: o.timeout, memory: o.memory },
+          ask: { catalog: catalog ?? catalogFromDbRoot(BUNDLED_DATABASES), executor: askPool, env: promptFromCli(policy.promptContract, o), envDeps: envDepsFromCli(o), maxTurnTokens: turnTokens(policy.promptContract, undefined).maxTurnTokens, episodeTimeoutMs: o.timeout, memory: o.memory, judge },
         }),
       );
     }
@@ -110,7 +114,7 @@ async function run(o: ServeCliOptions): Promise<void> {
       const pool = createExecutor({ allowPrivilegedRole: o.allowPrivilegedRole });
       closers.push(() => pool.close());
       // The Playground runs the served policy itself (no second copy of the model) and any --llm-url.
-      const dash = dashboardRoutes({ dir: o.dashboard, executor: pool, policies: playgroundPolicies(o, policy) });
+      const dash = dashboardRoutes({ dir: o.dashboard, executor: pool, policies: { ...playgroundPolicies(o, policy), judge } });
       closers.unshift(() => dash.close());
       groups.push({ prefix: '/dashboard', app: dash });
     }
@@ -168,5 +172,5 @@ export function register(program: Command): void {
     .option('--token <token>', 'token every route but /health asks for (Authorization: Bearer, or the printed dashboard link; default env AGRO_TOKEN; required off loopback)')
     .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/')
     .option('--memory <file>', "a database's memory (agro memory build) for /v1/ask beside those the policy's contract names, where POST /v1/corrections stores; repeatable", repeatable, []);
-  addPrivilegedRoleOption(addPromptOptions(addAccessOptions(cmd), { from: true })).action((o: ServeCliOptions) => run(o));
+  addJudgeOption(addPrivilegedRoleOption(addPromptOptions(addAccessOptions(cmd), { from: true }))).action((o: ServeCliOptions) => run(o));
 }

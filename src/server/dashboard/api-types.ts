@@ -194,7 +194,7 @@ export interface CheckedAnswer {
   reading: string | null;
   /** In [0, 1] (src/answer/rank.ts confidenceOf). */
   confidence: number;
-  /** Below the answer path's LOW_CONFIDENCE: marked as a guess. */
+  /** Below the answer path's low mark (the judge's when it gives the confidence): marked as a guess. */
   low: boolean;
   /** Where the chosen SQL came from (greedy, sample, memory, person, edit, synth). */
   sources: string[];

@@ -20,10 +20,9 @@ import { SqlEnvironment, type SqlTask } from '../../agent/sql-env.ts';
 import type { PreviousTurn } from '../../prompt/conversation.ts';
 import { readPromptContract, resolvePromptSettings, turnTokens } from '../../prompt/contract.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
-import { SEARCH_SAMPLES } from '../../answer/answer.ts';
+import { SEARCH_SAMPLES, type CandidateJudge } from '../../answer/answer.ts';
 import { askWithAnswerPath } from '../../answer/ask.ts';
 import { MEMORY_FILE } from '../../answer/memory.ts';
-import { LOW_CONFIDENCE } from '../../answer/rank.ts';
 import { Answerer } from '../../answer/resources.ts';
 import type { CheckedAnswer, PlaygroundEvent, PolicyInfo, StoredCorrection } from './api-types.ts';
 import { CHART_ROWS, toChartedTable, toResultTable } from './results.ts';
@@ -61,6 +60,8 @@ export interface PolicyBackendOptions {
   /** Engine, threads and batch for the folder's checkpoints and GGUF files (as --engine/--threads/--batch). */
   local?: Pick<PolicySpec, 'engine' | 'threads' | 'maxBatch'>;
   maxTurns?: number;
+  /** The learned judge the answer path chooses with (else the transparent ranker). */
+  judge?: CandidateJudge | undefined;
   /**
    * The dashboard folder: its factory outputs' memories serve their databases, and a correction of a database
    * with no memory starts one in its `memory/` folder.
@@ -161,7 +162,7 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
     const memory = memoriesOf(e);
     const key = JSON.stringify(memory);
     let a = answerers.get(key);
-    if (!a) answerers.set(key, (a = new Answerer(o.executor, { memory })));
+    if (!a) answerers.set(key, (a = new Answerer(o.executor, { memory, judge: o.judge })));
     return a;
   };
   const find = (id: string): Entry => {
@@ -269,7 +270,7 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
         let checked: CheckedAnswer | undefined;
         if (answerer && chosen?.sql) {
           const suggestions = await answerer.suggestions(dbPath, dbId, { sql: chosen.sql, question });
-          checked = { reading: chosen.reading, confidence: chosen.confidence, low: chosen.confidence < LOW_CONFIDENCE, sources: chosen.candidates[0]?.sources ?? [], ...(res.answer !== undefined && res.answer !== chosen.sql ? { policyAnswer: res.answer } : {}), suggestions };
+          checked = { reading: chosen.reading, confidence: chosen.confidence, low: chosen.low, sources: chosen.candidates[0]?.sources ?? [], ...(res.answer !== undefined && res.answer !== chosen.sql ? { policyAnswer: res.answer } : {}), suggestions };
         }
         // The time to the answer: the episode and, with the answer path, its samples and checks.
         const ms = Math.round(performance.now() - t0);
