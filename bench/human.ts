@@ -148,6 +148,12 @@ function beyondChanceLines(rows: ReadonlyArray<{ set: string; beyond: BeyondChan
  * did not run, it left out every value the gold filters on (a dropped filter), its shape differs, it reads other
  * tables or columns, it uses other values, or none of these (order, DISTINCT, a condition said another way).
  */
+/**
+ * The README's "without any training" path, as it is written there (`agro synth --db … --out …`, no size flag): the
+ * zero-shot memory is the one a person builds, whose recipe is src/factory/memory-recipe.ts.
+ */
+export const readmeMemoryArgs = (db: string, out: string): string[] => ['synth', '--db', db, '--out', out, '--json'];
+
 export const FAILURE_KINDS = ['no_answer', 'unrunnable', 'structure', 'column', 'value', 'other'] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
@@ -377,10 +383,10 @@ async function zeroShot(args: string[]): Promise<void> {
     const dir = join(out, 'predict');
     const loadBefore = load();
     const dbPath = join(root, 'database', db, `${db}.sqlite`);
-    // No training: the factory's verified pairs of the database (as the quickstart synthesizes them) are the memory the answer path reads.
+    // No training: the factory's verified pairs of the database (the README's command, the quickstart's recipe) are the memory the answer path reads.
     const memory = join(out, 'synth', 'memory.json');
     let secs = 0;
-    if (withMemory && !existsSync(memory)) secs += agro(['synth', '--db', dbPath, '--out', join(out, 'synth'), '--n', '2400', '--variants', '0', '--phrasings', '2', '--json'], join(out, 'bench.log'));
+    if (withMemory && !existsSync(memory)) secs += agro(readmeMemoryArgs(dbPath, join(out, 'synth')), join(out, 'bench.log'));
     if (!existsSync(join(dir, 'report.json'))) secs += agro(['predict', '--policy', policy, ...decoding, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--oracle', ...(withMemory ? ['--memory', memory] : []), '--out', dir], join(out, 'bench.log'));
     const o = outcome(dir);
     const top1 = withMemory ? await memoryTop1(memory, dataFile, join(root, 'database')) : null;

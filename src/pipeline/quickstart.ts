@@ -60,13 +60,14 @@ import type { ProgressSink } from '../util/progress.ts';
 import { sqlTaskOf, withPhrasings } from '../agent/tasks.ts';
 import { readDataset } from '../data/read-dataset.ts';
 import { rowSqls, splitBySkeleton } from '../data/splits.ts';
+import { MEMORY_RECIPE } from '../factory/memory-recipe.ts';
 
 export const quickstartConfigSchema = z.strictObject({
   db: z.string().default('data/databases/music_store/music_store.sqlite'),
   out: z.string().default('runs/quickstart'),
   /** Verified pairs to synthesize: more pairs is what generalizes (docs/training.md#the-defaults-measurements). */
-  pairs: z.number().int().min(10).default(2400),
-  variants: z.number().int().min(0).default(2),
+  pairs: z.number().int().min(10).default(MEMORY_RECIPE.pairs),
+  variants: z.number().int().min(0).default(MEMORY_RECIPE.variants),
   /** Share of the pairs held out for evaluation (disjoint from SFT and RL by SQL skeleton). */
   heldOutShare: z.number().gt(0).lt(1).default(0.15),
   /** Share of the pairs kept for RL only: questions the SFT policy never saw, so it is unsure of them. */
@@ -152,7 +153,7 @@ export const quickstartConfigSchema = z.strictObject({
    * Questions per SQL query the factory writes (the question and up to phrasings-1 paraphrases, each parsed back
    * to the query); SFT trains on every one of them, RL and the held-out set on the first only.
    */
-  phrasings: z.number().int().min(1).max(8).default(2),
+  phrasings: z.number().int().min(1).max(8).default(MEMORY_RECIPE.phrasings),
   /** Share of SFT questions given train-time noise (case, punctuation, a typo; the factory's language/noise.ts). */
   noise: z.number().min(0).max(1).default(0.1),
   /** The database's documentation (BIRD CSVs, a tables.json, agro's JSON); default: found beside the database. */

@@ -10,6 +10,7 @@ import { basename, dirname, extname, join } from 'node:path';
 import { stageBars } from '../progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
 import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
+import { MEMORY_RECIPE } from '../../factory/memory-recipe.ts';
 import { buildMemory, MEMORY_FILE, pairsOfDataset, writeMemory } from '../../answer/memory.ts';
 import { isPostgresUrl } from '../../sql/postgres.ts';
 import { pgDbId } from '../../sql/pg-introspect.ts';
@@ -122,9 +123,9 @@ export function register(program: Command): void {
     .description('Synthesize verified, aligned text-to-SQL pairs (and variant databases) from a SQLite database')
     .requiredOption('--db <path>', 'SQLite database file or postgres:// URL')
     .requiredOption('--out <dir>', 'output directory (dataset.jsonl, manifest.json, variants/)')
-    .option('--n <count>', 'pairs wanted', '200')
+    .option('--n <count>', 'pairs wanted (the memory recipe: src/factory/memory-recipe.ts)', String(MEMORY_RECIPE.pairs))
     .option('--seed <n>', 'random seed', '0')
-    .option('--variants <count>', 'variant databases to build', '3')
+    .option('--variants <count>', 'variant databases to build (a pair must hold on each)', String(MEMORY_RECIPE.variants))
     .option('--cycles <k>', 'generate-then-check refinement cycles', '0')
     .option('--llm-url <url>', 'OpenAI-compatible endpoint for question synthesis and audit')
     .option('--llm-model <name>', 'model name at --llm-url')
@@ -135,7 +136,7 @@ export function register(program: Command): void {
     .option('--strict', 'exit with an error (code 4) when fewer than --n pairs could be written')
     .option('--mix <name>', "query shapes: 'human' (the shares people ask, from Spider's train gold) or 'even'", 'human')
     .option('--people <share>', "share of questions asked in people's variety (other frames, adjectives, values as typed, synonyms)", '0.5')
-    .option('--phrasings <k>', 'questions per query: the question and up to k-1 paraphrases, each parsed back to it', '1')
+    .option('--phrasings <k>', 'questions per query: the question and up to k-1 paraphrases, each parsed back to it', String(MEMORY_RECIPE.phrasings))
     .option('--docs <path>', "the database's documentation (BIRD database_description/, a tables.json, agro's JSON): columns worded by their documented names, codes by their meaning")
     .option('--follow-ups <share>', `share of the --n pairs that are follow-ups: an edit of a kept query (a filter, a limit, an order, a column) asked as the next turn of a conversation, with the question it continues (default ${FOLLOW_UP_SHARE})`)
     .option('--noise <share>', 'share of questions given train-time noise (case, punctuation, a typo) after their check', '0')
