@@ -101,7 +101,10 @@ export interface Answer {
   truncated: boolean;
   reading: string | null;
   confidence: number;
-  /** The confidence is below the mark of its kind (LOW_CONFIDENCE, or JUDGE_LOW_CONFIDENCE for a judge's): a guess to check. */
+  /**
+   * A guess to check: the confidence is below the mark of its kind (LOW_CONFIDENCE, or JUDGE_LOW_CONFIDENCE for a judge's),
+   * or the query leaves out a value or number the question names (its confidence is then held to the mark).
+   */
   low: boolean;
   /** Every candidate that ran and returned rows, best first. */
   candidates: RankedCandidate[];
@@ -275,7 +278,12 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   const top = scored[0];
   const ms = Math.round(performance.now() - t0);
   if (!top) return { sql: null, columns: [], rows: [], truncated: false, reading: null, confidence: 0, low: true, candidates, tried, failed, empty, ms };
-  const confidence = Math.round((judged ? judgeOf.get(top.g)! : confidenceOf(groups.map(([, s]) => s), 0)) * 1000) / 1000;
+  const mark = judged ? JUDGE_LOW_CONFIDENCE : LOW_CONFIDENCE;
+  // A query that leaves out a value or a number the question names answers another question, however well the rest
+  // reads: never above the mark.
+  const contradicts = top.features.values < 1 || top.features.numbers < 1;
+  const sure = judged ? judgeOf.get(top.g)! : confidenceOf(groups.map(([, s]) => s), 0);
+  const confidence = Math.round((contradicts ? Math.min(sure, mark) : sure) * 1000) / 1000;
   return {
     sql: top.c.sql,
     columns: top.c.columns,
@@ -283,7 +291,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
     truncated: top.c.truncated,
     reading: top.reading,
     confidence,
-    low: confidence < (judged ? JUDGE_LOW_CONFIDENCE : LOW_CONFIDENCE),
+    low: contradicts || confidence < mark,
     candidates,
     tried,
     failed,

@@ -141,3 +141,29 @@ test('answer path with a judge: its probability is the confidence (and the low m
     await pool.close();
   }
 });
+
+test('answer path: a query that leaves out a number or value the question names is a guess, judge or not', async () => {
+  const { SqlPool } = await import('../../src/sql/pool.ts');
+  const { answerQuestion } = await import('../../src/answer/answer.ts');
+  const { JUDGE_LOW_CONFIDENCE, LOW_CONFIDENCE } = await import('../../src/answer/rank.ts');
+  const pool = new SqlPool({ size: 1 });
+  try {
+    const DB = 'data/databases/music_store/music_store.sqlite';
+    const policy = [{ sql: 'SELECT COUNT(*) FROM tracks', source: 'greedy' as const }];
+    const sure = (_q: string, cs: readonly unknown[]) => ({ rank: cs.map(() => 1), confidence: cs.map(() => 0.95) });
+    const q = 'How many tracks are longer than 300000 milliseconds?';
+    const judged = await answerQuestion(q, policy, { executor: pool, dbPath: DB, judge: sure });
+    assert.equal(judged.sql, 'SELECT COUNT(*) FROM tracks');
+    assert.equal(judged.low, true);
+    assert.ok(judged.confidence <= JUDGE_LOW_CONFIDENCE, `held to the mark (${judged.confidence})`);
+    const plain = await answerQuestion(q, policy, { executor: pool, dbPath: DB });
+    assert.equal(plain.low, true);
+    assert.ok(plain.confidence <= LOW_CONFIDENCE);
+    // The same query for the question it answers is not a guess for that reason.
+    const fine = await answerQuestion('How many tracks are there?', policy, { executor: pool, dbPath: DB, judge: sure });
+    assert.equal(fine.low, false);
+    assert.equal(fine.confidence, 0.95);
+  } finally {
+    await pool.close();
+  }
+});
