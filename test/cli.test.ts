@@ -19,4 +19,8 @@ test('an unknown subcommand is a usage error: one agro: line, exit 2', () => {
   const r = agro('no-such-command');
   assert.equal(r.status, 2);
   assert.equal(r.stderr, "agro: unknown command 'no-such-command' (see agro --help)\n");
+  const h = agro('no-such-command', '--help');
+  assert.equal(h.status, 2, 'asked for its help, still unknown');
+  assert.equal(h.stderr, "agro: unknown command 'no-such-command' (see agro --help)\n");
+  assert.equal(h.stdout, '');
 });
