@@ -15,7 +15,7 @@ import { buildMemory, pairsOfDataset, writeMemory } from '../answer/memory.ts';
 import { goldPairs, readGoldSql, type GoldSql } from '../factory/gold.ts';
 import { runFactory } from '../factory/pipeline.ts';
 import { createExecutor, introspectDatabase } from '../sql/executor.ts';
-import { hasOrderBy, resultsMatch } from '../sql/compare.ts';
+import { Judge } from '../sql/judge.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { readJsonl, writeFileAtomic } from '../util/fs.ts';
 import { Rng } from '../util/rng.ts';
@@ -34,18 +34,21 @@ export interface JudgeDataOptions {
   seed: number;
 }
 
-/** Candidates labelled per group: the group's first member is run once and compared with the gold. */
-async function label(executor: SqlExecutor, db: string, gold: string, candidates: ReadonlyArray<{ sql: string; signature: string }>): Promise<boolean[] | null> {
-  const g = await executor.execute(db, gold, { timeoutMs: 10_000, maxRows: 10_000 });
+/** The correctness judge of predict and eval, as Spider's official evaluator compares results. */
+const EXECUTION_JUDGE = new Judge({ mode: 'spider' });
+
+/** Candidates labelled per group: the group's first member is run once and judged against the gold. */
+async function label(executor: SqlExecutor, db: string, goldSql: string, candidates: ReadonlyArray<{ sql: string; signature: string }>): Promise<boolean[] | null> {
+  const gold = EXECUTION_JUDGE.gold(goldSql);
+  const g = await EXECUTION_JUDGE.run(executor, db, gold.query);
   if (!g.ok || g.rows.length === 0) return null;
-  const ordered = hasOrderBy(gold);
   const bySignature = new Map<string, boolean>();
   const out: boolean[] = [];
   for (const c of candidates) {
     let right = bySignature.get(c.signature);
     if (right === undefined) {
-      const r = await executor.execute(db, c.sql, { timeoutMs: 10_000, maxRows: 10_000 });
-      right = r.ok && resultsMatch(r.rows, g.rows, { mode: 'spider', ordered });
+      const p = await EXECUTION_JUDGE.run(executor, db, EXECUTION_JUDGE.prediction(c.sql));
+      right = EXECUTION_JUDGE.verdict(gold, g, p).outcome === 'match';
       bySignature.set(c.signature, right);
     }
     out.push(right);
