@@ -144,15 +144,16 @@ function beyondChanceLines(rows: ReadonlyArray<{ set: string; beyond: BeyondChan
 }
 
 /**
- * Why a prediction missed, from the SQL alone: no answer at all (the episode ended without one: `SELECT NULL`), it
- * did not run, it left out every value the gold filters on (a dropped filter), its shape differs, it reads other
- * tables or columns, it uses other values, or none of these (order, DISTINCT, a condition said another way).
- */
-/**
  * The README's "without any training" path, as it is written there (`agro synth --db … --out …`, no size flag): the
  * zero-shot memory is the one a person builds, whose recipe is src/factory/memory-recipe.ts.
  */
 export const readmeMemoryArgs = (db: string, out: string): string[] => ['synth', '--db', db, '--out', out, '--json'];
+
+/**
+ * Why a prediction missed, from the SQL alone: no answer at all (the episode ended without one: `SELECT NULL`), it
+ * did not run, it left out every value the gold filters on (a dropped filter), its shape differs, it reads other
+ * tables or columns, it uses other values, or none of these (order, DISTINCT, a condition said another way).
+ */
 
 export const FAILURE_KINDS = ['no_answer', 'unrunnable', 'structure', 'column', 'value', 'other'] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];

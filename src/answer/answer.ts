@@ -56,7 +56,7 @@ export interface AnswerResources {
   /** Numeric columns' stored ranges: a number edit stays within them. */
   ranges?: ColumnRange;
   weights?: RankWeights;
-  /** A learned judge (src/judge): when given, it chooses among the results and its probability is the confidence. */
+  /** A learned judge (src/judge): when given, its probability is the confidence, and with `chooser: 'judge'` it chooses. */
   judge?: CandidateJudge;
 }
 

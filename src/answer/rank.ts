@@ -47,7 +47,8 @@ export const RANK_WEIGHTS = {
 export type RankWeights = typeof RANK_WEIGHTS;
 
 /** Where a candidate came from: the policy (greedy or a sample), the memory (as stored; `person` too for a person's pair; or edited), or question-time synthesis. */
-export type CandidateSource = 'greedy' | 'sample' | 'memory' | 'person' | 'edit' | 'synth';
+export const CANDIDATE_SOURCES = ['greedy', 'sample', 'memory', 'person', 'edit', 'synth'] as const;
+export type CandidateSource = (typeof CANDIDATE_SOURCES)[number];
 
 export interface Features {
   reading: number;

@@ -24,7 +24,7 @@ export interface AnswererOptions {
   /** Documentation per database path (else found beside it, as everywhere). */
   docs?: (db: string) => DbDocs | undefined;
   config?: Partial<AnswerConfig>;
-  /** The learned judge that chooses (src/judge); without one, the transparent ranker. */
+  /** The learned judge (src/judge): the confidence, and the choice under `chooser: 'judge'`; without one, the transparent ranker's. */
   judge?: CandidateJudge | undefined;
 }
 

@@ -20,8 +20,8 @@ export function addAnswerOptions(cmd: Command): Command {
 /** `--judge DIR` / `--no-judge`: ask, predict, chat and serve. */
 export function addJudgeOption(cmd: Command): Command {
   return cmd
-    .option('--judge <dir>', 'the learned judge that chooses among the candidates (default: the built-in one, models/judge)')
-    .option('--no-judge', 'choose by the transparent ranker instead of the judge');
+    .option('--judge <dir>', "the learned judge whose calibrated probability is the answer's confidence (default: the built-in one, models/judge)")
+    .option('--no-judge', "no judge: the transparent ranker's confidence and low mark");
 }
 
 /** The judge flags as the answer path's spec: a folder, false (none), or undefined (the built-in one). */

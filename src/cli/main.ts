@@ -1,6 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { AgroError, escapeControls, exitCodeFor, oneLine, redactSecrets } from '../errors.ts';
-import { COMMAND_LOADERS, loadCommands, type RegisterCommand } from './commands/index.ts';
+import { COMMAND_LOADERS, commandWord, loadCommands, type RegisterCommand } from './commands/index.ts';
 
 /** Where a bug report goes; printed with every internal error so users know it is not their fault. */
 export const REPORT_HINT = 'this is a bug in agro: please report it with the command you ran (AGRO_DEBUG=1 prints the stack)';
@@ -58,9 +58,8 @@ function printError(message: string): void {
 /** Runs the CLI and returns the process exit code; never throws for user errors. */
 export async function main(argv: string[]): Promise<number> {
   // An unknown command asked for its help is still an unknown command (commander would print the top-level help, exit 0).
-  const args = argv.slice(2);
-  const first = args.find((a) => !a.startsWith('-'));
-  if (first !== undefined && first !== 'help' && !(first in COMMAND_LOADERS) && args.some((a) => a === '--help' || a === '-h')) {
+  const first = commandWord(argv);
+  if (first !== undefined && first !== 'help' && !(first in COMMAND_LOADERS) && argv.slice(2).some((a) => a === '--help' || a === '-h')) {
     printError(`unknown command '${first}' (see agro --help)`);
     return exitCodeFor('usage');
   }

@@ -15,8 +15,6 @@ import { JudgeModel } from './model.ts';
 
 export const JUDGE_WEIGHTS = 'weights.safetensors';
 export const JUDGE_CONFIG = 'config.json';
-/** The judge agro ships, made by `agro judge pretrain` (models/judge/README.md). */
-export const BUILTIN_JUDGE = 'models/judge';
 
 export const judgeConfigFileSchema = z.looseObject({
   kind: z.literal('agro-judge'),
@@ -70,7 +68,7 @@ export function judgeCard(r: JudgeReport): string {
   return [
     '# agro judge',
     '',
-    "The learned judge the answer path chooses with: one weight per hashed feature of a (question, candidate SQL, the factory's reading of it, its result's shape) pair, a logit per candidate and one for \"none of these\", the chosen result's probability calibrated by a temperature (src/judge). Made by agro's code from the Spider training databases alone; no human question was read.",
+    "The learned judge of the answer path's candidates (its probability is the answer's confidence; it chooses with `--chooser judge`): one weight per hashed feature of a (question, candidate SQL, the factory's reading of it, its result's shape) pair, a logit per candidate and one for \"none of these\", the chosen result's probability calibrated by a temperature (src/judge). Made by agro's code from the Spider training databases alone; no human question was read.",
     '',
     `Made ${r.made} by \`${r.command}\` (${r.seconds} s of training after the lists were collected).`,
     '',

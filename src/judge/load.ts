@@ -1,12 +1,11 @@
 /**
  * The judge as the answer path takes it (answer.ts CandidateJudge), and which judge a command uses: the one a
  * policy's prompt contract names (the quickstart's fine-tuned judge), else one given by path, else the built-in
- * one. Without any, the transparent ranker chooses, and the command says so once.
+ * one. Without any, the transparent ranker's confidence stands, and the command says so once.
  */
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { CandidateJudge } from '../answer/answer.ts';
-import { JUDGE_CONFIG, readJudge } from './checkpoint.ts';
+import { hasJudge, readJudge } from './checkpoint.ts';
 import { groupProbabilities, type JudgeModel } from './model.ts';
 
 export function candidateJudge(model: JudgeModel): CandidateJudge {
@@ -32,8 +31,8 @@ export function builtinJudgeDir(): string {
 export function loadJudge(spec: string | false | undefined, warn: (line: string) => void, dir = builtinJudgeDir()): CandidateJudge | undefined {
   if (spec === false) return undefined;
   if (spec !== undefined) return candidateJudge(readJudge(spec));
-  if (!existsSync(`${dir}/${JUDGE_CONFIG}`)) {
-    warn(`no judge in this installation (${dir}): the transparent ranker chooses (agro judge pretrain makes one)`);
+  if (!hasJudge(dir)) {
+    warn(`no judge in this installation (${dir}): the transparent ranker's confidence stands (agro judge pretrain makes one)`);
     return undefined;
   }
   return candidateJudge(readJudge(dir));

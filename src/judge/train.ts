@@ -161,8 +161,9 @@ export interface TrainReport {
 }
 
 export function trainJudge(train: readonly LabelledList[], val: readonly LabelledList[], options: TrainOptions = {}): { model: JudgeModel; report: TrainReport } {
-  const o = { ...TRAIN_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined && typeof v !== 'function')) } as typeof TRAIN_DEFAULTS;
-  const log = options.log ?? (() => {});
+  const { log = () => {}, ...given } = options;
+  // An option given as undefined keeps its default.
+  const o: typeof TRAIN_DEFAULTS = { ...TRAIN_DEFAULTS, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) };
   const t0 = performance.now();
   const rng = new Rng(o.seed);
   const prepared = train.filter((l) => l.candidates.length > 0).map((l) => prepare(l, o, rng));

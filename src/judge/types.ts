@@ -6,9 +6,8 @@
  */
 import { z } from 'zod';
 import type { JudgedCandidate } from '../answer/answer.ts';
-import type { CandidateSource, Features } from '../answer/rank.ts';
+import { CANDIDATE_SOURCES, type Features } from '../answer/rank.ts';
 
-export const CANDIDATE_SOURCES = ['greedy', 'sample', 'memory', 'person', 'edit', 'synth'] as const satisfies readonly CandidateSource[];
 
 /** The answer path's checked-reading features of a candidate (answer/rank.ts Features), as the judge reads them. */
 export const rankFeaturesSchema = z.object({

@@ -87,7 +87,7 @@ export const predictConfigSchema = z.strictObject({
   memory: z.array(z.string().min(1)).default([]),
   /** Also the memories the policy's prompt contract names (before those given: a given one replaces the contract's). */
   contractMemory: z.boolean().default(true),
-  /** The judge that chooses: a judge folder, false for the transparent ranker, or (absent) the built-in one. */
+  /** The judge that gives the confidence (and chooses under `chooser: 'judge'`): a judge folder, false for none, or (absent) the built-in one. */
   judge: z.union([z.string().min(1), z.literal(false)]).optional(),
   /** Who chooses when there is a judge (answer.ts answerConfigSchema chooser). */
   chooser: answerConfigSchema.shape.chooser,
@@ -192,7 +192,7 @@ export interface PredictSummary {
     msPerQuestion: number;
     meanConfidence: number;
     oracle?: { any: number; policy: number; memory: number; edit: number; transparent: number; rankerShare: number };
-    /** Whether a learned judge chose (else the transparent ranker). */
+    /** Whether a learned judge was loaded (the confidence is its; it chose only under `chooser: 'judge'`). */
     judge?: boolean;
   };
 }
@@ -336,7 +336,7 @@ export async function runPredict(
   const scorer = (item: EvalItem): ((sql: string) => Promise<QuestionResult>) => questionScorer(item, where.get(item.dbId)!, executor, judge, Boolean(cfg.suite));
   const memories = answerMemories(cfg.contractMemory ? policy.promptContract : null, cfg.memory);
   const answerJudge = cfg.search ? loadJudge(cfg.judge, (line) => hooks.onWarning?.(line)) : undefined;
-  const answerer = cfg.search ? new Answerer(executor, { memory: memories, config: { execTimeoutMs: Math.min(cfg.execTimeoutMs, TOOL_TIMEOUT_MS), synth: cfg.synthDrafts, chooser: cfg.chooser }, ...(answerJudge ? { judge: answerJudge } : {}) }) : undefined;
+  const answerer = cfg.search ? new Answerer(executor, { memory: memories, config: { execTimeoutMs: Math.min(cfg.execTimeoutMs, TOOL_TIMEOUT_MS), synth: cfg.synthDrafts, chooser: cfg.chooser }, judge: answerJudge }) : undefined;
 
   const t0 = Date.now();
   let doneHere = 0;

@@ -59,7 +59,7 @@ export interface AskAnswer {
   end_reason: EndReason;
   /** What the answer path reads the SQL as ("I read this as: ..."): null until it provides one. */
   reading: string | null;
-  /** The answer path's confidence in [0, 1] (the chosen result's share beside a "none of these"); null without it. */
+  /** The answer path's confidence in [0, 1] (the judge's probability of the chosen result, else its share beside a "none of these"); null without it. */
   confidence: number | null;
   /** Below the answer path's low mark (src/answer/rank.ts; the judge's when it gives the confidence): an answer to check before trusting; false without a confidence. */
   low_confidence: boolean;
@@ -86,7 +86,7 @@ export interface AskerOptions {
   /** The answer path (default on); its memories are those the policy's prompt contract names, and these. */
   search?: boolean;
   memory?: readonly string[];
-  /** The learned judge the answer path chooses with (else the transparent ranker). */
+  /** The learned judge that gives the answer path's confidence (else the transparent ranker's). */
   judge?: CandidateJudge | undefined;
 }
 

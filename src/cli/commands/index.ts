@@ -30,9 +30,14 @@ export const COMMAND_LOADERS: Record<string, Loader> = {
   dashboard: () => import('./dashboard.ts'),
 };
 
+/** The first word of argv that is not a flag: the subcommand named, known or not. */
+export function commandWord(argv: readonly string[]): string | undefined {
+  return argv.slice(2).find((a) => !a.startsWith('-'));
+}
+
 /** The registrations needed for argv: just the named subcommand when there is one, else all (for help). */
 export async function loadCommands(argv: readonly string[]): Promise<RegisterCommand[]> {
-  const first = argv.slice(2).find((a) => !a.startsWith('-'));
+  const first = commandWord(argv);
   const names = first !== undefined && first in COMMAND_LOADERS ? [first] : Object.keys(COMMAND_LOADERS);
   const mods = await Promise.all(names.map((n) => COMMAND_LOADERS[n]()));
   return mods.map((m) => m.register);

@@ -1,5 +1,5 @@
 /**
- * `agro judge`: the learned judge the answer path chooses with (src/judge).
+ * `agro judge`: the learned judge whose probability is the answer path's confidence, and its choice with --chooser judge (src/judge).
  *   pretrain  collect labelled candidate lists on many databases (resumable), train, calibrate, write the judge
  *   show      a judge's figures
  */
@@ -21,7 +21,7 @@ interface PretrainCliOptions {
 }
 
 async function pretrain(o: PretrainCliOptions): Promise<void> {
-  const command = ['agro judge pretrain', `--spider ${o.spider}`, `--work ${o.work}`, `--out ${o.out}`, ...(o.memoryPairs ? [`--memory-pairs ${o.memoryPairs}`] : []), ...(o.questions ? [`--questions ${o.questions}`] : []), ...(o.maxDbs ? [`--max-dbs ${o.maxDbs}`] : []), ...(o.seed ? [`--seed ${o.seed}`] : [])].join(' ');
+  const command = ['agro judge pretrain', `--spider ${o.spider}`, `--work ${o.work}`, `--out ${o.out}`, ...(o.memoryPairs ? [`--memory-pairs ${o.memoryPairs}`] : []), ...(o.questions !== undefined ? [`--questions ${o.questions}`] : []), ...(o.maxDbs ? [`--max-dbs ${o.maxDbs}`] : []), ...(o.seed !== undefined ? [`--seed ${o.seed}`] : [])].join(' ');
   const r = await runJudgePretrain(
     { spider: o.spider, work: o.work, out: o.out, ...(o.memoryPairs ? { memoryPairs: o.memoryPairs } : {}), ...(o.questions !== undefined ? { goldQuestions: o.questions } : {}), ...(o.maxDbs ? { maxDbs: o.maxDbs } : {}), ...(o.seed !== undefined ? { seed: o.seed } : {}) },
     (line) => printErr(`agro: ${line}\n`),
@@ -37,7 +37,7 @@ function show(dir: string | undefined): void {
 }
 
 export function register(program: Command): void {
-  const cmd = program.command('judge').description('The learned judge that chooses among the answer path\'s candidates');
+  const cmd = program.command('judge').description('The learned judge of the answer path\'s candidates: its confidence (and its choice with predict --chooser judge)');
   cmd
     .command('pretrain')
     .description('Pretrain the judge on many databases: their memories, the answer path\'s candidates for their gold SQL, labelled by execution (resumable)')

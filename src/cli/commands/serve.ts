@@ -73,7 +73,7 @@ async function run(o: ServeCliOptions): Promise<void> {
   if (!o.policy && !catalog && !o.dashboard) o.policy = 'base';
   if (o.tokenizer && !catalog) throw new AgroError('usage', 'serve: --tokenizer gives the environment API\'s token ids: give it with --db-root or --factory');
   const tokens = o.tokenizer ? tokensOf(o.tokenizer) : undefined;
-  // The answer path (/v1/ask, the Playground) chooses with it; the environment API alone needs none.
+  // The answer path (/v1/ask, the Playground) takes its confidence from it; the environment API alone needs none.
   const judge = o.policy || o.dashboard ? judgeFromCli(o) : undefined;
   if (o.llmUrl && !o.dashboard) throw new AgroError('usage', 'serve: --llm-url is a Playground policy: give it with --dashboard <dir>');
   // The API runs SQL on your files and your model: any address but loopback needs a token.

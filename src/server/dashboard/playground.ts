@@ -60,7 +60,7 @@ export interface PolicyBackendOptions {
   /** Engine, threads and batch for the folder's checkpoints and GGUF files (as --engine/--threads/--batch). */
   local?: Pick<PolicySpec, 'engine' | 'threads' | 'maxBatch'>;
   maxTurns?: number;
-  /** The learned judge the answer path chooses with (else the transparent ranker). */
+  /** The learned judge that gives the answer path's confidence (else the transparent ranker's). */
   judge?: CandidateJudge | undefined;
   /**
    * The dashboard folder: its factory outputs' memories serve their databases, and a correction of a database
