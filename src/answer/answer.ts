@@ -14,6 +14,7 @@ import { confidenceOf, isDegenerate, JUDGE_LOW_CONFIDENCE, LOW_CONFIDENCE, liter
 import type { Reader } from './reading.ts';
 import type { QuestionSynth } from './synth.ts';
 import { asksNegation, cosine, covered, Idf } from './text.ts';
+import { countsAnotherThing } from './intent.ts';
 
 /** Sampled episodes (at SEARCH_TEMPERATURE) beside the greedy one that the policy adds as candidates (predict, ask, serve). */
 export const SEARCH_SAMPLES = 4;
@@ -58,6 +59,8 @@ export interface AnswerResources {
   weights?: RankWeights;
   /** A learned judge (src/judge): when given, its probability is the confidence, and with `chooser: 'judge'` it chooses. */
   judge?: CandidateJudge;
+  /** The tables by the words a question counts them in (intent.ts countedNames): a reading counting another is held low. */
+  counted?: ReadonlyMap<string, string>;
 }
 
 /** What a judge reads of a candidate. */
@@ -103,7 +106,8 @@ export interface Answer {
   confidence: number;
   /**
    * A guess to check: the confidence is below the mark of its kind (LOW_CONFIDENCE, or JUDGE_LOW_CONFIDENCE for a judge's),
-   * or the query leaves out a value or number the question names (its confidence is then held to the mark).
+   * or the query leaves out a value or number the question names, or its reading counts another table's rows than the
+   * question (its confidence is then held to the mark).
    */
   low: boolean;
   /** Every candidate that ran and returned rows, best first. */
@@ -279,9 +283,9 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   const ms = Math.round(performance.now() - t0);
   if (!top) return { sql: null, columns: [], rows: [], truncated: false, reading: null, confidence: 0, low: true, candidates, tried, failed, empty, ms };
   const mark = judged ? JUDGE_LOW_CONFIDENCE : LOW_CONFIDENCE;
-  // A query that leaves out a value or a number the question names answers another question, however well the rest
-  // reads: never above the mark.
-  const contradicts = top.features.values < 1 || top.features.numbers < 1;
+  // A query that leaves out a value or a number the question names, or whose reading counts another thing than the
+  // question does, answers another question, however well the rest reads: never above the mark.
+  const contradicts = top.features.values < 1 || top.features.numbers < 1 || (res.counted !== undefined && countsAnotherThing(question, top.reading, res.counted));
   const sure = judged ? judgeOf.get(top.g)! : confidenceOf(groups.map(([, s]) => s), 0);
   const confidence = Math.round((contradicts ? Math.min(sure, mark) : sure) * 1000) / 1000;
   return {

@@ -8,11 +8,14 @@
 import { statSync } from 'node:fs';
 import type { DbDocs } from '../prompt/docs-types.ts';
 import { introspectDatabase } from '../sql/executor.ts';
+import { dialectOf } from '../sql/dialect.ts';
+import { schemaSpelling } from '../sql/spelling.ts';
 import { databaseDocs, databaseValueIndex } from '../prompt/sources.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import { AgroError } from '../errors.ts';
 import type { ColumnRange } from './edit.ts';
 import { answerQuestion, type Answer, type AnswerConfig, type AnswerResources, type CandidateJudge, type PolicyAnswer } from './answer.ts';
+import { countedNames } from './intent.ts';
 import { MemoryIndex, readMemory, storeCorrection, type MemoryFile } from './memory.ts';
 import { databaseLanguageOf, makeReader } from './reading.ts';
 import { suggestQuestions, SUGGESTIONS } from './suggest.ts';
@@ -85,7 +88,7 @@ export class Answerer {
         const [index, language] = await Promise.all([databaseValueIndex(db), databaseLanguageOf(schema, this.executor, docs)]);
         const reader = await makeReader(schema, this.executor, docs, undefined, language);
         const synth = makeQuestionSynth(schema, this.executor, db, language.graph, language.profiles, index);
-        return { schema, res: { executor: this.executor, dbPath: db, values: (q: string) => index.lookup(q, { limit: 10 }), reader, synth, ranges: columnRanges(schema) } };
+        return { schema, res: { executor: this.executor, dbPath: db, values: (q: string) => index.lookup(q, { limit: 10 }), reader, synth, ranges: columnRanges(schema), counted: countedNames(schema.tables.map((t) => t.name)) } };
       })();
       this.open.set(db, r);
     }
@@ -117,7 +120,10 @@ export class Answerer {
   async answer(db: string, dbId: string, question: string, policy: readonly PolicyAnswer[], config: Partial<AnswerConfig> = {}): Promise<Answer> {
     const { res, schema } = await this.opened(db);
     const memory = this.memoryIndex(dbId, schema);
-    return answerQuestion(question, policy, { ...res, ...(memory ? { memory } : {}), ...(this.opts.judge ? { judge: this.opts.judge } : {}) }, { ...this.opts.config, ...config });
+    const a = await answerQuestion(question, policy, { ...res, ...(memory ? { memory } : {}), ...(this.opts.judge ? { judge: this.opts.judge } : {}) }, { ...this.opts.config, ...config });
+    // What a person sees and copies names tables and columns as the schema does (sql/spelling.ts).
+    const spell = (sql: string): string => schemaSpelling(sql, schema, dialectOf(db));
+    return { ...a, sql: a.sql === null ? null : spell(a.sql), candidates: a.candidates.map((c) => ({ ...c, sql: spell(c.sql) })) };
   }
 
   /** Up to `k` other questions the database's memory holds about the tables the answered SQL reads (suggest.ts). */
