@@ -10,6 +10,8 @@ import type { SqlEnvironment, SqlTask } from '../agent/sql-env.ts';
 import { SEARCH_TEMPERATURE, type Answer, type AnswerConfig, type PolicyAnswer } from './answer.ts';
 import type { Answerer } from './resources.ts';
 import { JUDGE_DEFAULTS } from '../sql/judge.ts';
+import { dialectOf } from '../sql/dialect.ts';
+import { schemaSpelling } from '../sql/spelling.ts';
 
 /**
  * The time the chosen answer is given to run again for the person to see its result (and its chart): as long as the
@@ -27,8 +29,15 @@ export interface AskedAnswer {
   episode: EpisodeResult;
   /** The answer path's choice; undefined without an answerer. */
   chosen?: Answer;
-  /** The SQL to run: the chosen one, else the episode's answer. */
+  /** The SQL to run: the chosen one, else the episode's answer; in the schema's spelling (sql/spelling.ts). */
   sql?: string;
+  /** The episode's answer in the schema's spelling: what to compare the chosen SQL with. */
+  policySql?: string;
+}
+
+/** A task's SQL as the schema spells its names (sql/spelling.ts): what ask, chat, serve and predict show and return. */
+export function spellingFor(env: Pick<SqlEnvironment, 'schemaOf'>, task: Pick<SqlTask, 'dbPath'>): (sql: string) => string {
+  return (sql) => schemaSpelling(sql, env.schemaOf(task.dbPath), dialectOf(task.dbPath));
 }
 
 /**
@@ -44,12 +53,14 @@ export async function askWithAnswerPath(
 ): Promise<AskedAnswer> {
   const { samples, onEvent, config, seed, ...episodeOpts } = o;
   const episode = await runEpisode(env, task, policy, { ...episodeOpts, seed: sampleSeed(seed, 0) }, { onEvent });
-  if (!answerer) return { episode, ...(episode.answer !== undefined ? { sql: episode.answer } : {}) };
+  const policySql = episode.answer === undefined ? undefined : spellingFor(env, task)(episode.answer);
+  const own = policySql !== undefined ? { policySql } : {};
+  if (!answerer) return { episode, ...own, ...(policySql !== undefined ? { sql: policySql } : {}) };
   const sampled = await Promise.all(Array.from({ length: samples }, (_, j) => runEpisode(env, task, policy, { ...episodeOpts, temperature: SEARCH_TEMPERATURE, seed: sampleSeed(seed, j + 1) })));
   const asked: PolicyAnswer[] = [episode, ...sampled].flatMap((e, i) => (e.answer !== undefined ? [{ sql: e.answer, source: i === 0 && o.temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
   const chosen = await answerer.answer(task.dbPath, task.dbId, task.question, asked, answerConfigFor(task, config));
-  const sql = chosen.sql ?? episode.answer;
-  return { episode, chosen, ...(sql !== undefined && sql !== null ? { sql } : {}) };
+  const sql = chosen.sql ?? policySql;
+  return { episode, chosen, ...own, ...(sql !== undefined ? { sql } : {}) };
 }
 
 /**

@@ -37,7 +37,7 @@ import type { Dataset, EvalItem } from '../data/types.ts';
 import { birdPredictions, oneLineSql, spiderPredictions } from '../data/predictions.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { Answerer } from '../answer/resources.ts';
-import { answerConfigFor, answerMemories } from '../answer/ask.ts';
+import { answerConfigFor, answerMemories, spellingFor } from '../answer/ask.ts';
 import { answerConfigSchema, SEARCH_SAMPLES, SEARCH_TEMPERATURE, SYNTH_DRAFTS, type PolicyAnswer, type RankedCandidate } from '../answer/answer.ts';
 import type { CandidateSource } from '../answer/rank.ts';
 import { sqlTaskOf } from '../agent/tasks.ts';
@@ -370,12 +370,15 @@ export async function runPredict(
     let chosen = 0;
     let prediction: string;
     let answer: AnswerRecord | undefined;
+    // Every SQL predict writes names tables and columns as the schema spells them (the answer path's already do).
+    const spell = spellingFor(env, task);
+    const own = (e: EpisodeResult): string => oneLineSql(e.answer === undefined ? '' : spell(e.answer));
     if (answerer) {
       const asked: PolicyAnswer[] = episodes.flatMap((e, s) => (e.answer !== undefined ? [{ sql: e.answer, source: s === 0 && plan[0].temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
       const a = await answerer.answer(task.dbPath, task.dbId, task.question, asked, answerConfigFor(task));
-      const greedySql = episodes[0].answer;
+      const greedySql = episodes[0].answer === undefined ? undefined : spell(episodes[0].answer);
       prediction = oneLineSql(a.sql ?? greedySql ?? '');
-      const fromEpisode = episodes.findIndex((e) => e.answer !== undefined && oneLineSql(e.answer) === prediction);
+      const fromEpisode = episodes.findIndex((e) => e.answer !== undefined && own(e) === prediction);
       chosen = Math.max(0, fromEpisode);
       const greedyRight = greedySql !== undefined ? (await score(oneLineSql(greedySql))).outcome === 'match' : false;
       answer = {
@@ -396,15 +399,15 @@ export async function runPredict(
         const execs = await Promise.all(episodes.map((e) => executor.execute(task.dbPath, e.answer ?? '', judge.execOptions)));
         chosen = majorityVote(execs, cfg.compare) ?? 0;
       }
-      prediction = oneLineSql(episodes[chosen].answer ?? '');
+      prediction = own(episodes[chosen]);
     }
     if (cfg.samples > 1) {
-      const scored = await Promise.all(episodes.map((e) => score(oneLineSql(e.answer ?? ''))));
+      const scored = await Promise.all(episodes.map((e) => score(own(e))));
       scored.forEach((r, s) => (samples[s].correct = r.outcome === 'match'));
     }
     const result = await score(prediction);
     // The tool's effect is the chosen episode's, when the answer is that episode's own.
-    const tool = answer && oneLineSql(episodes[chosen].answer ?? '') !== prediction ? undefined : await toolEffectOf(episodes[chosen], result, score);
+    const tool = answer && own(episodes[chosen]) !== prediction ? undefined : await toolEffectOf(episodes[chosen], result, score);
     const rec: QuestionRecord = { index: item.index, ...(item.questionId !== undefined ? { question_id: item.questionId } : {}), db_id: item.dbId, question: task.question, prediction, chosen, samples, result, ...(tool ? { tool } : {}), ...(answer ? { answer } : {}) };
     appendFileSync(trajPath, JSON.stringify(rec) + '\n');
     done.set(item.index, rec);

@@ -109,7 +109,7 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
       const answer = chosen ? { sql: chosen.sql, reading: chosen.reading, confidence: chosen.confidence, lowConfidence: low, candidates: chosen.candidates.slice(0, 10), memories: memories.length, suggestions } : null;
       process.stdout.write(JSON.stringify({ question, db: o.db, policy: policy.name, ...episode, answer, result: final ?? null }, null, 2) + '\n');
     } else if (answerSql !== undefined && answerSql !== null) {
-      if (chosen?.sql && chosen.sql !== res.answer) write(`the policy answered ${res.answer ?? 'nothing'}; a better-checked candidate was chosen (${chosen.candidates[0].sources.join(', ')})\n`);
+      if (chosen?.sql && chosen.sql !== asked.policySql) write(`the policy answered ${asked.policySql ?? 'nothing'}; a better-checked candidate was chosen (${chosen.candidates[0].sources.join(', ')})\n`);
       write(`answer: ${answerSql}\n`);
       if (chosen?.reading) write(`I read this as: ${chosen.reading}\n`);
       if (chosen) write(`confidence: ${chosen.confidence.toFixed(2)}${low ? ' (low: check it before trusting it; --correct stores the right SQL)' : ''} (${chosen.tried} candidates tried, ${new Set(chosen.candidates.map((c) => c.group)).size} distinct results${memories.length ? '' : '; no memory: build one with agro memory build'})\n`);

@@ -270,7 +270,7 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
         let checked: CheckedAnswer | undefined;
         if (answerer && chosen?.sql) {
           const suggestions = await answerer.suggestions(dbPath, dbId, { sql: chosen.sql, question });
-          checked = { reading: chosen.reading, confidence: chosen.confidence, low: chosen.low, sources: chosen.candidates[0]?.sources ?? [], ...(res.answer !== undefined && res.answer !== chosen.sql ? { policyAnswer: res.answer } : {}), suggestions };
+          checked = { reading: chosen.reading, confidence: chosen.confidence, low: chosen.low, sources: chosen.candidates[0]?.sources ?? [], ...(asked.policySql !== undefined && asked.policySql !== chosen.sql ? { policyAnswer: asked.policySql } : {}), suggestions };
         }
         // The time to the answer: the episode and, with the answer path, its samples and checks.
         const ms = Math.round(performance.now() - t0);
