@@ -370,15 +370,16 @@ export async function runPredict(
     let chosen = 0;
     let prediction: string;
     let answer: AnswerRecord | undefined;
-    // Every SQL predict writes names tables and columns as the schema spells them (the answer path's already do).
+    // Every SQL predict writes names tables and columns as the schema spells them (the answer path's already do):
+    // each episode's answer spelled once, on one line.
     const spell = spellingFor(env, task);
-    const own = (e: EpisodeResult): string => oneLineSql(e.answer === undefined ? '' : spell(e.answer));
+    const own = episodes.map((e) => oneLineSql(e.answer === undefined ? '' : spell(e.answer)));
     if (answerer) {
       const asked: PolicyAnswer[] = episodes.flatMap((e, s) => (e.answer !== undefined ? [{ sql: e.answer, source: s === 0 && plan[0].temperature === 0 ? ('greedy' as const) : ('sample' as const) }] : []));
       const a = await answerer.answer(task.dbPath, task.dbId, task.question, asked, answerConfigFor(task));
-      const greedySql = episodes[0].answer === undefined ? undefined : spell(episodes[0].answer);
+      const greedySql = episodes[0].answer === undefined ? undefined : own[0];
       prediction = oneLineSql(a.sql ?? greedySql ?? '');
-      const fromEpisode = episodes.findIndex((e) => e.answer !== undefined && own(e) === prediction);
+      const fromEpisode = episodes.findIndex((e, s) => e.answer !== undefined && own[s] === prediction);
       chosen = Math.max(0, fromEpisode);
       const greedyRight = greedySql !== undefined ? (await score(oneLineSql(greedySql))).outcome === 'match' : false;
       answer = {
@@ -399,15 +400,15 @@ export async function runPredict(
         const execs = await Promise.all(episodes.map((e) => executor.execute(task.dbPath, e.answer ?? '', judge.execOptions)));
         chosen = majorityVote(execs, cfg.compare) ?? 0;
       }
-      prediction = own(episodes[chosen]);
+      prediction = own[chosen];
     }
     if (cfg.samples > 1) {
-      const scored = await Promise.all(episodes.map((e) => score(own(e))));
+      const scored = await Promise.all(own.map((sql) => score(sql)));
       scored.forEach((r, s) => (samples[s].correct = r.outcome === 'match'));
     }
     const result = await score(prediction);
     // The tool's effect is the chosen episode's, when the answer is that episode's own.
-    const tool = answer && own(episodes[chosen]) !== prediction ? undefined : await toolEffectOf(episodes[chosen], result, score);
+    const tool = answer && own[chosen] !== prediction ? undefined : await toolEffectOf(episodes[chosen], result, score);
     const rec: QuestionRecord = { index: item.index, ...(item.questionId !== undefined ? { question_id: item.questionId } : {}), db_id: item.dbId, question: task.question, prediction, chosen, samples, result, ...(tool ? { tool } : {}), ...(answer ? { answer } : {}) };
     appendFileSync(trajPath, JSON.stringify(rec) + '\n');
     done.set(item.index, rec);
