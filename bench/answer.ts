@@ -11,7 +11,9 @@ import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { Answerer } from '../src/answer/resources.ts';
-import { MemoryIndex, readMemory, type MemoryFile } from '../src/answer/memory.ts';
+import type { MemoryFile } from '../src/memory/entry.ts';
+import { readMemory } from '../src/memory/legacy.ts';
+import { MemoryIndex } from '../src/answer/memory.ts';
 import { createExecutor } from '../src/sql/executor.ts';
 import { quantile } from '../src/util/stats.ts';
 import { flag, num } from './_args.ts';
@@ -64,9 +66,9 @@ export async function run(args: string[]): Promise<void> {
   for (const dbId of [...new Set(dev.map((q) => q.db_id))]) {
     const db = resolve('data/databases', dbId, `${dbId}.sqlite`);
     const synth = join(out, dbId);
-    if (!existsSync(join(synth, 'memory.json'))) agroCli(['synth', '--db', db, '--out', synth, '--n', String(pairs), '--variants', '0', '--phrasings', '2', '--json'], { log });
-    const ms = await timeQuestions(db, dbId, join(synth, 'memory.json'), dev.filter((q) => q.db_id === dbId).map((q) => q.question));
-    lines.push([dbId, String(readMemory(join(synth, 'memory.json')).entries.length), String(ms.length), Math.round(quantile(ms, 0.5)).toString(), Math.round(quantile(ms, 0.9)).toString(), loadavg()[0].toFixed(1)]);
+    if (!existsSync(join(synth, 'memory.db'))) agroCli(['synth', '--db', db, '--out', synth, '--n', String(pairs), '--variants', '0', '--phrasings', '2', '--json'], { log });
+    const ms = await timeQuestions(db, dbId, join(synth, 'memory.db'), dev.filter((q) => q.db_id === dbId).map((q) => q.question));
+    lines.push([dbId, String(readMemory(join(synth, 'memory.db')).entries.length), String(ms.length), Math.round(quantile(ms, 0.5)).toString(), Math.round(quantile(ms, 0.9)).toString(), loadavg()[0].toFixed(1)]);
   }
 
   // 2. A table of `rows` rows.
@@ -74,14 +76,14 @@ export async function run(args: string[]): Promise<void> {
   mkdirSync(join(out, 'big'), { recursive: true });
   bigDatabase(big, rows);
   const bigSynth = join(out, 'big-synth');
-  if (!existsSync(join(bigSynth, 'memory.json'))) agroCli(['synth', '--db', big, '--out', bigSynth, '--n', '200', '--variants', '0', '--json'], { log });
+  if (!existsSync(join(bigSynth, 'memory.db'))) agroCli(['synth', '--db', big, '--out', bigSynth, '--n', '200', '--variants', '0', '--json'], { log });
   const bigQs = ['How many sales were there in 2010?', 'What is the total amount of Garden sales?', 'Which category has the most sales?', 'What is the average amount of sales in the North region?', 'List the customers of sales over 999 in 2024.', 'How many sales of Toys were made after 2015?'];
-  const bigMs = await timeQuestions(big, 'big', join(bigSynth, 'memory.json'), bigQs);
-  lines.push([`big (${rows.toLocaleString('en')} rows)`, String(readMemory(join(bigSynth, 'memory.json')).entries.length), String(bigMs.length), Math.round(quantile(bigMs, 0.5)).toString(), Math.round(quantile(bigMs, 0.9)).toString(), loadavg()[0].toFixed(1)]);
+  const bigMs = await timeQuestions(big, 'big', join(bigSynth, 'memory.db'), bigQs);
+  lines.push([`big (${rows.toLocaleString('en')} rows)`, String(readMemory(join(bigSynth, 'memory.db')).entries.length), String(bigMs.length), Math.round(quantile(bigMs, 0.5)).toString(), Math.round(quantile(bigMs, 0.9)).toString(), loadavg()[0].toFixed(1)]);
   table(lines);
 
   // 3. An index of `indexSize` remembered questions (the bundled pairs repeated with numbered wording).
-  const base = readMemory(join(out, 'music_store', 'memory.json'));
+  const base = readMemory(join(out, 'music_store', 'memory.db'));
   const entries: MemoryFile['entries'] = [];
   for (let i = 0; entries.length < indexSize; i++) {
     const e = base.entries[i % base.entries.length];

@@ -24,7 +24,8 @@ import type { QuestionRecord } from '../src/pipeline/predict.ts';
 import { flag, num } from './_args.ts';
 import { agroCli } from './_agro.ts';
 import { table } from './rl.ts';
-import { MemoryIndex, readMemory } from '../src/answer/memory.ts';
+import { readMemory } from '../src/memory/legacy.ts';
+import { MemoryIndex } from '../src/answer/memory.ts';
 import { readDataset } from '../src/data/read-dataset.ts';
 import { evaluate } from '../src/eval/run.ts';
 import { createExecutor } from '../src/sql/executor.ts';
@@ -265,7 +266,7 @@ export async function run(args: string[]): Promise<void> {
       }
       const fails = failures(join(out, 'human-rl'), introspectSchema(dbPath));
       writeJsonAtomic(join(out, 'human-rl-failures.json'), fails.examples);
-      const top1 = await memoryTop1(join(out, 'synth', 'memory.json'), dataFile, join(root, 'database'));
+      const top1 = await memoryTop1(join(out, 'synth', 'memory.db'), dataFile, join(root, 'database'));
       const beyond = await beyondChance(join(out, 'human-rl'), dbPath);
       const row: HumanRow = { set, db, seed, questions: mine.length, synthRows: report.synth.rows, heldOut: { sft: report.sft.eval.accuracy, rl: report.rl.eval.accuracy }, human, memoryTop1: top1, failures: fails.counts, beyond, quickstartSeconds: qsSecs, load: loadBefore };
       results.push(row);
@@ -385,7 +386,7 @@ async function zeroShot(args: string[]): Promise<void> {
     const loadBefore = load();
     const dbPath = join(root, 'database', db, `${db}.sqlite`);
     // No training: the factory's verified pairs of the database (the README's command, the quickstart's recipe) are the memory the answer path reads.
-    const memory = join(out, 'synth', 'memory.json');
+    const memory = join(out, 'synth', 'memory.db');
     let secs = 0;
     if (withMemory && !existsSync(memory)) secs += agro(readmeMemoryArgs(dbPath, join(out, 'synth')), join(out, 'bench.log'));
     if (!existsSync(join(dir, 'report.json'))) secs += agro(['predict', '--policy', policy, ...decoding, '--data', dataFile, '--db-root', join(root, 'database'), '--compare', 'spider', '--oracle', ...(withMemory ? ['--memory', memory] : []), '--out', dir], join(out, 'bench.log'));

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 /** Upstream first: a folder may import only from folders before it (and itself). */
-const LAYERS = ['errors.ts', 'util', 'sql', 'prompt', 'llm', 'data', 'factory', 'model', 'agent', 'search', 'answer', 'judge', 'train', 'rl', 'eval', 'pipeline', 'chart', 'server', 'cli'];
+const LAYERS = ['errors.ts', 'util', 'sql', 'memory', 'prompt', 'llm', 'data', 'factory', 'model', 'agent', 'search', 'answer', 'judge', 'train', 'rl', 'eval', 'pipeline', 'chart', 'server', 'cli'];
 const SRC = resolve('src');
 
 function files(dir: string): string[] {

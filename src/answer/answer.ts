@@ -9,7 +9,8 @@
 import { z } from 'zod';
 import type { SqlExecutor } from '../sql/types.ts';
 import { flipOrder, hasLiterals, moveFilters, regroundQuery, type ColumnRange, type NamedValue } from './edit.ts';
-import { resultSignature, type MemoryIndex } from './memory.ts';
+import { resultSignature } from '../memory/entry.ts';
+import type { MemoryIndex } from './memory.ts';
 import { confidenceOf, isDegenerate, JUDGE_LOW_CONFIDENCE, LOW_CONFIDENCE, literalFeatures, negates, score, RANK_WEIGHTS, type CandidateSource, type Features, type RankWeights } from './rank.ts';
 import type { Reader } from './reading.ts';
 import type { QuestionSynth } from './synth.ts';

@@ -1,8 +1,8 @@
 /**
  * What the answer path needs of a database, opened once and kept: its schema, value index, the factory's
- * reader, and its memory when one is given (checked against the schema). One `Answerer` serves every
- * question of every database a run asks about (predict's many, ask's one). The memory is read again when its
- * file changes, so a correction stored (here, by `agro memory add`, or by another server) is used from the
+ * reader, and its memory store when one is given (checked against the schema). One `Answerer` serves every
+ * question of every database a run asks about (predict's many, ask's one). The memory's changes are applied
+ * at each question, so a correction stored (here, by `agro memory add`, or by another server) is used from the
  * next question on.
  */
 import { statSync } from 'node:fs';
@@ -16,7 +16,10 @@ import { AgroError } from '../errors.ts';
 import type { ColumnRange } from './edit.ts';
 import { answerQuestion, type Answer, type AnswerConfig, type AnswerResources, type CandidateJudge, type PolicyAnswer } from './answer.ts';
 import { countedNames } from './intent.ts';
-import { MemoryIndex, readMemory, storeCorrection, type MemoryFile } from './memory.ts';
+import { storeCorrection } from '../memory/build.ts';
+import { openMemory } from '../memory/legacy.ts';
+import type { MemoryStore } from '../memory/store.ts';
+import { MemoryIndex } from './memory.ts';
 import { databaseLanguageOf, makeReader } from './reading.ts';
 import { suggestQuestions, SUGGESTIONS } from './suggest.ts';
 import { makeQuestionSynth } from './synth.ts';
@@ -46,22 +49,25 @@ export function columnRanges(schema: DbSchema): ColumnRange {
   return (column) => out.get(column);
 }
 
-/** A memory file as last read: its contents and index, and what its file looked like then. */
+/** A database's memory store, held open, and the index of it as of the store's sequence `seq`. */
 interface HeldMemory {
   path: string;
-  file: MemoryFile;
+  store: MemoryStore;
+  ino: number;
   index?: MemoryIndex;
-  stamp?: string;
+  seq: number;
+  generation: string;
 }
 
-const stampOf = (path: string): string | undefined => {
+const inodeOf = (path: string): number | undefined => {
   try {
-    const s = statSync(path);
-    return `${s.ino}:${s.size}:${s.mtimeMs}`;
+    return statSync(path).ino;
   } catch {
     return undefined;
   }
 };
+
+const hold = (store: MemoryStore): HeldMemory => ({ path: store.path, store, ino: inodeOf(store.path) ?? -1, seq: 0, generation: '' });
 
 type Opened = { res: Omit<AnswerResources, 'memory'>; schema: DbSchema };
 
@@ -74,8 +80,8 @@ export class Answerer {
     private readonly opts: AnswererOptions = {},
   ) {
     for (const path of opts.memory ?? []) {
-      const file = readMemory(path);
-      this.memories.set(file.dbId, { path, file });
+      const store = openMemory(path);
+      this.memories.set(store.meta().dbId, hold(store));
     }
   }
 
@@ -96,18 +102,32 @@ export class Answerer {
   }
 
   /**
-   * The memory of a database as its file is now, checked against the schema the questions run on (a memory of an
-   * edited or other database is refused); read again only when the file changed.
+   * The memory of a database as its store is now, checked against the schema the questions run on (a memory of an
+   * edited or other database is refused): built once, then kept current with the store's changes since (a
+   * correction here, by `agro memory add`, or by another server), rebuilt when the store was rebuilt or replaced.
    */
   private memoryIndex(dbId: string, schema: DbSchema): MemoryIndex | undefined {
-    const mem = this.memories.get(dbId);
+    let mem = this.memories.get(dbId);
     if (!mem) return undefined;
-    const stamp = stampOf(mem.path);
-    if (!mem.index || (stamp !== undefined && stamp !== mem.stamp)) {
-      mem.file = readMemory(mem.path, schema);
-      mem.index = new MemoryIndex(mem.file);
-      mem.stamp = stamp;
+    const ino = inodeOf(mem.path);
+    if (ino !== undefined && ino !== mem.ino) {
+      mem.store.close();
+      mem = hold(openMemory(mem.path));
+      this.memories.set(dbId, mem);
     }
+    if (mem.index) {
+      const c = mem.store.changes(mem.seq);
+      if (c.generation === mem.generation) {
+        mem.index.apply(c.added, c.removed);
+        mem.seq = c.seq;
+        return mem.index;
+      }
+    }
+    mem.store.check(schema);
+    const snap = mem.store.snapshot();
+    mem.index = new MemoryIndex(snap);
+    mem.seq = snap.seq;
+    mem.generation = snap.generation;
     return mem.index;
   }
 
@@ -144,7 +164,7 @@ export class Answerer {
     if (!path) throw new AgroError('usage', `no memory of ${dbId} to store a correction in (agro memory build makes one)`);
     const { schema } = await this.opened(db);
     const r = await storeCorrection(path, db, schema, question, sql, this.executor, { create: dbId });
-    if (!this.memories.has(dbId)) this.memories.set(dbId, { path, file: readMemory(path, schema) });
-    return { path, rows: r.rows.length, columns: r.columns };
+    if (!this.memories.has(dbId)) this.memories.set(dbId, hold(openMemory(r.path)));
+    return { path: r.path, rows: r.rows.length, columns: r.columns };
   }
 }

@@ -6,7 +6,7 @@
 import { sqlSkeleton } from '../sql/features.ts';
 import { tablesRead } from '../sql/lexer.ts';
 import { fold } from '../prompt/words.ts';
-import type { MemoryEntry } from './memory.ts';
+import type { MemoryEntry } from '../memory/entry.ts';
 
 /** Suggestions after an answer: few enough to read at a glance. */
 export const SUGGESTIONS = 3;

@@ -11,7 +11,9 @@ import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgroError } from '../errors.ts';
 import { Answerer } from '../answer/resources.ts';
-import { buildMemory, pairsOfDataset, writeMemory } from '../answer/memory.ts';
+import { buildMemory } from '../memory/build.ts';
+import { MEMORY_STORE, pairsOfDataset } from '../memory/entry.ts';
+import { writeMemory } from '../memory/store.ts';
 import { goldPairs, readGoldSql, type GoldSql } from '../factory/gold.ts';
 import { runFactory } from '../factory/pipeline.ts';
 import { createExecutor, introspectDatabase } from '../sql/executor.ts';
@@ -63,7 +65,7 @@ export async function judgeListsOf(db: { dbId: string; path: string }, gold: rea
   const rows = factory.rows.filter((r) => !r.previous?.length);
   const held = new Set(rng.shuffle(rows.map((_, i) => i)).slice(0, Math.min(o.factoryQuestions, Math.floor(rows.length / 10))));
   const schema = await introspectDatabase(db.path);
-  const memoryPath = join(o.work, 'memory.json');
+  const memoryPath = join(o.work, MEMORY_STORE);
   const heldSql = new Set([...held].map((i) => rows[i].SQL));
   writeMemory(memoryPath, await buildMemory(db.dbId, schema, pairsOfDataset(rows.filter((r) => !heldSql.has(r.SQL))), o.executor, db.path));
 

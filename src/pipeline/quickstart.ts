@@ -43,7 +43,9 @@ import type { PolicyEval } from '../rl/evaluate.ts';
 import { PassRateHelper, sharedPassRates } from './pass-rate-helper.ts';
 import { CheckpointPolicy } from '../agent/policies/checkpoint.ts';
 import { runPredict, type QuestionRecord } from './predict.ts';
-import { buildMemory, MEMORY_FILE, pairsOfDataset, writeMemory } from '../answer/memory.ts';
+import { buildMemory } from '../memory/build.ts';
+import { MEMORY_STORE, pairsOfDataset } from '../memory/entry.ts';
+import { writeMemory } from '../memory/store.ts';
 import { introspectDatabase } from '../sql/executor.ts';
 import type { StepRecord } from '../rl/phases.ts';
 import type { PassRecord } from '../rl/group-math.ts';
@@ -425,7 +427,7 @@ async function dataStage(c: RunContext): Promise<Split> {
   const heldOutPath = join(out, 'held_out.jsonl');
   // The memory the trained agent answers with: every verified pair (named by its checkpoints' prompt contract);
   // and, for the held-out measure of the answer path, one without the held-out pairs.
-  const memoryPath = join(synthDir, MEMORY_FILE);
+  const memoryPath = join(synthDir, MEMORY_STORE);
   const evalMemoryPath = join(out, 'memory-train.json');
   if (!existsSync(memoryPath) || !existsSync(evalMemoryPath)) {
     const schema = await introspectDatabase(db);

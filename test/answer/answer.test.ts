@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -8,7 +8,11 @@ import { SqlPool } from '../../src/sql/pool.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { buildValueIndex } from '../../src/prompt/value-index.ts';
 import { AgroError } from '../../src/errors.ts';
-import { addPersonPair, buildMemory, MemoryIndex, readMemory, resultSignature, schemaFingerprint, writeMemory } from '../../src/answer/memory.ts';
+import { buildMemory } from '../../src/memory/build.ts';
+import { resultSignature, schemaFingerprint } from '../../src/memory/entry.ts';
+import { readMemory } from '../../src/memory/legacy.ts';
+import { MemoryStore, writeMemory } from '../../src/memory/store.ts';
+import { MemoryIndex } from '../../src/answer/memory.ts';
 import { flipOrder, hasLiterals, moveFilters, questionNumbers, regroundQuery, tableAliases } from '../../src/answer/edit.ts';
 import { tokenize } from '../../src/sql/lexer.ts';
 import { answerQuestion } from '../../src/answer/answer.ts';
@@ -37,10 +41,11 @@ test('memory: built from pairs (paraphrases merged, results signed), read back, 
     assert.ok(run.ok && run.rows.length > 1);
     assert.equal(m.entries[0].rows, run.rows.length);
     assert.equal(m.entries[0].signature, resultSignature([...run.rows].reverse()), 'the signature ignores row order');
-    const path = join(tmp, 'memory.json');
+    const path = join(tmp, 'memory.db');
     writeMemory(path, m);
-    assert.deepEqual(readMemory(path, schema), m);
-    // Another database's schema (an edited copy: one more column) is refused, as is a file that is no memory.
+    const back = readMemory(path, schema);
+    assert.deepEqual(back.entries.map(({ id, ...e }) => (assert.ok(id), e)), m.entries, 'the pairs come back as written, each with its id');
+    // Another database's schema (an edited copy: one more column) is refused.
     const other = join(tmp, 'edited.sqlite');
     copyFileSync(DB, other);
     const db = new Database(other);
@@ -48,15 +53,6 @@ test('memory: built from pairs (paraphrases merged, results signed), read back, 
     db.close();
     assert.notEqual(schemaFingerprint(introspectSchema(other)), m.schema);
     assert.throws(() => readMemory(path, introspectSchema(other)), (e: unknown) => e instanceof AgroError && e.exitCode === 4 && /another schema/.test(e.message));
-    writeFileSync(join(tmp, 'bad.json'), '{"kind":"something"}');
-    assert.throws(() => readMemory(join(tmp, 'bad.json')), (e: unknown) => e instanceof AgroError && e.exitCode === 4);
-    assert.throws(() => readMemory(join(tmp, 'none.json')), (e: unknown) => e instanceof AgroError && e.exitCode === 3);
-    // A file that is not JSON, and a path that is no file, are invalid_input (exit 4) naming the path, read by the project's one input reader.
-    const notJson = join(tmp, 'not-json.json');
-    writeFileSync(notJson, 'entries: oops');
-    const naming = (p: string, why: RegExp) => (e: unknown) => e instanceof AgroError && e.kind === 'invalid_input' && e.exitCode === 4 && e.message.includes(p) && why.test(e.message);
-    assert.throws(() => readMemory(notJson), naming(notJson, /^memory file .* is not valid JSON/));
-    assert.throws(() => readMemory(tmp), naming(tmp, /^memory path is a directory, not a file/));
   } finally {
     await pool.close();
   }
@@ -70,13 +66,35 @@ test('memory: the nearest pairs by TF-IDF over every phrasing; intent words tell
   assert.equal(idx.nearest('zzz qqq', 3).length, 0, 'no shared word, no recall');
 });
 
-test("a person's pair replaces the factory's entry of the same SQL and is found first", async () => {
-  const m = await buildMemory('music_store', introspectSchema(DB), PAIRS);
-  const next = addPersonPair(m, PAIRS[2].sql, 'What music styles are there?', '2026-11-28T00:00:00Z');
-  assert.equal(next.entries.length, m.entries.length);
-  assert.equal(next.entries[0].source, 'person');
-  assert.deepEqual(next.entries[0].questions, ['What music styles are there?', 'List the names of all genres.']);
-  assert.equal(new MemoryIndex(next).nearest('which music styles exist', 1)[0].entry.sql, PAIRS[2].sql);
+test("a person's pair replaces the factory's entry of the same SQL, is found first, and the index follows the store's changes", async () => {
+  const path = join(tmp, 'person.db');
+  writeMemory(path, await buildMemory('music_store', introspectSchema(DB), PAIRS));
+  const store = MemoryStore.open(path);
+  try {
+    const before = store.snapshot();
+    const idx = new MemoryIndex(before);
+    assert.notEqual(idx.nearest('which music styles exist', 1)[0]?.entry.sql, PAIRS[2].sql, 'not known before the correction');
+    const stored = store.addPerson({ sql: PAIRS[2].sql, question: 'What music styles are there?', at: '2026-11-28T00:00:00Z' });
+    const c = store.changes(before.seq);
+    assert.deepEqual(c.added.map((e) => e.id), [stored.id]);
+    assert.equal(c.removed.length, 1, 'the factory entry of the same SQL is replaced');
+    idx.apply(c.added, c.removed);
+    assert.equal(idx.memory.entries.length, PAIRS.length);
+    assert.equal(idx.memory.entries[0].source, 'person');
+    assert.deepEqual(idx.memory.entries[0].questions, ['What music styles are there?', 'List the names of all genres.']);
+    const hit = idx.nearest('which music styles exist', 1)[0];
+    assert.equal(hit.entry.id, stored.id);
+    assert.equal(idx.nearest('List the names of all genres.', 3).filter((r) => r.entry.sql === PAIRS[2].sql).length, 1, 'the replaced entry is no longer recalled');
+    // The index kept current by changes recalls what an index built afresh recalls.
+    const fresh = new MemoryIndex(store.snapshot());
+    for (const q of ['How many customers are there?', 'music styles', 'longest track']) assert.deepEqual(idx.nearest(q, 3).map((r) => r.entry.id), fresh.nearest(q, 3).map((r) => r.entry.id), q);
+    assert.ok(store.remove(stored.id));
+    const d = store.changes(c.seq);
+    idx.apply(d.added, d.removed);
+    assert.equal(idx.nearest('which music styles exist', 1)[0]?.entry.id === stored.id, false, 'a removed pair is not recalled');
+  } finally {
+    store.close();
+  }
 });
 
 test('edit: literals re-grounded to the value the question names in the same column; numbers; order flips', () => {

@@ -11,7 +11,8 @@ import { databaseLanguageOf, makeReader } from '../../src/answer/reading.ts';
 import { answerQuestion } from '../../src/answer/answer.ts';
 import { asksNegation, cosine, Idf, IDF_CAP, stems } from '../../src/answer/text.ts';
 import { negates, RANK_WEIGHTS } from '../../src/answer/rank.ts';
-import { buildMemory, MemoryIndex } from '../../src/answer/memory.ts';
+import { buildMemory } from '../../src/memory/build.ts';
+import { MemoryIndex } from '../../src/answer/memory.ts';
 
 const DB = 'data/databases/music_store/music_store.sqlite';
 test('agreement: the same query sampled again is no new vote; another query with the same result is', async () => {

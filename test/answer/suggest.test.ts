@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { suggestQuestions, SUGGESTIONS } from '../../src/answer/suggest.ts';
-import type { MemoryEntry } from '../../src/answer/memory.ts';
+import type { MemoryEntry } from '../../src/memory/entry.ts';
 
 const entry = (sql: string, questions: string[], source: MemoryEntry['source'] = 'factory'): MemoryEntry => ({ sql, questions, source });
 

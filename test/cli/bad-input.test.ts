@@ -40,15 +40,15 @@ test('a device, a FIFO or a directory as a dataset is refused at once (exit 4) b
   assertOneLine(agro(['eval', '--gold', '--data', tmp.dir]), 4, /data path is a directory, not a file/);
 });
 
-test('a memory file that is not JSON, a device, a FIFO or a directory is one line and exit 4 (agro memory show), never read without end', () => {
+test('a memory file that is no store or memory.json, a device, a FIFO or a directory is one line and exit 4 (agro memory show), never read without end', () => {
   const fifo = join(tmp.dir, 'memory-fifo');
   execFileSync('mkfifo', [fifo]);
   const notJson = join(tmp.dir, 'memory.yaml');
   writeFileSync(notJson, 'kind: agro-memory\nentries:\n  - oops\n');
-  assertOneLine(agro(['memory', 'show', '--memory', notJson]), 4, /memory file .*memory\.yaml is not valid JSON/);
+  assertOneLine(agro(['memory', 'show', '--memory', notJson]), 4, /memory store .*memory\.yaml is neither a memory store nor a memory file agro wrote/);
   // Before: /dev/zero was read until memory ran out; a FIFO without a writer hung.
-  for (const input of ['/dev/zero', fifo]) assertOneLine(agro(['memory', 'show', '--memory', input], { timeoutMs: 20_000 }), 4, /memory path is not a regular file \(a device, FIFO or socket\)/);
-  assertOneLine(agro(['memory', 'show', '--memory', tmp.dir]), 4, /memory path is a directory, not a file/);
+  for (const input of ['/dev/zero', fifo]) assertOneLine(agro(['memory', 'show', '--memory', input], { timeoutMs: 20_000 }), 4, /memory store .* is not a regular file \(a device, FIFO or socket\)/);
+  assertOneLine(agro(['memory', 'show', '--memory', tmp.dir]), 4, /memory store .* is a directory, not a file/);
 });
 
 test('an input file past MAX_INPUT_BYTES is refused (exit 4), the bound named, not read to its end', () => {

@@ -7,7 +7,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatAction } from '../../src/agent/protocol.ts';
-import { buildMemory, writeMemory } from '../../src/answer/memory.ts';
+import { buildMemory } from '../../src/memory/build.ts';
+import { readMemory } from '../../src/memory/legacy.ts';
+import { writeMemory } from '../../src/memory/store.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { agroChild } from '../support/agro-child.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
@@ -20,7 +22,7 @@ const tmp = mkdtempSync(join(tmpdir(), 'agro-chat-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
 test('agro chat: :chart draws the last answer, :correct stores the right SQL and the question asked again gets it; bad commands are one line', { timeout: 180_000 }, async () => {
-  const memory = join(tmp, 'memory.json');
+  const memory = join(tmp, 'memory.db');
   // A memory of the database with one unrelated pair: where the correction goes.
   writeMemory(memory, await buildMemory('music_store', introspectSchema(DB), [{ sql: 'SELECT COUNT(*) FROM tracks', question: 'How many tracks are there?' }]));
   // The policy always answers with the genres and their track counts; the person says otherwise.
@@ -41,7 +43,7 @@ test('agro chat: :chart draws the last answer, :correct stores the right SQL and
     assert.doesNotMatch(r.stderr, /--chart/, r.stderr);
     // The refused correction is one line and nothing is stored; the right one runs and is stored as a person's pair.
     assert.match(r.stdout, /refused/);
-    const stored = JSON.parse(readFileSync(memory, 'utf8')) as { entries: Array<{ sql: string; source: string; questions: string[] }> };
+    const stored = readMemory(memory);
     const person = stored.entries.filter((e) => e.source === 'person');
     assert.deepEqual(person.map((e) => [e.sql, e.questions[0]]), [[RIGHT_SQL, QUESTION]]);
     assert.match(r.stdout, /:bogus: not a command/);

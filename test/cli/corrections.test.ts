@@ -22,7 +22,7 @@ test('agro ask --correct stores a pair that runs (and nothing that does not); th
     { db_id: 'music_store', question: 'List the titles of all albums.', SQL: 'SELECT title FROM albums' },
     { db_id: 'music_store', question: 'How many genres are there?', SQL: 'SELECT COUNT(*) FROM genres' },
   ]));
-  const memory = join(tmp, 'memory.json');
+  const memory = join(tmp, 'memory.db');
   const built = await agro(['memory', 'build', '--data', data, '--db', DB, '--out', memory]);
   assert.equal(built.status, 0, built.stderr);
   assert.match(built.stdout, /3 queries asked 3 ways/);

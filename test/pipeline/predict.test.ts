@@ -14,7 +14,8 @@ import { evaluate } from '../../src/eval/run.ts';
 import { readDataset } from '../../src/data/read-dataset.ts';
 import { readPredictions } from '../../src/data/read-predictions.ts';
 import { AgroError } from '../../src/errors.ts';
-import { buildMemory, writeMemory } from '../../src/answer/memory.ts';
+import { buildMemory } from '../../src/memory/build.ts';
+import { writeMemory } from '../../src/memory/store.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 
 const ALL = JSON.parse(readFileSync('data/dev.json', 'utf8')) as { question: string; SQL: string; db_id: string }[];
@@ -179,7 +180,7 @@ test('predict: the answer path chooses a remembered query edited to the question
       { sql: 'SELECT COUNT(*) FROM customers', question: 'How many customers are there?' },
       { sql: 'SELECT name FROM genres', question: 'List the names of all genres.' },
     ]);
-    const memPath = join(tmp, 'memory.json');
+    const memPath = join(tmp, 'memory.db');
     writeMemory(memPath, memory);
     const out = join(tmp, 'run-answer');
     const res = await runPredict({ ...settings(out), memory: [memPath], searchSamples: 0, oracle: true }, policy, pool);

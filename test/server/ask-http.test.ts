@@ -21,7 +21,9 @@ import { SqlPool } from '../../src/sql/pool.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
 import { LOW_CONFIDENCE } from '../../src/answer/rank.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.ts';
-import { buildMemory, readMemory, writeMemory } from '../../src/answer/memory.ts';
+import { buildMemory } from '../../src/memory/build.ts';
+import { readMemory } from '../../src/memory/legacy.ts';
+import { writeMemory } from '../../src/memory/store.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { needsProgram } from '../support/system-program.ts';
 import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
@@ -37,7 +39,7 @@ let policy: Policy;
 let server: ServerType;
 let base = '';
 const MUSIC = resolve('data/databases/music_store/music_store.sqlite');
-const memoryPath = join(tmp, 'memory.json');
+const memoryPath = join(tmp, 'memory.db');
 // The database's memory: two pairs about the tables of the genre question (suggestions), none about its answer.
 const REMEMBERED = [
   { sql: 'SELECT name FROM genres ORDER BY name', question: 'List the names of all genres.' },

@@ -24,7 +24,7 @@ import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
 import { LOW_CONFIDENCE } from '../../src/answer/rank.ts';
 import { SEARCH_SAMPLES } from '../../src/answer/answer.ts';
-import { readMemory } from '../../src/answer/memory.ts';
+import { readMemory } from '../../src/memory/legacy.ts';
 
 const browser = needsProgram('chromium', CHROMIUM, 'the dashboard browser tests');
 const tmp = mkdtempSync(join(tmpdir(), 'agro-dash-e2e-'));
@@ -410,7 +410,7 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
 
   // Last: it starts a memory for music_store in the folder, which later questions on it would consult.
   test('Playground: a correction is stored (a refused one is not) and the next question in other words is answered with it; suggestions ask', async () => {
-    const memory = join(fixture.dir, 'memory', 'music_store.json');
+    const memory = join(fixture.dir, 'memory', 'music_store.db');
     const RIGHT = 'SELECT g.name FROM tracks t JOIN genres g ON g.genre_id = t.genre_id GROUP BY g.name ORDER BY COUNT(*) DESC LIMIT 1';
     const answered = async (question: string) => {
       await page.fill('[data-testid=question]', question);
@@ -422,7 +422,7 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     await answered(GENRE_QUESTION);
     await page.click('[data-testid=mark-right]');
     await page.waitForSelector('[data-testid=correction-status].stored');
-    assert.match((await page.textContent('[data-testid=correction-status]'))!, /stored in memory\/music_store\.json \(12 rows\)/);
+    assert.match((await page.textContent('[data-testid=correction-status]'))!, /stored in memory\/music_store\.db \(12 rows\)/);
     // A question in the person's own words, which neither the policy (it counts the genres) nor the factory's
     // readings can place, asked on its own.
     await page.click('[data-testid=new-conversation]');
@@ -430,14 +430,14 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     assert.notEqual(await page.inputValue('[data-testid=final-sql]'), RIGHT);
     await page.click('[data-testid=mark-wrong]');
     // A write is refused by the sandbox: one line, nothing written.
-    const before = readFileSync(memory, 'utf8');
+    const before = readFileSync(memory);
     await page.fill('[data-testid=correct-sql]', 'DELETE FROM genres');
     await page.click('[data-testid=store-correction]');
     await page.waitForSelector('[data-testid=correction-status].error');
     const refused = (await page.textContent('[data-testid=correction-status]'))!;
     assert.match(refused, /refused.*nothing written/);
     assert.ok(!refused.includes('\n'));
-    assert.equal(readFileSync(memory, 'utf8'), before);
+    assert.ok(readFileSync(memory).equals(before));
     await page.fill('[data-testid=correct-sql]', RIGHT);
     await page.click('[data-testid=store-correction]');
     await page.waitForSelector('[data-testid=correction-status].stored');

@@ -1,8 +1,14 @@
 /**
- * `agro memory`: a database's memory of verified pairs (src/answer/memory.ts), which the answer path consults.
+ * `agro memory`: a database's memory of verified pairs (src/memory), which the answer path consults.
  *   build  from a dataset (a factory output names its database; else --db)
  *   add    a person's pair: the SQL runs in the sandbox first, and only a query that runs is stored
  *   show   what a memory holds, and the pairs nearest a question
+ *   list   its pairs with who wrote them and when (people's corrections: --source person)
+ *   remove a pair by id (a correction undone): marked removed, kept for the record
+ *   export its pairs as JSON lines
+ *   migrate a memory.json of an earlier agro to a store
+ * The memory lives in a SQLite store (src/memory/store.ts): each correction is one transaction, so several
+ * processes may add at once.
  */
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
@@ -14,7 +20,11 @@ import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
 import { isPostgresUrl, redactUrl } from '../../sql/postgres.ts';
 import { pgDbId } from '../../sql/pg-introspect.ts';
 import { readJsonl } from '../../util/fs.ts';
-import { buildMemory, MemoryIndex, MEMORY_FILE, pairsOfDataset, readMemory, storeCorrection, writeMemory, type MemoryPair } from '../../answer/memory.ts';
+import { buildMemory, storeCorrection } from '../../memory/build.ts';
+import { MEMORY_STORE, memorySourceSchema, pairsOfDataset, type MemoryPair } from '../../memory/entry.ts';
+import { migrateMemory, openMemory, readMemory } from '../../memory/legacy.ts';
+import { writeMemory, type StoredEntry } from '../../memory/store.ts';
+import { MemoryIndex } from '../../answer/memory.ts';
 import { numberArg } from '../options.ts';
 import { printOut } from '../print.ts';
 
@@ -28,7 +38,7 @@ async function build(o: { data: string; db?: string; out?: string }): Promise<vo
   if (!db) throw new AgroError('usage', 'memory build: give --db (the data is not a factory output, which names its database)');
   const pairs: MemoryPair[] = data.endsWith('.jsonl') ? pairsOfDataset(readJsonl(data)) : readDataset(data).items.flatMap((it) => (it.question ? [{ sql: it.gold, question: it.question }] : []));
   if (!pairs.length) throw new AgroError('invalid_input', `memory build: ${data} holds no (question, SQL) pairs`);
-  const out = o.out ?? join(factory ?? dirname(resolve(data)), MEMORY_FILE);
+  const out = o.out ?? join(factory ?? dirname(resolve(data)), MEMORY_STORE);
   const exec = createExecutor({ size: 2 });
   try {
     const schema = await introspectDatabase(db);
@@ -46,7 +56,7 @@ async function add(o: { memory: string; db: string; question: string; sql: strin
   const exec = createExecutor({ size: 1 });
   try {
     const r = await storeCorrection(o.memory, o.db, await introspectDatabase(o.db), o.question, o.sql, exec);
-    printOut(`stored in ${o.memory}: "${o.question.trim()}" -> ${o.sql.trim()} (${r.rows.length} rows)\n`);
+    printOut(`stored in ${r.path} as pair ${r.entry.id}: "${o.question.trim()}" -> ${o.sql.trim()} (${r.rows.length} rows)\n`);
   } finally {
     await exec.close();
   }
@@ -60,6 +70,60 @@ function show(o: { memory: string; question?: string; k: number }): void {
   for (const r of new MemoryIndex(memory).nearest(o.question, o.k)) printOut(`${r.score.toFixed(3)}  ${r.question}\n       ${r.entry.sql}\n`);
 }
 
+/** A time given to --since: an ISO date or date-time (what the store records), else one line and exit 2. */
+function sinceArg(v: string): string {
+  const t = Date.parse(v);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) throw new AgroError('usage', `--since: give an ISO date or time such as 2026-12-01 or 2026-12-01T09:30:00Z, not ${JSON.stringify(v)}`);
+  return new Date(t).toISOString();
+}
+
+function sourceArg(v: string): 'factory' | 'person' {
+  const r = memorySourceSchema.safeParse(v);
+  if (!r.success) throw new AgroError('usage', `--source: factory or person, not ${JSON.stringify(v)}`);
+  return r.data;
+}
+
+function list(o: { memory: string; source?: 'factory' | 'person'; since?: string; removed?: boolean }): void {
+  const store = openMemory(o.memory);
+  try {
+    const rows = store.list({ ...(o.source ? { source: o.source } : {}), ...(o.since ? { since: o.since } : {}), removed: !!o.removed });
+    for (const e of rows) {
+      const fate = e.replacedBy ? `  (replaced by ${e.replacedBy})` : e.removedAt ? '  (removed)' : '';
+      printOut(`${String(e.id).padStart(6)}  ${e.source.padEnd(7)}  ${(e.at ?? '-').padEnd(24)}  ${JSON.stringify(e.questions[0])}  ${e.sql}${fate}\n`);
+    }
+    process.stderr.write(`${rows.length} pair${rows.length === 1 ? '' : 's'} in ${store.path}\n`);
+  } finally {
+    store.close();
+  }
+}
+
+function remove(o: { memory: string; id: string }): void {
+  if (!/^[1-9]\d{0,15}$/.test(o.id)) throw new AgroError('usage', `memory remove: the id is a pair's number (agro memory list shows them), not ${JSON.stringify(o.id)}`);
+  const store = openMemory(o.memory);
+  try {
+    if (!store.remove(Number(o.id))) throw new AgroError('not_found', `memory remove: no live pair ${o.id} in ${store.path}`);
+    printOut(`removed pair ${o.id} from ${store.path}\n`);
+  } finally {
+    store.close();
+  }
+}
+
+function exportPairs(o: { memory: string; format: string; removed?: boolean }): void {
+  if (o.format !== 'jsonl') throw new AgroError('usage', `memory export: --format jsonl is the one format, not ${JSON.stringify(o.format)}`);
+  const store = openMemory(o.memory);
+  try {
+    const { dbId } = store.meta();
+    for (const e of store.list({ removed: !!o.removed }) as StoredEntry[]) printOut(`${JSON.stringify({ db_id: dbId, ...e })}\n`);
+  } finally {
+    store.close();
+  }
+}
+
+function migrate(o: { file: string; out?: string }): void {
+  const r = migrateMemory(o.file, o.out);
+  printOut(`wrote ${r.out}: ${r.entries} pairs of ${o.file}\n`);
+}
+
 export function register(program: Command): void {
   const cmd = program.command('memory').description("A database's memory of verified (question, SQL) pairs, which ask, predict and serve answer with");
   cmd
@@ -67,12 +131,12 @@ export function register(program: Command): void {
     .description('Build a memory from a dataset (a factory output names its database)')
     .requiredOption('--data <path>', 'a factory output (folder or dataset.jsonl), or a BIRD/Spider question file with --db')
     .option('--db <path>', 'the database (SQLite file or postgres:// URL); default: the one the factory output names')
-    .option('--out <file>', `where to write it (default: ${MEMORY_FILE} beside the data)`)
+    .option('--out <file>', `where to write it (default: ${MEMORY_STORE} beside the data)`)
     .action((o) => build(o));
   cmd
     .command('add')
     .description("Store a person's pair (a correction): the SQL must run on the database")
-    .requiredOption('--memory <file>', 'the memory file')
+    .requiredOption('--memory <file>', 'the memory store')
     .requiredOption('--db <path>', 'the database the memory serves')
     .requiredOption('--question <text>', 'the question')
     .requiredOption('--sql <sql>', 'the right SQL for it')
@@ -80,8 +144,35 @@ export function register(program: Command): void {
   cmd
     .command('show')
     .description('What a memory holds; with --question, its nearest pairs')
-    .requiredOption('--memory <file>', 'the memory file')
+    .requiredOption('--memory <file>', 'the memory store')
     .option('--question <text>', 'a question to look up')
     .option('-k <n>', 'pairs to show', numberArg('-k', { min: 1, max: 100 }), 5)
     .action((o) => show(o));
+  cmd
+    .command('list')
+    .description('Its pairs, oldest first: id, source, time, first question, SQL')
+    .requiredOption('--memory <file>', 'the memory store')
+    .option('--source <who>', 'only factory or person pairs', sourceArg)
+    .option('--since <time>', 'only pairs stored at or after an ISO date or time', sinceArg)
+    .option('--removed', 'also pairs removed or replaced')
+    .action((o) => list(o));
+  cmd
+    .command('remove')
+    .description('Remove a pair by id (kept in the store as removed, listed with --removed)')
+    .requiredOption('--memory <file>', 'the memory store')
+    .argument('<id>', 'the pair, as agro memory list numbers it')
+    .action((id: string, o) => remove({ ...o, id }));
+  cmd
+    .command('export')
+    .description('Its pairs as JSON lines, one per pair, with source and time')
+    .requiredOption('--memory <file>', 'the memory store')
+    .option('--format <format>', 'jsonl', 'jsonl')
+    .option('--removed', 'also pairs removed or replaced')
+    .action((o) => exportPairs(o));
+  cmd
+    .command('migrate')
+    .description(`Convert a memory.json of an earlier agro to a store (${MEMORY_STORE} beside it)`)
+    .argument('<file>', 'the memory.json')
+    .option('--out <file>', 'where to write the store')
+    .action((file: string, o) => migrate({ ...o, file }));
 }

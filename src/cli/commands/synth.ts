@@ -11,7 +11,9 @@ import { stageBars } from '../progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
 import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
 import { MEMORY_RECIPE } from '../../factory/memory-recipe.ts';
-import { buildMemory, MEMORY_FILE, pairsOfDataset, writeMemory } from '../../answer/memory.ts';
+import { buildMemory } from '../../memory/build.ts';
+import { MEMORY_STORE, pairsOfDataset } from '../../memory/entry.ts';
+import { writeMemory } from '../../memory/store.ts';
 import { isPostgresUrl } from '../../sql/postgres.ts';
 import { pgDbId } from '../../sql/pg-introspect.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
@@ -76,7 +78,7 @@ async function run(raw: unknown): Promise<void> {
     );
     const m = r.manifest;
     // The memory the answer path consults: every verified pair, beside the dataset.
-    const memoryPath = join(o.out, MEMORY_FILE);
+    const memoryPath = join(o.out, MEMORY_STORE);
     writeMemory(memoryPath, await buildMemory(r.manifest.dbId, await introspectDatabase(o.db), pairsOfDataset(r.rows), exec, o.db));
     // Fewer pairs than asked is said on one line (stderr), and is an error under --strict.
     if (m.shortfall && o.strict) throw new AgroError('invalid_input', `synth --strict: ${m.shortfall}`);

@@ -22,7 +22,7 @@ import { readPromptContract, resolvePromptSettings, turnTokens } from '../../pro
 import type { SqlExecutor } from '../../sql/types.ts';
 import { SEARCH_SAMPLES, type CandidateJudge } from '../../answer/answer.ts';
 import { askWithAnswerPath } from '../../answer/ask.ts';
-import { MEMORY_FILE } from '../../answer/memory.ts';
+import { MEMORY_STORE } from '../../memory/entry.ts';
 import { Answerer } from '../../answer/resources.ts';
 import type { CheckedAnswer, PlaygroundEvent, PolicyInfo, StoredCorrection } from './api-types.ts';
 import { CHART_ROWS, toChartedTable, toResultTable } from './results.ts';
@@ -149,9 +149,10 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
     const out: string[] = [];
     if (o.dir) {
       const own = join(o.dir, CORRECTIONS_DIR);
-      if (existsSync(own)) for (const f of readdirSync(own).sort()) if (f.endsWith('.json')) out.push(join(own, f));
+      // A store, or a memory.json of an earlier agro not yet converted to one (openMemory converts it on first use).
+      if (existsSync(own)) for (const f of readdirSync(own).sort()) if (f.endsWith('.db') || (f.endsWith('.json') && !existsSync(join(own, `${f.slice(0, -5)}.db`)))) out.push(join(own, f));
     }
-    for (const d of o.scan().datasets) if (existsSync(join(d.dir, MEMORY_FILE))) out.push(join(d.dir, MEMORY_FILE));
+    for (const d of o.scan().datasets) if (existsSync(join(d.dir, MEMORY_STORE))) out.push(join(d.dir, MEMORY_STORE));
     const contract = e.held ? e.held.promptContract : e.spec?.path && e.info.kind === 'checkpoint' ? readPromptContract(e.spec.path) : null;
     for (const m of contract?.memory ?? []) if (existsSync(m)) out.push(m);
     return out;
@@ -285,7 +286,7 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
     async correct(policyId, dbPath, question, sql) {
       const answerer = answererFor(find(policyId));
       const dbId = dbIdOf(dbPath);
-      const start = o.dir ? join(o.dir, CORRECTIONS_DIR, `${dbId}.json`) : undefined;
+      const start = o.dir ? join(o.dir, CORRECTIONS_DIR, `${dbId}.db`) : undefined;
       const stored = await answerer.correct(dbPath, dbId, question, sql, start);
       const rel = o.dir ? relative(o.dir, stored.path) : '';
       return { memory: rel && !rel.startsWith('..') ? rel : stored.path, result: await answerTable(dbPath, sql) };

@@ -1,0 +1,84 @@
+/**
+ * What a database's memory holds: verified (question, SQL) pairs, the factory's and the ones a person corrected,
+ * each with its source, time and the signature of its result. The memory names the schema it was built on (a
+ * fingerprint of tables, columns and types): a memory of another database, or of this one after its schema
+ * changed, is refused rather than silently answering with queries that no longer fit.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { AgroError } from '../errors.ts';
+import { cellKey } from '../sql/compare.ts';
+import type { DbSchema } from '../sql/types.ts';
+
+/** A database's memory store, beside its dataset (store.ts). */
+export const MEMORY_STORE = 'memory.db';
+
+export const memorySourceSchema = z.enum(['factory', 'person']);
+export type MemorySource = z.infer<typeof memorySourceSchema>;
+
+export const memoryEntrySchema = z.strictObject({
+  /** The store's id of the pair (what `agro memory remove` and `DELETE /v1/corrections/ID` name); absent before it is stored. */
+  id: z.number().int().min(1).optional(),
+  sql: z.string().min(1),
+  /** The question and its paraphrases: every way the pair was asked. */
+  questions: z.array(z.string().min(1)).min(1),
+  /** Who wrote the pair: the factory, or a person's correction (with when). */
+  source: memorySourceSchema,
+  at: z.string().optional(),
+  /** Rows of the result on the database the memory was built on, and an order-free hash of them. */
+  rows: z.number().int().min(0).optional(),
+  signature: z.string().optional(),
+});
+export type MemoryEntry = z.infer<typeof memoryEntrySchema>;
+
+/** A memory as one value: the database it serves, the schema it was verified on, its pairs. */
+export interface MemoryFile {
+  dbId: string;
+  /** schemaFingerprint() of the database the pairs were verified on. */
+  schema: string;
+  entries: MemoryEntry[];
+}
+
+/** What a memory must match: the tables, their columns and declared types (case-folded, order-free). */
+export function schemaFingerprint(schema: DbSchema): string {
+  const tables = schema.tables
+    .map((t) => `${t.name.toLowerCase()}(${t.columns.map((c) => `${c.name.toLowerCase()}:${c.type.toLowerCase()}`).sort().join(',')})`)
+    .sort();
+  return createHash('sha256').update(tables.join(';')).digest('hex').slice(0, 16);
+}
+
+/** An order-free hash of a result's rows: candidates and pairs with the same answer share it. */
+export function resultSignature(rows: readonly (readonly unknown[])[]): string {
+  const keys = rows.map((r) => r.map((v) => cellKey(v as never)).join('\u0001')).sort();
+  return createHash('sha256').update(keys.join('\u0002')).digest('hex').slice(0, 16);
+}
+
+/** Refuses (exit 4) a memory built on another schema than the database it is to answer on. */
+export function checkMemorySchema(memory: Pick<MemoryFile, 'dbId' | 'schema'>, schema: DbSchema, path: string): void {
+  if (memory.schema !== schemaFingerprint(schema)) {
+    throw new AgroError('invalid_input', `${path} was built on another schema than ${schema.dbId} (database ${memory.dbId}); rebuild it with agro memory build`);
+  }
+}
+
+/**
+ * The order a memory lists its pairs in: people's corrections first, newest first (a correction outranks what the
+ * factory guessed when two recall equally), then the factory's in the order they were made.
+ */
+export function memoryOrder(a: MemoryEntry, b: MemoryEntry): number {
+  if (a.source !== b.source) return a.source === 'person' ? -1 : 1;
+  const ia = a.id ?? 0;
+  const ib = b.id ?? 0;
+  return a.source === 'person' ? ib - ia : ia - ib;
+}
+
+export interface MemoryPair {
+  sql: string;
+  question: string;
+  paraphrases?: string[];
+}
+
+/** The pairs of a dataset file: a factory's dataset.jsonl keeps every paraphrase; any BIRD/Spider file gives its questions. */
+export function pairsOfDataset(rows: ReadonlyArray<{ SQL?: string; question?: string; paraphrases?: string[]; previous?: unknown[] }>): MemoryPair[] {
+  // A follow-up ("just the top 3") means nothing without the turn it continues: the memory holds questions that stand alone.
+  return rows.filter((r) => r.SQL && r.question && !r.previous?.length).map((r) => ({ sql: r.SQL!, question: r.question!, ...(r.paraphrases ? { paraphrases: r.paraphrases } : {}) }));
+}
