@@ -18,7 +18,7 @@ import { answerQuestion, type Answer, type AnswerConfig, type AnswerResources, t
 import { countedNames } from './intent.ts';
 import { storeCorrection } from '../memory/build.ts';
 import { openMemory } from '../memory/legacy.ts';
-import type { MemoryStore } from '../memory/store.ts';
+import type { MemoryStore, StoredEntry } from '../memory/store.ts';
 import { MemoryIndex } from './memory.ts';
 import { databaseLanguageOf, makeReader } from './reading.ts';
 import { suggestQuestions, SUGGESTIONS } from './suggest.ts';
@@ -107,14 +107,8 @@ export class Answerer {
    * correction here, by `agro memory add`, or by another server), rebuilt when the store was rebuilt or replaced.
    */
   private memoryIndex(dbId: string, schema: DbSchema): MemoryIndex | undefined {
-    let mem = this.memories.get(dbId);
+    const mem = this.held(dbId);
     if (!mem) return undefined;
-    const ino = inodeOf(mem.path);
-    if (ino !== undefined && ino !== mem.ino) {
-      mem.store.close();
-      mem = hold(openMemory(mem.path));
-      this.memories.set(dbId, mem);
-    }
     if (mem.index) {
       const c = mem.store.changes(mem.seq);
       if (c.generation === mem.generation) {
@@ -129,6 +123,29 @@ export class Answerer {
     mem.seq = snap.seq;
     mem.generation = snap.generation;
     return mem.index;
+  }
+
+  /** The store of a database's memory, reopened when its file was replaced (a rebuild, a conversion) since. */
+  private held(dbId: string): HeldMemory | undefined {
+    let mem = this.memories.get(dbId);
+    if (!mem) return undefined;
+    const ino = inodeOf(mem.path);
+    if (ino !== undefined && ino !== mem.ino) {
+      mem.store.close();
+      mem = hold(openMemory(mem.path));
+      this.memories.set(dbId, mem);
+    }
+    return mem;
+  }
+
+  /** People's corrections in a database's memory, oldest first (removed or replaced ones too when asked); none without a memory. */
+  corrections(dbId: string, o: { since?: string; removed?: boolean } = {}): StoredEntry[] {
+    return this.held(dbId)?.store.list({ source: 'person', ...o }) ?? [];
+  }
+
+  /** Undoes a person's correction (kept in the store as removed); false when the memory has no live correction of that id. */
+  removeCorrection(dbId: string, id: number): boolean {
+    return this.held(dbId)?.store.remove(id, { source: 'person' }) ?? false;
   }
 
   /** The memory file this answerer consults for a database (where a correction of it is stored), if any. */

@@ -82,3 +82,12 @@ export function pairsOfDataset(rows: ReadonlyArray<{ SQL?: string; question?: st
   // A follow-up ("just the top 3") means nothing without the turn it continues: the memory holds questions that stand alone.
   return rows.filter((r) => r.SQL && r.question && !r.previous?.length).map((r) => ({ sql: r.SQL!, question: r.question!, ...(r.paraphrases ? { paraphrases: r.paraphrases } : {}) }));
 }
+
+/**
+ * A "stored at or after" time as the store compares it (an ISO date-time in UTC), from an ISO date or date-time;
+ * undefined for anything else. One reading for `agro memory list --since` and `GET /v1/corrections?since=`.
+ */
+export function sinceTime(v: string): string | undefined {
+  const t = Date.parse(v);
+  return /^\d{4}-\d{2}-\d{2}/.test(v) && !Number.isNaN(t) ? new Date(t).toISOString() : undefined;
+}

@@ -245,12 +245,12 @@ export class MemoryStore {
     );
   }
 
-  /** Removes a live pair (a correction undone, or a factory pair a person judged wrong); false when there is none of that id. */
-  remove(id: number): boolean {
+  /** Removes a live pair (a correction undone, or a factory pair a person judged wrong), of one source when given; false when there is none of that id. */
+  remove(id: number, o: { source?: MemorySource } = {}): boolean {
     return this.guard(() =>
       this.db.transaction(() => {
         const seq = this.seq() + 1;
-        const r = this.db.prepare('UPDATE pairs SET removed_seq = ? WHERE id = ? AND removed_seq IS NULL').run(seq, id);
+        const r = this.db.prepare(`UPDATE pairs SET removed_seq = ? WHERE id = ? AND removed_seq IS NULL${o.source ? ' AND source = ?' : ''}`).run(seq, id, ...(o.source ? [o.source] : []));
         if (r.changes === 0) return false;
         this.db.prepare("UPDATE meta SET value = ? WHERE key = 'seq'").run(String(seq));
         return true;

@@ -26,6 +26,8 @@ import { answerMemories, askWithAnswerPath, RESULT_TIMEOUT_MS } from '../answer/
 import { Answerer } from '../answer/resources.ts';
 import { UNTRAINED_TURN_TOKENS } from '../prompt/contract.ts';
 import { Gate } from './gate.ts';
+import { writeRoute } from './guard.ts';
+import { sinceTime } from '../memory/entry.ts';
 
 /** Rows an answer returns unless the request asks for fewer (`max_rows`), and the most it may ask for. */
 export const ASK_ROWS = 100;
@@ -108,8 +110,35 @@ export interface StoredPair {
   rows: number;
 }
 
-/** Answers a question; `correct` (where the answer path has a memory to write) stores a person's pair in it. */
-export type Asker = ((req: AskRequest, signal?: AbortSignal) => Promise<AskAnswer>) & { correct?: (req: CorrectionRequest) => Promise<StoredPair> };
+/** A person's correction as `GET /v1/corrections` lists it: who taught what, when, and whether it was undone. */
+export interface CorrectionRecord {
+  id: number;
+  /** Every question it was taught for (a correction of the same SQL adds its question to the pair). */
+  questions: string[];
+  sql: string;
+  at: string | null;
+  rows: number | null;
+  /** Undone (`DELETE /v1/corrections/ID`, `agro memory remove`), or replaced by a later correction of the same SQL (listed with `removed=1`). */
+  removed?: true;
+  replaced_by?: number;
+}
+
+/** What `GET /v1/corrections` reads: a database, corrections stored at or after `since` (ISO time), removed ones too. */
+export const correctionsQuerySchema = z.strictObject({
+  db_id: z.string().min(1),
+  since: z.string().transform((v, ctx) => sinceTime(v) ?? (ctx.addIssue({ code: 'custom', message: 'an ISO date or time such as 2026-12-01 or 2026-12-01T09:30:00Z' }), z.NEVER)).optional(),
+  removed: z.enum(['0', '1']).optional(),
+});
+
+/**
+ * Answers a question; where the answer path has a memory to write, `correct` stores a person's pair in it,
+ * `corrections` lists those pairs and `removeCorrection` undoes one (false: no live correction of that id).
+ */
+export type Asker = ((req: AskRequest, signal?: AbortSignal) => Promise<AskAnswer>) & {
+  correct?: (req: CorrectionRequest) => Promise<StoredPair>;
+  corrections?: (dbId: string, o: { since?: string; removed?: boolean }) => CorrectionRecord[];
+  removeCorrection?: (dbId: string, id: number) => boolean;
+};
 
 function jsonCell(v: SqlValue): string | number | null {
   if (typeof v === 'bigint') return Number.isSafeInteger(Number(v)) ? Number(v) : v.toString();
@@ -159,7 +188,23 @@ export function createAsker(o: AskerOptions): Asker {
     const r = await answerer.correct(db.path, req.db_id, req.question, req.sql);
     return { db_id: req.db_id, question: req.question, sql: req.sql, stored: true, columns: r.columns, rows: r.rows };
   };
-  return Object.assign(ask, { correct });
+  const corrections = (dbId: string, q: { since?: string; removed?: boolean }): CorrectionRecord[] => {
+    o.catalog.resolve(dbId);
+    return (answerer?.corrections(dbId, q) ?? []).map((e) => ({
+      id: e.id,
+      questions: e.questions,
+      sql: e.sql,
+      at: e.at ?? null,
+      rows: e.rows ?? null,
+      ...(e.removedAt !== undefined && e.replacedBy === undefined ? { removed: true as const } : {}),
+      ...(e.replacedBy !== undefined ? { replaced_by: e.replacedBy } : {}),
+    }));
+  };
+  const removeCorrection = (dbId: string, id: number): boolean => {
+    o.catalog.resolve(dbId);
+    return answerer?.removeCorrection(dbId, id) ?? false;
+  };
+  return Object.assign(ask, { correct, corrections, removeCorrection });
 }
 
 const FENCED = /```(?:sql)?\s*([\s\S]*?)```/i;
@@ -227,7 +272,8 @@ export interface AskRoutesOptions {
 /**
  * `POST /v1/ask`: one call, one answer. At most `concurrency` episodes run (the policy batches), `maxQueue` wait, then 429.
  * `POST /v1/corrections {db_id, question, sql}`: a person's right SQL, run in the sandbox and stored in the database's
- * memory (refused or failing SQL: one 400 line, nothing written).
+ * memory (refused or failing SQL: one 400 line, nothing written). `GET /v1/corrections?db_id=` lists the people's
+ * corrections in it, `DELETE /v1/corrections/ID?db_id=` undoes one. Storing and undoing need the write token.
  */
 export function askRoutes(o: AskRoutesOptions): Hono {
   const app = new Hono();
@@ -242,11 +288,33 @@ export function askRoutes(o: AskRoutesOptions): Hono {
       release();
     }
   });
-  app.post('/v1/corrections', async (c) => {
+  // Storing and undoing write the memory: they need the token (guard.ts writeRoute); listing is a read.
+  app.post('/v1/corrections', writeRoute, async (c) => {
     const req = await readJson(c.req.raw, correctionRequestSchema);
     const correct = o.ask.correct;
     if (!correct) throw new HttpError(400, 'this server stores no corrections');
     return c.json(await asHttp(() => correct(req)));
+  });
+  app.get('/v1/corrections', async (c) => {
+    const parsed = correctionsQuerySchema.safeParse(c.req.query());
+    if (!parsed.success) {
+      const i = parsed.error.issues[0];
+      throw new HttpError(400, `${i.path.join('.') || 'query'}: ${i.message} (expected ?db_id=ID[&since=ISO-TIME][&removed=1])`);
+    }
+    const { db_id, since, removed } = parsed.data;
+    const list = o.ask.corrections;
+    if (!list) throw new HttpError(400, 'this server stores no corrections');
+    return c.json({ db_id, corrections: await asHttp(async () => list(db_id, { ...(since ? { since } : {}), removed: removed === '1' })) });
+  });
+  app.delete('/v1/corrections/:id', writeRoute, async (c) => {
+    const id = c.req.param('id');
+    const dbId = c.req.query('db_id');
+    if (!/^[1-9]\d{0,15}$/.test(id)) throw new HttpError(400, `the id is a correction's number (GET /v1/corrections lists them), not ${JSON.stringify(id.slice(0, 40))}`);
+    if (!dbId) throw new HttpError(400, 'db_id: the database whose memory holds the correction (?db_id=ID)');
+    const remove = o.ask.removeCorrection;
+    if (!remove) throw new HttpError(400, 'this server stores no corrections');
+    if (!(await asHttp(async () => remove(dbId, Number(id))))) throw new HttpError(404, `no correction ${id} in the memory of ${dbId}`, 'invalid_request_error', 'not_found');
+    return c.json({ db_id: dbId, id: Number(id), removed: true });
   });
   return app;
 }

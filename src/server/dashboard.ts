@@ -17,6 +17,8 @@
  *                                 checking, end with the answer path's reading, confidence and suggestions);
  *                                 previous: JSON [{question, sql}] of the conversation so far (follow-ups); search=0: the policy's answer alone
  *   POST api/playground/correct {policy, db, question, sql}   a person's right SQL, stored in the database's memory once it runs
+ *   GET  api/playground/corrections?policy&db           the people's corrections in that memory, oldest first
+ *   DELETE api/playground/corrections/ID?policy&db      one undone (kept in the store as removed)
  */
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve, sep } from 'node:path';
@@ -37,6 +39,7 @@ import { rowCount } from './dashboard/columns.ts';
 import { defaultPolicy, policyBackend, type PlaygroundBackend, type PolicyBackendOptions } from './dashboard/playground.ts';
 import { toChartedTable, toResultTable } from './dashboard/results.ts';
 import { EXEC_DEFAULTS } from '../sql/pool.ts';
+import { canWrite, writeRoute } from './guard.ts';
 import { realInside, scanFolder, type FolderScan, type FoundRun } from './dashboard/scan.ts';
 
 export type { ExtraPolicy, PlaygroundBackend, PolicyBackendOptions } from './dashboard/playground.ts';
@@ -230,6 +233,8 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
         databases: dbs.map(({ id, label, own }) => ({ id, label, ...(own ? { own } : {}) })),
         // Where the Playground starts: the person's own policy and database, not the alphabetically first.
         defaults: { policy: defaultPolicy(policies) ?? null, database: (dbs.find((d) => d.own) ?? dbs[0])?.id ?? null },
+        // Asking and correcting need the token (a page opened without the printed link reads only).
+        writable: canWrite(c),
       });
     } catch (err) {
       return fail(c, err);
@@ -382,7 +387,8 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
     }
   });
 
-  app.get('/api/playground/ask', (c) => {
+  // An episode starts work on the policy and the database: the token's, as every write is (guard.ts writeRoute).
+  app.get('/api/playground/ask', writeRoute, (c) => {
     const policy = c.req.query('policy') ?? '';
     const question = (c.req.query('question') ?? '').trim();
     let db: string;
@@ -414,13 +420,34 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
     });
   });
 
-  app.post('/api/playground/correct', async (c) => {
+  app.post('/api/playground/correct', writeRoute, async (c) => {
     try {
       const body = correctionSchema.safeParse(await c.req.json().catch(() => null));
       if (!body.success) throw new AgroError('usage', `expected {"policy", "db", "question", "sql"} (${body.error.issues[0].path.join('.') || 'body'}: ${body.error.issues[0].message})`);
       if (!playground.correct) throw new AgroError('usage', 'this Playground stores no corrections');
       const { policy, db, question, sql } = body.data;
       return c.json(await playground.correct(policy, database(db), question, sql));
+    } catch (err) {
+      return fail(c, err);
+    }
+  });
+
+  // The people's corrections in the memory the Playground answers the database with: listed for anyone, removed with the token.
+  app.get('/api/playground/corrections', (c) => {
+    try {
+      if (!playground.corrections) throw new AgroError('usage', 'this Playground stores no corrections');
+      return c.json({ corrections: playground.corrections(c.req.query('policy') ?? '', database(c.req.query('db'))) });
+    } catch (err) {
+      return fail(c, err);
+    }
+  });
+  app.delete('/api/playground/corrections/:id', writeRoute, (c) => {
+    try {
+      const id = c.req.param('id');
+      if (!/^[1-9]\d{0,15}$/.test(id)) throw new AgroError('usage', `the id is a correction's number, not ${JSON.stringify(id.slice(0, 40))}`);
+      if (!playground.removeCorrection) throw new AgroError('usage', 'this Playground stores no corrections');
+      if (!playground.removeCorrection(c.req.query('policy') ?? '', database(c.req.query('db')), Number(id))) throw new AgroError('not_found', `no correction ${id} in this database's memory`);
+      return c.json({ id: Number(id), removed: true });
     } catch (err) {
       return fail(c, err);
     }

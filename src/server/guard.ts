@@ -12,7 +12,8 @@
  * 4. CORS (hono/cors) only for the `--cors` origins, with their preflights.
  * 5. Bearer token (required off loopback, optional on it), compared in constant time; a browser gets it
  *    as Jupyter does: `?token=` on a URL sets a `SameSite=Strict; HttpOnly` cookie and redirects to the
- *    clean URL.
+ *    clean URL. Its scope is every route, or (`tokenScope: 'writes'`, loopback's default) only the routes
+ *    that write or start work, each marked by `writeRoute`: reads stay open to the machine's own users.
  * 6. A body-carrying request must be `application/json` (415): a form or `text/plain` POST is what a
  *    page can send cross-site without a preflight.
  * 7. Body limit (hono/body-limit: 413 from Content-Length before reading, or as soon as a chunked body
@@ -36,8 +37,10 @@ export interface GuardOptions {
   allowedHosts?: string[];
   /** Origins (`scheme://host[:port]`) allowed to call from elsewhere, with CORS headers and preflights. */
   cors?: string[];
-  /** Required on every route but `openPaths` when set. */
+  /** Required on every route but `openPaths` when set (or only on `writeRoute`s: `tokenScope`). */
   token?: string;
+  /** What the token guards: every route (default), or only those marked `writeRoute`. */
+  tokenScope?: 'all' | 'writes';
   /** Paths answered without a token (liveness). */
   openPaths?: string[];
   /** Paths a browser may navigate to from another site (the app's HTML, which reads no data). */
@@ -77,6 +80,31 @@ function sameSecret(given: string, token: string): boolean {
   const b = createHash('sha256').update(token).digest();
   return timingSafeEqual(a, b);
 }
+
+/**
+ * Requests the guard let write: a route marked `writeRoute` answers only those. Keyed by the request's context
+ * (one per request, shared by the routes mounted on a guarded app; not the Request, which the body limit
+ * replaces for a body without a length), so route groups need no typed variables, and a write route with no
+ * guard in front (a route group served bare) refuses every request rather than trusting it.
+ */
+const mayWrite = new WeakSet<Context>();
+/** How the guard of a request answers a refused write (its server's error body). */
+const refusals = new WeakMap<Context, (c: Context) => Response>();
+
+const WRITE_REFUSED = 'this writes: it needs the token printed at start (send "Authorization: Bearer <token>", or open the printed link once)';
+
+/**
+ * Marks a route as one that writes or starts work (a correction stored or removed, a Playground episode): it needs
+ * the token whatever the token's scope. 401 otherwise, with nothing read from the body.
+ */
+export const writeRoute: MiddlewareHandler = async (c, next) => {
+  if (mayWrite.has(c)) return next();
+  c.header('WWW-Authenticate', 'Bearer');
+  return refusals.get(c)?.(c) ?? c.json({ error: WRITE_REFUSED }, 401);
+};
+
+/** Whether the guard in front let this request write (what a page shows as its Right/Wrong buttons' state). */
+export const canWrite = (c: Context): boolean => mayWrite.has(c);
 
 /** The port the request came in on (undefined under app.request() in tests: no socket). */
 function localPort(c: Context): number | undefined {
@@ -166,8 +194,10 @@ export function guard(o: GuardOptions): MiddlewareHandler[] {
     await next();
   };
 
+  const scope = o.tokenScope ?? 'all';
   const auth: MiddlewareHandler = async (c, next) => {
-    if (o.token && !openPaths.has(c.req.path)) {
+    if (!o.token) mayWrite.add(c);
+    else {
       const name = tokenCookie(localPort(c));
       const header = c.req.header('authorization');
       const bearer = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
@@ -181,7 +211,9 @@ export function guard(o: GuardOptions): MiddlewareHandler[] {
         url.searchParams.delete('token');
         return c.redirect(`${url.pathname}${url.search}`, 302);
       }
-      if (!ok) {
+      if (ok) mayWrite.add(c);
+      else if (scope === 'writes') refusals.set(c, (cc) => fail(cc, 401, 'unauthorized', WRITE_REFUSED));
+      else if (!openPaths.has(c.req.path)) {
         c.header('WWW-Authenticate', 'Bearer');
         return fail(c, 401, 'unauthorized', 'a token is required: send "Authorization: Bearer <token>", or open the URL with ?token= printed at start');
       }

@@ -31,6 +31,8 @@ import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
 const curl = needsProgram('curl', 'curl', 'the curl examples of docs/serving.md');
 const BIN = fileURLToPath(new URL('../../bin/agro.js', import.meta.url));
 const DOC_BASE = 'http://127.0.0.1:8000';
+const TOKEN = 'test-write-token-0123456789';
+const WRITE = { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` };
 const GENRE_SQL = 'SELECT g.name, COUNT(*) FROM tracks t JOIN genres g ON g.genre_id = t.genre_id GROUP BY g.name';
 const tmp = mkdtempSync(join(tmpdir(), 'agro-ask-http-'));
 const pool = new SqlPool({ size: 2 });
@@ -57,7 +59,8 @@ function docCurlLines(): string[] {
 }
 
 // Asynchronous: the server answers from this same process.
-const run = async (line: string): Promise<unknown> => JSON.parse((await promisify(execFile)('sh', ['-c', line.replaceAll(DOC_BASE, base.replace(/\/$/, ''))], { encoding: 'utf8' })).stdout);
+// $TOKEN in a line is the write token the server was started with, as the doc says to set it.
+const run = async (line: string): Promise<unknown> => JSON.parse((await promisify(execFile)('sh', ['-c', line.replaceAll(DOC_BASE, base.replace(/\/$/, ''))], { encoding: 'utf8', env: { ...process.env, TOKEN } })).stdout);
 
 before(async () => {
   // The model: with agro's schema prompt it answers SQL (a follow-up edits the SQL its prompt shows); without one, digits.
@@ -72,7 +75,11 @@ before(async () => {
   });
   policy = await openPolicy({ llmUrl: llm.baseUrl, llmModel: 'fake', concurrency: 2 });
   writeMemory(memoryPath, await buildMemory('music_store', introspectSchema(MUSIC), REMEMBERED, pool, MUSIC));
-  const app = createApp({ groups: policyRouteGroups({ openai: { policy }, ask: { catalog: catalogFromDbRoot(resolve('data/databases')), executor: pool, memory: [memoryPath] } }) });
+  // As `agro serve` starts on loopback: a token guards the writes (its corrections), reads stay open.
+  const app = createApp({
+    groups: policyRouteGroups({ openai: { policy }, ask: { catalog: catalogFromDbRoot(resolve('data/databases')), executor: pool, memory: [memoryPath] } }),
+    guard: { listenHost: '127.0.0.1', token: TOKEN, tokenScope: 'writes' },
+  });
   server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise((r) => server.once('listening', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
@@ -149,7 +156,7 @@ test("docs/serving.md's correction line: the pair is run, stored in the memory a
   assert.ok(again.sources.includes('person'), again.sources.join());
   // Refused (a write) and failing SQL: one 400 line each, the memory file byte for byte as it was.
   const before = readFileSync(memoryPath, 'utf8');
-  const post = (sql: string) => fetch(`${base}v1/corrections`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: 'music_store', question: 'Drop them', sql }) });
+  const post = (sql: string) => fetch(`${base}v1/corrections`, { method: 'POST', headers: WRITE, body: JSON.stringify({ db_id: 'music_store', question: 'Drop them', sql }) });
   for (const [sql, why] of [['DELETE FROM tracks', /refused/], ['SELECT nope FROM tracks', /no such column/]] as const) {
     const r = await post(sql);
     assert.equal(r.status, 400);
@@ -160,10 +167,10 @@ test("docs/serving.md's correction line: the pair is run, stored in the memory a
   }
   assert.equal(readFileSync(memoryPath, 'utf8'), before);
   // A bad body names the field; an unknown database is 404.
-  const bad = await fetch(`${base}v1/corrections`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: 'music_store', question: 'q' }) });
+  const bad = await fetch(`${base}v1/corrections`, { method: 'POST', headers: WRITE, body: JSON.stringify({ db_id: 'music_store', question: 'q' }) });
   assert.equal(bad.status, 400);
   assert.match(((await bad.json()) as { error: { message: string } }).error.message, /^sql: /);
-  const unknown = await fetch(`${base}v1/corrections`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: 'nope', question: 'q', sql: 'SELECT 1' }) });
+  const unknown = await fetch(`${base}v1/corrections`, { method: 'POST', headers: WRITE, body: JSON.stringify({ db_id: 'nope', question: 'q', sql: 'SELECT 1' }) });
   assert.equal(unknown.status, 404);
 });
 

@@ -109,10 +109,12 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
       };
     });
     const policies = { extra: [{ spec: { llmUrl: llm.baseUrl, llmModel: 'fake-sql' } }] };
-    // Behind the guard `agro dashboard --token` puts in front (Host, Origin, cross-site, JSON bodies, token).
+    // Behind the guard `agro dashboard` puts in front on loopback (Host, Origin, cross-site, JSON bodies, and the
+    // token it makes at start, which guards the writes).
     const app = guardedApp(dashboardRoutes({ dir: fixture.dir, executor: pool, webDir, pollMs: 200, policies }), {
       listenHost: '127.0.0.1',
       token: TOKEN,
+      tokenScope: 'writes',
       maxBodyBytes: MAX_API_BODY,
       isPage: (path) => !path.startsWith('/api/'),
     });
@@ -460,5 +462,22 @@ describe('the dashboard in Chromium', { skip: browser.skip }, () => {
     await page.click('[data-testid=suggestions] button');
     await page.waitForFunction((q) => document.querySelector('[data-testid=answer-check] .verdict')?.textContent?.includes(q), GENRE_QUESTION);
     assert.equal(await page.inputValue('[data-testid=final-sql]'), GENRE_SQL);
+    // What was taught, listed; one removed: gone from the list and from the memory's live pairs, kept as removed.
+    const listed = await page.$$eval('[data-testid=correction]', (li) => li.map((l) => l.textContent ?? ''));
+    assert.equal(listed.length, 2, listed.join(' | '));
+    assert.ok(listed.some((l) => l.includes('What is our flagship genre?') && l.includes(RIGHT)), listed.join(' | '));
+    await page.click(`[data-testid=correction]:has-text("What is our flagship genre?") [data-testid=remove-correction]`);
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=correction]').length === 1);
+    assert.deepEqual(readMemory(memory).entries.filter((e) => e.source === 'person').map((e) => e.sql), [GENRE_SQL]);
+    // Opened without the printed link: the page reads, says why it cannot ask, and offers no remove button.
+    await chrome.context.clearCookies();
+    await page.goto(`${base}#/playground`);
+    await page.reload();
+    await page.waitForSelector('[data-testid=read-only]');
+    assert.equal(await page.isDisabled('[data-testid=ask]'), true);
+    await page.waitForSelector('[data-testid=correction]');
+    assert.equal(await page.$('[data-testid=remove-correction]'), null);
+    // Later tests of this page (if any are added) start with the link again.
+    await page.goto(`${base}?token=${TOKEN}`);
   });
 });

@@ -13,6 +13,7 @@ import { copySqliteToPostgres, runAdminSql } from '../../src/sql/pg-copy.ts';
 import { sandboxRoleSql } from '../../src/sql/pg-setup.ts';
 import { redactUrl, withoutRedactedPassword } from '../../src/sql/postgres.ts';
 import { createExecutor } from '../../src/sql/executor.ts';
+import { onLoopback } from '../support/loopback-app.ts';
 import { dashboardRoutes } from '../../src/server/dashboard.ts';
 import { formatAction } from '../../src/agent/protocol.ts';
 import { resolveQuickstartConfig } from '../../src/pipeline/quickstart.ts';
@@ -98,7 +99,7 @@ describe('dashboard on PostgreSQL', { skip: PG.skip }, () => {
       const prompt = (await (await app.request(`/api/playground/prompt?${new URLSearchParams({ policy, db: given, question: 'How many genres?' })}`)).json()) as { prompt?: string; error?: string };
       assert.ok(prompt.prompt, JSON.stringify(prompt));
       assert.match(prompt.prompt, /\bgenres\b/);
-      const ev = sseEvents(await (await app.request(`/api/playground/ask?${new URLSearchParams({ policy, db: fromManifest, question: 'How many genres?' })}`)).text());
+      const ev = sseEvents(await (await onLoopback(app).request(`/api/playground/ask?${new URLSearchParams({ policy, db: fromManifest, question: 'How many genres?' })}`)).text());
       assert.deepEqual(ev.map((e) => e.type), ['start', 'text', 'assistant', 'observation', 'text', 'assistant', 'checking', 'end'], JSON.stringify(ev));
       assert.deepEqual((ev[3] as Extract<PlaygroundEvent, { type: 'observation' }>).table?.rows, [[1], [2], [3]]);
       const end = ev[7] as Extract<PlaygroundEvent, { type: 'end' }>;

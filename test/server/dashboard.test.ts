@@ -1,3 +1,4 @@
+import { onLoopback } from '../support/loopback-app.ts';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -244,12 +245,13 @@ test('Playground over HTTP: an --llm-url endpoint runs the agent episode, each s
     webDir: join(tmp, 'no-bundle'),
     policies: { open: [{ policy: served }], extra: [{ spec: { llmUrl: llm.baseUrl, llmModel: 'm1' } }, { spec: { llmUrl: dead, llmModel: 'm2' } }] },
   });
+  const http = onLoopback(app);
   try {
-    const ov = (await (await app.request('/api/overview')).json()) as { policies: { id: string; kind: string }[]; databases: { id: string; label: string }[] };
+    const ov = (await (await http.request('/api/overview')).json()) as { policies: { id: string; kind: string }[]; databases: { id: string; label: string }[] };
     assert.deepEqual(ov.policies.map((p) => [p.id, p.kind]), [['open:m0', 'endpoint'], [`${llm.baseUrl}#m1`, 'endpoint'], [`${dead}#m2`, 'endpoint']]);
     const db = ov.databases.find((d) => d.label === 'music_store')!.id;
     const ask = async (policy: string) => {
-      const res = await app.request(`/api/playground/ask?${new URLSearchParams({ policy, db, question: 'How many genres?' })}`);
+      const res = await http.request(`/api/playground/ask?${new URLSearchParams({ policy, db, question: 'How many genres?' })}`);
       assert.match(res.headers.get('content-type')!, /text\/event-stream/);
       return sseEvents(await res.text());
     };
@@ -268,11 +270,11 @@ test('Playground over HTTP: an --llm-url endpoint runs the agent episode, each s
     assert.ok(end.checked.sources.includes('greedy'), end.checked.sources.join());
     assert.deepEqual(end.checked.suggestions, [], 'no memory, no suggestions');
     // search=0: the policy's greedy answer alone, no check.
-    const plain = sseEvents(await (await app.request(`/api/playground/ask?${new URLSearchParams({ policy: `${llm.baseUrl}#m1`, db, question: 'How many genres?', search: '0' })}`)).text());
+    const plain = sseEvents(await (await http.request(`/api/playground/ask?${new URLSearchParams({ policy: `${llm.baseUrl}#m1`, db, question: 'How many genres?', search: '0' })}`)).text());
     assert.deepEqual(plain.map((e) => e.type), ['start', 'text', 'assistant', 'observation', 'text', 'assistant', 'end']);
     assert.equal((plain[6] as Extract<PlaygroundEvent, { type: 'end' }>).checked, undefined);
     // A correction's body is checked (one line naming the field); an unknown database is 404, a refused SQL 400.
-    const correct = (body: unknown) => app.request('/api/playground/correct', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const correct = (body: unknown) => http.request('/api/playground/correct', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const noSql = await correct({ policy: `${llm.baseUrl}#m1`, db, question: 'q' });
     assert.equal(noSql.status, 400);
     assert.match(((await noSql.json()) as { error: string }).error, /sql: /);
@@ -282,7 +284,7 @@ test('Playground over HTTP: an --llm-url endpoint runs the agent episode, each s
     assert.match(((await refused.json()) as { error: string }).error, /nothing written/);
     assert.equal(existsSync(join(root, 'memory')), false, 'no memory started for a correction that does not run');
     // The schema prompt needs no model: the environment's opening on that database.
-    const prompt = (await (await app.request(`/api/playground/prompt?${new URLSearchParams({ policy: `${llm.baseUrl}#m1`, db, question: 'How many genres?' })}`)).json()) as { prompt: string };
+    const prompt = (await (await http.request(`/api/playground/prompt?${new URLSearchParams({ policy: `${llm.baseUrl}#m1`, db, question: 'How many genres?' })}`)).json()) as { prompt: string };
     assert.equal(prompt.prompt, llm.requests.find((r) => r.path.endsWith('/chat/completions'))!.body.messages![0].content);
     const bad = await ask(`${dead}#m2`);
     assert.deepEqual(bad.map((e) => e.type), ['start', 'error']);

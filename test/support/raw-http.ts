@@ -67,6 +67,8 @@ export interface StartedCli {
   port: number;
   /** Everything printed on stdout so far. */
   out: () => string;
+  /** Everything printed on stderr so far. */
+  err: () => string;
   stop: () => Promise<void>;
 }
 
@@ -87,6 +89,7 @@ export function startCli(args: string[], env: NodeJS.ProcessEnv = process.env): 
           child,
           port: Number(m[1]),
           out: () => out,
+          err: () => err,
           stop: async () => {
             if (child.exitCode === null) child.kill('SIGINT');
             await exited;

@@ -21,6 +21,8 @@ export function dashboardRoutes(db: string): RawRequest[] {
     { path: `/api/playground/prompt?${new URLSearchParams({ policy: 'nope', db })}` },
     { path: `/api/playground/ask?${new URLSearchParams({ policy: 'nope', db, question: 'How many?' })}` },
     { method: 'POST', path: '/api/playground/correct', ...jsonBody({ policy: 'nope', db, question: 'How many?', sql: 'SELECT 1' }) },
+    { path: `/api/playground/corrections?${new URLSearchParams({ policy: 'nope', db })}` },
+    { method: 'DELETE', path: `/api/playground/corrections/1?${new URLSearchParams({ policy: 'nope', db })}` },
   ];
 }
 

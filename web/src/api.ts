@@ -1,20 +1,18 @@
 import { useEffect, useState } from 'preact/hooks';
 
-/** Requests to the dashboard's API, relative to the page (the server may mount the app anywhere). */
-export async function getJson<T>(path: string, params: Record<string, string | number> = {}): Promise<T> {
+/** Requests to the dashboard's API, relative to the page (the server may mount the app anywhere); its error line thrown. */
+async function send<T>(method: string, path: string, params: Record<string, string | number>, data?: unknown): Promise<T> {
   const q = new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)]));
-  const res = await fetch(`api/${path}${q.size ? `?${q}` : ''}`);
+  const init: RequestInit = data === undefined ? { method } : { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) };
+  const res = await fetch(`api/${path}${q.size ? `?${q}` : ''}`, init);
   const body = (await res.json()) as T & { error?: string };
   if (!res.ok) throw new Error(body.error ?? `${res.status} ${res.statusText}`);
   return body;
 }
 
-export async function postJson<T>(path: string, data: unknown): Promise<T> {
-  const res = await fetch(`api/${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(data) });
-  const body = (await res.json()) as T & { error?: string };
-  if (!res.ok) throw new Error(body.error ?? `${res.status} ${res.statusText}`);
-  return body;
-}
+export const getJson = <T>(path: string, params: Record<string, string | number> = {}): Promise<T> => send<T>('GET', path, params);
+export const postJson = <T>(path: string, data: unknown): Promise<T> => send<T>('POST', path, {}, data);
+export const deleteJson = <T>(path: string, params: Record<string, string | number> = {}): Promise<T> => send<T>('DELETE', path, params);
 
 export function apiUrl(path: string, params: [string, string][]): string {
   return `api/${path}?${new URLSearchParams(params)}`;

@@ -11,6 +11,8 @@ export interface Overview {
   databases: DatabaseInfo[];
   /** Where the Playground starts (the server's choice: src/server/dashboard.ts). */
   defaults?: { policy: string | null; database: string | null };
+  /** Whether this page may ask and correct: opened with the link printed at start (its token), or a server without one. */
+  writable: boolean;
 }
 
 // The first page's request leaves as the bundle starts, not after the first paint (when effects run).

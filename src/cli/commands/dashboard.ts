@@ -46,12 +46,12 @@ export function register(program: Command): void {
     .option('--port <n>', 'port (0 = any free one)', numberArg('--port', { min: 0 }), 8321)
     .option('--host <addr>', 'address to listen on', '127.0.0.1')
     .option('--no-open', 'do not launch a browser')
-    .option('--token <token>', 'token every request needs (the printed link sets it as a cookie; default env AGRO_TOKEN; required off loopback)');
+    .option('--token <token>', 'token every request needs (the printed link sets it as a cookie; default env AGRO_TOKEN; required off loopback). None on loopback: a random one guards the writes, in the printed link');
   addJudgeOption(addPrivilegedRoleOption(addAccessOptions(cmd)))
     .action(async (dir: string, opts: DashboardCliOptions) => {
       if (opts.port > 65535) throw new AgroError('usage', `--port must be at most 65535, got ${opts.port}`);
       const access = {
-        ...accessFromCli(opts),
+        ...accessFromCli(opts, 'dashboard'),
         maxBodyBytes: MAX_API_BODY,
         // The app's HTML may be opened from a link elsewhere; its API may not.
         isPage: (path: string) => !path.startsWith('/api/'),

@@ -21,7 +21,7 @@ import { isPostgresUrl, redactUrl } from '../../sql/postgres.ts';
 import { pgDbId } from '../../sql/pg-introspect.ts';
 import { readJsonl } from '../../util/fs.ts';
 import { buildMemory, storeCorrection } from '../../memory/build.ts';
-import { MEMORY_STORE, memorySourceSchema, pairsOfDataset, type MemoryPair } from '../../memory/entry.ts';
+import { MEMORY_STORE, memorySourceSchema, pairsOfDataset, sinceTime, type MemoryPair } from '../../memory/entry.ts';
 import { migrateMemory, openMemory, readMemory } from '../../memory/legacy.ts';
 import { writeMemory, type StoredEntry } from '../../memory/store.ts';
 import { MemoryIndex } from '../../answer/memory.ts';
@@ -72,9 +72,9 @@ function show(o: { memory: string; question?: string; k: number }): void {
 
 /** A time given to --since: an ISO date or date-time (what the store records), else one line and exit 2. */
 function sinceArg(v: string): string {
-  const t = Date.parse(v);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) throw new AgroError('usage', `--since: give an ISO date or time such as 2026-12-01 or 2026-12-01T09:30:00Z, not ${JSON.stringify(v)}`);
-  return new Date(t).toISOString();
+  const t = sinceTime(v);
+  if (t === undefined) throw new AgroError('usage', `--since: give an ISO date or time such as 2026-12-01 or 2026-12-01T09:30:00Z, not ${JSON.stringify(v)}`);
+  return t;
 }
 
 function sourceArg(v: string): 'factory' | 'person' {

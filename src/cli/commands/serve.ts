@@ -78,7 +78,7 @@ async function run(o: ServeCliOptions): Promise<void> {
   if (o.llmUrl && !o.dashboard) throw new AgroError('usage', 'serve: --llm-url is a Playground policy: give it with --dashboard <dir>');
   // The API runs SQL on your files and your model: any address but loopback needs a token.
   const access = {
-    ...accessFromCli(o),
+    ...accessFromCli(o, 'serve'),
     openPaths: ['/health'],
     // The dashboard's HTML may be opened from a link elsewhere; its API may not.
     isPage: (path: string) => path.startsWith('/dashboard') && !path.startsWith('/dashboard/api/'),
@@ -129,6 +129,8 @@ async function run(o: ServeCliOptions): Promise<void> {
   if (policy) printOut(`agro serve: ${policy.description}\nOpenAI API: ${base}/v1 (model "${o.modelName ?? policy.name}")\nask: POST ${base}/v1/ask {"db_id", "question"} (${catalog ? catalog.describe : 'the bundled databases'})\n`);
   if (catalog) printOut(`environment API: ${base}/v1/sql, /v1/reward, /v1/env/sessions (${catalog.describe})\n`);
   if (o.dashboard) printOut(`dashboard: ${base}/dashboard/${access.token ? `?token=${encodeURIComponent(access.token)}` : ''}\n`);
+  // The only place a token is ever shown: a made one must reach the person who started the server.
+  if (access.minted && (policy || o.dashboard)) printOut(`writes (corrections, removals${o.dashboard ? ', Playground runs' : ''}) need: Authorization: Bearer ${access.token}\n`);
   printOut(`listening on ${base}; Ctrl-C stops\n`);
   // Graceful shutdown: stop accepting, let requests in flight finish (up to --grace ms), then free the model.
   await new Promise<void>((resolve) => {
@@ -169,7 +171,7 @@ export function register(program: Command): void {
     .option('--variants <dir>', 'environment API: variant databases as <dir>/<db_id>/*.sqlite (the test-suite reward)')
     .option('--factory <dir...>', 'environment API: agro synth output folders (their databases and variants)')
     .option('--tokenizer <path>', 'environment API: token ids of every prompt and observation under this tokenizer (a checkpoint folder or a Hugging Face tokenizer.json)')
-    .option('--token <token>', 'token every route but /health asks for (Authorization: Bearer, or the printed dashboard link; default env AGRO_TOKEN; required off loopback)')
+    .option('--token <token>', 'token every route but /health asks for (Authorization: Bearer, or the printed dashboard link; default env AGRO_TOKEN; required off loopback). None on loopback: a random one, printed at start, guards the writes')
     .option('--dashboard <dir>', 'serve the dashboard over this runs folder at /dashboard/')
     .option('--memory <file>', "a database's memory (agro memory build) for /v1/ask beside those the policy's contract names, where POST /v1/corrections stores; repeatable", repeatable, []);
   addJudgeOption(addPrivilegedRoleOption(addPromptOptions(addAccessOptions(cmd), { from: true }))).action((o: ServeCliOptions) => run(o));

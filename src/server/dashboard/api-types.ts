@@ -204,6 +204,15 @@ export interface CheckedAnswer {
   suggestions: string[];
 }
 
+/** A person's correction in a database's memory, as the Playground lists it (GET api/playground/corrections). */
+export interface PersonCorrection {
+  id: number;
+  questions: string[];
+  sql: string;
+  at: string | null;
+  rows: number | null;
+}
+
 /** A person's answer stored in the database's memory (POST api/playground/correct). */
 export interface StoredCorrection {
   /** The memory file it went into (relative to the dashboard folder when inside it). */

@@ -24,7 +24,7 @@ import { SEARCH_SAMPLES, type CandidateJudge } from '../../answer/answer.ts';
 import { askWithAnswerPath } from '../../answer/ask.ts';
 import { MEMORY_STORE } from '../../memory/entry.ts';
 import { Answerer } from '../../answer/resources.ts';
-import type { CheckedAnswer, PlaygroundEvent, PolicyInfo, StoredCorrection } from './api-types.ts';
+import type { CheckedAnswer, PersonCorrection, PlaygroundEvent, PolicyInfo, StoredCorrection } from './api-types.ts';
 import { CHART_ROWS, toChartedTable, toResultTable } from './results.ts';
 import type { FolderScan } from './scan.ts';
 
@@ -34,6 +34,10 @@ export interface PlaygroundBackend {
   ask(policy: string, dbPath: string, question: string, onEvent: (e: PlaygroundEvent) => void, signal?: AbortSignal, previous?: PreviousTurn[], opts?: { search?: boolean }): Promise<void>;
   /** A person's right SQL for a question, stored in the database's memory once it runs (nothing written otherwise). */
   correct?(policy: string, dbPath: string, question: string, sql: string): Promise<StoredCorrection>;
+  /** The people's corrections in the memory the policy answers the database with, oldest first. */
+  corrections?(policy: string, dbPath: string): PersonCorrection[];
+  /** One of them undone (kept in the store as removed); false when there is no live correction of that id. */
+  removeCorrection?(policy: string, dbPath: string, id: number): boolean;
   /** The system prompt the policy sees for this question (grounded prompts depend on it; '' ranks for none). */
   prompt?(policy: string, dbPath: string, question?: string): Promise<string>;
   close?(): Promise<void>;
@@ -290,6 +294,14 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
       const stored = await answerer.correct(dbPath, dbId, question, sql, start);
       const rel = o.dir ? relative(o.dir, stored.path) : '';
       return { memory: rel && !rel.startsWith('..') ? rel : stored.path, result: await answerTable(dbPath, sql) };
+    },
+    corrections(policyId, dbPath) {
+      return answererFor(find(policyId))
+        .corrections(dbIdOf(dbPath))
+        .map((e) => ({ id: e.id, questions: e.questions, sql: e.sql, at: e.at ?? null, rows: e.rows ?? null }));
+    },
+    removeCorrection(policyId, dbPath, id) {
+      return answererFor(find(policyId)).removeCorrection(dbIdOf(dbPath), id);
     },
     async prompt(policyId, dbPath, question = '') {
       const { env } = envFor(find(policyId));

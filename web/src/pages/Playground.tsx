@@ -1,11 +1,11 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { apiUrl, download, getJson, postJson } from '../api.ts';
+import { apiUrl, deleteJson, download, getJson, postJson } from '../api.ts';
 import { toCsv } from '../csv.ts';
 import { SelectField, type Choice } from '../components/Picker.tsx';
 import { ResultChartView } from '../components/ResultChart.tsx';
 import { ResultView } from '../components/Table.tsx';
 import { useOverview } from '../overview.ts';
-import type { CheckedAnswer, PlaygroundEvent, ResultTable, StoredCorrection } from '../../../src/server/dashboard/api-types.ts';
+import type { CheckedAnswer, PersonCorrection, PlaygroundEvent, ResultTable, StoredCorrection } from '../../../src/server/dashboard/api-types.ts';
 
 /** One finished question of the conversation: what the next one may follow up. */
 interface Exchange {
@@ -174,6 +174,56 @@ const measureDrawn = () => {
   performance.clearMarks(RESULT_MARK);
 };
 
+/**
+ * What people taught the database's memory (here, with agro ask --correct, or over the API): each correction with
+ * its questions and time, and a remove button where the page may write (the store keeps it as removed).
+ */
+function Corrections(p: { policy: string; db: string; writable: boolean; version: number }) {
+  const [list, setList] = useState<PersonCorrection[]>([]);
+  const [err, setErr] = useState<string | null>(null);
+  const [busy, setBusy] = useState<number | null>(null);
+  const load = () =>
+    getJson<{ corrections: PersonCorrection[] }>('playground/corrections', { policy: p.policy, db: p.db }).then(
+      (r) => {
+        setList(r.corrections);
+        setErr(null);
+      },
+      (e: Error) => setErr(e.message),
+    );
+  useEffect(() => {
+    setList([]);
+    setErr(null);
+    if (p.policy && p.db) load();
+  }, [p.policy, p.db, p.version]);
+  const remove = (id: number) => {
+    setBusy(id);
+    deleteJson('playground/corrections/' + id, { policy: p.policy, db: p.db })
+      .then(load, (e: Error) => setErr(e.message))
+      .finally(() => setBusy(null));
+  };
+  if (!list.length && !err) return null;
+  return (
+    <details class="card corrections" data-testid="corrections" open>
+      <summary>
+        Taught to this database's memory: {list.length} correction{list.length === 1 ? '' : 's'}
+      </summary>
+      {err ? <p class="error">{err}</p> : null}
+      <ul>
+        {list.map((c) => (
+          <li data-testid="correction" key={c.id}>
+            <span class="muted">{c.at ? new Date(c.at).toLocaleString() : ''}</span> “{c.questions.join('” · “')}” <code>{c.sql}</code>{' '}
+            {p.writable ? (
+              <button class="small secondary" disabled={busy === c.id} onClick={() => remove(c.id)} data-testid="remove-correction">
+                Remove
+              </button>
+            ) : null}
+          </li>
+        ))}
+      </ul>
+    </details>
+  );
+}
+
 const KIND_GROUP: Record<string, string> = { checkpoint: 'agro checkpoints', gguf: 'GGUF files', endpoint: 'OpenAI-compatible endpoints' };
 
 /** The turn being written: its text so far. */
@@ -244,6 +294,8 @@ export function PlaygroundPage() {
   /** The question the answer below answers, and its SQL (what a verdict is about). */
   const [answered, setAnswered] = useState<{ question: string; sql: string } | null>(null);
   const [search, setSearch] = useState(true);
+  /** Bumped by each correction stored here: the list of corrections reads the memory again. */
+  const [taught, setTaught] = useState(0);
   const source = useRef<EventSource | null>(null);
   const asked = useRef('');
 
@@ -352,7 +404,11 @@ export function PlaygroundPage() {
       (e: Error) => setSqlErr(e.message),
     );
   };
-  const storeCorrection = (right: string) => postJson<StoredCorrection>('playground/correct', { policy, db, question: answered?.question ?? '', sql: right });
+  const storeCorrection = (right: string) =>
+    postJson<StoredCorrection>('playground/correct', { policy, db, question: answered?.question ?? '', sql: right }).then((r) => {
+      setTaught((n) => n + 1);
+      return r;
+    });
   const turn = events.reduce((n, e) => (e.type === 'assistant' ? Math.max(n, e.turn + 1) : n), writing?.turn ?? 0);
 
   if (error) return <p class="error">{error}</p>;
@@ -362,13 +418,18 @@ export function PlaygroundPage() {
     <div class="layout">
       <aside>
         <h3>Ask the agent</h3>
+        {overview.writable ? null : (
+          <p class="notice" data-testid="read-only">
+            Opened without the link agro printed at start: this page reads, but asking and correcting need that link (it carries the server's token).
+          </p>
+        )}
         <SelectField label="policy" value={policy} choices={policyChoices} onChange={setPolicy} empty="no policy: no checkpoint or .gguf in this folder" testId="policy" />
         <SelectField label="database" value={db} choices={overview.databases.map((d) => ({ value: d.id, label: d.label }))} onChange={setDb} empty="no database" testId="database" />
         <label class="field">
           {conversation.length ? 'follow-up question' : 'question'}
           <textarea rows={3} value={question} onInput={(e) => setQuestion((e.target as HTMLTextAreaElement).value)} data-testid="question" placeholder={conversation.length ? 'and only the top three?' : 'How many genres are there?'} />
         </label>
-        <button onClick={() => ask()} disabled={!policy || !db || !question.trim() || running} data-testid="ask">
+        <button onClick={() => ask()} disabled={!overview.writable || !policy || !db || !question.trim() || running} data-testid="ask">
           {running ? 'running…' : 'Ask'}
         </button>
         <label class="check" title="The policy's samples, the database's memory and question-time synthesis, run and ranked (as agro ask); off: the policy's greedy answer alone">
@@ -394,6 +455,7 @@ export function PlaygroundPage() {
             ask(q, true);
           }} />
         ) : null}
+        <Corrections policy={policy} db={db} writable={overview.writable} version={taught} />
         <section class="card">
           <h3>Final SQL</h3>
           <textarea class="sql-edit" rows={4} value={sql} onInput={(e) => setSql((e.target as HTMLTextAreaElement).value)} data-testid="final-sql" placeholder="the agent's answer lands here; edit it and run it" />
