@@ -102,13 +102,18 @@ export class MemoryIndex {
     // comparing each of them whole cost ~100 ms at 40k pairs. Slots are visited in the order they are first reached,
     // as before, so an entry's ties keep the same closest question.
     const dots = new Float64Array(this.vecs.length);
+    // Marked apart from the sums: a sum still 0 after a term (were a weight ever 0) would list its slot twice.
+    const seen = new Uint8Array(this.vecs.length);
     const reached: number[] = [];
     for (const [s, qw] of qv) {
       const p = this.postings.get(s);
       if (!p) continue;
       for (let i = 0; i < p.ids.length; i++) {
         const id = p.ids[i];
-        if (dots[id] === 0) reached.push(id);
+        if (!seen[id]) {
+          seen[id] = 1;
+          reached.push(id);
+        }
         dots[id] += qw * p.ws[i];
       }
     }

@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 import { AgroError } from '../errors.ts';
 import { ensureDir } from '../util/fs.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
-import { resultSignature, schemaFingerprint, type MemoryEntry, type MemoryFile, type MemoryPair } from './entry.ts';
+import { checkTypedText, resultSignature, schemaFingerprint, type MemoryEntry, type MemoryFile, type MemoryPair } from './entry.ts';
 import { openMemory } from './legacy.ts';
 import { memoryFileKind, type StoredEntry } from './store.ts';
 
@@ -42,6 +42,8 @@ type Ran = Extract<Awaited<ReturnType<SqlExecutor['execute']>>, { ok: true }>;
 export async function storeCorrection(path: string, db: string, schema: DbSchema, question: string, sql: string, executor: SqlExecutor, o: { create?: string } = {}): Promise<Ran & { entry: StoredEntry; path: string }> {
   if (!question.trim()) throw new AgroError('usage', 'the question of a correction is empty');
   if (!sql.trim()) throw new AgroError('usage', 'the SQL of a correction is empty');
+  checkTypedText(question, 'question', 'correction');
+  checkTypedText(sql, 'SQL', 'correction');
   // A store that exists is checked before the query runs (another database's is refused without running anything);
   // a missing one is started only once the query ran, so a correction that fails leaves no file behind.
   const exists = memoryFileKind(path) !== 'none' || !o.create;

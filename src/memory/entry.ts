@@ -39,6 +39,29 @@ export interface MemoryFile {
   entries: MemoryEntry[];
 }
 
+/**
+ * The longest question agro takes (ask, chat, a correction): some 2,000 words, far past any question a person
+ * asks, and short enough that a pasted file is refused before it reaches a model or the memory.
+ */
+export const MAX_QUESTION_CHARS = 10_000;
+
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const UNTYPED = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffd]/;
+
+/**
+ * Refuses (exit 2) a question or SQL a person gave that agro must not take as typed: a control character (tab and
+ * newlines aside: stored, a terminal's escape sequence reaches every reader of the memory, the Playground and exports too),
+ * or U+FFFD, which is what bytes that are not UTF-8 (an argument, a line of stdin) decode to. A question is also
+ * bounded (MAX_QUESTION_CHARS); SQL is bounded where it is run (sql/guard.ts MAX_SQL_CHARS).
+ */
+export function checkTypedText(text: string, what: 'question' | 'SQL', label: string): void {
+  if (what === 'question' && text.length > MAX_QUESTION_CHARS) throw new AgroError('usage', `${label}: the question is ${text.length} characters long, at most ${MAX_QUESTION_CHARS}`);
+  const m = UNTYPED.exec(text);
+  if (!m) return;
+  const why = m[0] === '\ufffd' ? 'is not valid UTF-8 (or holds U+FFFD)' : `holds a control character (\\x${m[0].charCodeAt(0).toString(16).padStart(2, '0')})`;
+  throw new AgroError('usage', `${label}: the ${what} ${why} at character ${m.index + 1}`);
+}
+
 /** What a memory must match: the tables, their columns and declared types (case-folded, order-free). */
 export function schemaFingerprint(schema: DbSchema): string {
   const tables = schema.tables

@@ -25,7 +25,7 @@ export function storePathOf(jsonPath: string): string {
 
 /** A memory.json's contents (exit 4 when it is not one agro wrote). */
 export function readLegacyMemory(path: string): MemoryFile {
-  const r = legacyFileSchema.safeParse(readJsonFile(path, 'memory'));
+  const r = legacyFileSchema.safeParse(readJsonFile(path, 'memory', { strictUtf8: true }));
   if (!r.success) {
     const i = r.error.issues[0];
     throw new AgroError('invalid_input', `${path}: ${i.path.join('.') || 'memory'}: ${i.message} (not a memory agro wrote?)`);

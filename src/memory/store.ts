@@ -85,8 +85,12 @@ const fail = (path: string, why: string): AgroError => new AgroError('invalid_in
  * What is at `path`: nothing, an SQLite file, a JSON file (a memory.json of before the store), or something agro
  * must not open (a FIFO, a device such as /dev/zero behind a symlink, a directory: refused with one line, exit 4).
  * Read on the open descriptor, non-blocking, so a FIFO cannot hang it.
+ *
+ * An SQLite file shorter than its header's page count is 'suspect', not refused here: a WAL checkpoint in another
+ * process writes page 1 (the new count) before the pages that grow the file, so a sound store is short for a
+ * moment whenever another writer checkpoints. MemoryStore.open lets SQLite decide (a quick check through the WAL).
  */
-export function memoryFileKind(path: string): 'none' | 'empty' | 'sqlite' | 'json' {
+export function memoryFileKind(path: string): 'none' | 'empty' | 'sqlite' | 'suspect' | 'json' {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -105,15 +109,36 @@ export function memoryFileKind(path: string): 'none' | 'empty' | 'sqlite' | 'jso
     const head = Buffer.alloc(100);
     const n = readSync(fd, head, 0, 100, 0);
     if (n >= 16 && head.toString('latin1', 0, 16) === SQLITE_HEADER) {
-      // A file cut short (a copy interrupted, a disk full): its header says how many pages it has.
-      const pageSize = head.readUInt16BE(16) === 1 ? 65536 : head.readUInt16BE(16);
-      const pages = n >= 32 ? head.readUInt32BE(28) : 0;
-      if (n < 100 || (pages > 0 && st.size < pageSize * pages)) throw fail(path, `is truncated (${st.size} of ${pageSize * pages} bytes); rebuild it with agro memory build`);
-      return 'sqlite';
+      // Fewer bytes than a header: cut short (a copy interrupted, a disk full); no writer leaves a file so.
+      if (n < 100) throw fail(path, `is truncated (${st.size} of at least 100 bytes); rebuild it with agro memory build`);
+      const { pageSize, bytes } = headerSize(head);
+      if (!pageSize) throw fail(path, 'is an SQLite file with a damaged header; rebuild it with agro memory build');
+      return st.size < bytes ? 'suspect' : 'sqlite';
     }
     const first = head.subarray(0, n).toString('utf8').trimStart()[0];
     if (first === '{') return 'json';
     throw fail(path, 'is neither a memory store nor a memory file agro wrote');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The page size (0 when it is none SQLite writes) and the size in bytes an SQLite header says its file has. */
+function headerSize(head: Buffer): { pageSize: number; bytes: number } {
+  const raw = head.readUInt16BE(16);
+  const pageSize = raw === 1 ? 65536 : raw >= 512 && (raw & (raw - 1)) === 0 ? raw : 0;
+  return { pageSize, bytes: pageSize * head.readUInt32BE(28) };
+}
+
+/** The file's size against its header's, for the line refusing a store SQLite found unreadable. */
+function sizeNote(path: string): string {
+  const head = Buffer.alloc(100);
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    readSync(fd, head, 0, 100, 0);
+    const size = fstatSync(fd).size;
+    const { bytes } = headerSize(head);
+    return size < bytes ? `is truncated (${size} of ${bytes} bytes)` : '';
   } finally {
     closeSync(fd);
   }
@@ -145,6 +170,17 @@ export class MemoryStore {
     const store = new MemoryStore(path, db);
     try {
       db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      // Short of what its header says: a checkpoint in progress elsewhere (sound through the WAL), or a file cut
+      // short. SQLite reads every page of its snapshot and says which; only this case pays for the whole read.
+      if (kind === 'suspect') {
+        let verdict: string;
+        try {
+          verdict = (db.pragma('quick_check(1)') as Array<{ quick_check: string }>).map((r) => r.quick_check).join('; ');
+        } catch (err) {
+          verdict = (err as Error).message;
+        }
+        if (verdict !== 'ok') throw fail(path, `${sizeNote(path) || `is damaged (${verdict})`}; rebuild it with agro memory build`);
+      }
       if (o.create) {
         if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL');
         db.pragma('synchronous = FULL');
@@ -328,7 +364,8 @@ function insertAll(db: Database.Database, entries: readonly MemoryEntry[], seq: 
  * into place, so a crash leaves no half store.
  */
 export function writeMemory(path: string, memory: MemoryFile): void {
-  if (memoryFileKind(path) === 'sqlite') {
+  const kind = memoryFileKind(path);
+  if (kind === 'sqlite' || kind === 'suspect') {
     const store = MemoryStore.open(path);
     try {
       store.replaceAll(memory);
@@ -366,7 +403,9 @@ export function writeMemory(path: string, memory: MemoryFile): void {
 /** Whether a path holds a store (for callers that choose between a store and something else). */
 export function isMemoryStore(path: string): boolean {
   try {
-    return statSync(path).isFile() && memoryFileKind(path) === 'sqlite';
+    if (!statSync(path).isFile()) return false;
+    const kind = memoryFileKind(path);
+    return kind === 'sqlite' || kind === 'suspect';
   } catch {
     return false;
   }

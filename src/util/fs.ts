@@ -138,10 +138,19 @@ export function readInputText(path: string, what: string, maxBytes = MAX_INPUT_B
 
 /**
  * A JSON file read as readInputText reads a file (a checkpoint's config, a tokenizer, a prompt contract): a
- * missing one is not_found, one that does not parse an invalid_input line naming the file.
+ * missing one is not_found, one that does not parse an invalid_input line naming the file. `strictUtf8`: bytes
+ * that are not UTF-8 are refused too (invalid_input) rather than read as U+FFFD, for files whose text agro keeps.
  */
-export function readJsonFile(path: string, what: string): unknown {
-  const text = readInputText(path, what);
+export function readJsonFile(path: string, what: string, o: { strictUtf8?: boolean } = {}): unknown {
+  let text: string;
+  if (o.strictUtf8) {
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(readInputBytes(path, what));
+    } catch (err) {
+      if (err instanceof AgroError) throw err;
+      throw new AgroError('invalid_input', `${what} file ${path} is not valid UTF-8`);
+    }
+  } else text = readInputText(path, what);
   try {
     return JSON.parse(text);
   } catch (err) {

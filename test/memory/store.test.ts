@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, mkdtempSync, openSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -95,6 +95,45 @@ test('what is not a store agro wrote is refused with one line and exit 4; a miss
   assert.equal(shown.status, 4);
   assert.match(shown.stderr, /^agro: memory store .* is truncated/);
   assert.equal(shown.stderr.trim().split('\n').length, 1);
+});
+
+test('a store another writer is checkpointing (its file shorter than its header says for a moment) opens; one cut short does not', async () => {
+  const path = join(tmp, 'growing.db');
+  writeMemory(path, await buildMemory('music_store', introspectSchema(DB), PAIRS));
+  // The other writer: its corrections grow the database in the WAL (no checkpoint yet: it stays open).
+  const writer = MemoryStore.open(path);
+  try {
+    for (let i = 0; i < 60; i++) writer.addPerson({ sql: `SELECT ${i} AS n, '${'x'.repeat(3000)}' AS pad`, question: `growing ${i}`, at: '2026-12-07T00:00:00Z' });
+    // A checkpoint copies the WAL's pages to the file in page order: page 1, which holds the new page count,
+    // first, the pages that grow the file after. Stop it there: the newest page 1 of the WAL written to the file.
+    const wal = readFileSync(`${path}-wal`);
+    const pageSize = wal.readUInt32BE(8);
+    let page1: Buffer | undefined;
+    for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) if (wal.readUInt32BE(at) === 1) page1 = wal.subarray(at + 24, at + 24 + pageSize);
+    assert.ok(page1, 'the WAL holds page 1');
+    const fd = openSync(path, 'r+');
+    writeSync(fd, page1, 0, pageSize, 0);
+    closeSync(fd);
+    assert.ok(statSync(path).size < page1.readUInt32BE(28) * pageSize, 'the file is shorter than its header says');
+    // Before: refused as "truncated (N of M bytes)", though SQLite reads it whole through the WAL.
+    const reader = MemoryStore.open(path);
+    try {
+      assert.equal(reader.snapshot().entries.length, PAIRS.length + 60);
+      assert.equal(reader.integrity(), 'ok');
+    } finally {
+      reader.close();
+    }
+  } finally {
+    writer.close();
+  }
+  assert.equal(readMemory(path).entries.length, PAIRS.length + 60);
+  // The same shortfall with nothing in a WAL to make it up: truncated, one line.
+  const cut = join(tmp, 'growing-cut.db');
+  copyFileSync(path, cut);
+  const size = statSync(cut).size;
+  const short = size - 8 * readFileSync(cut).readUInt16BE(16);
+  truncateSync(cut, short);
+  assert.throws(() => readMemory(cut), isLine(4, new RegExp(`is truncated \\(${short} of ${size} bytes\\)`)));
 });
 
 test('a memory.json of an earlier agro is converted to a store beside it, once, with one line; migrate does it by hand', async () => {

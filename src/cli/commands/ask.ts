@@ -8,6 +8,7 @@ import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
 import { existsSync } from 'node:fs';
 import { storeCorrection } from '../../memory/build.ts';
 import { readMemory } from '../../memory/legacy.ts';
+import { checkTypedText } from '../../memory/entry.ts';
 import { resolveCheckpointDir } from '../../model/checkpoint.ts';
 import { assertReadableDatabase } from '../../sql/introspect.ts';
 import { EXEC_ERROR_KIND } from '../../sql/types.ts';
@@ -80,6 +81,7 @@ async function correct(question: string, o: AskCliOptions): Promise<void> {
 
 async function run(question: string, o: AskCliOptions): Promise<void> {
   if (!question.trim()) throw new AgroError('usage', 'ask: the question is empty');
+  checkTypedText(question, 'question', 'ask');
   // A missing file is exit 3, an unreadable one (truncated, not SQLite) exit 4: before the policy is loaded.
   assertReadableDatabase(o.db);
   if (o.correct !== undefined) return correct(question, o);

@@ -21,6 +21,7 @@ import { assertReadableDatabase } from '../../sql/introspect.ts';
 import { EXEC_DEFAULTS } from '../../sql/pool.ts';
 import type { ExecResult } from '../../sql/types.ts';
 import { AgroError } from '../../errors.ts';
+import { checkTypedText } from '../../memory/entry.ts';
 import { addJudgeOption, addMemoryOption, judgeFromCli } from '../answer-options.ts';
 import { checkChartPath, writeChartIfAsked } from '../chart-option.ts';
 import { numberArg } from '../options.ts';
@@ -61,6 +62,7 @@ async function run(o: ChatCliOptions): Promise<void> {
     for await (const line of rl) {
       const question = line.trim();
       if (question === ':quit' || question === ':q') break;
+      const refused = question && !question.startsWith(':') ? notAQuestion(question) : undefined;
       if (question === ':new') {
         history = [];
         printOut('(new conversation)\n');
@@ -72,6 +74,8 @@ async function run(o: ChatCliOptions): Promise<void> {
           if (!(err instanceof AgroError)) throw err;
           printOut(`${err.message}\n`);
         }
+      } else if (refused) {
+        printOut(`${refused}\n`);
       } else if (question) {
         const task: SqlTask = { id: 'chat', dbId, dbPath, question, goldSql: '', previous: history };
         const { episode: res, chosen, sql } = await askWithAnswerPath(env, task, policy, answerer, { mode: 'agent', maxTurnTokens: tokens.maxTurnTokens, temperature: 0, samples: SEARCH_SAMPLES, timeoutMs: o.episodeTimeout });
@@ -90,6 +94,17 @@ async function run(o: ChatCliOptions): Promise<void> {
     }
     rl.close();
   });
+}
+
+/** Why a line is no question agro takes (too long, a control character: one line, and the conversation goes on), or undefined. */
+function notAQuestion(line: string): string | undefined {
+  try {
+    checkTypedText(line, 'question', 'chat');
+    return undefined;
+  } catch (err) {
+    if (err instanceof AgroError) return err.message;
+    throw err;
+  }
 }
 
 /** A `:command` line: a correction of the last question, or a chart of its answer. */
