@@ -7,6 +7,9 @@
  * the mixed ones for training.
  */
 import type { Answer, CandidateJudge } from '../../answer/answer.ts';
+import type { ChatMessage } from '../../agent/types.ts';
+import { formatAction } from '../../agent/protocol.ts';
+import type { Rng } from '../../util/rng.ts';
 import type { ChooserEnvironment, ChooserTask } from './env.ts';
 
 /** Result groups shown to the chooser, at most: the prompt's length is the step's cost on a small model. */
@@ -84,4 +87,18 @@ export async function labelledTask(env: ChooserEnvironment, q: ChooserQuestion, 
 /** The lists GRPO can learn from: some shown candidate right and some wrong. */
 export function informative(tasks: readonly LabelledTask[]): LabelledTask[] {
   return tasks.filter((t) => t.right.some(Boolean) && t.right.some((r) => !r));
+}
+
+/**
+ * The chooser's format cold start: each task's opening answered with a candidate's number drawn at random, never
+ * from the labels. The SQL agent answers with SQL; these teach only the answer's form, so what GRPO then learns of
+ * which candidate is right is GRPO's alone (the cold-started policy chooses as chance does).
+ */
+export async function formatColdStart(env: ChooserEnvironment, tasks: readonly ChooserTask[], rng: Rng): Promise<ChatMessage[][]> {
+  const out: ChatMessage[][] = [];
+  for (const t of tasks) {
+    const k = rng.int(t.candidates.length);
+    out.push([...(await env.opening(t)), { role: 'assistant', content: formatAction({ kind: 'answer', content: String(k + 1), think: '' }) }]);
+  }
+  return out;
 }
