@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { ChooserEnvironment, parseChoice, type ChooserTask } from '../../src/rl/chooser/env.ts';
-import { informative, labelledTask, shownCandidates } from '../../src/rl/chooser/tasks.ts';
+import { formatColdStart, informative, labelledTask, shownCandidates } from '../../src/rl/chooser/tasks.ts';
+import { Rng } from '../../src/util/rng.ts';
 import { prepareRewards, scoreEpisode } from '../../src/rl/rewards.ts';
 import { resolveAlgo } from '../../src/rl/algo-config.ts';
 import type { RankedCandidate } from '../../src/answer/answer.ts';
@@ -110,4 +111,19 @@ test('tasks show one candidate per result group, are labelled by execution, and 
   assert.equal(h!.anyRight, true);
   assert.deepEqual(informative(lists.map((l) => l!)).map((l) => l.task.id), ['q0']);
   assert.equal(await labelledTask(env, q, { candidates: [] }), null);
+});
+
+test('the format cold start answers each opening with a well-formed number, drawn at random, not the right one', async () => {
+  const tasks = Array.from({ length: 40 }, (_, i) => ({ ...task, id: `c${i}` }));
+  const convs = await formatColdStart(env, tasks, new Rng(1));
+  const picked = new Set<string>();
+  for (const c of convs) {
+    assert.deepEqual(c.slice(0, 2), await env.opening(task));
+    const turn = c[2].content;
+    const m = await play(turn);
+    assert.equal(m.parts.format.value, 1, turn);
+    picked.add(turn);
+  }
+  // Every number appears: the right one (2) is not singled out.
+  assert.equal(picked.size, 3);
 });
