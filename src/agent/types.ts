@@ -125,6 +125,8 @@ export interface RewardContext {
   turns?: readonly string[];
   /** Actions the environment allows (default: the SQL agent's). */
   allowedActions?: readonly ActionKind[];
+  /** An environment's own check of the final answer's content (the chooser's: the number of a candidate shown); false fails the format reward. */
+  answerWellFormed?: boolean;
   /** Execution of the predicted and gold SQL, one pair per database (several = test suite). */
   exec?: { pred: readonly ExecResult[]; gold: readonly ExecResult[] };
   predSql?: string;

@@ -388,6 +388,11 @@ interface Split {
 /** How a checkpoint of a stage folder names the memory: relative to `<stage>/checkpoints/<step>`, so the run folder can move. */
 const contractMemory = (stageDir: string, memoryPath: string): string[] => [relative(join(stageDir, 'checkpoints', 'step'), memoryPath)];
 
+/** The quickstart's split of a factory's rows by SQL skeleton (row indices): seeded, so any caller gets the quickstart's own. */
+export function quickstartSplit(rows: readonly DatasetRow[], cfg: Pick<QuickstartConfig, 'heldOutShare' | 'rlShare' | 'seed'>): { sft: number[]; rl: number[]; heldOut: number[] } {
+  return splitBySkeleton(rows.map((_, i) => i), (i) => rowSqls(rows[i]), { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
+}
+
 /** 1. The data factory (skipped once done), then the split by SQL skeleton (recomputed: it is seeded). */
 async function dataStage(c: RunContext): Promise<Split> {
   const { cfg, hooks, log, db, shown, out, report, save, pool, start, docs } = c;
@@ -406,7 +411,7 @@ async function dataStage(c: RunContext): Promise<Split> {
   const variantsDir = join(synthDir, 'variants');
   const items = readDataset(join(synthDir, 'dataset.jsonl')).items;
   const toTask = (i: number): SqlTask => sqlTaskOf(items[i], db, report.synth && report.synth.variants > 0 ? suiteVariants(variantsDir, items[i].dbId, db) : []);
-  const split = splitBySkeleton(rows.map((_, i) => i), (i) => rowSqls(rows[i]), { sft: 1 - cfg.heldOutShare - cfg.rlShare, rl: cfg.rlShare, heldOut: cfg.heldOutShare }, cfg.seed ^ 0x9e37);
+  const split = quickstartSplit(rows, cfg);
   if (split.heldOut.length < 5 || split.sft.length < 5) throw new AgroError('invalid_input', `the ${rows.length} pairs of ${shown(cfg.db)} split into too few SQL skeletons (SFT ${split.sft.length}, held out ${split.heldOut.length}); synthesize more pairs`);
   const heldOut = split.heldOut.map(toTask);
   // The same seeded subset before and after RL, so the two headrooms compare.

@@ -73,6 +73,8 @@ function formatReward(ctx: RewardContext, p: z.infer<typeof formatParams>): Rewa
   if (ts.length === 0) return { value: 0, reason: 'no assistant turn' };
   const allowed = ctx.allowedActions ?? SQL_AGENT_ACTIONS;
   const parsed = ts.map((t) => parseAction(t, allowed));
+  // The environment read the final answer and found it none it accepts (the chooser: no candidate's number).
+  if (ctx.answerWellFormed === false && parsed[parsed.length - 1].kind === 'answer') parsed[parsed.length - 1] = { kind: 'invalid', reason: 'the answer is not one the environment accepts' };
   const bad = parsed.findIndex((a) => a.kind === 'invalid');
   const last = parsed[parsed.length - 1];
   if (p.requireAnswer && last.kind !== 'answer') {
