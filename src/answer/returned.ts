@@ -128,7 +128,8 @@ export function returnsAnotherThing(question: string, sql: string | null, names:
     const s = names.columns.get(c)!;
     if ([...s].some((x) => said.has(x))) return true;
     return asked.some((a) => {
-      if ('column' in a) return within(a.column, s) || [...s].every((x) => a.column.includes(x));
+      // Asked for names, a thing's title is its name ("the names of albums" are their titles): identifiers agree.
+      if ('column' in a) return within(a.column, s) || [...s].every((x) => a.column.includes(x)) || (a.column.some((x) => IDENTIFYING.has(x)) && [...s].some((x) => IDENTIFYING.has(x)));
       const t = names.tableStems.get(a.table.toLowerCase()) ?? new Set<string>();
       return [...s].some((x) => IDENTIFYING.has(x) || t.has(x));
     });

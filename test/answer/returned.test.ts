@@ -41,6 +41,7 @@ test('another returned column contradicts the question; the asked one, an identi
   no('What is the name of the shortest track?', 'SELECT name FROM tracks ORDER BY milliseconds LIMIT 1');
   no('Which employee was hired first?', 'SELECT first_name, last_name FROM employees ORDER BY hire_date LIMIT 1');
   no('List the first and last names of customers.', 'SELECT first_name, last_name FROM customers');
+  no('What are the names of albums from 1999?', 'SELECT title FROM albums WHERE release_year = 1999');
   no('What country is each artist from?', 'SELECT name, country FROM artists');
   no('Show the titles and release years of albums.', 'SELECT release_year FROM albums');
   no('Which artist has the most albums?', 'SELECT COUNT(*) FROM albums GROUP BY artist_id ORDER BY COUNT(*) DESC LIMIT 1');
