@@ -16,6 +16,7 @@ import type { Reader } from './reading.ts';
 import type { QuestionSynth } from './synth.ts';
 import { asksNegation, cosine, covered, Idf } from './text.ts';
 import { countsAnotherThing } from './intent.ts';
+import { returnsAnotherThing, type ReturnedNames } from './returned.ts';
 
 /** Sampled episodes (at SEARCH_TEMPERATURE) beside the greedy one that the policy adds as candidates (predict, ask, serve). */
 export const SEARCH_SAMPLES = 4;
@@ -62,6 +63,8 @@ export interface AnswerResources {
   judge?: CandidateJudge;
   /** The tables by the words a question counts them in (intent.ts countedNames): a reading counting another is held low. */
   counted?: ReadonlyMap<string, string>;
+  /** The schema's tables and columns as a question asks for them (returned.ts): a query returning another thing is held low. */
+  returned?: ReturnedNames;
 }
 
 /** What a judge reads of a candidate. */
@@ -107,8 +110,8 @@ export interface Answer {
   confidence: number;
   /**
    * A guess to check: the confidence is below the mark of its kind (LOW_CONFIDENCE, or JUDGE_LOW_CONFIDENCE for a judge's),
-   * or the query leaves out a value or number the question names, or its reading counts another table's rows than the
-   * question (its confidence is then held to the mark).
+   * or the query leaves out a value or number the question names, its reading counts another table's rows than the
+   * question, or it returns another thing than the question asks for (its confidence is then held to the mark).
    */
   low: boolean;
   /** Every candidate that ran and returned rows, best first. */
@@ -284,9 +287,14 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   const ms = Math.round(performance.now() - t0);
   if (!top) return { sql: null, columns: [], rows: [], truncated: false, reading: null, confidence: 0, low: true, candidates, tried, failed, empty, ms };
   const mark = judged ? JUDGE_LOW_CONFIDENCE : LOW_CONFIDENCE;
-  // A query that leaves out a value or a number the question names, or whose reading counts another thing than the
-  // question does, answers another question, however well the rest reads: never above the mark.
-  const contradicts = top.features.values < 1 || top.features.numbers < 1 || (res.counted !== undefined && countsAnotherThing(question, top.reading, res.counted));
+  // A query that leaves out a value or a number the question names, whose reading counts another thing than the
+  // question does, or that returns another thing than the question asks for, answers another question, however well
+  // the rest reads: never above the mark.
+  const contradicts =
+    top.features.values < 1 ||
+    top.features.numbers < 1 ||
+    (res.counted !== undefined && countsAnotherThing(question, top.reading, res.counted)) ||
+    (res.returned !== undefined && returnsAnotherThing(question, top.c.sql, res.returned));
   const sure = judged ? judgeOf.get(top.g)! : confidenceOf(groups.map(([, s]) => s), 0);
   const confidence = Math.round((contradicts ? Math.min(sure, mark) : sure) * 1000) / 1000;
   return {
