@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { num } from './_args.ts';
 import { treeRss } from './_tree-rss.ts';
 import { raw, startCli, type RawReply, type RawRequest, type StartedCli } from '../test/support/raw-http.ts';
-import { dashboardRoutes, jsonBody, serveRoutes } from '../test/support/server-routes.ts';
+import { dashboardRoutes, hostileHeaders, jsonBody, serveRoutes } from '../test/support/server-routes.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DB_ROOT = join(ROOT, 'data', 'databases');
@@ -133,13 +133,7 @@ export async function run(args: string[]): Promise<void> {
 
     // host / origin / site: every route, every hostile header.
     for (const [name, srv, routes] of servers) {
-      const hostile: [string, Record<string, string>][] = [
-        ...['evil.example', `evil.example:${srv.port}`, `127.0.0.1.nip.io:${srv.port}`, `localhost:${srv.port + 1}`, `[::2]:${srv.port}`, ''].map((h): [string, Record<string, string>] => ['host', { host: h }]),
-        ...['http://evil.example', 'null', `http://localhost:${srv.port}`, `https://127.0.0.1:${srv.port}`, 'file://'].map((o): [string, Record<string, string>] => ['origin', { origin: o }]),
-        ['site', { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'no-cors' }],
-        ['site', { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors' }],
-        ['site', { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'cors' }],
-      ];
+      const hostile = hostileHeaders(srv.port);
       for (const r of routes) {
         for (const [group, h] of hostile) {
           const res = await raw(srv.port, { ...r, headers: { ...r.headers, ...h } });

@@ -1,4 +1,4 @@
-// `npm run bench -- adversarial [--only cli] [--honest N] [--kill-questions N] [--kill-every MS] [--skip-resume]`
+// `npm run bench -- adversarial [--only cli|pg|corrections] [--honest N] [--kill-questions N] [--kill-every MS] [--skip-resume]`
 // Issue #21's heavy cases through the real CLI, each with its pass rule:
 //   blobs       eval of one attacking prediction each (10/30/60/120 MB randomblob, 8 x 500 MB zeroblob, a
 //               10 MB query): exit 0, the attack scored as a failure, peak memory of the whole process
@@ -12,6 +12,9 @@
 //   cli         issue #35's command-line cases (bench/_adversarial_cli.ts): endless and non-regular inputs,
 //               missing folders, unreadable databases, unusable output paths, control characters, the
 //               result byte cap, resume with stale temp folders and changed settings; `--only cli` runs it alone
+//   corrections issue #58's section (bench/_adversarial_corrections.ts): forged writes against the servers' tokens,
+//               hostile headers on their new reads, bad input from the token's holder, bad memory stores, writers
+//               racing and killed on one store, tokens in logs, a question on a 10M-row table; `--only corrections`
 //   pg          issue #47's PostgreSQL section (bench/_adversarial_pg.ts): each bypass class on a server the
 //               bench starts, superuser and reader URLs, fingerprint and next request after each case; `--only pg`
 // Prints cases tried / passed and the peak memory of each; exits 1 when a case fails.
@@ -23,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { flag, num } from './_args.ts';
 import { cliSection, type CliRun } from './_adversarial_cli.ts';
 import { pgSection } from './_adversarial_pg.ts';
+import { correctionsSection } from './_adversarial_corrections.ts';
 import { treeRss } from './_tree-rss.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -230,7 +234,15 @@ export async function run(args: string[]): Promise<void> {
       console.log(`\nPostgreSQL section (${new Date().toISOString().slice(0, 10)}):\n${table.join('\n')}\n`);
       if (only === 'pg') return;
     }
-    await cliSection({ root: ROOT, dbRoot: DB_ROOT, music: MUSIC, dev: join(ROOT, 'data', 'dev.json'), run: runCliOut, record }, dir);
+    const bench = { root: ROOT, dbRoot: DB_ROOT, music: MUSIC, dev: join(ROOT, 'data', 'dev.json'), run: runCliOut, record };
+    if (only === '' || only === 'corrections') {
+      const from = cases.length;
+      await correctionsSection(bench, dir);
+      const mine = cases.slice(from);
+      console.log(`\ncorrections section (${new Date().toISOString().slice(0, 10)}): ${mine.filter((c) => c.ok).length}/${mine.length} cases passed`);
+      if (only === 'corrections') return;
+    }
+    await cliSection(bench, dir);
     if (only === 'cli') return;
     await blobs(dir, dev);
     await honestUnderAttack(dir, dev, n);

@@ -55,11 +55,17 @@ const UNTYPED = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufffd]/;
  * bounded (MAX_QUESTION_CHARS); SQL is bounded where it is run (sql/guard.ts MAX_SQL_CHARS).
  */
 export function checkTypedText(text: string, what: 'question' | 'SQL', label: string): void {
-  if (what === 'question' && text.length > MAX_QUESTION_CHARS) throw new AgroError('usage', `${label}: the question is ${text.length} characters long, at most ${MAX_QUESTION_CHARS}`);
+  const why = untypedReason(text, what);
+  if (why) throw new AgroError('usage', `${label}: ${why}`);
+}
+
+/** Why checkTypedText refuses `text` (without its label: a server names the field itself), or undefined. */
+export function untypedReason(text: string, what: 'question' | 'SQL'): string | undefined {
+  if (what === 'question' && text.length > MAX_QUESTION_CHARS) return `the question is ${text.length} characters long, at most ${MAX_QUESTION_CHARS}`;
   const m = UNTYPED.exec(text);
-  if (!m) return;
+  if (!m) return undefined;
   const why = m[0] === '\ufffd' ? 'is not valid UTF-8 (or holds U+FFFD)' : `holds a control character (\\x${m[0].charCodeAt(0).toString(16).padStart(2, '0')})`;
-  throw new AgroError('usage', `${label}: the ${what} ${why} at character ${m.index + 1}`);
+  return `the ${what} ${why} at character ${m.index + 1}`;
 }
 
 /** What a memory must match: the tables, their columns and declared types (case-folded, order-free). */

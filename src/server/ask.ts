@@ -27,7 +27,21 @@ import { Answerer } from '../answer/resources.ts';
 import { UNTRAINED_TURN_TOKENS } from '../prompt/contract.ts';
 import { Gate } from './gate.ts';
 import { writeRoute } from './guard.ts';
-import { sinceTime } from '../memory/entry.ts';
+import { sinceTime, untypedReason } from '../memory/entry.ts';
+
+/**
+ * Text a person typed, as the CLI takes it (memory/entry.ts checkTypedText): no control characters, no U+FFFD (bytes
+ * that were not UTF-8), a question within its cap; a 400 naming the field otherwise.
+ */
+export const typedText = (what: 'question' | 'SQL') =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .superRefine((v, ctx) => {
+      const why = untypedReason(v, what);
+      if (why) ctx.addIssue({ code: 'custom', message: why });
+    });
 
 /** Rows an answer returns unless the request asks for fewer (`max_rows`), and the most it may ask for. */
 export const ASK_ROWS = 100;
@@ -35,7 +49,7 @@ export const ASK_MAX_ROWS = 10_000;
 
 export const askRequestSchema = z.strictObject({
   db_id: z.string().min(1),
-  question: z.string().trim().min(1),
+  question: typedText('question'),
   /** BIRD-style evidence (a hint). */
   evidence: z.string().optional(),
   /** The conversation so far, oldest first: each earlier question and the SQL that answered it. */
@@ -95,8 +109,8 @@ export interface AskerOptions {
 /** A person's right SQL for a question (`POST /v1/corrections`). */
 export const correctionRequestSchema = z.strictObject({
   db_id: z.string().min(1),
-  question: z.string().trim().min(1),
-  sql: z.string().trim().min(1),
+  question: typedText('question'),
+  sql: typedText('SQL'),
 });
 export type CorrectionRequest = z.infer<typeof correctionRequestSchema>;
 

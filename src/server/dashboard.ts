@@ -40,6 +40,8 @@ import { defaultPolicy, policyBackend, type PlaygroundBackend, type PolicyBacken
 import { toChartedTable, toResultTable } from './dashboard/results.ts';
 import { EXEC_DEFAULTS } from '../sql/pool.ts';
 import { canWrite, writeRoute } from './guard.ts';
+import { checkTypedText } from '../memory/entry.ts';
+import { typedText } from './ask.ts';
 import { realInside, scanFolder, type FolderScan, type FoundRun } from './dashboard/scan.ts';
 
 export type { ExtraPolicy, PlaygroundBackend, PolicyBackendOptions } from './dashboard/playground.ts';
@@ -102,7 +104,7 @@ function parsePrevious(raw: string | undefined): PreviousTurn[] {
 }
 
 /** A person's answer to a Playground question: the policy names whose memories apply, the database where it runs. */
-const correctionSchema = z.strictObject({ policy: z.string(), db: z.string().min(1), question: z.string().trim().min(1), sql: z.string().trim().min(1) });
+const correctionSchema = z.strictObject({ policy: z.string(), db: z.string().min(1), question: typedText('question'), sql: typedText('SQL') });
 
 /** Errors as JSON with the status the CLI's exit codes map to. */
 function fail(c: Context, err: unknown): Response {
@@ -396,6 +398,7 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
     try {
       db = database(c.req.query('db'));
       if (!question) throw new AgroError('usage', 'ask a question');
+      checkTypedText(question, 'question', 'question');
       previous = parsePrevious(c.req.query('previous'));
     } catch (err) {
       return fail(c, err);

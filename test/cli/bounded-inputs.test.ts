@@ -12,14 +12,15 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { formatAction } from '../../src/agent/protocol.ts';
 import { buildMemory } from '../../src/memory/build.ts';
-import { MAX_QUESTION_CHARS } from '../../src/memory/entry.ts';
 import { MemoryStore, writeMemory } from '../../src/memory/store.ts';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { MAX_SQL_CHARS } from '../../src/sql/guard.ts';
-import { BIN, DB_ROOT, MUSIC, ROOT, tempDir } from '../adversarial/support.ts';
+import { agro as agroRun, BIN, DB_ROOT, MUSIC, ROOT, tempDir } from '../adversarial/support.ts';
+import { MAX_QUESTION_CHARS, schemaFingerprint } from '../../src/memory/entry.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
 
 const OTHER = join(DB_ROOT, 'retail', 'retail.sqlite');
+const introspectSchemaFingerprint = (db: string): string => schemaFingerprint(introspectSchema(db));
 const tmp = tempDir();
 after(() => tmp.cleanup());
 const PAIRS = [
@@ -223,5 +224,20 @@ test("chat: a 1 MB question, a question with control characters or not UTF-8, an
     assert.equal(store.list({ removed: true }).length, PAIRS.length);
   } finally {
     store.close();
+  }
+});
+
+test('agro serve --memory: a store built on another schema, or of a database it does not serve, stops it before it listens (exit 4, one line)', () => {
+  const misnamed = join(tmp.dir, 'misnamed.db');
+  // The retail database's pairs under music_store's name: only the schema fingerprint tells them apart.
+  writeMemory(misnamed, { dbId: 'music_store', schema: introspectSchemaFingerprint(OTHER), entries: [] });
+  const unserved = join(tmp.dir, 'unserved.db');
+  writeMemory(unserved, { dbId: 'no_such_db', schema: introspectSchemaFingerprint(OTHER), entries: [] });
+  for (const [store, line] of [[misnamed, /built on another schema than music_store/], [unserved, /memory of no_such_db, which this server does not serve/]] as const) {
+    const r = agroRun(['serve', '--policy', 'base', '--memory', store, '--port', '0'], { timeoutMs: 60_000 });
+    assert.equal(r.status, 4, r.stderr);
+    assert.match(r.stderr, /^agro: [^\n]+\n$/);
+    assert.match(r.stderr, line);
+    assert.doesNotMatch(r.stdout, /listening/);
   }
 });

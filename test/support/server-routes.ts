@@ -42,3 +42,14 @@ export function serveRoutes(dbId: string, dashboardDb: string): RawRequest[] {
     ...dashboardRoutes(dashboardDb).map((r) => ({ ...r, path: `/dashboard${r.path}` })),
   ];
 }
+
+/** What a hostile page or a DNS-rebinding attack sends to a server on `port`: each is refused with 403 on every route. */
+export function hostileHeaders(port: number): Array<[string, Record<string, string>]> {
+  return [
+    ...['evil.example', `evil.example:${port}`, `127.0.0.1.nip.io:${port}`, `localhost:${port + 1}`, `[::2]:${port}`, ''].map((h): [string, Record<string, string>] => ['host', { host: h }]),
+    ...['http://evil.example', 'null', `http://localhost:${port}`, `https://127.0.0.1:${port}`, 'file://'].map((o): [string, Record<string, string>] => ['origin', { origin: o }]),
+    ['site', { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'no-cors' }],
+    ['site', { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors' }],
+    ['site', { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'cors' }],
+  ];
+}

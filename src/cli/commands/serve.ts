@@ -10,7 +10,8 @@ import { BUNDLED_DATABASES, dashboardRoutes } from '../../server/dashboard.ts';
 import { policyRouteGroups } from '../../server/policy-routes.ts';
 import { turnTokens } from '../../prompt/contract.ts';
 import { catalogFromDbRoot, catalogFromFactoryOutput, combineCatalogs, type DatabaseCatalog } from '../../data/catalog.ts';
-import { createExecutor } from '../../sql/executor.ts';
+import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
+import { openMemory } from '../../memory/legacy.ts';
 import { assertDir } from '../../data/databases.ts';
 import type { Policy } from '../../agent/policies/types.ts';
 import { addPrivilegedRoleOption, type PrivilegedRoleCliOption, numberArg, repeatable } from '../options.ts';
@@ -67,6 +68,23 @@ function tokensOf(path: string): { name: string; tokenizer: Tokenizer } {
   return { name: path, tokenizer: Tokenizer.load(file) };
 }
 
+/** A --memory store opens, names a database the server serves, and was built on that database's schema. */
+async function checkServedMemory(path: string, cat: DatabaseCatalog): Promise<void> {
+  const store = openMemory(path);
+  try {
+    const { dbId } = store.meta();
+    let db: string;
+    try {
+      db = cat.resolve(dbId).path;
+    } catch {
+      throw new AgroError('invalid_input', `--memory ${path} is the memory of ${dbId}, which this server does not serve (${cat.describe})`);
+    }
+    store.check(await introspectDatabase(db));
+  } finally {
+    store.close();
+  }
+}
+
 async function run(o: ServeCliOptions): Promise<void> {
   const catalog = catalogOf(o);
   // Nothing to serve named: the OpenAI API over the built-in base model.
@@ -85,6 +103,9 @@ async function run(o: ServeCliOptions): Promise<void> {
   };
   // Bad --allowed-host, --cors or --token values stop here, before a model is loaded.
   guard({ ...access, maxBodyBytes: o.maxBody });
+  const askCatalog = catalog ?? catalogFromDbRoot(BUNDLED_DATABASES);
+  // A memory of another schema, or of a database not served, stops here too (exit 4), not at the first question on it.
+  for (const path of o.memory) await checkServedMemory(path, askCatalog);
   const groups: RouteGroup[] = [];
   const closers: Array<() => Promise<void>> = [];
   let policy: Policy | undefined;
@@ -100,7 +121,7 @@ async function run(o: ServeCliOptions): Promise<void> {
       groups.push(
         ...policyRouteGroups({
           openai: { policy, modelName: o.modelName, concurrency: o.concurrency, maxQueue: o.maxQueue, timeoutMs: o.timeout, maxTokens: o.maxTokens, maxInputChars: o.maxInputChars },
-          ask: { catalog: catalog ?? catalogFromDbRoot(BUNDLED_DATABASES), executor: askPool, env: promptFromCli(policy.promptContract, o), envDeps: envDepsFromCli(o), maxTurnTokens: turnTokens(policy.promptContract, undefined).maxTurnTokens, episodeTimeoutMs: o.timeout, memory: o.memory, judge },
+          ask: { catalog: askCatalog, executor: askPool, env: promptFromCli(policy.promptContract, o), envDeps: envDepsFromCli(o), maxTurnTokens: turnTokens(policy.promptContract, undefined).maxTurnTokens, episodeTimeoutMs: o.timeout, memory: o.memory, judge },
         }),
       );
     }
