@@ -13,7 +13,8 @@
 // each run), under 8 and then 32 concurrent clients for --ask-seconds each (plain fetch, one request in flight per
 // client). Each client asks music_store questions (the factory's own, paraphrased), every 4th ask one of 8 fixed
 // retail questions, and after each ask sends one POST /v1/corrections of music_store with SQL of its own. The
-// server gets a random AGRO_TOKEN and every request sends it as `Authorization: Bearer`. Per run: requests/s, p50/p99
+// server gets a random AGRO_TOKEN and every request sends it as `Authorization: Bearer`. Per run: requests/s (over the
+// window and the drain of the requests still in flight at its end), p50/p99
 // of asks and of corrections apart, errors (non-2xx and socket errors), the server's RSS (with its SQL pool) each
 // second: min/median/max after the first min(10 s, a quarter of the run), and whether all of it stays within ±10% of
 // that median. After each run, with the server stopped: every acknowledged correction (2xx, with its id) is in the
