@@ -177,12 +177,12 @@ export class Answerer {
    * refused or failing SQL writes nothing), used from the next question on. Without a memory of the database, `start`
    * names where to begin one (written with the first pair that runs); without that, one line (usage), nothing written.
    */
-  async correct(db: string, dbId: string, question: string, sql: string, start?: string): Promise<{ path: string; rows: number; columns: string[] }> {
+  async correct(db: string, dbId: string, question: string, sql: string, start?: string): Promise<{ id: number; path: string; rows: number; columns: string[] }> {
     const path = this.memories.get(dbId)?.path ?? start;
     if (!path) throw new AgroError('usage', `no memory of ${dbId} to store a correction in (agro memory build makes one)`);
     const { schema } = await this.opened(db);
     const r = await storeCorrection(path, db, schema, question, sql, this.executor, { create: dbId });
     if (!this.memories.has(dbId)) this.memories.set(dbId, hold(openMemory(r.path)));
-    return { path: r.path, rows: r.rows.length, columns: r.columns };
+    return { id: r.entry.id, path: r.path, rows: r.rows.length, columns: r.columns };
   }
 }

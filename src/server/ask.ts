@@ -115,6 +115,8 @@ export const correctionRequestSchema = z.strictObject({
 export type CorrectionRequest = z.infer<typeof correctionRequestSchema>;
 
 export interface StoredPair {
+  /** The store's id of the pair (what `agro memory remove` names): a client can check or undo what it taught. */
+  id: number;
   db_id: string;
   question: string;
   sql: string;
@@ -200,7 +202,7 @@ export function createAsker(o: AskerOptions): Asker {
     if (!answerer) throw new AgroError('usage', 'the answer path is off on this server: no memory to store a correction in');
     const db = o.catalog.resolve(req.db_id);
     const r = await answerer.correct(db.path, req.db_id, req.question, req.sql);
-    return { db_id: req.db_id, question: req.question, sql: req.sql, stored: true, columns: r.columns, rows: r.rows };
+    return { id: r.id, db_id: req.db_id, question: req.question, sql: req.sql, stored: true, columns: r.columns, rows: r.rows };
   };
   const corrections = (dbId: string, q: { since?: string; removed?: boolean }): CorrectionRecord[] => {
     o.catalog.resolve(dbId);

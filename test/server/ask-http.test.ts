@@ -143,10 +143,12 @@ test("docs/serving.md's correction line: the pair is run, stored in the memory a
   const ask = async (question: string) => (await (await fetch(`${base}v1/ask`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ db_id: 'music_store', question }) })).json()) as Answer;
   const other = 'Which genre has the largest number of tracks?';
   assert.notEqual((await ask(other)).sql, body.sql);
-  const stored = (await run(line)) as { stored: boolean; rows: number; sql: string };
+  const stored = (await run(line)) as { id: number; stored: boolean; rows: number; sql: string };
   assert.equal(stored.stored, true);
   assert.equal(stored.rows, 1);
   const mem = readMemory(memoryPath);
+  // Its id is the store's, so a client can find or undo exactly the pair it taught.
+  assert.equal(stored.id, mem.entries[0].id);
   assert.equal(mem.entries[0].source, 'person');
   assert.deepEqual(mem.entries[0].questions, [body.question]);
   assert.ok(mem.entries[0].at && !Number.isNaN(Date.parse(mem.entries[0].at)), 'when a person stored it');

@@ -290,7 +290,7 @@ test('the OpenAI routes of agro serve sit behind the same guard', async () => {
   const policy = { kind: 'endpoint', name: 'echo', description: 'echo', complete: async () => ({ text: 'ok', finish: 'stop' as const }), close: async () => {} };
   // A correction route whose store only counts the calls that reach it.
   let stored = 0;
-  const asker = Object.assign(async () => { throw new Error('not asked here'); }, { correct: async (r: { db_id: string; question: string; sql: string }) => ({ ...r, stored: true as const, columns: [], rows: ++stored }) });
+  const asker = Object.assign(async () => { throw new Error('not asked here'); }, { correct: async (r: { db_id: string; question: string; sql: string }) => ({ ...r, id: stored + 1, stored: true as const, columns: [], rows: ++stored }) });
   const app = createApp({ groups: [{ app: openaiRoutes({ policy: policy as never }) }, { app: askRoutes({ ask: asker }) }], guard: { listenHost: '127.0.0.1', token: 'tok-0123456789' } });
   const server = listen({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
   await new Promise((r) => server.once('listening', r));
