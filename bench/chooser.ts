@@ -1,4 +1,4 @@
-// `npm run bench -- chooser [--dbs music_store,retail,school] [--pairs 2400] [--rl 120] [--held 80] [--sft 40] [--steps 20] [--group 4] [--prompts 4] [--lr 1e-4] [--seed 0] [--out runs/bench-chooser]`
+// `npm run bench -- chooser [--dbs music_store,retail,school] [--pairs 2400] [--rl 120] [--held 80] [--sft 40] [--steps 20] [--group 4] [--prompts 4] [--lr 1e-4] [--order shuffled|ranker] [--entropy 0.01] [--kl 0.01] [--seed 0] [--out runs/bench-chooser]`
 // The RL chooser of issue #56 beside the answer path's ranker and the learned judge, on the same candidate lists:
 //   1. each bundled database's factory pairs (`agro synth`'s recipe) split as the quickstart splits them (by SQL
 //      skeleton: SFT, RL, held out); the answer path's memory is the SFT pairs only, so no question asked is in it;
@@ -8,7 +8,9 @@
 //   3. the built-in base model answers SQL, never a number: a format cold start (--sft SFT steps on the RL lists, each
 //      answered with a random candidate's number, no label read), then GRPO (runGrpo, the grpo preset: execution +
 //      0.1 format, KL to the cold-started policy) on the RL lists that are informative (some shown candidate right,
-//      some wrong), --steps steps;
+//      some wrong), --steps steps; the training lists are shown in a seeded random order per list (--order shuffled,
+//      the default; --order ranker keeps the ranker's, where "always 1" pays and GRPO's groups collapsed to it), with
+//      an entropy bonus (--entropy) and KL to the cold start (--kl) against the collapse;
 //   4. on the held-out lists: the oracle (some candidate right: of those shown, of the whole list), the ranker's choice
 //      (the first shown), the built-in judge's, and the chooser's greedy choice (base model, cold start, after GRPO); also on the
 //      informative held-out lists alone, where a choice can matter. Writes summary.json.
@@ -26,7 +28,7 @@ import { Answerer } from '../src/answer/resources.ts';
 import { loadJudge } from '../src/judge/load.ts';
 import { createExecutor, introspectDatabase } from '../src/sql/executor.ts';
 import { ChooserEnvironment } from '../src/rl/chooser/env.ts';
-import { formatColdStart, informative, labelledTask, type LabelledTask } from '../src/rl/chooser/tasks.ts';
+import { formatColdStart, informative, labelledTask, shuffledTask, type LabelledTask } from '../src/rl/chooser/tasks.ts';
 import { anchorSamples } from '../src/rl/anchor.ts';
 import { runSft } from '../src/train/sft.ts';
 import { greedyEpisodes } from '../src/rl/evaluate.ts';
@@ -74,6 +76,10 @@ export async function run(args: string[]): Promise<void> {
   const heldMax = num(args, '--held', 80);
   const steps = num(args, '--steps', 20);
   const seed = num(args, '--seed', 0);
+  const order = flag(args, '--order', 'shuffled');
+  const entropyCoef = num(args, '--entropy', 0.01);
+  const klCoef = num(args, '--kl', 0.01);
+  if (order !== 'shuffled' && order !== 'ranker') throw new Error(`--order is shuffled or ranker, not ${order}`);
   const out = resolve(flag(args, '--out', 'runs/bench-chooser'));
   mkdirSync(out, { recursive: true });
   const qs = quickstartConfigSchema.parse({ seed });
@@ -113,7 +119,12 @@ export async function run(args: string[]): Promise<void> {
       perDb.push([dbId, String(rows.length), String(r.length), String(informative(r).length), String(h.length), String(informative(h).length), ((performance.now() - d0) / 1000).toFixed(0)]);
     }
     table(perDb);
-    const train = informative(rl);
+    // Training only: held-out lists stay in the ranker's order, the order the answer path would show them in, so the
+    // ranker's figure is "choose 1" there. Shuffled, a position in training carries no label.
+    const orderRng = new Rng(seed ^ 0x5f1e);
+    const shown = (l: LabelledTask): LabelledTask => (order === 'shuffled' ? shuffledTask(l, orderRng) : l);
+    const rlShown = rl.map(shown);
+    const train = informative(rlShown);
     console.log(`\nRL lists: ${rl.length} answered, ${train.length} informative (some shown candidate right, some wrong) train; held out: ${held.length} (${informative(held).length} informative); ${((performance.now() - t0) / 1000).toFixed(0)} s to build`);
     if (train.length === 0) throw new Error('no informative RL list: nothing for GRPO to learn from');
 
@@ -122,7 +133,7 @@ export async function run(args: string[]): Promise<void> {
     const before = await greedyChoices(env, held, base.model, base.tokenizer, seed);
     // The base model answers SQL, never a number: a short cold start on the answer's form (random numbers, no labels).
     const s0 = performance.now();
-    const cold = anchorSamples(await formatColdStart(env, rl.map((l) => l.task), new Rng(seed ^ 0xf0)), base.tokenizer, base.model.config.maxPositions, 'chooser cold start');
+    const cold = anchorSamples(await formatColdStart(env, rlShown.map((l) => l.task), new Rng(seed ^ 0xf0)), base.tokenizer, base.model.config.maxPositions, 'chooser cold start');
     const longest = Math.max(...cold.map((c) => c.ids.length));
     const sft = await runSft({ outDir: join(out, 'sft'), model: base.model, tokenizer: base.tokenizer, samples: cold, config: { steps: num(args, '--sft', 40), batchSize: 8, maxBatchTokens: 4096, lr: 1e-3, checkpointEvery: 0, evalEvery: 0, seed } });
     const sftSeconds = (performance.now() - s0) / 1000;
@@ -137,7 +148,7 @@ export async function run(args: string[]): Promise<void> {
       model: base.model,
       tokenizer: base.tokenizer,
       reference,
-      config: { algo: 'grpo', steps, promptsPerStep: num(args, '--prompts', 4), groupSize: num(args, '--group', 4), lr: num(args, '--lr', 1e-4), maxTurnTokens: TURN_TOKENS, maxResponseTokens: TURN_TOKENS, maxBatchTokens: 4096, checkpointEvery: 0, seed },
+      config: { algo: 'grpo', steps, promptsPerStep: num(args, '--prompts', 4), groupSize: num(args, '--group', 4), lr: num(args, '--lr', 1e-4), algoOverrides: { entropyCoef, kl: { coef: klCoef } }, maxTurnTokens: TURN_TOKENS, maxResponseTokens: TURN_TOKENS, maxBatchTokens: 4096, checkpointEvery: 0, seed },
       onStep: (s) => console.log(`grpo step ${s.step}: reward ${s.reward.toFixed(3)} (execution ${(s.rewards.execution ?? 0).toFixed(2)}, format ${(s.rewards.format ?? 0).toFixed(2)}), zero-signal groups ${(s.zero_signal * 100).toFixed(0)}%, ${s.response_tokens.toFixed(0)} tokens`),
     });
     const rlSeconds = (performance.now() - r0) / 1000;
@@ -164,6 +175,9 @@ export async function run(args: string[]): Promise<void> {
     writeJsonAtomic(join(out, 'summary.json'), {
       dbs,
       pairs,
+      order,
+      entropy: entropyCoef,
+      kl: klCoef,
       seed,
       steps: res.steps,
       rl: { answered: rl.length, informative: train.length },

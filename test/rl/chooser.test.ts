@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { SqlPool } from '../../src/sql/pool.ts';
 import { ChooserEnvironment, parseChoice, type ChooserTask } from '../../src/rl/chooser/env.ts';
-import { formatColdStart, informative, labelledTask, shownCandidates } from '../../src/rl/chooser/tasks.ts';
+import { formatColdStart, informative, labelledTask, shownCandidates, shuffledTask } from '../../src/rl/chooser/tasks.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { prepareRewards, scoreEpisode } from '../../src/rl/rewards.ts';
 import { resolveAlgo } from '../../src/rl/algo-config.ts';
@@ -16,7 +16,7 @@ const pool = new SqlPool({ size: 1 });
 after(() => pool.close());
 const env = new ChooserEnvironment(pool);
 
-const task: ChooserTask = {
+const base: ChooserTask = {
   id: 't1',
   dbId: 'music_store',
   dbPath: DB,
@@ -29,8 +29,10 @@ const task: ChooserTask = {
   ],
 };
 
+const task = base;
+
 /** One episode of the environment with the policy's text, scored by the GRPO preset's rewards (execution, format). */
-async function play(text: string) {
+async function play(text: string, task: ChooserTask = base) {
   const ep = await env.start(task);
   const r = await ep.step(text);
   assert.equal(r.done, true);
@@ -126,4 +128,22 @@ test('the format cold start answers each opening with a well-formed number, draw
   }
   // Every number appears: the right one (2) is not singled out.
   assert.equal(picked.size, 3);
+});
+
+test('a shuffled list rewards the number that now names the right candidate 1 and any other 0', async () => {
+  const labelled = { task, right: [false, true, false], anyRight: true, judge: 1 };
+  // Some seed moves the right candidate off position 2: the order a rollout sees is part of its task.
+  const moved = [0, 1, 2, 3, 4, 5, 6, 7].map((s) => shuffledTask(labelled, new Rng(s))).find((l) => !l.right[1]);
+  assert.ok(moved, 'some seed moves the right candidate');
+  const k = moved.right.indexOf(true);
+  assert.equal(moved.task.candidates[k].sql, 'SELECT count(artist_id) FROM artists');
+  assert.equal(moved.judge, k, 'the judge\'s choice moves with its candidate');
+  assert.deepEqual([...moved.task.candidates].map((c) => c.sql).sort(), task.candidates.map((c) => c.sql).sort());
+  const right = await play(`<think></think><answer>${k + 1}</answer>`, moved.task);
+  assert.equal(right.parts.execution.value, 1);
+  const w = await play(`<think></think><answer>${k === 0 ? 2 : 1}</answer>`, moved.task);
+  assert.equal(w.parts.execution.value, 0);
+  assert.equal(w.parts.format.value, 1);
+  // The same seed shuffles alike: a run's order is reproducible.
+  assert.deepEqual(shuffledTask(labelled, new Rng(3)).right, shuffledTask(labelled, new Rng(3)).right);
 });

@@ -102,3 +102,19 @@ export async function formatColdStart(env: ChooserEnvironment, tasks: readonly C
   }
   return out;
 }
+
+/**
+ * The list shown in a seeded random order: candidates, labels and the judge's choice permuted together, so the
+ * number the chooser answers still names the candidate it read (the reward reads `task.candidates[chosen]`). In the
+ * ranker's order candidate 1 is most often right, and "always 1" pays; shuffled, a position carries no label.
+ */
+export function shuffledTask(l: LabelledTask, rng: Rng): LabelledTask {
+  const order = rng.shuffle(l.task.candidates.map((_, i) => i));
+  const judge = l.judge === undefined ? undefined : order.indexOf(l.judge);
+  return {
+    task: { ...l.task, candidates: order.map((i) => l.task.candidates[i]) },
+    right: order.map((i) => l.right[i]),
+    anyRight: l.anyRight,
+    ...(judge !== undefined ? { judge } : {}),
+  };
+}
