@@ -28,6 +28,9 @@ const SQLITE_HEADER = 'SQLite format 3\u0000';
 /** How long a writer waits for another's transaction before giving up (a correction is milliseconds). */
 const BUSY_TIMEOUT_MS = 10_000;
 
+/** The meta keys the store itself keeps (addFactory's callers may not set them). */
+const OWN_META = new Set(['kind', 'version', 'db_id', 'schema', 'seq', 'generation']);
+
 const SCHEMA_SQL = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
 CREATE TABLE IF NOT EXISTS pairs (
@@ -279,6 +282,48 @@ export class MemoryStore {
         return { id, sql: e.sql, questions, source: 'person' as const, at: e.at, ...(e.rows !== undefined ? { rows: e.rows } : {}), ...(e.signature ? { signature: e.signature } : {}) };
       }).immediate(),
     );
+  }
+
+  /**
+   * Appends the factory's pairs (a memory grown) in one transaction, with `meta` keys set in the same one (a grow's
+   * round counter, so a kill leaves the pairs and the counter agreeing). A query the memory holds from a person is
+   * left as the person stored it; one it holds from the factory gains the new questions (the old row replaced, so
+   * readers see it as any change). Returns how many queries were new and how many gained questions.
+   */
+  addFactory(entries: readonly MemoryEntry[], meta: Readonly<Record<string, string>> = {}): { added: number; merged: number } {
+    return this.guard(() =>
+      this.db.transaction(() => {
+        const seq = this.seq() + 1;
+        const live = this.db.prepare('SELECT * FROM pairs WHERE sql = ? AND removed_seq IS NULL');
+        const ins = this.db.prepare("INSERT INTO pairs (sql, questions, source, at, rows, signature, seq) VALUES (?, ?, 'factory', NULL, ?, ?, ?)");
+        const mark = this.db.prepare('UPDATE pairs SET removed_seq = ?, replaced_by = ? WHERE id = ?');
+        let added = 0;
+        let merged = 0;
+        for (const e of entries) {
+          const old = live.all(e.sql) as Row[];
+          if (old.some((o) => o.source === 'person')) continue;
+          const questions = old.flatMap((o) => JSON.parse(o.questions) as string[]);
+          const fresh = e.questions.filter((q) => !questions.includes(q));
+          if (old.length && !fresh.length) continue;
+          const r = ins.run(e.sql, JSON.stringify([...questions, ...fresh]), e.rows ?? old[0]?.rows ?? null, e.signature ?? old[0]?.signature ?? null, seq);
+          for (const o of old) mark.run(seq, Number(r.lastInsertRowid), o.id);
+          if (old.length) merged++;
+          else added++;
+        }
+        const put = this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
+        for (const [k, v] of Object.entries(meta)) {
+          if (OWN_META.has(k)) throw new Error(`memory store: meta key ${k} is the store's own`);
+          put.run(k, v);
+        }
+        this.db.prepare("UPDATE meta SET value = ? WHERE key = 'seq'").run(String(seq));
+        return { added, merged };
+      }).immediate(),
+    );
+  }
+
+  /** A value the store keeps beside its pairs (a grow's progress), or undefined. */
+  metaValue(key: string): string | undefined {
+    return this.guard(() => (this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined)?.value);
   }
 
   /** Removes a live pair (a correction undone, or a factory pair a person judged wrong), of one source when given; false when there is none of that id. */

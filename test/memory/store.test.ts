@@ -197,3 +197,35 @@ test('agro memory list / remove / export: who taught what and when, undone by id
   assert.equal((await agro(['memory', 'remove', '--memory', path, 'abc'])).status, 2);
   assert.ok(existsSync(path));
 });
+
+test("addFactory: new queries appended, a factory query gains questions, a person's query is left as stored, in one change readers see", async () => {
+  const path = join(tmp, 'grow.db');
+  writeMemory(path, await buildMemory('music_store', introspectSchema(DB), PAIRS));
+  const store = MemoryStore.open(path);
+  try {
+    const person = store.addPerson({ sql: 'SELECT title FROM albums', question: 'the album titles', at: new Date().toISOString() });
+    const since = store.seq();
+    const r = store.addFactory(
+      [
+        { sql: 'SELECT COUNT(*) FROM albums', questions: ['How many albums are there?'], source: 'factory' },
+        { sql: PAIRS[0].sql, questions: [PAIRS[0].question, 'Count the customers.'], source: 'factory' },
+        { sql: PAIRS[1].sql, questions: [PAIRS[1].question], source: 'factory' },
+        { sql: 'SELECT title FROM albums', questions: ['List the album titles.'], source: 'factory' },
+      ],
+      { grow_rounds: '1' },
+    );
+    assert.deepEqual(r, { added: 1, merged: 1 });
+    assert.equal(store.metaValue('grow_rounds'), '1');
+    const live = store.snapshot().entries;
+    assert.equal(live.length, 4);
+    assert.equal(new Set(live.map((e) => e.sql)).size, 4, 'each query once');
+    assert.deepEqual(live.find((e) => e.sql === PAIRS[0].sql)!.questions, [PAIRS[0].question, 'Count the customers.']);
+    assert.deepEqual(live.find((e) => e.sql === 'SELECT title FROM albums'), { ...person, at: person.at });
+    const ch = store.changes(since);
+    assert.equal(ch.added.length, 2);
+    assert.equal(ch.removed.length, 1, 'the merged pair replaces its old row');
+    assert.throws(() => store.addFactory([], { schema: 'x' }), /store's own/);
+  } finally {
+    store.close();
+  }
+});

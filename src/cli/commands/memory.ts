@@ -7,6 +7,7 @@
  *   remove a pair by id (a correction undone): marked removed, kept for the record
  *   export its pairs as JSON lines
  *   migrate a memory.json of an earlier agro to a store
+ *   grow   more of the factory's pairs, round by round, within a time budget (src/pipeline/grow.ts)
  * The memory lives in a SQLite store (src/memory/store.ts): each correction is one transaction, so several
  * processes may add at once.
  */
@@ -26,7 +27,11 @@ import { migrateMemory, openMemory, readMemory } from '../../memory/legacy.ts';
 import { writeMemory, type StoredEntry } from '../../memory/store.ts';
 import { MemoryIndex } from '../../answer/memory.ts';
 import { numberArg } from '../options.ts';
-import { printOut } from '../print.ts';
+import { printErr, printOut } from '../print.ts';
+import { stageBars } from '../progress.ts';
+import { readDocs } from '../../prompt/docs.ts';
+import { MEMORY_RECIPE } from '../../factory/memory-recipe.ts';
+import { DEFAULT_GROW_MINUTES, growMemory, type GrowStop } from '../../pipeline/grow.ts';
 
 const dbIdOf = (db: string): string => (isPostgresUrl(db) ? pgDbId(db) : basename(db, extname(db)));
 
@@ -119,6 +124,32 @@ function exportPairs(o: { memory: string; format: string; removed?: boolean }): 
   }
 }
 
+const GROW_STOPS: Record<GrowStop, string> = {
+  minutes: 'the time budget is spent',
+  rounds: 'the rounds asked for are done',
+  pairs: 'the memory holds the pairs asked for',
+  saturated: 'the factory finds few new queries on this database',
+};
+
+const duration = (s: number): string => (s < 60 ? `${Math.round(s)} s` : `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`);
+
+async function grow(o: { db: string; memory: string; minutes?: number; rounds?: number; pairs?: number; batch?: number; docs?: string; json?: boolean }): Promise<void> {
+  const quiet = Boolean(o.json) || !process.stderr.isTTY;
+  const r = await growMemory(
+    { db: o.db, memory: o.memory, create: dbIdOf(o.db), ...(o.minutes !== undefined ? { minutes: o.minutes } : {}), ...(o.rounds !== undefined ? { rounds: o.rounds } : {}), ...(o.pairs !== undefined ? { pairs: o.pairs } : {}), ...(o.batch !== undefined ? { batch: o.batch } : {}), ...(o.docs ? { docs: readDocs(o.docs, dbIdOf(o.db)) } : {}) },
+    {
+      progress: stageBars(!quiet),
+      log: (line) => printErr(`agro: ${line}\n`),
+      onRound: (x) => printErr(`agro: memory grow: round ${x.round}${x.resumed ? ' (resumed)' : ''}: ${x.made} pairs made, ${x.added} new queries, ${x.merged} with new questions; ${x.size} queries in memory (${duration(x.seconds)})\n`),
+    },
+  );
+  if (o.json) {
+    printOut(JSON.stringify({ memory: o.memory, before: r.before, size: r.size, rounds: r.rounds, stopped: r.stopped, seconds: Math.round(r.seconds * 10) / 10 }) + '\n');
+    return;
+  }
+  printOut(`grew ${o.memory}: ${r.before} -> ${r.size} queries in ${r.rounds.length} round${r.rounds.length === 1 ? '' : 's'} (${duration(r.seconds)}); stopped: ${GROW_STOPS[r.stopped]}\n`);
+}
+
 function migrate(o: { file: string; out?: string }): void {
   const r = migrateMemory(o.file, o.out);
   printOut(`wrote ${r.out}: ${r.entries} pairs of ${o.file}\n`);
@@ -175,4 +206,16 @@ export function register(program: Command): void {
     .argument('<file>', 'the memory.json')
     .option('--out <file>', 'where to write the store')
     .action((file: string, o) => migrate({ ...o, file }));
+  cmd
+    .command('grow')
+    .description("More of the factory's verified pairs, round by round within a time budget; resumable (rerun after a kill), and a running agro serve or chat picks them up")
+    .requiredOption('--db <path>', 'the database the memory serves (SQLite file or postgres:// URL)')
+    .requiredOption('--memory <file>', `the memory store (started when missing)`)
+    .option('--minutes <m>', `time budget, rounds sized to fit it (default ${DEFAULT_GROW_MINUTES} when neither --rounds nor --pairs is given)`, numberArg('--minutes', { min: 0.01, max: 24 * 60, integer: false }))
+    .option('--rounds <n>', 'at most this many rounds, each of --batch pairs when there is no --minutes', numberArg('--rounds', { min: 1, max: 10_000 }))
+    .option('--pairs <n>', 'stop once the memory holds this many queries', numberArg('--pairs', { min: 1, max: 10_000_000 }))
+    .option('--batch <n>', `pairs one round asks the factory for, at most (default ${MEMORY_RECIPE.pairs}, the memory recipe)`, numberArg('--batch', { min: 1, max: 1_000_000 }))
+    .option('--docs <path>', "the database's documentation, as agro synth --docs reads it")
+    .option('--json', 'print a JSON summary instead of text (no progress bars)')
+    .action((o) => grow(o));
 }
