@@ -160,6 +160,15 @@ test('a memory.json of an earlier agro is converted to a store beside it, once, 
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /wrote .*by-hand\.db: 2 pairs/);
   assert.equal(readMemory(out).entries.length, 2);
+  // Onto a store that exists (it may hold people's corrections): refused, the store as it was.
+  const s = MemoryStore.open(out);
+  s.addPerson({ sql: 'SELECT name FROM artists', question: 'the artists', at: new Date().toISOString() });
+  s.close();
+  const over = await agro(['memory', 'migrate', json, '--out', out]);
+  assert.equal(over.status, 2, over.stderr);
+  assert.match(over.stderr, /exists; give another --out/);
+  assert.equal(over.stderr.trim().split('\n').length, 1);
+  assert.equal(readMemory(out).entries.length, 3, 'the correction kept');
   writeFileSync(join(tmp, 'old', 'bad.json'), '{"kind":"something"}');
   assert.throws(() => readMemory(join(tmp, 'old', 'bad.json')), isLine(4, /not a memory agro wrote/));
 });

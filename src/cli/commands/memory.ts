@@ -23,8 +23,8 @@ import { pgDbId } from '../../sql/pg-introspect.ts';
 import { readJsonl } from '../../util/fs.ts';
 import { buildMemory, storeCorrection } from '../../memory/build.ts';
 import { MEMORY_STORE, memorySourceSchema, pairsOfDataset, sinceTime, type MemoryPair } from '../../memory/entry.ts';
-import { migrateMemory, openMemory, readMemory } from '../../memory/legacy.ts';
-import { writeMemory, type StoredEntry } from '../../memory/store.ts';
+import { migrateMemory, openMemory, readMemory, storePathOf } from '../../memory/legacy.ts';
+import { memoryFileKind, writeMemory, type StoredEntry } from '../../memory/store.ts';
 import { MemoryIndex } from '../../answer/memory.ts';
 import { numberArg } from '../options.ts';
 import { printErr, printOut } from '../print.ts';
@@ -151,7 +151,11 @@ async function grow(o: { db: string; memory: string; minutes?: number; rounds?: 
 }
 
 function migrate(o: { file: string; out?: string }): void {
-  const r = migrateMemory(o.file, o.out);
+  // A store there already may hold people's corrections: converting over it would replace them unasked.
+  const out = o.out ?? storePathOf(o.file);
+  const kind = memoryFileKind(out);
+  if (kind !== 'none' && kind !== 'empty') throw new AgroError('usage', `memory migrate: ${out} exists; give another --out, or remove it first (agro memory export keeps its pairs)`);
+  const r = migrateMemory(o.file, out);
   printOut(`wrote ${r.out}: ${r.entries} pairs of ${o.file}\n`);
 }
 
