@@ -14,6 +14,11 @@
  * - compounds: a closed compound whose open form is a lemma too ("shutdown" -> "shut down").
  * - synonyms: the other one-word lemmas of a noun's first sense whose first sense it is too, when both
  *   words are ones people use (tagged in WordNet's sense-tagged corpus): movie -> film.
+ * - agents: a verb's agent noun, a person noun (noun.person) its derivation pointer `+` names word to word,
+ *   from its most common sense that has one: write -> writer, direct -> director, own -> owner, coach -> coach.
+ * - headed: a closed compound's two-word synonyms (same first sense) that end in the compound's own head:
+ *   postcode -> zip code / postal code, surname -> last name / family name (the head keeps them the same thing;
+ *   two-word synonyms with another head are too often another sense: agriculture -> "factory farm").
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -21,9 +26,12 @@ import { join } from 'node:path';
 
 interface Synset {
   off: string;
+  /** WordNet's lexicographer file: 18 is noun.person. */
+  lexfile: number;
   type: string;
   lemmas: string[];
-  ptrs: Array<{ sym: string; off: string; pos: string }>;
+  /** `st`: the source and target word numbers of a lexical pointer ("0102"), "0000" for a semantic one. */
+  ptrs: Array<{ sym: string; off: string; pos: string; st: string }>;
   gloss: string;
 }
 
@@ -41,8 +49,8 @@ function data(file: string): Map<string, Synset> {
     for (let k = 0; k < parseInt(t[3], 16); k++, i += 2) lemmas.push(t[i].replace(/\(.*\)$/, '').toLowerCase());
     const ptrs: Synset['ptrs'] = [];
     const n = Number(t[i++]);
-    for (let k = 0; k < n; k++, i += 4) ptrs.push({ sym: t[i], off: t[i + 1], pos: t[i + 2] });
-    m.set(t[0], { off: t[0], type: t[2], lemmas, ptrs, gloss: gloss.trim() });
+    for (let k = 0; k < n; k++, i += 4) ptrs.push({ sym: t[i], off: t[i + 1], pos: t[i + 2], st: t[i + 3] });
+    m.set(t[0], { off: t[0], lexfile: Number(t[1]), type: t[2], lemmas, ptrs, gloss: gloss.trim() });
   }
   return m;
 }
@@ -62,8 +70,10 @@ function index(file: string): Map<string, { senses: string[]; tagged: number }> 
 
 const adj = data('data.adj');
 const noun = data('data.noun');
+const verb = data('data.verb');
 const adjIndex = index('index.adj');
 const nounIndex = index('index.noun');
+const verbIndex = index('index.verb');
 
 const MORE = /\b(great|greater|high|higher|large|larger|long|much|more|above|far|considerable|advanced|many|quick|quickly)\b/;
 const LESS = /^(not|lacking|wanting|deficient)\b|\b(little|small|low|lower|short|less|below|early|few|limited)\b/;
@@ -153,6 +163,44 @@ for (const [lemma, e] of nounIndex) {
   if (syn.length) synonyms.set(lemma, syn);
 }
 
+// Agent nouns: the person a derivation pointer of a verb's sense names, word to word (source and target numbers).
+const AGENT_ENDING = /(er|or|ar|ist|ant|ent|ian)$/;
+const agents = new Map<string, string>();
+for (const [lemma, e] of verbIndex) {
+  if (!/^[a-z]{3,}$/.test(lemma) || e.tagged < 1) continue;
+  let best: [string, number] | null = null;
+  e.senses.forEach((off, rank) => {
+    const s = verb.get(off);
+    if (!s || (best && best[1] <= rank)) return;
+    const w = s.lemmas.indexOf(lemma) + 1;
+    for (const p of s.ptrs) {
+      if (p.sym !== '+' || p.pos !== 'n' || parseInt(p.st.slice(0, 2), 16) !== w) continue;
+      const n = noun.get(p.off);
+      const a = n?.lemmas[parseInt(p.st.slice(2), 16) - 1];
+      if (!n || n.lexfile !== 18 || !a || !/^[a-z]+$/.test(a) || (a !== lemma && !AGENT_ENDING.test(a))) continue;
+      // A rare noun only when it is plainly the verb's own (composer for compose, not "amanuensis" for write).
+      if ((nounIndex.get(a)?.tagged ?? 0) < 1 && !a.startsWith(lemma.replace(/e$/, ''))) continue;
+      if (!best || best[1] > rank) best = [a, rank];
+    }
+  });
+  if (best) agents.set(lemma, (best as [string, number])[0]);
+}
+
+// Two-word synonyms of a closed compound that keep its head ("postcode" -> "zip code", "postal code").
+const headed = new Map<string, string[]>();
+for (const [lemma, e] of nounIndex) {
+  if (!/^[a-z]{4,}$/.test(lemma)) continue;
+  const first = noun.get(e.senses[0]);
+  if (!first) continue;
+  const open = first.lemmas.filter((l) => {
+    const m = /^([a-z]+)_([a-z]+)$/.exec(l);
+    if (!m || nounIndex.get(l)?.senses[0] !== first.off) return false;
+    const [, mod, head] = m;
+    return head.length >= 3 && lemma.endsWith(head) && lemma.length > head.length + 2 && mod + head !== lemma && mod !== lemma && head !== lemma;
+  });
+  if (open.length) headed.set(lemma, open.map((l) => l.replace('_', ' ')));
+}
+
 // Joined words WordNet also knows apart ("shutdown" / "shut down", "setup" / "set up"): how people type a stored compound.
 const lemmas = new Set<string>();
 for (const f of ['index.noun', 'index.verb', 'index.adj', 'index.adv']) for (const l of index(f).keys()) lemmas.add(l);
@@ -183,7 +231,13 @@ const lines = [
   '/** A closed compound -> its open form, both WordNet lemmas ("shutdown" -> "shut down"). */',
   `export const COMPOUNDS: Readonly<Record<string, string>> = Object.assign(Object.create(null), ${JSON.stringify(Object.fromEntries(sorted(compounds)))});`,
   '',
+  '/** A verb -> its agent noun, a person ("write" -> "writer", "direct" -> "director"). */',
+  `export const AGENTS: Readonly<Record<string, string>> = Object.assign(Object.create(null), ${JSON.stringify(Object.fromEntries(sorted(agents)))});`,
+  '',
+  '/** A closed compound -> its two-word synonyms with the same head ("postcode" -> ["zip code", "postal code"]). */',
+  `export const HEADED: Readonly<Record<string, readonly string[]>> = Object.assign(Object.create(null), ${JSON.stringify(Object.fromEntries(sorted(headed)))});`,
+  '',
 ];
 const outFile = new URL('../src/factory/language/wordnet-lexicon.ts', import.meta.url);
 writeFileSync(outFile, lines.join('\n'));
-console.log(`attributes ${attributes.size}, units ${units.size}, synonyms ${synonyms.size}, compounds ${compounds.size} -> ${outFile.pathname}`);
+console.log(`attributes ${attributes.size}, units ${units.size}, synonyms ${synonyms.size}, compounds ${compounds.size}, agents ${agents.size}, headed ${headed.size} -> ${outFile.pathname}`);

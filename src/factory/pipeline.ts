@@ -18,6 +18,7 @@ import { introspectDatabase } from '../sql/executor.ts';
 import { dialectOf } from '../sql/dialect.ts';
 import { redactUrl } from '../sql/postgres.ts';
 import { dbDocsSchema } from '../prompt/docs-types.ts';
+import { withValueParts } from './language/value-parts.ts';
 import { createExecutor } from '../sql/executor.ts';
 import type { DbSchema, SqlExecutor } from '../sql/types.ts';
 import { readJsonl, writeFileAtomic, writeJsonAtomic, ensureDir } from '../util/fs.ts';
@@ -266,7 +267,8 @@ export async function databaseLanguage(
   // Questions may name a category by its value ("Operational plants in France"): the lexicon learns the values.
   const dates = [...profiles.values()].flatMap((p) => p.columns.filter((c) => c.role === 'date').map((c) => colKey(c.table, c.column)));
   const values = await categoryValues(schema, profiles, executor, timeoutMs, PROFILE_ROWS);
-  const lex = withData(names, values, dates, docs);
+  // A long value named by a few of its words (language/value-parts.ts), where a LIKE on them finds it alone.
+  const lex = await withValueParts(withData(names, values, dates, docs), values, schema.path, executor, timeoutMs);
   return { graph, inferred, profiles, skipped, lex, values };
 }
 

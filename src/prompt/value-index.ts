@@ -39,7 +39,10 @@ export interface ValueMatch {
   column: string;
   /** The cell as stored. */
   value: string;
-  /** 0..1: 1 typed as stored; 0.95 other case or punctuation; up to 0.9 every word matched by stem or typo; below 0.7 part of the value. */
+  /**
+   * 0..1: 1 typed as stored; 0.95 other case or punctuation; up to 0.9 every word matched by stem or typo; 0.9 a run
+   * of its words, as typed, that no other value of the column holds; below 0.7 part of the value.
+   */
   score: number;
   kind: MatchKind;
 }
@@ -68,6 +71,10 @@ const M_FUZZY = [1, 0.8, 0.7];
  * address. Whole values typed as stored are still found through byFolded.
  */
 const MAX_POSTINGS = 200;
+/** A value named in part, by consecutive words of it that name it alone in its column: as strong as a typed value (edit.ts STRONG_VALUE). */
+const M_PART = 0.9;
+/** Content words a part must say to name a value. */
+const PART_WORDS = 2;
 /** Question phrases (consecutive words) looked up as whole values, up to this many words. */
 const MAX_PHRASE_WORDS = 6;
 
@@ -180,6 +187,26 @@ export class ValueIndex {
     }
   }
 
+  /**
+   * True when the question says a run of the value's words, as typed, of at least PART_WORDS content words and
+   * opening and closing on one, and no other value of the column holds that run.
+   */
+  private namedInPart(id: number, qt: readonly string[]): boolean {
+    const toks = this.valueTokens[id];
+    const col = this.valueColumn[id];
+    for (let len = toks.length - 1; len >= 2; len--) {
+      for (let i = 0; i + len <= toks.length; i++) {
+        const run = toks.slice(i, i + len);
+        const content = run.filter((t) => !STOP_WORDS.has(t));
+        if (content.length < PART_WORDS || STOP_WORDS.has(run[0]) || STOP_WORDS.has(run[len - 1]) || !containsRun(qt, run)) continue;
+        // The values holding the run's rarest word, of this column: the run must be in this one alone.
+        const rarest = content.map((t) => this.postings[this.vocab.get(t)!]).sort((a, b) => a.length - b.length)[0];
+        if (rarest.every((o) => o === id || this.valueColumn[o] !== col || !containsRun(this.valueTokens[o], run))) return true;
+      }
+    }
+    return false;
+  }
+
   /** Stored cells the question mentions, best first (score, then the more frequent cell, the shorter, then by name). */
   lookup(question: string, opts: LookupOptions = {}): ValueMatch[] {
     const limit = opts.limit ?? 10;
@@ -225,6 +252,10 @@ export class ValueIndex {
       } else if (all) {
         score = 0.9 * (sum / content.length);
         kind = worst >= M_JOINED ? 'folded' : worst >= M_STEM ? 'stem' : 'fuzzy';
+      } else if (this.namedInPart(id, qt)) {
+        // A few of a long value's words, in order, that no other value of its column has ("elm street" for 'On or near
+        // Elm Street'): the value named, as people name a long one, though only in part.
+        [score, kind] = [M_PART, 'partial'];
       } else if (best >= M_STEM) {
         // Part of a multi-word value (a word of it as typed or stemmed; a typo of one word of many is noise): worth more the more of it the question covers.
         score = 0.2 + 0.5 * (sum / content.length);

@@ -7,8 +7,6 @@ import { join } from 'node:path';
 import { introspectSchema } from '../../src/sql/introspect.ts';
 import { buildSchemaGraph } from '../../src/factory/schema-graph.ts';
 import { buildLexicon, columnPhrase, spokenColumn, withData } from '../../src/factory/language/names.ts';
-import { categoryValues, profileSchema } from '../../src/factory/profile.ts';
-import { SqlPool } from '../../src/sql/pool.ts';
 import { makeParseEnv, parseQuestion } from '../../src/factory/language/general-parse.ts';
 import { realizeIntent } from '../../src/factory/language/intents.ts';
 import { parseIntent } from '../../src/factory/language/intent-parse.ts';
@@ -202,13 +200,10 @@ test('the factory records how each question was worded: on music_store nearly al
   const run = await runFactory({ db: path, out: join(dir, 'out'), n: 120, seed: 3, variants: 1 });
   // The first questions; a follow-up leans on the turn before it (follow-up.test.ts checks those).
   const r = { ...run, rows: run.rows.filter((x) => !x.previous) };
-  // The lexicon as the pipeline builds it: names, then the category values read from the data.
+  // The lexicon as the pipeline builds it: names, the category values read from the data, the parts of long ones.
   const schema = introspectSchema(path);
   const graph = buildSchemaGraph(schema);
-  const names = buildLexicon(schema);
-  const pool = new SqlPool({ size: 1 });
-  const values = await categoryValues(schema, profileSchema(schema, graph, names).profiles, pool).finally(() => pool.close());
-  const env = makeParseEnv(schema, graph, withData(names, values));
+  const env = makeParseEnv(schema, graph, run.lex);
   let intent = 0;
   for (const row of r.rows) {
     const g = row.provenance.grammar;

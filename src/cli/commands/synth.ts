@@ -6,6 +6,7 @@ import { prepareOutDir } from '../out-path.ts';
 import { runFactory } from '../../factory/pipeline.ts';
 import { FOLLOW_UP_SHARE } from '../../factory/follow-up.ts';
 import { readDocs } from '../../prompt/docs.ts';
+import { databaseDocs } from '../../prompt/sources.ts';
 import { basename, dirname, extname, join } from 'node:path';
 import { stageBars } from '../progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
@@ -72,8 +73,10 @@ async function run(raw: unknown): Promise<void> {
   const exec = createExecutor({ size: 2, allowPrivilegedRole: true });
   try {
     const quiet = Boolean(o.json) || !process.stderr.isTTY;
+    // As the quickstart reads it: the file named, else what is found beside a SQLite file or a server's COMMENTs.
+    const docs = o.docs ? readDocs(o.docs, isPostgresUrl(o.db) ? pgDbId(o.db) : basename(o.db, extname(o.db))) : await databaseDocs(o.db);
     const r = await runFactory(
-      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout, templateWeights: parseWeights(o.templates), people: o.people, phrasings: o.phrasings, noise: o.noise, ...(o.docs ? { docs: readDocs(o.docs, isPostgresUrl(o.db) ? pgDbId(o.db) : basename(o.db, extname(o.db))) } : {}), ...(o.mix === 'even' ? { shapes: {} } : {}), ...(o.followUps !== undefined ? { followUps: o.followUps } : {}) },
+      { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout, templateWeights: parseWeights(o.templates), people: o.people, phrasings: o.phrasings, noise: o.noise, ...(docs ? { docs } : {}), ...(o.mix === 'even' ? { shapes: {} } : {}), ...(o.followUps !== undefined ? { followUps: o.followUps } : {}) },
       { executor: exec, progress: stageBars(!quiet), log: (line) => printErr(`agro: ${line}\n`) },
     );
     const m = r.manifest;
@@ -139,7 +142,7 @@ export function register(program: Command): void {
     .option('--mix <name>', "query shapes: 'human' (the shares people ask, from Spider's train gold) or 'even'", 'human')
     .option('--people <share>', "share of questions asked in people's variety (other frames, adjectives, values as typed, synonyms)", '0.5')
     .option('--phrasings <k>', 'questions per query: the question and up to k-1 paraphrases, each parsed back to it', String(MEMORY_RECIPE.phrasings))
-    .option('--docs <path>', "the database's documentation (BIRD database_description/, a tables.json, agro's JSON): columns worded by their documented names, codes by their meaning")
+    .option('--docs <path>', "the database's documentation (BIRD database_description/, a tables.json, agro's JSON): columns worded by their documented names, codes by their meaning (default: the documentation found beside a SQLite file, a PostgreSQL database's COMMENTs)")
     .option('--follow-ups <share>', `share of the --n pairs that are follow-ups: an edit of a kept query (a filter, a limit, an order, a column) asked as the next turn of a conversation, with the question it continues (default ${FOLLOW_UP_SHARE})`)
     .option('--noise <share>', 'share of questions given train-time noise (case, punctuation, a typo) after their check', '0')
     .action(run);

@@ -14,7 +14,7 @@
  */
 import pluralize from 'pluralize';
 import { isRankGuard, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst, type SetOpAst } from '../ast.ts';
-import { colKey, columnWords, spokenColumn, tablePlural, tableSingular, type Lexicon, type ValueRef } from './names.ts';
+import { colKey, columnWords, peopleColumn, spokenColumn, tablePlural, tableSingular, type Lexicon, type ValueRef } from './names.ts';
 import { comparative, superlative, type Gradable } from './adjectives.ts';
 import { COUNT_CLAUSE_FRAMES, COUNT_NOUN_FRAMES, DISTINCT_COUNT_FRAMES, GROUP_TOP_FRAMES, LIST_FRAMES, pickFrame, VALUE_FRAMES } from './frames.ts';
 import type { ForeignKey } from '../../sql/types.ts';
@@ -292,7 +292,8 @@ export function realizeIntent(q: QueryAst, lex: Lexicon, style: QuestionStyle, v
 }
 
 function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, variant: number, people: boolean): string | null {
-  const say: Say = (c) => spokenColumn(lex, c.table, c.column);
+  // In people's variety a column goes by the other names people give it too ("the writer" for written_by).
+  const say: Say = (c) => (people ? peopleColumn(lex, c.table, c.column, variant) : spokenColumn(lex, c.table, c.column));
   const P = tableNoun(lex, q.from.table, variant, true, people);
   const clause = natClause(q, say, lex, people);
   if (clause === null) return null;

@@ -8,6 +8,7 @@ import type { DbSchema } from '../../sql/types.ts';
 import { words } from '../../prompt/words.ts';
 import { gradableOf, type Gradable } from './adjectives.ts';
 import { COMPOUNDS, SYNONYMS } from './wordnet-lexicon.ts';
+import { otherNames } from './morphology.ts';
 
 // How identifiers are read is src/prompt/words.ts's (schema linking reads names the same way).
 export { words };
@@ -115,8 +116,17 @@ export interface Lexicon {
   dates?: Set<string>;
   /** "table\u0000column" -> the adjectives a comparison or ranking of the column is said with ("cheaper than", "the longest"). */
   gradable: Map<string, Gradable>;
-  /** table -> [singular, plural] of a WordNet synonym of its one-word name ("films" for movie), where it names that table alone. */
+  /**
+   * table -> [singular, plural] of another name people give it, where that names the table alone: its documented
+   * name, its closed-compound name said open ("school teachers" for Schoolteacher), or a WordNet synonym of its
+   * one-word name ("films" for movie).
+   */
   synonymTables: Map<string, [string, string]>;
+  /**
+   * "table\u0000column" -> other names people give the column (morphology.ts: "writer" for written_by, "zip code"
+   * for a postcode), each naming that column alone; also in `columns`, so a question saying one is read back.
+   */
+  aliases?: Map<string, string[]>;
   /**
    * "table\u0000column" -> a category value as people type it (case-folded; "shut down" for 'Shutdown'; a documented
    * meaning for a code) -> the value as stored; only forms that name one stored value of the column (withData).
@@ -156,6 +166,11 @@ export function buildLexicon(schema: DbSchema, docs?: DbDocs): Lexicon {
     const [t, c] = k.split('\u0000');
     columns.set(p, [t, c]);
   }
+  const aliases = columnAliases(schema, columns, unspeakable);
+  for (const [k, names] of aliases) {
+    const [t, c] = k.split('\u0000');
+    for (const n of names) columns.set(n, [t, c]);
+  }
   for (const t of schema.tables) for (const w of [tablePlural(t.name), tableSingular(t.name)]) tcount.set(w, (tcount.get(w) ?? 0) + 1);
   for (const t of schema.tables) {
     for (const w of [tablePlural(t.name), tableSingular(t.name)]) if (tcount.get(w) === 1) tables.set(w, t.name);
@@ -180,7 +195,42 @@ export function buildLexicon(schema: DbSchema, docs?: DbDocs): Lexicon {
     tables.set(one, t.name);
     tables.set(many, t.name);
   }
-  return { columns, short, tables, unspeakable, shortTables, gradable: gradables(schema), synonymTables: synonymTables(real, tables, columns, tcount) };
+  return { columns, short, tables, unspeakable, shortTables, gradable: gradables(schema), synonymTables: synonymTables(real, tables, columns, tcount, docs), aliases };
+}
+
+/**
+ * Other names of each column (morphology.ts), by its own words or with its table's name before them ("book
+ * writer" where two tables have a written_by), each kept where it names one column and no table, no other
+ * column's phrase and no grammar word.
+ */
+function columnAliases(schema: DbSchema, columns: Map<string, [string, string]>, unspeakable: Set<string>): Map<string, string[]> {
+  const tableWords = new Set(schema.tables.flatMap((t) => [tablePlural(t.name), tableSingular(t.name)]));
+  const owners = new Map<string, Set<string>>();
+  const wanted: Array<[string, string[]]> = [];
+  for (const t of schema.tables) {
+    for (const c of t.columns) {
+      const k = colKey(t.name, c.name);
+      if (unspeakable.has(k)) continue;
+      const names = new Set([...otherNames(columnWords(t.name, c.name)), ...otherNames(ownWords(t.name, c.name))]);
+      const ts = tableSingular(t.name);
+      const all = [...names].flatMap((n) => [n, n === ts || n.startsWith(`${ts} `) ? n : `${ts} ${n}`]);
+      for (const n of all) owners.set(n, (owners.get(n) ?? new Set()).add(k));
+      wanted.push([k, [...new Set(all)]]);
+    }
+  }
+  const out = new Map<string, string[]>();
+  for (const [k, names] of wanted) {
+    const own = names.filter((n) => owners.get(n)!.size === 1 && !columns.has(n) && !tableWords.has(n) && !GRAMMAR_HEADS.has(n.split(' ')[0]));
+    // The shortest that names the column alone first: the one a question says.
+    if (own.length) out.set(k, own.sort((a, b) => a.split(' ').length - b.split(' ').length));
+  }
+  return out;
+}
+
+/** A description short enough to be a name ("zip code", "date of birth"): a few words, letters only, no sentence. */
+export function nameLike(description: string | undefined): string | undefined {
+  const d = description?.trim().replace(/\s+/g, ' ').replace(/\.$/, '');
+  return d && /^\p{L}[\p{L} ]*$/u.test(d) && d.split(' ').length <= 4 ? d : undefined;
 }
 
 /** Numeric columns said with an adjective (adjectives.ts), where the adjective names one column of its table. */
@@ -201,10 +251,24 @@ const MASS_ENDINGS = /(ise|ware|ment|ness|age|ing|ery|ity|ism|ics)$/;
  * when no other table, column or grammar word is that synonym. Restrained: one-word names only, and
  * only synonyms whose first sense is the name's first sense (wordnet-lexicon.ts).
  */
-function synonymTables(real: DbSchema['tables'], tables: Map<string, string>, columns: Map<string, [string, string]>, tcount: Map<string, number>): Map<string, [string, string]> {
+function synonymTables(real: DbSchema['tables'], tables: Map<string, string>, columns: Map<string, [string, string]>, tcount: Map<string, number>, docs?: DbDocs): Map<string, [string, string]> {
   const out = new Map<string, [string, string]>();
   const claimed = new Map<string, number>();
   const candidates: Array<[string, string, string]> = [];
+  const claim = (t: string, one: string, many: string) => {
+    candidates.push([t, one, many]);
+    for (const w of new Set([one, many])) claimed.set(w, (claimed.get(w) ?? 0) + 1);
+  };
+  // Its documentation's name (a name, or a description short enough to be one), then its name's words said
+  // otherwise (a closed compound open): the names closest to the table's own, tried first.
+  for (const t of real) {
+    const td = docs?.tables.find((d) => d.table.toLowerCase() === t.name.toLowerCase());
+    const named = (td?.name ?? nameLike(td?.description))?.toLowerCase();
+    const one = tableSingular(t.name);
+    for (const n of [...(named && /^\p{L}[\p{L} ]*$/u.test(named) ? [lastWord(singular, named)] : []), ...otherNames(one)]) {
+      if (n !== one) claim(t.name, n, lastWord(plural, n));
+    }
+  }
   for (const t of real) {
     const one = tableSingular(t.name);
     if (one.includes(' ')) continue;
@@ -212,8 +276,7 @@ function synonymTables(real: DbSchema['tables'], tables: Map<string, string>, co
       const many = plural(syn);
       // A mass noun reads wrong in the plural ("merchandises"): WordNet does not say which nouns count, their endings do.
       if (singular(syn) !== syn || many === syn || MASS_ENDINGS.test(syn)) continue;
-      candidates.push([t.name, syn, many]);
-      for (const w of [syn, many]) claimed.set(w, (claimed.get(w) ?? 0) + 1);
+      claim(t.name, syn, many);
     }
   }
   for (const [t, one, many] of candidates) {
@@ -238,7 +301,8 @@ function documentedNames(schema: DbSchema, docs: DbDocs, long: Map<string, strin
     if (!t) continue;
     for (const cd of td.columns) {
       const c = t.columns.find((x) => x.name.toLowerCase() === cd.column.toLowerCase());
-      const name = cd.name?.toLowerCase().replace(/\s+/g, ' ').trim();
+      // A comment (PostgreSQL's COMMENT ON COLUMN) or description of a few words is the column's name too.
+      const name = (cd.name ?? nameLike(cd.description))?.toLowerCase().replace(/\s+/g, ' ').trim();
       if (!c || !name || !/^\p{L}[\p{L}\p{N} ]*$/u.test(name) || name.split(' ').length > 6) continue;
       named.set(name, [...(named.get(name) ?? []), colKey(t.name, c.name)]);
     }
@@ -289,6 +353,15 @@ export function spokenColumn(lex: Lexicon, table: string, column: string): strin
   return lex.short.get(colKey(table, column)) ?? columnPhrase(table, column);
 }
 
+/**
+ * How a question in people's variety names a column: one time in two (by variant) its first other name
+ * (Lexicon.aliases: "the writer" for written_by), else as the realizer always names it.
+ */
+export function peopleColumn(lex: Lexicon, table: string, column: string, variant: number): string {
+  const alias = lex.aliases?.get(colKey(table, column))?.[0];
+  return alias && variant % 2 === 0 ? alias : spokenColumn(lex, table, column);
+}
+
 /** Last words of a column that is a place. */
 const PLACE_WORDS = new Set(['country', 'city', 'state', 'region', 'location', 'county', 'town', 'nation', 'continent', 'district', 'province', 'territory']);
 
@@ -329,13 +402,39 @@ export function withData(lex: Lexicon, values: Map<string, string[]>, dates: Ite
     const own = new Map<string, string>();
     for (const [f, vs] of forms) if (vs.length === 1 && f.length >= 2) own.set(f, vs[0]);
     typed.set(k, own);
-    for (const [f, stored] of own) {
-      const ref = index.get(stored.toLowerCase());
-      if (!ref || ref.value !== stored || f === stored.toLowerCase() || index.has(f) || owners.has(f) || lex.columns.has(f) || lex.tables.has(f) || GRAMMAR_HEADS.has(f) || !/^\p{L}[\p{L}\p{N} ]*$/u.test(f)) continue;
-      index.set(f, ref);
-    }
+    for (const [f, stored] of own) indexForm(lex, index, owners, f, stored);
   }
   return { ...lex, values: index, dates: new Set(dates), typed };
+}
+
+/**
+ * A typed form of a value that names its column alone (Lexicon.values) names it too, where the form is no other
+ * value, column, table or grammar word: "shut down plants" as "Shutdown plants".
+ */
+function indexForm(lex: Lexicon, index: Map<string, ValueRef>, owners: ReadonlyMap<string, unknown>, f: string, stored: string): void {
+  const ref = index.get(stored.toLowerCase());
+  if (!ref || ref.value !== stored || f === stored.toLowerCase() || index.has(f) || owners.has(f) || lex.columns.has(f) || lex.tables.has(f) || GRAMMAR_HEADS.has(f) || !/^\p{L}[\p{L}\p{N} ]*$/u.test(f)) return;
+  index.set(f, ref);
+}
+
+/**
+ * The lexicon with more typed forms of its values ("table\u0000column" -> form -> stored; value-parts.ts's parts),
+ * each named as withData names the others: in Lexicon.typed, and in Lexicon.values where its value is there.
+ */
+export function withForms(lex: Lexicon, more: ReadonlyMap<string, ReadonlyMap<string, string>>): Lexicon {
+  const typed = new Map([...(lex.typed ?? [])].map(([k, m]) => [k, new Map(m)]));
+  const index = new Map(lex.values ?? []);
+  const before = new Map(index);
+  for (const [k, forms] of more) {
+    const own = typed.get(k) ?? new Map<string, string>();
+    for (const [f, stored] of forms) {
+      if (own.has(f)) continue;
+      own.set(f, stored);
+      if (lex.values) indexForm(lex, index, before, f, stored);
+    }
+    typed.set(k, own);
+  }
+  return { ...lex, typed, ...(lex.values ? { values: index } : {}) };
 }
 
 /**
