@@ -178,6 +178,12 @@ function parseCond(p: Parser, scope: Scope, env: { outerBase: string; graph: Sch
       return { kind: 'exists', query: q, negated };
     }
   }
+  if (p.eat('either ')) {
+    const any = [[parseCond(p, scope, env)]];
+    while (p.eat(' or ')) any.push([parseCond(p, scope, env)]);
+    if (any.length < 2) throw new ParseError('"either" without "or"');
+    return { kind: 'or', any };
+  }
   const { e: left } = parseExpr(p, scope);
   for (const [w, negated] of [
     [' is not one of the ', true],
@@ -194,10 +200,14 @@ function parseCond(p: Parser, scope: Scope, env: { outerBase: string; graph: Sch
       return { kind: 'in', expr: left, query: q, negated };
     }
   }
-  if (p.eat(' contains ')) {
+  for (const [w, negated] of [
+    [' does not contain ', true],
+    [' contains ', false],
+  ] as const) {
+    if (!p.eat(w)) continue;
     const v = p.literal();
     if (typeof v !== 'string' || left.kind !== 'col') throw new ParseError('bad contains');
-    return { kind: 'like', expr: left, pattern: `%${v}%` };
+    return negated ? { kind: 'like', expr: left, pattern: `%${v}%`, negated } : { kind: 'like', expr: left, pattern: `%${v}%` };
   }
   if (left.kind === 'col' && p.eat(' is known')) return { kind: 'null', expr: left, negated: true };
   if (left.kind === 'col' && p.eat(' is missing')) return { kind: 'null', expr: left, negated: false };

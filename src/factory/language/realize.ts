@@ -4,7 +4,7 @@
  * formulas). The grammar is closed and written down here so that general-parse.ts can parse it back:
  *
  *   question := PREFIX core SUFFIX
- *   core     := targets [" for each " COLUMN] [" where " cond (" and " cond)*]
+ *   core     := targets [" for each " COLUMN] [" where " cond (" and " cond)*]   (cond := ... | "either " cond (" or " cond)+)
  *               [", keeping only groups where " cond] [", sorted by " expr (" from highest to lowest" | " from lowest to highest")]
  *               [", showing only the top one" | ", showing only the top " N]
  *             | core (", together with " | ", that are also among " | ", excluding ") core
@@ -80,7 +80,7 @@ function cond(c: Cond, base: string, say: Say): string {
       return `${expr(c.left, base, say)} ${CMP_WORDS[c.op]} ${right}`;
     }
     case 'like':
-      return `${expr(c.expr, base, say)} contains '${c.pattern.replace(/^%|%$/g, '')}'`;
+      return `${expr(c.expr, base, say)} ${c.negated ? 'does not contain' : 'contains'} '${c.pattern.replace(/^%|%$/g, '')}'`;
     case 'null':
       return `${expr(c.expr, base, say)} is ${c.negated ? 'known' : 'missing'}`;
     case 'in': {
@@ -94,6 +94,11 @@ function cond(c: Cond, base: string, say: Say): string {
       const sub = c.query;
       return `there is ${c.negated ? 'no' : 'at least one'} ${tableSingular(sub.from.table)} for which ${cond(sub.where[1], sub.from.table, say)}`;
     }
+    case 'or':
+      // "either A or B": "either" opens it, so the parser knows where an alternative ends and the outer
+      // conjunction's " and " resumes; an alternative of several conditions would make that " and " ambiguous.
+      if (c.any.some((all) => all.length !== 1)) throw new Error('unrealizable OR of conjunctions');
+      return `either ${c.any.map((all) => cond(all[0], base, say)).join(' or ')}`;
   }
 }
 
@@ -205,6 +210,7 @@ export function realizeEvidence(q: QueryAst, lex?: Lexicon, d: SqlDialect = 'sql
     }
     if (c.kind === 'like') add(`contains '${c.pattern.replace(/^%|%$/g, '')}' refers to ${colSql(c.expr.table, c.expr.column)} ${likeOp(d)} ${printLiteral(c.pattern)}`);
     if (c.kind === 'in' || c.kind === 'exists') visitSelect(c.query);
+    if (c.kind === 'or') c.any.flat().forEach(visitCond);
   };
   const visitExpr = (e: Expr) => {
     if (e.kind === 'arith' && e.left.kind === 'col' && e.right.kind === 'col') {
