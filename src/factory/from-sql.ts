@@ -18,6 +18,7 @@
  * each equality on the later of its two tables.
  */
 import { isKeyword, isWord, tokenize, type Token } from '../sql/lexer.ts';
+import { nameIn } from '../sql/dialect.ts';
 import type { Column, DbSchema } from '../sql/types.ts';
 import type { AggFn, ArithOp, CmpOp, ColRef, Cond, Expr, JoinStep, OrderItem, QueryAst, SelectAst } from './ast.ts';
 import { singular, type SchemaGraph } from './schema-graph.ts';
@@ -33,6 +34,31 @@ export type JoinProbe = (a: ColRef, b: ColRef) => boolean;
 
 export interface FromSqlOptions {
   joinProbe?: JoinProbe;
+}
+
+/** Rows of each column a JoinProbe looks at (as inferForeignKeys bounds its check). */
+const PROBE_ROWS = 5000;
+
+/**
+ * The JoinProbe of a SQLite database that `one` runs a query on (a row, as an array): both directions of
+ * the containment, each pair of columns asked once.
+ */
+export function joinProbeOn(one: (sql: string) => unknown[] | undefined): JoinProbe {
+  const seen = new Map<string, boolean>();
+  const within = (a: ColRef, b: ColRef): boolean => {
+    const v = nameIn(a.column, 'sqlite');
+    const sql =
+      `SELECT COUNT(*), SUM(v IN (SELECT ${nameIn(b.column, 'sqlite')} FROM ${nameIn(b.table, 'sqlite')})) ` +
+      `FROM (SELECT DISTINCT ${v} AS v FROM (SELECT ${v} FROM ${nameIn(a.table, 'sqlite')} WHERE ${v} IS NOT NULL LIMIT ${PROBE_ROWS}))`;
+    const [n, inside] = one(sql) ?? [0, null];
+    return Number(n) > 0 && Number(inside) === Number(n);
+  };
+  return (a, b) => {
+    const k = [`${a.table}.${a.column}`, `${b.table}.${b.column}`].sort().join('=');
+    let hit = seen.get(k);
+    if (hit === undefined) seen.set(k, (hit = within(a, b) || within(b, a)));
+    return hit;
+  };
 }
 
 /** What the AST cannot say, with its reason (short snake_case: the coverage report counts them). */
