@@ -98,8 +98,8 @@ export async function run(args: string[]): Promise<void> {
       return b.ok && resultsMatch(b.rows, a.rows, { mode: 'spider', ordered: hasOrderBy(x.g.query) }) ? 'same' : 'changed';
     });
     for (const [i, o] of outcomes.entries()) {
-      if (o === 'same' || o === 'same_empty') same++;
       if (o === 'same_empty') empty++;
+      if (o === 'same' || o === 'same_empty') same++;
       else if (o === 'gold_failed') goldFailed++;
       else changed.push({ db: read[i].g.db_id, sql: read[i].g.query, printed: read[i].printed });
     }
