@@ -134,3 +134,16 @@ test('from SQL: a join whose names say nothing reads when a JoinProbe finds the 
     db.close();
   }
 });
+
+test('from SQL: "X and the number of Y" as people write it (the count before its group, or beside another column of it) is worded with every column', async () => {
+  // The count first: said "the number of vans for each driver", parsed back with the same result.
+  const q = await samePrinted('SELECT count(*), driver FROM vans GROUP BY driver');
+  assert.match(await roundTrip(q), /the number of vans for each .*driver/);
+  // A column shown beside the count that is not the group: both are said (the question parser would add the group).
+  const label = await samePrinted('SELECT T1.label, count(*) FROM depots AS T1 JOIN vans AS T2 ON T1.id = T2.home_depot_id GROUP BY T1.id');
+  const lex = buildLexicon(schema);
+  for (const intents of [false, true]) {
+    const question = realizeQuestion(label, 'formal', 0, lex, intents);
+    assert.match(question, /label.* and the number of /, question);
+  }
+});

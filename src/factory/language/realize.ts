@@ -102,9 +102,31 @@ function cond(c: Cond, base: string, say: Say): string {
   }
 }
 
+/**
+ * What a query shows besides its group, which " for each " says: the factory drafts the group first, people
+ * write it anywhere (`SELECT count(*), country ... GROUP BY country`) or show another column of it
+ * (`SELECT name, count(*) ... GROUP BY id`: both are said, the name as a target).
+ */
+function targetsOf(q: SelectAst): Expr[] {
+  const g = q.groupBy[0];
+  if (!g) return q.columns;
+  const at = q.columns.findIndex((e) => e.kind === 'col' && e.alias === g.alias && e.column === g.column);
+  return at < 0 ? q.columns : q.columns.filter((_, i) => i !== at);
+}
+
+/** The factory's own order: no group, or the group as the first column (what intents.ts and its parser speak). */
+function groupLeads(q: QueryAst): boolean {
+  const leads = (s: SelectAst) => {
+    const [g] = s.groupBy;
+    const first = s.columns[0];
+    return !g || (first?.kind === 'col' && first.alias === g.alias && first.column === g.column);
+  };
+  return q.kind === 'select' ? leads(q) : leads(q.left) && leads(q.right);
+}
+
 function core(q: SelectAst, say: Say): string {
   const base = q.from.table;
-  const targets = q.groupBy.length ? q.columns.slice(1) : q.columns;
+  const targets = targetsOf(q);
   if (!targets.length) throw new Error('unrealizable: nothing selected besides the group');
   const parts = targets.map((e) => (q.distinct && e.kind === 'col' ? `the different ${say(e.table, e.column)}` : expr(e, base, say)));
   let s = parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0];
@@ -124,7 +146,7 @@ export function realizeCore(q: QueryAst, say: Say = columnPhrase): string {
 
 function singleValue(q: QueryAst): boolean {
   if (q.kind !== 'select') return false;
-  const targets = q.groupBy.length ? q.columns.slice(1) : q.columns;
+  const targets = targetsOf(q);
   return targets.length === 1 && (targets[0].kind === 'agg' || targets[0].kind === 'pct' || targets[0].kind === 'arith');
 }
 
@@ -149,7 +171,7 @@ export function realizeQuestion(q: QueryAst, style: QuestionStyle, variant = 0, 
 
 /** The question and which grammar said it. */
 function worded(q: QueryAst, style: QuestionStyle, variant: number, lex: Lexicon | undefined, intents: boolean, people = false): { text: string; grammar: 'intent' | 'general' } {
-  const natural = lex && intents ? realizeIntent(q, lex, style, variant, people) : null;
+  const natural = lex && intents && groupLeads(q) ? realizeIntent(q, lex, style, variant, people) : null;
   return natural ? { text: natural, grammar: 'intent' } : { text: generalQuestion(q, style, variant, lex), grammar: 'general' };
 }
 
