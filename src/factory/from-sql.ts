@@ -530,17 +530,20 @@ class Resolver {
   }
 
   /**
-   * Columns of like type whose names say they are one key: the same name (`customer_id` = `customer_id`), or
-   * `<x>_id` / `<x>id` (`start_station_id`) against the key, or `id`, of the table x names (`station.id`).
+   * Columns whose names say they are one key: the same name where it keys one side or ends in `id`
+   * (`customer_id` = `customer_id`, whatever types a schema declared: SQLite compares them by affinity), or,
+   * of like type, `<x>_id` / `<x>id` (`start_station_id`) against the key, or `id`, of the table x names
+   * (`station.id`). Two tables' `country` columns are not one key; their values may say so (JoinProbe).
    */
   private sameByName(a: ColRef, b: ColRef): boolean {
     const info = (c: ColRef) => this.tables.get(c.table.toLowerCase())!;
+    const keyLike = (c: ColRef) => info(c).key.includes(c.column) || /id$/i.test(c.column);
+    if (a.column.toLowerCase() === b.column.toLowerCase()) return keyLike(a) || keyLike(b);
     const kind = (c: ColRef) => {
       const aff = info(c).affinity.get(c.column);
       return aff === 'TEXT' || aff === 'BLOB' ? aff : 'number';
     };
     if (kind(a) !== kind(b)) return false;
-    if (a.column.toLowerCase() === b.column.toLowerCase()) return true;
     const names = (ref: ColRef, key: ColRef) => {
       const m = /^(.+?)_?id$/i.exec(ref.column);
       if (!m) return false;
