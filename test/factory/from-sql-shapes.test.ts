@@ -147,3 +147,13 @@ test('from SQL: "X and the number of Y" as people write it (the count before its
     assert.match(question, /label.* and the number of /, question);
   }
 });
+
+test('from SQL: a query that shows only its group (HAVING a count) is asked with the group as its target, and parsed back', async () => {
+  const q = await samePrinted('SELECT driver FROM vans GROUP BY driver HAVING count(*) >= 2');
+  const lex = buildLexicon(schema);
+  const question = realizeQuestion(q, 'formal', 0, lex, false);
+  assert.match(question, /driver for each .*driver, keeping only groups where the number of vans is at least 2/, question);
+  await roundTrip(q);
+  const back = parseQuestion(question, makeParseEnv(schema, graph, lex));
+  assert.ok(back.kind === 'select' && back.columns.length === 1, 'the repeated group is one column');
+});

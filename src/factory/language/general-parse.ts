@@ -249,8 +249,11 @@ function parseCore(p: Parser, env: ParseEnv, stopAtSet: boolean): SelectAst {
   let group: ColRef | null = null;
   if (p.eat(' for each ')) {
     group = p.needColumn(scope);
-    q.columns.unshift(group);
-    q.groupBy = [group];
+    const g = group;
+    // "the name for each name": a query that shows only its group (realize.ts says the group as its target).
+    const only = q.columns.length === 1 && q.columns[0].kind === 'col' && q.columns[0].table === g.table && q.columns[0].column === g.column && !q.distinct;
+    if (!only) q.columns.unshift(g);
+    q.groupBy = [g];
   }
   if (p.eat(' where ')) {
     q.where.push(parseCond(p, scope, { outerBase: base, graph: env.graph }));

@@ -8,7 +8,7 @@
  *               [", keeping only groups where " cond] [", sorted by " expr (" from highest to lowest" | " from lowest to highest")]
  *               [", showing only the top one" | ", showing only the top " N]
  *             | core (", together with " | ", that are also among " | ", excluding ") core
- *   targets  := expr ((", " | " and ") expr)*
+ *   targets  := expr ((", " | " and ") expr)*         (a query showing only its group says it as its one target)
  *
  * Implicit (not spoken, restored by the parser by the same rule): the tie-breaker of a ranked
  * query (the base table's primary key, or the group), and the NOT NULL guard on a ranked column.
@@ -126,8 +126,11 @@ function groupLeads(q: QueryAst): boolean {
 
 function core(q: SelectAst, say: Say): string {
   const base = q.from.table;
-  const targets = targetsOf(q);
-  if (!targets.length) throw new Error('unrealizable: nothing selected besides the group');
+  // A query that shows only its group (`SELECT name ... GROUP BY name HAVING count(*) > 2`) says it twice:
+  // "the name for each name, keeping only groups where ..."; the parser reads the repeated group as one column.
+  const shown = targetsOf(q);
+  const targets = shown.length ? shown : q.groupBy.slice(0, 1);
+  if (!targets.length) throw new Error('unrealizable: nothing selected');
   const parts = targets.map((e) => (q.distinct && e.kind === 'col' ? `the different ${say(e.table, e.column)}` : expr(e, base, say)));
   let s = parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0];
   if (q.groupBy.length) s += ` for each ${say(q.groupBy[0].table, q.groupBy[0].column)}`;
