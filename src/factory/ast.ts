@@ -34,11 +34,14 @@ export type Expr =
 
 export type Cond =
   | { kind: 'cmp'; left: Expr; op: CmpOp; right: Expr }
-  | { kind: 'like'; expr: ColRef; pattern: string }
+  /** negated: NOT LIKE (absent reads as false, so the factory's own LIKE filters keep their shape). */
+  | { kind: 'like'; expr: ColRef; pattern: string; negated?: boolean }
   | { kind: 'null'; expr: ColRef; negated: boolean }
   | { kind: 'in'; expr: ColRef; query: SelectAst; negated: boolean }
   /** Correlated EXISTS: rows of `query` linked to the outer row by `link` (inner col = outer col). */
-  | { kind: 'exists'; query: SelectAst; negated: boolean };
+  | { kind: 'exists'; query: SelectAst; negated: boolean }
+  /** A disjunction of conjunctions: `a OR b AND c` is any [[a], [b, c]]; at least two alternatives. */
+  | { kind: 'or'; any: Cond[][] };
 
 export interface JoinStep {
   table: string;

@@ -6,17 +6,60 @@
  *
  * Two steps: the repository's one tokenizer (sql/lexer.ts) and a small recursive-descent parser give a
  * syntax tree with names as written; resolving the names against the schema (aliases, unqualified
- * columns, SQLite's double-quoted strings, a result column's alias) gives the AST. Joins must follow a
- * foreign key of the schema graph: the question parser rebuilds joins from those alone.
+ * columns, SQLite's double-quoted strings, a result column's alias) gives the AST. A join's equalities
+ * must follow a foreign key of the schema graph, or join columns that match by name (the same name, or
+ * `<table>_id` against that table's key) or, where the caller can look, by values (JoinProbe): people
+ * join on keys nobody declared (Spider's imdb, scholar, restaurants declare none that their queries use).
+ * The question parser rebuilds joins from the graph alone, so a query joined off the graph reads and
+ * prints back, and its question does not parse back to it: gold.ts's round trip keeps it out of a memory.
  *
- * Said as the AST says it: BETWEEN as two comparisons, `x IN (v)` of one value as `x = v`, `!=` as `<>`.
+ * Said as the AST says it: BETWEEN as two comparisons, `x IN (v)` of one value as `x = v` (of several as
+ * an OR of equalities, NOT IN as a conjunction of `<>`), `!=` as `<>`; `A JOIN B JOIN C ON p AND q` as
+ * each equality on the later of its two tables.
  */
 import { isKeyword, isWord, tokenize, type Token } from '../sql/lexer.ts';
-import type { DbSchema } from '../sql/types.ts';
+import { nameIn } from '../sql/dialect.ts';
+import type { Column, DbSchema } from '../sql/types.ts';
 import type { AggFn, ArithOp, CmpOp, ColRef, Cond, Expr, JoinStep, OrderItem, QueryAst, SelectAst } from './ast.ts';
-import type { SchemaGraph } from './schema-graph.ts';
+import { singular, type SchemaGraph } from './schema-graph.ts';
 
 export type FromSqlResult = { ok: true; ast: QueryAst } | { ok: false; reason: string };
+
+/**
+ * Whether two columns a query joins on hold the same values (every non-null value of one is a value of the
+ * other, and there is one): the evidence of data for a join no key declares and no name suggests. Called only
+ * for such joins; a caller without the data passes none and those joins stay unread.
+ */
+export type JoinProbe = (a: ColRef, b: ColRef) => boolean;
+
+export interface FromSqlOptions {
+  joinProbe?: JoinProbe;
+}
+
+/** Rows of each column a JoinProbe looks at (as inferForeignKeys bounds its check). */
+const PROBE_ROWS = 5000;
+
+/**
+ * The JoinProbe of a SQLite database that `one` runs a query on (a row, as an array): both directions of
+ * the containment, each pair of columns asked once.
+ */
+export function joinProbeOn(one: (sql: string) => unknown[] | undefined): JoinProbe {
+  const seen = new Map<string, boolean>();
+  const within = (a: ColRef, b: ColRef): boolean => {
+    const v = nameIn(a.column, 'sqlite');
+    const sql =
+      `SELECT COUNT(*), SUM(v IN (SELECT ${nameIn(b.column, 'sqlite')} FROM ${nameIn(b.table, 'sqlite')})) ` +
+      `FROM (SELECT DISTINCT ${v} AS v FROM (SELECT ${v} FROM ${nameIn(a.table, 'sqlite')} WHERE ${v} IS NOT NULL LIMIT ${PROBE_ROWS}))`;
+    const [n, inside] = one(sql) ?? [0, null];
+    return Number(n) > 0 && Number(inside) === Number(n);
+  };
+  return (a, b) => {
+    const k = [`${a.table}.${a.column}`, `${b.table}.${b.column}`].sort().join('=');
+    let hit = seen.get(k);
+    if (hit === undefined) seen.set(k, (hit = within(a, b) || within(b, a)));
+    return hit;
+  };
+}
 
 /** What the AST cannot say, with its reason (short snake_case: the coverage report counts them). */
 class Unsupported extends Error {
@@ -50,7 +93,7 @@ type Node =
 interface RawFrom {
   table: string;
   alias: string | null;
-  /** The ON condition of a JOIN; null for the first table. */
+  /** The ON condition of a JOIN; null for the first table, and for a JOIN whose equalities a later ON holds. */
   on: Node | null;
 }
 
@@ -188,8 +231,9 @@ class SqlParser {
       if (this.punct('(')) throw new Unsupported('derived_table');
       const ref = this.tableRef();
       if (this.kw('USING')) throw new Unsupported('join_using');
-      if (!this.eatKw('ON')) throw new Unsupported('join_without_on');
-      ref.on = this.expr();
+      // `A JOIN B JOIN C ON p AND q`: B's equalities come in C's ON (the resolver puts each on its later table).
+      if (this.eatKw('ON')) ref.on = this.expr();
+      else if (!this.kw('JOIN') && !(this.kw('INNER') && this.kw('JOIN', 1))) throw new Unsupported('join_without_on');
       out.push(ref);
     }
   }
@@ -379,6 +423,8 @@ interface ScopeTable {
   written: string;
   table: string;
   columns: Map<string, string>;
+  key: string[];
+  affinity: Map<string, Column['affinity']>;
 }
 
 interface Scope {
@@ -390,13 +436,23 @@ interface Scope {
   prefix: string;
 }
 
+type TableInfo = Pick<ScopeTable, 'table' | 'columns' | 'key' | 'affinity'>;
+
 class Resolver {
-  private readonly tables = new Map<string, { name: string; columns: Map<string, string> }>();
+  private readonly tables = new Map<string, TableInfo>();
   constructor(
     schema: DbSchema,
     private readonly graph: SchemaGraph,
+    private readonly probe: JoinProbe | undefined,
   ) {
-    for (const t of schema.tables) this.tables.set(t.name.toLowerCase(), { name: t.name, columns: new Map(t.columns.map((c) => [c.name.toLowerCase(), c.name])) });
+    for (const t of schema.tables) {
+      this.tables.set(t.name.toLowerCase(), {
+        table: t.name,
+        columns: new Map(t.columns.map((c) => [c.name.toLowerCase(), c.name])),
+        key: t.primaryKey,
+        affinity: new Map(t.columns.map((c) => [c.name, c.affinity])),
+      });
+    }
   }
 
   query(q: RawQuery, outer: Scope | null, prefix: string): QueryAst {
@@ -414,13 +470,9 @@ class Resolver {
       if (!t) throw new Unsupported('unknown_table');
       const written = (f.alias ?? f.table).toLowerCase();
       if (scope.tables.some((x) => x.written === written)) throw new Unsupported('duplicate_alias');
-      scope.tables.push({ alias: `${prefix}${i + 1}`, written, table: t.name, columns: t.columns });
+      scope.tables.push({ alias: `${prefix}${i + 1}`, written, ...t });
     }
-    const joins: JoinStep[] = [];
-    for (const [i, f] of q.from.entries()) {
-      if (i === 0) continue;
-      joins.push(this.joinStep(f.on!, scope, scope.tables[i]));
-    }
+    const joins = this.joinSteps(q.from, scope);
     for (const it of q.items) if (it.alias) scope.aliases.set(it.alias.toLowerCase(), it.e);
     const columns: Expr[] = q.items.map((it) => this.expr(it.e, scope, 'select'));
     const groupBy = q.groupBy.map((g) => {
@@ -447,23 +499,27 @@ class Resolver {
     };
   }
 
-  /** A JOIN's ON: equalities between this table and earlier ones, each along a foreign key of the graph. */
-  private joinStep(on: Node, scope: Scope, self: ScopeTable): JoinStep {
-    const parts = on.t === 'and' ? on.items : [on];
-    const pairs: JoinStep['on'] = [];
-    for (const p of parts) {
-      if (p.t !== 'cmp' || (p.op !== '=' && p.op !== '==')) throw new Unsupported('join_condition');
-      const a = this.expr(p.l, scope, 'select');
-      const b = this.expr(p.r, scope, 'select');
-      if (a.kind !== 'col' || b.kind !== 'col') throw new Unsupported('join_condition');
-      const [left, right] = b.alias === self.alias ? [a, b] : a.alias === self.alias ? [b, a] : [null, null];
-      if (!left || !right || left.alias === self.alias) throw new Unsupported('join_condition');
-      const idx = (x: ScopeTable) => scope.tables.indexOf(x);
-      if (idx(scope.tables.find((x) => x.alias === left.alias)!) >= idx(self)) throw new Unsupported('join_condition');
-      if (!this.foreignKey(left, right)) throw new Unsupported('join_not_on_foreign_key');
-      pairs.push({ left, right });
+  /**
+   * The JOINs' ON equalities, each on the later of its two tables (the left side an earlier one), each along a
+   * foreign key of the graph or matching by name or values; every table after the first needs one.
+   */
+  private joinSteps(from: RawFrom[], scope: Scope): JoinStep[] {
+    const steps: JoinStep[] = scope.tables.slice(1).map((t) => ({ table: t.table, alias: t.alias, on: [] }));
+    const index = (alias: string) => scope.tables.findIndex((x) => x.alias === alias);
+    for (const f of from) {
+      if (!f.on) continue;
+      for (const p of f.on.t === 'and' ? f.on.items : [f.on]) {
+        if (p.t !== 'cmp' || (p.op !== '=' && p.op !== '==')) throw new Unsupported('join_condition');
+        const a = this.expr(p.l, scope, 'select');
+        const b = this.expr(p.r, scope, 'select');
+        if (a.kind !== 'col' || b.kind !== 'col' || a.alias === b.alias) throw new Unsupported('join_condition');
+        const [left, right] = index(a.alias) < index(b.alias) ? [a, b] : [b, a];
+        if (!this.foreignKey(left, right) && !this.sameByName(left, right) && !this.probe?.(left, right)) throw new Unsupported('join_not_on_foreign_key');
+        steps[index(right.alias) - 1].on.push({ left, right });
+      }
     }
-    return { table: self.table, alias: self.alias, on: pairs };
+    if (steps.some((j) => j.on.length === 0)) throw new Unsupported('join_without_on');
+    return steps;
   }
 
   private foreignKey(a: ColRef, b: ColRef): boolean {
@@ -473,12 +529,44 @@ class Resolver {
     return along(a, b) || along(b, a);
   }
 
+  /**
+   * Columns whose names say they are one key: the same name where it keys one side or ends in `id`
+   * (`customer_id` = `customer_id`, whatever types a schema declared: SQLite compares them by affinity), or,
+   * of like type, `<x>_id` / `<x>id` (`start_station_id`) against the key, or `id`, of the table x names
+   * (`station.id`). Two tables' `country` columns are not one key; their values may say so (JoinProbe).
+   */
+  private sameByName(a: ColRef, b: ColRef): boolean {
+    const info = (c: ColRef) => this.tables.get(c.table.toLowerCase())!;
+    const keyLike = (c: ColRef) => info(c).key.includes(c.column) || /id$/i.test(c.column);
+    if (a.column.toLowerCase() === b.column.toLowerCase()) return keyLike(a) || keyLike(b);
+    const kind = (c: ColRef) => {
+      const aff = info(c).affinity.get(c.column);
+      return aff === 'TEXT' || aff === 'BLOB' ? aff : 'number';
+    };
+    if (kind(a) !== kind(b)) return false;
+    const names = (ref: ColRef, key: ColRef) => {
+      const m = /^(.+?)_?id$/i.exec(ref.column);
+      if (!m) return false;
+      const stem = singular(m[1].toLowerCase().replace(/_$/, ''));
+      const table = singular(key.table.toLowerCase());
+      const isKey = info(key).key.length === 1 ? info(key).key[0] === key.column : key.column.toLowerCase() === 'id';
+      return isKey && (stem === table || stem.endsWith(`_${table}`));
+    };
+    return names(a, b) || names(b, a);
+  }
+
   /** A WHERE/HAVING condition as the AST's conjunction. */
   private conds(n: Node, scope: Scope): Cond[] {
     if (n.t === 'and') return n.items.flatMap((x) => this.conds(x, scope));
     switch (n.t) {
-      case 'or':
-        throw new Unsupported('or');
+      case 'or': {
+        // Each alternative a conjunction; an alternative that is itself an OR (parenthesized) joins this one.
+        const any = n.items.flatMap((x) => {
+          const all = this.conds(x, scope);
+          return all.length === 1 && all[0].kind === 'or' ? all[0].any : [all];
+        });
+        return [{ kind: 'or', any }];
+      }
       case 'not':
         throw new Unsupported('not');
       case 'exists':
@@ -494,12 +582,11 @@ class Resolver {
         ];
       }
       case 'like': {
-        if (n.not) throw new Unsupported('not_like');
         const e = this.expr(n.l, scope, 'clause');
         const p = this.expr(n.r, scope, 'clause');
         if (e.kind !== 'col') throw new Unsupported('like_on_expression');
         if (p.kind !== 'lit' || typeof p.value !== 'string') throw new Unsupported('like_pattern');
-        return [{ kind: 'like', expr: e, pattern: p.value }];
+        return [n.not ? { kind: 'like', expr: e, pattern: p.value, negated: true } : { kind: 'like', expr: e, pattern: p.value }];
       }
       case 'isnull': {
         const e = this.expr(n.e, scope, 'clause');
@@ -509,8 +596,11 @@ class Resolver {
       case 'in': {
         const e = this.expr(n.l, scope, 'clause');
         if (n.list) {
-          if (n.list.length !== 1) throw new Unsupported('in_list');
-          return [{ kind: 'cmp', left: e, op: n.not ? '<>' : '=', right: this.expr(n.list[0], scope, 'clause') }];
+          const values = n.list.map((v) => this.expr(v, scope, 'clause'));
+          // A NULL among the values makes IN and its rewriting differ (NOT IN is then never true).
+          if (!values.length || values.some((v) => v.kind !== 'lit' || v.value === null)) throw new Unsupported('in_list');
+          const each = values.map((v): Cond => ({ kind: 'cmp', left: e, op: n.not ? '<>' : '=', right: v }));
+          return n.not || each.length === 1 ? each : [{ kind: 'or', any: each.map((c) => [c]) }];
         }
         if (e.kind !== 'col') throw new Unsupported('in_on_expression');
         const sub = this.query(n.sub!, scope, 'S');
@@ -616,15 +706,16 @@ function cmpOp(op: string): CmpOp {
 }
 
 /**
- * The AST of a SQLite SELECT over `schema`, or why the AST cannot say it. Joins must follow an edge of
- * `graph` (the schema's foreign keys, declared or inferred).
+ * The AST of a SQLite SELECT over `schema`, or why the AST cannot say it. Joins follow an edge of `graph`
+ * (the schema's foreign keys, declared or inferred), or columns that match by name, or by values where
+ * `opts.joinProbe` can tell.
  */
-export function astFromSql(sql: string, schema: DbSchema, graph: SchemaGraph): FromSqlResult {
+export function astFromSql(sql: string, schema: DbSchema, graph: SchemaGraph, opts: FromSqlOptions = {}): FromSqlResult {
   try {
     const p = new SqlParser(tokenize(sql));
     const raw = p.query();
     if (!p.done()) throw new Unsupported('trailing_text');
-    return { ok: true, ast: new Resolver(schema, graph).query(raw, null, 'T') };
+    return { ok: true, ast: new Resolver(schema, graph, opts.joinProbe).query(raw, null, 'T') };
   } catch (e) {
     if (e instanceof Unsupported) return { ok: false, reason: e.reason };
     throw e;

@@ -45,13 +45,16 @@ function printCond(c: Cond, s: Scope): string {
     case 'cmp':
       return `${printExpr(c.left, s)} ${c.op} ${printExpr(c.right, s)}`;
     case 'like':
-      return `${printExpr(c.expr, s)} ${likeOp(s.d)} ${printLiteral(c.pattern)}`;
+      return `${printExpr(c.expr, s)} ${c.negated ? 'NOT ' : ''}${likeOp(s.d)} ${printLiteral(c.pattern)}`;
     case 'null':
       return `${printExpr(c.expr, s)} IS ${c.negated ? 'NOT ' : ''}NULL`;
     case 'in':
       return `${printExpr(c.expr, s)} ${c.negated ? 'NOT ' : ''}IN (${printSelect(c.query, false, s.d)})`;
     case 'exists':
       return `${c.negated ? 'NOT ' : ''}EXISTS (${printSelect(c.query, true, s.d)})`;
+    case 'or':
+      // Parenthesized whole: the WHERE around it is a conjunction, and AND binds tighter than OR.
+      return `(${c.any.map((all) => all.map((x) => printCond(x, s)).join(' AND ')).join(' OR ')})`;
   }
 }
 

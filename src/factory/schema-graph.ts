@@ -138,7 +138,8 @@ export function buildJoins(
   return { joins, aliasOf };
 }
 
-function singular(w: string): string {
+/** An English plural's singular, by the common suffixes (table names: `stations` -> `station`). */
+export function singular(w: string): string {
   if (/ies$/.test(w)) return w.slice(0, -3) + 'y';
   if (/(ses|xes|zes|ches|shes)$/.test(w)) return w.slice(0, -2);
   if (/s$/.test(w) && !/ss$/.test(w)) return w.slice(0, -1);

@@ -178,6 +178,12 @@ function parseCond(p: Parser, scope: Scope, env: { outerBase: string; graph: Sch
       return { kind: 'exists', query: q, negated };
     }
   }
+  if (p.eat('either ')) {
+    const any = [[parseCond(p, scope, env)]];
+    while (p.eat(' or ')) any.push([parseCond(p, scope, env)]);
+    if (any.length < 2) throw new ParseError('"either" without "or"');
+    return { kind: 'or', any };
+  }
   const { e: left } = parseExpr(p, scope);
   for (const [w, negated] of [
     [' is not one of the ', true],
@@ -194,10 +200,14 @@ function parseCond(p: Parser, scope: Scope, env: { outerBase: string; graph: Sch
       return { kind: 'in', expr: left, query: q, negated };
     }
   }
-  if (p.eat(' contains ')) {
+  for (const [w, negated] of [
+    [' does not contain ', true],
+    [' contains ', false],
+  ] as const) {
+    if (!p.eat(w)) continue;
     const v = p.literal();
     if (typeof v !== 'string' || left.kind !== 'col') throw new ParseError('bad contains');
-    return { kind: 'like', expr: left, pattern: `%${v}%` };
+    return negated ? { kind: 'like', expr: left, pattern: `%${v}%`, negated } : { kind: 'like', expr: left, pattern: `%${v}%` };
   }
   if (left.kind === 'col' && p.eat(' is known')) return { kind: 'null', expr: left, negated: true };
   if (left.kind === 'col' && p.eat(' is missing')) return { kind: 'null', expr: left, negated: false };
@@ -239,8 +249,11 @@ function parseCore(p: Parser, env: ParseEnv, stopAtSet: boolean): SelectAst {
   let group: ColRef | null = null;
   if (p.eat(' for each ')) {
     group = p.needColumn(scope);
-    q.columns.unshift(group);
-    q.groupBy = [group];
+    const g = group;
+    // "the name for each name": a query that shows only its group (realize.ts says the group as its target).
+    const only = q.columns.length === 1 && q.columns[0].kind === 'col' && q.columns[0].table === g.table && q.columns[0].column === g.column && !q.distinct;
+    if (!only) q.columns.unshift(g);
+    q.groupBy = [g];
   }
   if (p.eat(' where ')) {
     q.where.push(parseCond(p, scope, { outerBase: base, graph: env.graph }));

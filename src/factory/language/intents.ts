@@ -123,7 +123,7 @@ function natCond(c: Cond, say: Say, lex: Lexicon, people = false): string | null
     const inner = c.query.where[0];
     return inner.kind === 'in' ? null : natCond(inner, say, lex, people);
   }
-  if (c.kind === 'like' && /^%[^%]+%$/.test(c.pattern)) return `${say(c.expr)} containing '${c.pattern.slice(1, -1)}'`;
+  if (c.kind === 'like' && !c.negated && /^%[^%]+%$/.test(c.pattern)) return `${say(c.expr)} containing '${c.pattern.slice(1, -1)}'`;
   if (c.kind === 'null' && !c.negated) return `no ${say(c.expr)}`;
   return null;
 }

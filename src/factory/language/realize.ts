@@ -4,11 +4,11 @@
  * formulas). The grammar is closed and written down here so that general-parse.ts can parse it back:
  *
  *   question := PREFIX core SUFFIX
- *   core     := targets [" for each " COLUMN] [" where " cond (" and " cond)*]
+ *   core     := targets [" for each " COLUMN] [" where " cond (" and " cond)*]   (cond := ... | "either " cond (" or " cond)+)
  *               [", keeping only groups where " cond] [", sorted by " expr (" from highest to lowest" | " from lowest to highest")]
  *               [", showing only the top one" | ", showing only the top " N]
  *             | core (", together with " | ", that are also among " | ", excluding ") core
- *   targets  := expr ((", " | " and ") expr)*
+ *   targets  := expr ((", " | " and ") expr)*         (a query showing only its group says it as its one target)
  *
  * Implicit (not spoken, restored by the parser by the same rule): the tie-breaker of a ranked
  * query (the base table's primary key, or the group), and the NOT NULL guard on a ranked column.
@@ -80,7 +80,7 @@ function cond(c: Cond, base: string, say: Say): string {
       return `${expr(c.left, base, say)} ${CMP_WORDS[c.op]} ${right}`;
     }
     case 'like':
-      return `${expr(c.expr, base, say)} contains '${c.pattern.replace(/^%|%$/g, '')}'`;
+      return `${expr(c.expr, base, say)} ${c.negated ? 'does not contain' : 'contains'} '${c.pattern.replace(/^%|%$/g, '')}'`;
     case 'null':
       return `${expr(c.expr, base, say)} is ${c.negated ? 'known' : 'missing'}`;
     case 'in': {
@@ -94,13 +94,43 @@ function cond(c: Cond, base: string, say: Say): string {
       const sub = c.query;
       return `there is ${c.negated ? 'no' : 'at least one'} ${tableSingular(sub.from.table)} for which ${cond(sub.where[1], sub.from.table, say)}`;
     }
+    case 'or':
+      // "either A or B": "either" opens it, so the parser knows where an alternative ends and the outer
+      // conjunction's " and " resumes; an alternative of several conditions would make that " and " ambiguous.
+      if (c.any.some((all) => all.length !== 1)) throw new Error('unrealizable OR of conjunctions');
+      return `either ${c.any.map((all) => cond(all[0], base, say)).join(' or ')}`;
   }
+}
+
+/**
+ * What a query shows besides its group, which " for each " says: the factory drafts the group first, people
+ * write it anywhere (`SELECT count(*), country ... GROUP BY country`) or show another column of it
+ * (`SELECT name, count(*) ... GROUP BY id`: both are said, the name as a target).
+ */
+function targetsOf(q: SelectAst): Expr[] {
+  const g = q.groupBy[0];
+  if (!g) return q.columns;
+  const at = q.columns.findIndex((e) => e.kind === 'col' && e.alias === g.alias && e.column === g.column);
+  return at < 0 ? q.columns : q.columns.filter((_, i) => i !== at);
+}
+
+/** The factory's own order: no group, or the group as the first column (what intents.ts and its parser speak). */
+function groupLeads(q: QueryAst): boolean {
+  const leads = (s: SelectAst) => {
+    const [g] = s.groupBy;
+    const first = s.columns[0];
+    return !g || (first?.kind === 'col' && first.alias === g.alias && first.column === g.column);
+  };
+  return q.kind === 'select' ? leads(q) : leads(q.left) && leads(q.right);
 }
 
 function core(q: SelectAst, say: Say): string {
   const base = q.from.table;
-  const targets = q.groupBy.length ? q.columns.slice(1) : q.columns;
-  if (!targets.length) throw new Error('unrealizable: nothing selected besides the group');
+  // A query that shows only its group (`SELECT name ... GROUP BY name HAVING count(*) > 2`) says it twice:
+  // "the name for each name, keeping only groups where ..."; the parser reads the repeated group as one column.
+  const shown = targetsOf(q);
+  const targets = shown.length ? shown : q.groupBy.slice(0, 1);
+  if (!targets.length) throw new Error('unrealizable: nothing selected');
   const parts = targets.map((e) => (q.distinct && e.kind === 'col' ? `the different ${say(e.table, e.column)}` : expr(e, base, say)));
   let s = parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0];
   if (q.groupBy.length) s += ` for each ${say(q.groupBy[0].table, q.groupBy[0].column)}`;
@@ -119,7 +149,7 @@ export function realizeCore(q: QueryAst, say: Say = columnPhrase): string {
 
 function singleValue(q: QueryAst): boolean {
   if (q.kind !== 'select') return false;
-  const targets = q.groupBy.length ? q.columns.slice(1) : q.columns;
+  const targets = targetsOf(q);
   return targets.length === 1 && (targets[0].kind === 'agg' || targets[0].kind === 'pct' || targets[0].kind === 'arith');
 }
 
@@ -144,7 +174,7 @@ export function realizeQuestion(q: QueryAst, style: QuestionStyle, variant = 0, 
 
 /** The question and which grammar said it. */
 function worded(q: QueryAst, style: QuestionStyle, variant: number, lex: Lexicon | undefined, intents: boolean, people = false): { text: string; grammar: 'intent' | 'general' } {
-  const natural = lex && intents ? realizeIntent(q, lex, style, variant, people) : null;
+  const natural = lex && intents && groupLeads(q) ? realizeIntent(q, lex, style, variant, people) : null;
   return natural ? { text: natural, grammar: 'intent' } : { text: generalQuestion(q, style, variant, lex), grammar: 'general' };
 }
 
@@ -205,6 +235,7 @@ export function realizeEvidence(q: QueryAst, lex?: Lexicon, d: SqlDialect = 'sql
     }
     if (c.kind === 'like') add(`contains '${c.pattern.replace(/^%|%$/g, '')}' refers to ${colSql(c.expr.table, c.expr.column)} ${likeOp(d)} ${printLiteral(c.pattern)}`);
     if (c.kind === 'in' || c.kind === 'exists') visitSelect(c.query);
+    if (c.kind === 'or') c.any.flat().forEach(visitCond);
   };
   const visitExpr = (e: Expr) => {
     if (e.kind === 'arith' && e.left.kind === 'col' && e.right.kind === 'col') {
