@@ -17,7 +17,7 @@ import { assertSingleReadQuery } from './guard.ts';
 import { openDatabase } from './open-database.mjs';
 import { EXEC_DEFAULTS, parseExecOptions, timedOut } from './pool.ts';
 import { makeRunner } from './run-query.mjs';
-import type { ExecOptions, ExecResult, Row, SqlExecutor } from './types.ts';
+import type { ExecOptions, ExecResult, SqlExecutor } from './types.ts';
 
 /** Longest run of queries between two turns of the event loop. */
 const YIELD_MS = 20;
@@ -50,17 +50,6 @@ function limitsOfProcess(): { token: string; limits: Limits } {
   }
   processLimits = { token, limits: probe === 2 ? 'cpu+wall' : probe === 1 ? 'wall' : 'none' };
   return processLimits;
-}
-
-/** A blob as the pool's processes return it (structured clone makes a Buffer a plain Uint8Array). */
-function plainBlobs(rows: Row[]): Row[] {
-  for (const row of rows) {
-    for (let i = 0; i < row.length; i++) {
-      const v = row[i];
-      if (Buffer.isBuffer(v)) row[i] = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-    }
-  }
-  return rows;
 }
 
 export class LocalSqlite implements SqlExecutor {
@@ -109,7 +98,7 @@ export class LocalSqlite implements SqlExecutor {
     // As the pool words it (pool.ts, a child's reply).
     let result: ExecResult;
     if (elapsedMs > o.timeoutMs) result = timedOut(o, 'wall', elapsedMs);
-    else if (reply.ok) result = { ok: true, columns: reply.columns, rows: plainBlobs(reply.rows), truncated: reply.truncated, ...(reply.truncatedBy ? { truncatedBy: reply.truncatedBy } : {}), elapsedMs };
+    else if (reply.ok) result = { ok: true, columns: reply.columns, rows: reply.rows, truncated: reply.truncated, ...(reply.truncatedBy ? { truncatedBy: reply.truncatedBy } : {}), elapsedMs };
     else if ('limit' in reply) result = timedOut(o, reply.limit, elapsedMs);
     else result = { ok: false, error: reply.error, message: reply.message, elapsedMs };
     const now = performance.now();
