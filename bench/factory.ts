@@ -1,5 +1,15 @@
-// `npm run bench -- factory [--n N] [--big-n N] [--no-big] [--scaling] [--scale-n N] [--repeat K (default 3)]`
-// The data factory end to end: final pairs per second per database (and per CPU-second of this process
+// `npm run bench -- factory [--reference REV (default 0d91a9a)] [--db PATH ...] [--pairs N] [--phrasings K] [--variants V] [--rounds R (default 2)]`
+// `npm run bench -- factory --no-reference [--n N] [--big-n N] [--no-big] [--scaling] [--scale-n N] [--repeat K (default 3)]`
+// With a reference (the default): the memory recipe's factory job (src/factory/memory-recipe.ts: pairs,
+// phrasings, variants; each overridable) on each --db (default: the bundled music_store and retail), run by
+// this checkout's code and by the code of REV side by side, alternating, R rounds, each run in its own
+// process (bench/_factory_job.ts). REV is checked out once under .tmp/ref-REV (git worktree, gitignored),
+// with this checkout's node_modules and build/ linked in. Per run: pairs, wall seconds, CPU seconds (the job's
+// process plus its SQL processes, module loading not counted), pairs and verified candidates per CPU-second,
+// peak RSS of the job and of its SQL processes, the 1-minute load average (the machine is shared: per
+// CPU-second is the fair figure), and whether both wrote the same dataset.jsonl. Then the ratio of the
+// medians of pairs per CPU-second.
+// --no-reference: the data factory end to end in this process: final pairs per second per database (and per CPU-second of this process
 // and the SQL children, with the 1-minute load average beside it: the machine is shared), stage acceptance rates, how
 // many pairs the variant databases caught that the original alone would have accepted, and peak
 // RSS of this process (the SQL pool's child processes are not included). Runs on the bundled
@@ -7,13 +17,15 @@
 // (gitignored).
 // --scaling: the same shop at about 1k, 10k, 100k and 1M rows, pairs/s at each size.
 import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { MEMORY_RECIPE } from '../src/factory/memory-recipe.ts';
 import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { processCpuMs } from '../src/util/proc.ts';
-import { num } from './_args.ts';
+import { flag, num } from './_args.ts';
 
 /** CPU seconds of process `pid` (0 once it is gone). */
 const cpuSecs = (pid: number): number => (processCpuMs(pid) ?? 0) / 1000;
@@ -83,7 +95,90 @@ export function cachedShop(scale: number): { path: string; rows: number; built: 
   return { path, rows, built: true };
 }
 
+/** The commit before the speed-up of #57: the factory as it was. */
+const DEFAULT_REFERENCE = '0d91a9a';
+
+/** A checkout of `rev` under .tmp/ref-REV (made once), sharing this checkout's node_modules and native build. */
+function referenceTree(rev: string): string {
+  const dir = resolve('.tmp', `ref-${rev.replace(/[^\w.-]/g, '_')}`);
+  if (!existsSync(join(dir, 'src'))) {
+    mkdirSync('.tmp', { recursive: true });
+    execFileSync('git', ['worktree', 'add', '--detach', dir, rev], { stdio: 'ignore' });
+  }
+  for (const link of ['node_modules', 'build']) if (!existsSync(join(dir, link)) && existsSync(link)) symlinkSync(resolve(link), join(dir, link));
+  return dir;
+}
+
+interface Job {
+  rows: number;
+  verified: number;
+  secs: number;
+  cpuSelf: number;
+  cpuSql: number;
+  rssMiB: number;
+  sqlRssMiB: number;
+  stages: Record<string, number>;
+  sha: string;
+}
+
+function job(root: string, db: string, a: { pairs: number; phrasings: number; variants: number }, out: string): Job {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/_factory_job.ts', '--root', root, '--db', db, '--out', out, '--n', String(a.pairs), '--phrasings', String(a.phrasings), '--variants', String(a.variants)], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const line = r.stdout.trim().split('\n').pop() ?? '';
+  if (r.status !== 0 || !line.startsWith('{')) throw new Error(`bench factory: the job in ${root} on ${db} failed (${r.status}): ${(r.stderr || r.stdout).slice(-2000)}`);
+  return JSON.parse(line) as Job;
+}
+
+async function compare(args: string[]): Promise<void> {
+  const rev = flag(args, '--reference', DEFAULT_REFERENCE);
+  const ref = referenceTree(rev);
+  const dbs = args.flatMap((a, i) => (a === '--db' && i + 1 < args.length ? [args[i + 1]] : []));
+  if (!dbs.length) for (const id of ['music_store', 'retail']) dbs.push(join('data', 'databases', id, `${id}.sqlite`));
+  const recipe = { pairs: num(args, '--pairs', MEMORY_RECIPE.pairs), phrasings: num(args, '--phrasings', MEMORY_RECIPE.phrasings), variants: num(args, '--variants', MEMORY_RECIPE.variants) };
+  const rounds = num(args, '--rounds', 2);
+  const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() ? '+changes' : '';
+  const tmp = mkdtempSync(join(tmpdir(), 'agro-bench-factory-'));
+  console.log(`factory job: ${recipe.pairs} pairs, ${recipe.phrasings} phrasings, ${recipe.variants} variants; this checkout ${head}${dirty} vs reference ${rev} (${ref}); ${rounds} rounds`);
+  console.log('db            code       pairs verified   secs  cpu-s (self+sql)  pairs/cpu-s  verified/cpu-s  rss MiB (self+sql)  load  dataset');
+  const per = new Map<string, number[]>();
+  try {
+    for (let k = 0; k < rounds; k++) {
+      for (const db of dbs) {
+        const id = db.replace(/^.*\//, '').replace(/\.sqlite3?$/, '');
+        // Alternating which goes first: a shared machine's load drifts.
+        const order: Array<[string, string]> = k % 2 === 0 ? [['this', '.'], ['reference', ref]] : [['reference', ref], ['this', '.']];
+        const shas: string[] = [];
+        for (const [code, root] of order) {
+          const load = loadavg()[0].toFixed(1);
+          const j = job(root, db, recipe, join(tmp, `${code}-${id}-${k}`));
+          const cpu = j.cpuSelf + j.cpuSql;
+          shas.push(j.sha);
+          const key = `${id}\u0000${code}`;
+          per.set(key, [...(per.get(key) ?? []), j.rows / cpu]);
+          console.log(
+            `${id.padEnd(13)} ${code.padEnd(9)} ${String(j.rows).padStart(6)} ${String(j.verified).padStart(8)} ${j.secs.toFixed(1).padStart(6)} ${cpu.toFixed(1).padStart(6)} (${j.cpuSelf.toFixed(1)}+${j.cpuSql.toFixed(1)})`.padEnd(68) +
+              `${(j.rows / cpu).toFixed(1).padStart(11)} ${(j.verified / cpu).toFixed(1).padStart(15)}  ${(j.rssMiB + j.sqlRssMiB).toFixed(0).padStart(6)} (${j.rssMiB.toFixed(0)}+${j.sqlRssMiB.toFixed(0)})`.padEnd(28) +
+              `${load.padStart(5)}  ${j.sha}  stages ${Object.entries(j.stages).map(([s, v]) => `${s} ${v}`).join(', ')}`,
+          );
+        }
+        console.log(`${''.padEnd(13)} same dataset.jsonl: ${shas[0] === shas[1] ? 'yes' : 'NO'}`);
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+    console.log('\npairs per CPU-second, median of the rounds (this / reference):');
+    for (const db of dbs) {
+      const id = db.replace(/^.*\//, '').replace(/\.sqlite3?$/, '');
+      const a = median(per.get(`${id}\u0000this`) ?? [0]);
+      const b = median(per.get(`${id}\u0000reference`) ?? [0]);
+      console.log(`  ${id.padEnd(13)} ${a.toFixed(1)} / ${b.toFixed(1)} = ${(a / b).toFixed(2)}x`);
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 export async function run(args: string[]): Promise<void> {
+  if (!args.includes('--no-reference')) return compare(args);
   const n = num(args, '--n', 200);
   const bigN = num(args, '--big-n', 100);
   // Each database K times, in rounds (db1 db2 ... db1 db2 ...): the spread on a shared machine, and the

@@ -44,6 +44,7 @@ import { toDatasetRow, type Stage, type StageContext, type SynthPair } from './t
 import type { DatasetRow } from '../data/dataset-row.ts';
 import { verifyStage } from './verify.ts';
 import { CachingExecutor } from './exec-cache.ts';
+import { LocalSqlite } from '../sql/local.ts';
 import { costGate, MAX_ROWS_READ } from './cost.ts';
 import { FOLLOW_UP_SHARE, followUpStage } from './follow-up.ts';
 
@@ -141,6 +142,7 @@ export interface FactoryResult {
 }
 
 export interface FactoryRunOptions {
+  /** Runs the queries on a server, and on SQLite files where this process cannot stop a query past its limit (sql/local.ts). */
   executor?: SqlExecutor;
   progress?: ProgressSink;
   /** Stop (as if interrupted) after this stage has been checkpointed: for tests of resume. */
@@ -302,8 +304,11 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   const ownExecutor = !opts.executor;
   // The factory's queries are its own (verified templates): they may run as the owner (it makes variant schemas).
   const pool = opts.executor ?? createExecutor({ size: 2, allowPrivilegedRole: true });
+  // A SQLite file's queries run in this process where a query past its limit can be stopped here
+  // (sql/local.ts): the factory's own SQL, tens of thousands of small queries, without a message round trip each.
+  const local = dialect === 'sqlite' ? LocalSqlite.create(pool) : null;
   // The databases do not change during a run: a query asked again is answered from memory.
-  const executor = new CachingExecutor(pool);
+  const executor = new CachingExecutor(local ?? pool);
   const progress = opts.progress ?? silentProgress;
   const rejections: Record<string, Record<string, number>> = {};
   const reports: StageReport[] = [];
@@ -433,6 +438,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
   } finally {
     await cost.close();
     await executor.close();
+    await local?.close();
     if (ownExecutor) await pool.close();
   }
 }

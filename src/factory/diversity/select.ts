@@ -66,24 +66,56 @@ export function kCenterGreedy(vectors: readonly ArrayLike<number>[], k: number, 
   const minDist = new Float64Array(n).fill(Infinity);
   const chosen: number[] = [];
   const picked = new Uint8Array(n);
-  // One flat array: the n·k distances are the whole cost, and a loop over one typed array stays monomorphic.
-  const dim = vectors[0].length;
-  const flat = new Float64Array(n * dim);
-  vectors.forEach((v, i) => flat.set(v, i * dim));
+  // The n·k distances are the whole cost. The vectors are mostly zeros (hashed words, structure
+  // features), so each is kept as its nonzero entries in index order (one flat typed array for all), and
+  // a distance is summed over the union of two vectors' entries, in index order: the terms it skips are
+  // 0 - 0, and adding +0 changes no float, so every distance is the dense sum's to the last bit. A sum
+  // already at the point's nearest-center distance stops early (its terms are never negative).
+  const start = new Int32Array(n + 1);
+  for (let i = 0; i < n; i++) {
+    const v = vectors[i];
+    let nz = 0;
+    for (let t = 0; t < v.length; t++) if (v[t] !== 0) nz++;
+    start[i + 1] = start[i] + nz;
+  }
+  const at = new Int32Array(start[n]);
+  const val = new Float64Array(start[n]);
+  for (let i = 0; i < n; i++) {
+    const v = vectors[i];
+    let e = start[i];
+    for (let t = 0; t < v.length; t++) {
+      if (v[t] === 0) continue;
+      at[e] = t;
+      val[e++] = v[t];
+    }
+  }
   const pick = (i: number): void => {
     chosen.push(i);
     picked[i] = 1;
     if (quota) taken.set(opts.groups![i], (taken.get(opts.groups![i]) ?? 0) + 1);
-    const a = i * dim;
+    const a0 = start[i];
+    const a1 = start[i + 1];
     for (let j = 0; j < n; j++) {
       if (picked[j]) continue;
-      const b = j * dim;
+      const b1 = start[j + 1];
+      const best = minDist[j];
+      let p = a0;
+      let q = start[j];
       let d = 0;
-      for (let t = 0; t < dim; t++) {
-        const x = flat[a + t] - flat[b + t];
+      while (d < best) {
+        let x: number;
+        if (p < a1 && q < b1) {
+          const ta = at[p];
+          const tb = at[q];
+          if (ta === tb) x = val[p++] - val[q++];
+          else if (ta < tb) x = val[p++];
+          else x = -val[q++];
+        } else if (p < a1) x = val[p++];
+        else if (q < b1) x = -val[q++];
+        else break;
         d += x * x;
       }
-      if (d < minDist[j]) minDist[j] = d;
+      if (d < best) minDist[j] = d;
     }
   };
   const firstPool = [...Array(n).keys()].filter(allowed);

@@ -18,6 +18,7 @@ import {
 } from '../../../src/factory/diversity/index.ts';
 import { sqlFeatures, structureKey, sqlSkeleton } from '../../../src/sql/features.ts';
 import { skewedPool } from './pool.ts';
+import { Rng } from '../../../src/util/rng.ts';
 
 test('jaccard and shingles by hand', () => {
   const a = shingles('How many singers are older than 30', 2); // stop words dropped: singers older than 30
@@ -148,4 +149,44 @@ test('k-center covers more distinct SQL structures than a random subset, for eve
     assert.ok(cl.distinctStructures > rnd.distinctStructures, `seed ${seed}: cluster ${cl.distinctStructures} vs random ${rnd.distinctStructures}`);
     assert.ok(kc.maxNearest < rnd.maxNearest, `seed ${seed}: max nearest ${kc.maxNearest} vs ${rnd.maxNearest}`);
   }
+});
+
+test('kCenterGreedy over the nonzero entries picks exactly what the dense farthest-point loop picks', () => {
+  // The dense loop as it was: every coordinate of every distance.
+  const dense = (vs: Float64Array[], k: number, seed: number): number[] => {
+    const n = vs.length;
+    const rng = new Rng(seed);
+    const minDist = new Float64Array(n).fill(Infinity);
+    const picked = new Uint8Array(n);
+    const chosen: number[] = [];
+    const pick = (i: number) => {
+      chosen.push(i);
+      picked[i] = 1;
+      for (let j = 0; j < n; j++) {
+        if (picked[j]) continue;
+        let d = 0;
+        for (let t = 0; t < vs[i].length; t++) d += (vs[i][t] - vs[j][t]) ** 2;
+        if (d < minDist[j]) minDist[j] = d;
+      }
+    };
+    pick(rng.int(n));
+    while (chosen.length < k) {
+      let best = -1;
+      let bestD = -1;
+      for (let j = 0; j < n; j++) if (!picked[j] && minDist[j] > bestD) [best, bestD] = [j, minDist[j]];
+      if (best < 0) break;
+      pick(best);
+    }
+    return chosen;
+  };
+  const rng = new Rng(7);
+  const vs: Float64Array[] = [];
+  for (let i = 0; i < 300; i++) {
+    const v = new Float64Array(64);
+    // Sparse, with negative entries, and exact duplicates (ties at distance 0 go to the lowest index).
+    if (i % 10 === 9) v.set(vs[i - 3]);
+    else for (let t = 0; t < 6; t++) v[rng.int(64)] = rng.next() * 2 - 1;
+    vs.push(v);
+  }
+  for (const k of [1, 50, 200, 300]) assert.deepEqual(kCenterGreedy(vs, k, { seed: 3 }), dense(vs, k, 3));
 });
