@@ -51,7 +51,7 @@ export const growOptionsSchema = z.object({
     /** Stop once the memory holds this many queries. */
     pairs: z.number().int().positive().max(10_000_000).optional(),
     /** Pairs a round asks the factory for, at most. */
-    batch: z.number().int().min(1).max(1_000_000).default(MEMORY_RECIPE.pairs),
+    batch: z.number().int().min(1).default(MEMORY_RECIPE.pairs),
     docs: dbDocsSchema.optional(),
     timeoutMs: z.number().int().positive().optional(),
     /** The database's id for a memory the grow starts (none at `memory`). */
