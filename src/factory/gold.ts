@@ -233,7 +233,7 @@ export interface GoldSummary {
   questions: number;
   /** Per query shape: queries, converted, kept. */
   byShape: Record<string, { queries: number; converted: number; kept: number }>;
-  /** Why queries were dropped, by step: `convert:or`, `execute:empty_result`, `roundtrip:roundtrip_mismatch`. */
+  /** Why queries were dropped, by step: `convert:derived_table`, `execute:empty_result`, `roundtrip:roundtrip_mismatch`. */
   dropped: Record<string, number>;
 }
 

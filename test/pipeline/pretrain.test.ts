@@ -95,7 +95,7 @@ test('agro pretrain --gold: human gold SQL asked in the factory words gives extr
     ['music_store', 'SELECT count(*) FROM tracks WHERE milliseconds  >  300000'],
     ['music_store', 'SELECT name FROM artists WHERE country = "USA"'],
     ['music_store', 'SELECT billing_country, count(*) FROM invoices GROUP BY billing_country'],
-    ['music_store', "SELECT name FROM artists WHERE country = 'USA' OR country = 'Japan'"],
+    ['music_store', 'SELECT count(*) FROM (SELECT name FROM artists)'], // a derived table: the algebra cannot say it
     ['school', 'SELECT title FROM courses WHERE credits = 4'],
     ['school', 'SELECT count(*) FROM students WHERE enrollment_year >= 2021'],
     ['school', 'SELECT T2.name, avg(T1.salary) FROM instructors AS T1 JOIN departments AS T2 ON T1.dept_id = T2.dept_id GROUP BY T2.name'],
@@ -112,7 +112,7 @@ test('agro pretrain --gold: human gold SQL asked in the factory words gives extr
   assert.equal(g.queries, gold.length - 1);
   assert.equal(g.otherDatabases, 1);
   assert.equal(g.skippedDatabases, 0);
-  assert.equal(g.dropped['convert:or'], 1);
+  assert.equal(g.dropped['convert:derived_table'], 1);
   assert.ok(g.kept >= 4, JSON.stringify(g));
   assert.equal(report.databases.reduce((a, d) => a + (d.goldPairs ?? 0), 0), g.kept);
   const episodes = readFileSync(join(out, 'episodes.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { dbId: string; heldOut: boolean; source?: string; messages: Array<{ content: string }> });
