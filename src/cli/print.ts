@@ -12,3 +12,9 @@ export function printOut(text: string): void {
 export function printErr(text: string): void {
   process.stderr.write(escapeControls(redactSecrets(text), { keepNewlines: true }));
 }
+
+/** A duration as the CLI prints it: `42s`, `1m50s`, `2h05m`. */
+export function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  return s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m` : s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${s}s`;
+}

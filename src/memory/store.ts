@@ -239,6 +239,11 @@ export class MemoryStore {
     return this.guard(() => Number((this.db.prepare("SELECT value FROM meta WHERE key = 'seq'").get() as { value: string }).value));
   }
 
+  /** How many live pairs the store holds (without reading them). */
+  size(): number {
+    return this.guard(() => (this.db.prepare('SELECT COUNT(*) AS n FROM pairs WHERE removed_seq IS NULL').get() as { n: number }).n);
+  }
+
   /** The live pairs, people's newest first, then the factory's (entry.ts memoryOrder), read in one snapshot. */
   snapshot(): MemoryFile & { seq: number; generation: string } {
     return this.guard(() =>
@@ -269,15 +274,10 @@ export class MemoryStore {
     return this.guard(() =>
       this.db.transaction(() => {
         const seq = this.seq() + 1;
-        const old = this.db.prepare('SELECT * FROM pairs WHERE sql = ? AND removed_seq IS NULL').all(e.sql) as Row[];
+        const old = this.live(e.sql);
         const questions = [e.question];
         for (const o of old) for (const q of JSON.parse(o.questions) as string[]) if (!questions.includes(q)) questions.push(q);
-        const { lastInsertRowid } = this.db
-          .prepare("INSERT INTO pairs (sql, questions, source, at, rows, signature, seq) VALUES (?, ?, 'person', ?, ?, ?, ?)")
-          .run(e.sql, JSON.stringify(questions), e.at, e.rows ?? null, e.signature ?? null, seq);
-        const id = Number(lastInsertRowid);
-        const mark = this.db.prepare('UPDATE pairs SET removed_seq = ?, replaced_by = ? WHERE id = ?');
-        for (const o of old) mark.run(seq, id, o.id);
+        const id = this.insertReplacing({ sql: e.sql, questions, source: 'person', at: e.at, rows: e.rows ?? null, signature: e.signature ?? null }, old, seq);
         this.db.prepare("UPDATE meta SET value = ? WHERE key = 'seq'").run(String(seq));
         return { id, sql: e.sql, questions, source: 'person' as const, at: e.at, ...(e.rows !== undefined ? { rows: e.rows } : {}), ...(e.signature ? { signature: e.signature } : {}) };
       }).immediate(),
@@ -294,19 +294,15 @@ export class MemoryStore {
     return this.guard(() =>
       this.db.transaction(() => {
         const seq = this.seq() + 1;
-        const live = this.db.prepare('SELECT * FROM pairs WHERE sql = ? AND removed_seq IS NULL');
-        const ins = this.db.prepare("INSERT INTO pairs (sql, questions, source, at, rows, signature, seq) VALUES (?, ?, 'factory', NULL, ?, ?, ?)");
-        const mark = this.db.prepare('UPDATE pairs SET removed_seq = ?, replaced_by = ? WHERE id = ?');
         let added = 0;
         let merged = 0;
         for (const e of entries) {
-          const old = live.all(e.sql) as Row[];
+          const old = this.live(e.sql);
           if (old.some((o) => o.source === 'person')) continue;
           const questions = old.flatMap((o) => JSON.parse(o.questions) as string[]);
           const fresh = e.questions.filter((q) => !questions.includes(q));
           if (old.length && !fresh.length) continue;
-          const r = ins.run(e.sql, JSON.stringify([...questions, ...fresh]), e.rows ?? old[0]?.rows ?? null, e.signature ?? old[0]?.signature ?? null, seq);
-          for (const o of old) mark.run(seq, Number(r.lastInsertRowid), o.id);
+          this.insertReplacing({ sql: e.sql, questions: [...questions, ...fresh], source: 'factory', at: null, rows: e.rows ?? old[0]?.rows ?? null, signature: e.signature ?? old[0]?.signature ?? null }, old, seq);
           if (old.length) merged++;
           else added++;
         }
@@ -319,6 +315,21 @@ export class MemoryStore {
         return { added, merged };
       }).immediate(),
     );
+  }
+
+  /** The live rows of a query (one, unless an older agro stored it twice). */
+  private live(sql: string): Row[] {
+    return this.db.prepare('SELECT * FROM pairs WHERE sql = ? AND removed_seq IS NULL').all(sql) as Row[];
+  }
+
+  /** Inserts a pair at `seq`, marking the live rows `old` of its query replaced by it; returns its id. Inside a writer's transaction. */
+  private insertReplacing(r: Pick<Row, 'sql' | 'source' | 'at' | 'rows' | 'signature'> & { questions: string[] }, old: readonly Row[], seq: number): number {
+    const id = Number(
+      this.db.prepare('INSERT INTO pairs (sql, questions, source, at, rows, signature, seq) VALUES (?, ?, ?, ?, ?, ?, ?)').run(r.sql, JSON.stringify(r.questions), r.source, r.at, r.rows, r.signature, seq).lastInsertRowid,
+    );
+    const mark = this.db.prepare('UPDATE pairs SET removed_seq = ?, replaced_by = ? WHERE id = ?');
+    for (const o of old) mark.run(seq, id, o.id);
+    return id;
   }
 
   /** A value the store keeps beside its pairs (a grow's progress), or undefined. */

@@ -53,7 +53,6 @@ export const growOptionsSchema = z.object({
     /** Pairs a round asks the factory for, at most. */
     batch: z.number().int().min(1).default(MEMORY_RECIPE.pairs),
     docs: dbDocsSchema.optional(),
-    timeoutMs: z.number().int().positive().optional(),
     /** The database's id for a memory the grow starts (none at `memory`). */
     create: z.string().min(1).optional(),
   });
@@ -92,18 +91,29 @@ export interface GrowRunOptions {
   onRound?: (r: GrowRound) => void;
   /** Stop the factory after this stage of a round (as if killed): for tests of resume. */
   stopAfter?: string;
-  now?: () => number;
 }
 
-/** The round in progress, as the work folder remembers it: its size must match for the checkpoints to be reused. */
-const planSchema = z.object({ round: z.number().int(), seed: z.number().int(), asked: z.number().int() });
+/**
+ * The round in progress, as the work folder remembers it: its size must match for the checkpoints to be reused
+ * (its seed follows from its number). A plan that does not read is no plan: the round starts again.
+ */
+const planSchema = z.object({ round: z.number().int(), asked: z.number().int() });
+
+function readPlan(path: string): z.infer<typeof planSchema> | undefined {
+  if (!existsSync(path)) return undefined;
+  try {
+    const p = planSchema.safeParse(JSON.parse(readFileSync(path, 'utf8')));
+    return p.success ? p.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export const growWorkDir = (memory: string): string => `${memory}.grow`;
 
 export async function growMemory(input: GrowOptions, opts: GrowRunOptions = {}): Promise<GrowResult> {
   const o = parseWith(growOptionsSchema, input, 'memory grow', 'usage');
-  const now = opts.now ?? (() => performance.now());
-  const t0 = now();
+  const t0 = performance.now();
   const minutes = o.minutes ?? (o.rounds === undefined && o.pairs === undefined ? DEFAULT_GROW_MINUTES : undefined);
   const deadline = minutes !== undefined ? t0 + minutes * 60_000 : Infinity;
   const schema = await introspectDatabase(o.db);
@@ -117,7 +127,7 @@ export async function growMemory(input: GrowOptions, opts: GrowRunOptions = {}):
   try {
     store.check(schema);
     const dbId = store.meta().dbId;
-    const before = store.snapshot().entries.length;
+    const before = store.size();
     let size = before;
     const rounds: GrowRound[] = [];
     let rate: number | undefined;
@@ -129,30 +139,31 @@ export async function growMemory(input: GrowOptions, opts: GrowRunOptions = {}):
       if (o.pairs !== undefined && size >= o.pairs) { stopped = 'pairs'; break; }
       if (low >= SATURATED_ROUNDS) { stopped = 'saturated'; break; }
       const seed = SEED_BASE + done;
-      const plan = existsSync(planPath) ? planSchema.safeParse(JSON.parse(readFileSync(planPath, 'utf8'))) : undefined;
-      const resumed = plan?.success === true && plan.data.round === done + 1;
+      const plan = readPlan(planPath);
+      const resumed = plan?.round === done + 1;
       let asked: number;
-      if (resumed) asked = plan.data.asked;
+      if (plan && resumed) asked = plan.asked;
       else {
         rmSync(work, { recursive: true, force: true });
-        const left = (deadline - now()) / 1000;
+        const left = (deadline - performance.now()) / 1000;
         asked = minutes === undefined ? o.batch : Math.min(o.batch, rate === undefined ? PROBE_PAIRS : Math.floor(rate * left));
         if (!(left > 0) || asked < Math.min(MIN_ROUND_PAIRS, o.batch)) { stopped = 'minutes'; break; }
         ensureDir(work);
-        writeFileAtomic(planPath, JSON.stringify({ round: done + 1, seed, asked }) + '\n');
+        writeFileAtomic(planPath, JSON.stringify({ round: done + 1, asked }) + '\n');
       }
-      const r0 = now();
+      const r0 = performance.now();
       const out = join(work, `round-${done + 1}`);
       const r = await runFactory(
-        { db: o.db, out, n: asked, seed, variants: MEMORY_RECIPE.variants, phrasings: MEMORY_RECIPE.phrasings, ...(o.docs ? { docs: o.docs } : {}), ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}) },
+        { db: o.db, out, n: asked, seed, variants: MEMORY_RECIPE.variants, phrasings: MEMORY_RECIPE.phrasings, ...(o.docs ? { docs: o.docs } : {}) },
         { executor, ...(opts.progress ? { progress: opts.progress } : {}), ...(opts.log ? { log: opts.log } : {}), ...(opts.stopAfter ? { stopAfter: opts.stopAfter } : {}) },
       );
       const memory = await buildMemory(dbId, schema, pairsOfDataset(r.rows), executor, o.db);
       const { added, merged } = store.addFactory(memory.entries, { [ROUNDS_KEY]: String(done + 1) });
       if (isPostgresUrl(o.db)) await dropServerVariants(o.db, join(out, 'variants', r.manifest.dbId), opts.log);
       rmSync(work, { recursive: true, force: true });
-      const seconds = (now() - r0) / 1000;
-      size += added;
+      const seconds = (performance.now() - r0) / 1000;
+      // Counted in the store: a person's correction stored meanwhile counts too.
+      size = store.size();
       const round: GrowRound = { round: done + 1, seed, asked, made: r.rows.length, added, merged, seconds, size, resumed };
       rounds.push(round);
       opts.onRound?.(round);
@@ -160,7 +171,7 @@ export async function growMemory(input: GrowOptions, opts: GrowRunOptions = {}):
       if (!resumed && seconds > 0) rate = r.rows.length / seconds;
       low = added < Math.max(1, 0.01 * asked) ? low + 1 : 0;
     }
-    return { before, size, rounds, stopped, seconds: (now() - t0) / 1000 };
+    return { before, size, rounds, stopped, seconds: (performance.now() - t0) / 1000 };
   } finally {
     store.close();
     if (!opts.executor) await executor.close();

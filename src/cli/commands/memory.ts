@@ -27,7 +27,7 @@ import { migrateMemory, openMemory, readMemory, storePathOf } from '../../memory
 import { memoryFileKind, writeMemory, type StoredEntry } from '../../memory/store.ts';
 import { MemoryIndex } from '../../answer/memory.ts';
 import { numberArg } from '../options.ts';
-import { printErr, printOut } from '../print.ts';
+import { duration, printErr, printOut } from '../print.ts';
 import { stageBars } from '../progress.ts';
 import { readDocs } from '../../prompt/docs.ts';
 import { MEMORY_RECIPE } from '../../factory/memory-recipe.ts';
@@ -131,8 +131,6 @@ const GROW_STOPS: Record<GrowStop, string> = {
   saturated: 'the factory finds few new queries on this database',
 };
 
-const duration = (s: number): string => (s < 60 ? `${Math.round(s)} s` : `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`);
-
 async function grow(o: { db: string; memory: string; minutes?: number; rounds?: number; pairs?: number; batch?: number; docs?: string; json?: boolean }): Promise<void> {
   const quiet = Boolean(o.json) || !process.stderr.isTTY;
   const r = await growMemory(
@@ -140,14 +138,14 @@ async function grow(o: { db: string; memory: string; minutes?: number; rounds?: 
     {
       progress: stageBars(!quiet),
       log: (line) => printErr(`agro: ${line}\n`),
-      onRound: (x) => printErr(`agro: memory grow: round ${x.round}${x.resumed ? ' (resumed)' : ''}: ${x.made} pairs made, ${x.added} new queries, ${x.merged} with new questions; ${x.size} queries in memory (${duration(x.seconds)})\n`),
+      onRound: (x) => printErr(`agro: memory grow: round ${x.round}${x.resumed ? ' (resumed)' : ''}: ${x.made} pairs made, ${x.added} new queries, ${x.merged} with new questions; ${x.size} queries in memory (${duration(x.seconds * 1000)})\n`),
     },
   );
   if (o.json) {
     printOut(JSON.stringify({ memory: o.memory, before: r.before, size: r.size, rounds: r.rounds, stopped: r.stopped, seconds: Math.round(r.seconds * 10) / 10 }) + '\n');
     return;
   }
-  printOut(`grew ${o.memory}: ${r.before} -> ${r.size} queries in ${r.rounds.length} round${r.rounds.length === 1 ? '' : 's'} (${duration(r.seconds)}); stopped: ${GROW_STOPS[r.stopped]}\n`);
+  printOut(`grew ${o.memory}: ${r.before} -> ${r.size} queries in ${r.rounds.length} round${r.rounds.length === 1 ? '' : 's'} (${duration(r.seconds * 1000)}); stopped: ${GROW_STOPS[r.stopped]}\n`);
 }
 
 function migrate(o: { file: string; out?: string }): void {

@@ -17,7 +17,7 @@ import { resolveDatabasesFromFlag } from '../db-root.ts';
 import { factoryOutputOf } from '../../data/catalog.ts';
 import { join } from 'node:path';
 import { SYNTH_DRAFTS } from '../../answer/answer.ts';
-import { printOut, printErr } from '../print.ts';
+import { duration, printOut, printErr } from '../print.ts';
 
 /** Where the data's databases are when no --db-root is given and the data is no factory output. */
 const DEFAULT_DB_ROOT = 'data/databases';
@@ -46,11 +46,6 @@ interface PredictCliOptions extends PolicyCliOptions, PromptCliOptions, Privileg
   chooser?: 'transparent' | 'judge';
   oracle?: boolean;
   synthDrafts: number;
-}
-
-function duration(ms: number): string {
-  const s = Math.round(ms / 1000);
-  return s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m` : s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${s}s`;
 }
 
 /** `[ 12/100] EX 41.7% · 1 failed · 0.8 q/s · ETA 1m50s`: the rate counts only questions this process ran. */
