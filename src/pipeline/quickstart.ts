@@ -12,8 +12,7 @@
  * (else it says so and there are none), and its password is never written or printed.
  */
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
-import { basename, dirname, extname, join, relative, resolve } from 'node:path';
-import { findDocs, readDocs } from '../prompt/docs.ts';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { DbDocs } from '../prompt/docs-types.ts';
 import { addNoise } from '../factory/language/noise.ts';
 import { z } from 'zod';
@@ -23,10 +22,9 @@ import { Rng } from '../util/rng.ts';
 import { runFactory, type Manifest } from '../factory/pipeline.ts';
 import type { DatasetRow } from '../data/dataset-row.ts';
 import { createExecutor } from '../sql/executor.ts';
-import { databaseDocs } from '../prompt/sources.ts';
+import { documentationOf } from '../prompt/sources.ts';
 import { dialectOf } from '../sql/dialect.ts';
 import { redactUrl } from '../sql/postgres.ts';
-import { pgDbId } from '../sql/pg-introspect.ts';
 import type { SqlExecutor } from '../sql/types.ts';
 import { SqlEnvironment, type SqlTask } from '../agent/sql-env.ts';
 import { readPromptContract, resolvePromptSettings, TURN_TOKENS, type PromptSettings } from '../prompt/contract.ts';
@@ -636,7 +634,7 @@ export async function runQuickstart(input: QuickstartConfigInput, hooks: Quickst
   const backend = await initBackend(cfg.backend as BackendName | undefined);
   const pool = createExecutor();
   // The same documentation for the factory's wording and the agent's prompt: given, else found beside the database.
-  const docs = cfg.docs ? readDocs(cfg.docs, server ? pgDbId(db) : basename(db, extname(db))) : server ? await databaseDocs(db) : findDocs(db)?.docs;
+  const docs = await documentationOf(db, cfg.docs);
   const start = startOf(cfg);
   const env = new SqlEnvironment(pool, start.prompt, docs ? { docsFor: () => docs } : {});
   // Pass-rate sampling (the headrooms, the RL pool) on the second core. Started when SFT's training ends, so

@@ -2,8 +2,10 @@
  * A database's documentation and value index, whichever its engine: the one place the prompt's material
  * picks an engine, as src/sql/executor.ts is for queries.
  */
+import { basename, extname } from 'node:path';
 import { isPostgresUrl } from '../sql/postgres.ts';
-import { findDocs } from './docs.ts';
+import { pgDbId } from '../sql/pg-introspect.ts';
+import { findDocs, readDocs } from './docs.ts';
 import type { DbDocs } from './docs-types.ts';
 import { pgDocs } from './pg-docs.ts';
 import { buildValueIndexPostgres } from './pg-value-index.ts';
@@ -17,6 +19,15 @@ export async function databaseDocs(db: string): Promise<DbDocs | undefined> {
   if (!isPostgresUrl(db)) return findDocs(db)?.docs;
   const docs = await pgDocs(db);
   return docs.overview || docs.tables.length ? docs : undefined;
+}
+
+/**
+ * The documentation a command reads: the file or folder given (`--docs`), else the database's own (databaseDocs).
+ * One rule for the factory's commands (synth, memory grow, the quickstart), so a memory's pairs are worded alike.
+ */
+export async function documentationOf(db: string, given?: string): Promise<DbDocs | undefined> {
+  if (given) return readDocs(given, isPostgresUrl(db) ? pgDbId(db) : basename(db, extname(db)));
+  return databaseDocs(db);
 }
 
 /** The value index (value-index.ts) of a SQLite file or a PostgreSQL database. */

@@ -29,7 +29,7 @@ import { MemoryIndex } from '../../answer/memory.ts';
 import { numberArg } from '../options.ts';
 import { duration, printErr, printOut } from '../print.ts';
 import { stageBars } from '../progress.ts';
-import { readDocs } from '../../prompt/docs.ts';
+import { documentationOf } from '../../prompt/sources.ts';
 import { MEMORY_RECIPE } from '../../factory/memory-recipe.ts';
 import { DEFAULT_GROW_MINUTES, growMemory, type GrowStop } from '../../pipeline/grow.ts';
 
@@ -134,7 +134,7 @@ const GROW_STOPS: Record<GrowStop, string> = {
 async function grow(o: { db: string; memory: string; minutes?: number; rounds?: number; pairs?: number; batch?: number; docs?: string; json?: boolean }): Promise<void> {
   const quiet = Boolean(o.json) || !process.stderr.isTTY;
   const r = await growMemory(
-    { db: o.db, memory: o.memory, create: dbIdOf(o.db), ...(o.minutes !== undefined ? { minutes: o.minutes } : {}), ...(o.rounds !== undefined ? { rounds: o.rounds } : {}), ...(o.pairs !== undefined ? { pairs: o.pairs } : {}), ...(o.batch !== undefined ? { batch: o.batch } : {}), ...(o.docs ? { docs: readDocs(o.docs, dbIdOf(o.db)) } : {}) },
+    { db: o.db, memory: o.memory, create: dbIdOf(o.db), ...(o.minutes !== undefined ? { minutes: o.minutes } : {}), ...(o.rounds !== undefined ? { rounds: o.rounds } : {}), ...(o.pairs !== undefined ? { pairs: o.pairs } : {}), ...(o.batch !== undefined ? { batch: o.batch } : {}), docs: await documentationOf(o.db, o.docs) },
     {
       progress: stageBars(!quiet),
       log: (line) => printErr(`agro: ${line}\n`),

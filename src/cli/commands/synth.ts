@@ -5,9 +5,8 @@ import { LIMITS, parseCliOptions, synthOptionsSchema } from '../options.ts';
 import { prepareOutDir } from '../out-path.ts';
 import { runFactory } from '../../factory/pipeline.ts';
 import { FOLLOW_UP_SHARE } from '../../factory/follow-up.ts';
-import { readDocs } from '../../prompt/docs.ts';
-import { databaseDocs } from '../../prompt/sources.ts';
-import { basename, dirname, extname, join } from 'node:path';
+import { documentationOf } from '../../prompt/sources.ts';
+import { dirname, join } from 'node:path';
 import { stageBars } from '../progress.ts';
 import type { SynthPair } from '../../factory/types.ts';
 import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
@@ -15,8 +14,6 @@ import { MEMORY_RECIPE } from '../../factory/memory-recipe.ts';
 import { buildMemory } from '../../memory/build.ts';
 import { MEMORY_STORE, pairsOfDataset } from '../../memory/entry.ts';
 import { writeMemory } from '../../memory/store.ts';
-import { isPostgresUrl } from '../../sql/postgres.ts';
-import { pgDbId } from '../../sql/pg-introspect.ts';
 import type { SqlExecutor } from '../../sql/types.ts';
 import { printOut, printErr } from '../print.ts';
 
@@ -74,7 +71,7 @@ async function run(raw: unknown): Promise<void> {
   try {
     const quiet = Boolean(o.json) || !process.stderr.isTTY;
     // As the quickstart reads it: the file named, else what is found beside a SQLite file or a server's COMMENTs.
-    const docs = o.docs ? readDocs(o.docs, isPostgresUrl(o.db) ? pgDbId(o.db) : basename(o.db, extname(o.db))) : await databaseDocs(o.db);
+    const docs = await documentationOf(o.db, o.docs);
     const r = await runFactory(
       { db: o.db, out: o.out, n: o.n, seed: o.seed, variants: o.variants, cycles: o.cycles, llmUrl: o.llmUrl, llmModel: o.llmModel, timeoutMs: o.timeout, templateWeights: parseWeights(o.templates), people: o.people, phrasings: o.phrasings, noise: o.noise, ...(docs ? { docs } : {}), ...(o.mix === 'even' ? { shapes: {} } : {}), ...(o.followUps !== undefined ? { followUps: o.followUps } : {}) },
       { executor: exec, progress: stageBars(!quiet), log: (line) => printErr(`agro: ${line}\n`) },
