@@ -26,6 +26,7 @@ import { runFactory } from '../src/factory/pipeline.ts';
 import { SqlPool } from '../src/sql/pool.ts';
 import { processCpuMs } from '../src/util/proc.ts';
 import { flag, num } from './_args.ts';
+import { databaseId } from '../src/sql/db-id.ts';
 
 /** CPU seconds of process `pid` (0 once it is gone). */
 const cpuSecs = (pid: number): number => (processCpuMs(pid) ?? 0) / 1000;
@@ -144,7 +145,7 @@ async function compare(args: string[]): Promise<void> {
   try {
     for (let k = 0; k < rounds; k++) {
       for (const db of dbs) {
-        const id = db.replace(/^.*\//, '').replace(/\.sqlite3?$/, '');
+        const id = databaseId(db);
         // Alternating which goes first: a shared machine's load drifts.
         const order: Array<[string, string]> = k % 2 === 0 ? [['this', '.'], ['reference', ref]] : [['reference', ref], ['this', '.']];
         const shas: string[] = [];
@@ -167,7 +168,7 @@ async function compare(args: string[]): Promise<void> {
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
     console.log('\npairs per CPU-second, median of the rounds (this / reference):');
     for (const db of dbs) {
-      const id = db.replace(/^.*\//, '').replace(/\.sqlite3?$/, '');
+      const id = databaseId(db);
       const a = median(per.get(`${id}\u0000this`) ?? [0]);
       const b = median(per.get(`${id}\u0000reference`) ?? [0]);
       console.log(`  ${id.padEnd(13)} ${a.toFixed(1)} / ${b.toFixed(1)} = ${(a / b).toFixed(2)}x`);

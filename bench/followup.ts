@@ -11,7 +11,7 @@
 // --max N keeps N rows of each set per database (0: all). `bench human` cannot measure this: its questions stand alone.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { queryShape } from '../src/factory/realism.ts';
 import { rowSqls, splitBySkeleton } from '../src/data/splits.ts';
 import { quickstartConfigSchema } from '../src/pipeline/quickstart.ts';
@@ -21,6 +21,7 @@ import { Rng } from '../src/util/rng.ts';
 import { flag, num } from './_args.ts';
 import { agroCli } from './_agro.ts';
 import { table } from './rl.ts';
+import { databaseId } from '../src/sql/db-id.ts';
 
 /** EX of one set of rows: per row, right or not. */
 interface Scored {
@@ -112,7 +113,7 @@ export async function run(args: string[]): Promise<void> {
     const policy = rep[stage]?.checkpoint;
     if (!policy) throw new Error(`bench: ${qs} has no ${stage} checkpoint (is the quickstart finished?)`);
     const db = resolve(rep.config.db);
-    sets.push({ dbId: basename(db).replace(/\.sqlite$/, ''), dbRoot: dirname(dirname(db)), heldOut: readJsonl<DatasetRow>(join(qs, 'held_out.jsonl')), policy });
+    sets.push({ dbId: databaseId(db), dbRoot: dirname(dirname(db)), heldOut: readJsonl<DatasetRow>(join(qs, 'held_out.jsonl')), policy });
   } else {
     const policy = flag(args, '--policy', 'base');
     const pairs = num(args, '--pairs', 300);

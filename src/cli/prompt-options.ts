@@ -4,7 +4,6 @@
  * from the environment's defaults; set, it wins, and a contradiction is said on one line.
  */
 import { existsSync, statSync } from 'node:fs';
-import { basename, extname } from 'node:path';
 import { Option, type Command } from 'commander';
 import { AgroError } from '../errors.ts';
 import { printErr } from './print.ts';
@@ -13,6 +12,7 @@ import type { SqlEnvDeps } from '../agent/sql-env.ts';
 import { readDocs } from '../prompt/docs.ts';
 import type { DbDocs } from '../prompt/docs-types.ts';
 import { numberArg } from './options.ts';
+import { databaseId } from '../sql/db-id.ts';
 
 export interface PromptCliOptions {
   maxTurns?: number;
@@ -85,5 +85,5 @@ export function envDepsFromCli(o: PromptCliOptions, dbIdHint?: string): SqlEnvDe
   };
   if (!existsSync(path)) throw new AgroError('not_found', `--docs: documentation not found: ${path}`);
   if (dbIdHint !== undefined) read(dbIdHint);
-  return { docsFor: (dbPath) => read(basename(dbPath, extname(dbPath))) };
+  return { docsFor: (dbPath) => read(databaseId(dbPath)) };
 }

@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AgroError, parseWith } from '../errors.ts';
 import { introspectDatabase } from '../sql/executor.ts';
@@ -47,6 +47,7 @@ import { CachingExecutor } from './exec-cache.ts';
 import { LocalSqlite } from '../sql/local.ts';
 import { costGate, MAX_ROWS_READ } from './cost.ts';
 import { FOLLOW_UP_SHARE, followUpStage } from './follow-up.ts';
+import { databaseId } from '../sql/db-id.ts';
 
 export const factoryConfigSchema = z.object({
   db: z.string().min(1),
@@ -286,7 +287,7 @@ export async function runFactory(input: FactoryConfigInput, opts: FactoryRunOpti
     const why = tables.length === 0 ? 'has no tables' : `has ${tables.length} table${tables.length === 1 ? '' : 's'} but no rows`;
     throw new AgroError('invalid_input', `${dbShown} ${why}: nothing to synthesize from`);
   }
-  const dbId = schema.dbId || basename(dbPath).replace(/\.(sqlite3?|db)$/i, '');
+  const dbId = schema.dbId || databaseId(dbPath);
   const out = resolve(cfg.out);
   const work = join(out, '.work');
   const argsKey = JSON.stringify({ ...cfg, db: dbShown, out });

@@ -19,6 +19,7 @@ import { AgroError, parseWith } from '../errors.ts';
 import { readInputBytes, readInputChunks } from '../util/fs.ts';
 import { dbDocsSchema, type ColumnDoc, type DbDocs, type TableDoc } from './docs-types.ts';
 import { fold } from './words.ts';
+import { databaseId } from '../sql/db-id.ts';
 
 export type DocsFormat = 'bird' | 'spider' | 'agro';
 
@@ -346,7 +347,7 @@ export interface FoundDocs {
  */
 export function findDocs(dbPath: string): FoundDocs | undefined {
   const dir = dirname(dbPath);
-  const dbId = basename(dbPath, extname(dbPath));
+  const dbId = databaseId(dbPath);
   const own = join(dir, `${dbId}.docs.json`);
   if (existsSync(own)) return { ...readDocsWithFormat(own), path: own };
   const bird = join(dir, 'database_description');

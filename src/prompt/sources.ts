@@ -2,14 +2,13 @@
  * A database's documentation and value index, whichever its engine: the one place the prompt's material
  * picks an engine, as src/sql/executor.ts is for queries.
  */
-import { basename, extname } from 'node:path';
 import { isPostgresUrl } from '../sql/postgres.ts';
-import { pgDbId } from '../sql/pg-introspect.ts';
 import { findDocs, readDocs } from './docs.ts';
 import type { DbDocs } from './docs-types.ts';
 import { pgDocs } from './pg-docs.ts';
 import { buildValueIndexPostgres } from './pg-value-index.ts';
 import { buildValueIndex, type ValueIndex, type ValueIndexOptions } from './value-index.ts';
+import { databaseId } from '../sql/db-id.ts';
 
 /**
  * A database's documentation: a SQLite file's is found beside it (docs.ts findDocs), a PostgreSQL database's
@@ -26,7 +25,7 @@ export async function databaseDocs(db: string): Promise<DbDocs | undefined> {
  * One rule for the factory's commands (synth, memory grow, the quickstart), so a memory's pairs are worded alike.
  */
 export async function documentationOf(db: string, given?: string): Promise<DbDocs | undefined> {
-  if (given) return readDocs(given, isPostgresUrl(db) ? pgDbId(db) : basename(db, extname(db)));
+  if (given) return readDocs(given, databaseId(db));
   return databaseDocs(db);
 }
 

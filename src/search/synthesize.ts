@@ -15,7 +15,6 @@
  * chain revisits an entity, the answer is written in the question, or the question duplicates an
  * earlier one.
  */
-import { basename } from 'node:path';
 import { AgroError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import { answerAliases, entityAliases } from './aliases.ts';
@@ -33,6 +32,7 @@ import {
 } from './entities.ts';
 import { normalizeAnswer } from './match.ts';
 import type { Entity } from '../agent/types.ts';
+import { databaseId } from '../sql/db-id.ts';
 
 export interface SearchQuestion {
   id: string;
@@ -239,7 +239,7 @@ export function synthesizeFromGraph(graph: EntityGraph, options: Partial<SynthOp
 
 /** Reads a database (read-only) and synthesizes its corpus and questions. */
 export function synthesize(dbPath: string, options: Partial<SynthOptions> = {}): SynthResult {
-  const dbId = basename(dbPath).replace(/\.(sqlite3?|db)$/i, '');
+  const dbId = databaseId(dbPath);
   const graph = loadEntityGraph(dbPath, dbId, { maxRowsPerTable: options.maxRowsPerTable });
   if (graph.entities.size === 0) throw new AgroError('invalid_input', `${dbPath} has no table with rows: nothing to build documents and questions from`);
   return synthesizeFromGraph(graph, options);

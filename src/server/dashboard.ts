@@ -21,7 +21,7 @@
  *   DELETE api/playground/corrections/ID?policy&db      one undone (kept in the store as removed)
  */
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { basename, dirname, extname, join, resolve, sep } from 'node:path';
+import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
@@ -43,6 +43,7 @@ import { canWrite, writeRoute } from './guard.ts';
 import { checkTypedText } from '../memory/entry.ts';
 import { typedText } from './ask.ts';
 import { realInside, scanFolder, type FolderScan, type FoundRun } from './dashboard/scan.ts';
+import { databaseId } from '../sql/db-id.ts';
 
 export type { ExtraPolicy, PlaygroundBackend, PolicyBackendOptions } from './dashboard/playground.ts';
 
@@ -134,14 +135,6 @@ function readJsonInside(realRoot: string, path: string): unknown {
   return real === undefined ? null : readJsonOr(real);
 }
 
-/** A server database's name (the URL's path), for a label. */
-function dbNameOf(url: string): string {
-  try {
-    return decodeURIComponent(new URL(url).pathname.slice(1)) || redactUrl(url);
-  } catch {
-    return redactUrl(url);
-  }
-}
 
 /** The route group, and close() for the Playground's open models (the executor stays the caller's). */
 export type DashboardRoutes = Hono & { close(): Promise<void> };
@@ -183,15 +176,15 @@ export function dashboardRoutes(opts: DashboardOptions): DashboardRoutes {
       else out.set(resolve(file), { id: resolve(file), label, path: resolve(file), own: true });
     };
     for (const db of opts.databases ?? []) {
-      if (isPostgresUrl(db)) server(db, `${dbNameOf(db)} (${redactUrl(db)})`);
-      else if (existsSync(db)) mine(db, basename(db, extname(db)));
+      if (isPostgresUrl(db)) server(db, `${databaseId(db)} (${redactUrl(db)})`);
+      else if (existsSync(db)) mine(db, databaseId(db));
     }
     for (const d of scan().datasets) {
       const db = (readJsonOr(join(d.dir, 'manifest.json')) as { db?: unknown } | null)?.db;
       if (typeof db !== 'string') continue;
       // A factory output made on a server names it without the password: PGPASSWORD or ~/.pgpass gives it.
-      if (isPostgresUrl(db)) server(withoutRedactedPassword(db), `${dbNameOf(db)} (${d.id})`);
-      else if (existsSync(db)) mine(db, `${basename(db, extname(db))} (${d.id})`);
+      if (isPostgresUrl(db)) server(withoutRedactedPassword(db), `${databaseId(db)} (${d.id})`);
+      else if (existsSync(db)) mine(db, `${databaseId(db)} (${d.id})`);
     }
     return [...out.values()];
   };

@@ -19,6 +19,7 @@ export { createExecutor, introspectDatabase, engineOf, EngineRouter, type Execut
 export { dialectOf, nameIn, asReal, datePart, likeOp, isNotTrue, textLength } from './dialect.ts';
 export { PgExecutor, isPostgresUrl, redactUrl, type PgExecutorOptions } from './postgres.ts';
 export { introspectPostgres } from './pg-introspect.ts';
+export { databaseId } from './db-id.ts';
 export { copySqliteToPostgres, type CopyOptions, type CopyReport } from './pg-copy.ts';
 export { sandboxRoleSql, type SandboxRole } from './pg-setup.ts';
 export type { SqlDialect } from './guard.ts';

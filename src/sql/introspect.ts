@@ -8,12 +8,12 @@
  * Views are profiled the same way, and their rowCount is capped at `statsRowLimit` too.
  */
 import { existsSync, statSync } from 'node:fs';
-import { basename, extname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { openDatabase } from './open-database.mjs';
 import { AgroError } from '../errors.ts';
 import type { Column, ColumnStats, DbSchema, ForeignKey, SqlValue, Table } from './types.ts';
 import { quoteIdent } from './lexer.ts';
+import { databaseId } from './db-id.ts';
 
 export interface IntrospectOptions {
   /** Most frequent distinct values kept per column. Default 3. */
@@ -181,7 +181,7 @@ export function introspectSchema(dbPath: string, opts: IntrospectOptions = {}): 
       .prepare(`SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name`)
       .all() as Array<{ name: string; type: Table['kind'] }>;
     const tables = objects.map((o2) => readTable(db, o2.name, o2.type, o));
-    return { dbId: basename(dbPath, extname(dbPath)), path: dbPath, tables };
+    return { dbId: databaseId(dbPath), path: dbPath, tables };
   } catch (err) {
     if (err instanceof AgroError) throw err;
     throw new AgroError('invalid_input', `cannot read the schema of ${dbPath}: ${err instanceof Error ? err.message : String(err)}`);

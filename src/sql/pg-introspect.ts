@@ -7,9 +7,9 @@
  * `public`), named without their schema as a query on that connection names them. Statistics follow
  * introspect.ts's rules (exact up to statsRowLimit rows, else over the first statsRowLimit rows).
  */
-import { basename } from 'node:path';
 import pg from 'pg';
 import { AgroError } from '../errors.ts';
+import { pgDbId } from './db-id.ts';
 import { affinityOf, summarizeValue, type IntrospectOptions } from './introspect.ts';
 import { quoteIdent } from './lexer.ts';
 import { errorKindOf, pgClientConfig, redactUrl, typeParsers } from './postgres.ts';
@@ -121,15 +121,6 @@ async function columnStats(c: pg.Client, from: string, cols: RawColumn[], sample
     out.push({ nullCount: Number(a[0]), distinctCount: Number(a[1]), min: summarizeValue(a[2]), max: summarizeValue(a[3]), samples: top.map((r) => summarizeValue(r[0])) });
   }
   return out;
-}
-
-/** The database's name (the URL's path), as the dbId of its schema. */
-export function pgDbId(url: string): string {
-  try {
-    return decodeURIComponent(basename(new URL(url).pathname)) || 'postgres';
-  } catch {
-    return 'postgres';
-  }
 }
 
 /** The schema and a bounded data profile of a PostgreSQL database (see the header). */

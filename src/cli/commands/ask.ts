@@ -1,4 +1,4 @@
-import { basename, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { AgroError, exitCodeFor } from '../../errors.ts';
 import { EPISODE_TIMEOUT_MS, type EpisodeMode, type EpisodeEvent } from '../../agent/episode.ts';
@@ -23,6 +23,7 @@ import { Answerer } from '../../answer/resources.ts';
 import { addChartOption, writeChartIfAsked } from '../chart-option.ts';
 import { addSessionOption, openSession } from '../session-option.ts';
 import { EXEC_DEFAULTS } from '../../sql/pool.ts';
+import { databaseId } from '../../sql/db-id.ts';
 
 interface AskCliOptions extends PolicyCliOptions, PromptCliOptions, PrivilegedRoleCliOption {
   db: string;
@@ -65,7 +66,7 @@ function printer(write: (s: string) => void): (e: EpisodeEvent) => void {
  * the policy's prompt contract names for this database.
  */
 async function correct(question: string, o: AskCliOptions): Promise<void> {
-  const dbId = basename(o.db).replace(/\.(sqlite3?|db)$/i, '');
+  const dbId = databaseId(o.db);
   let path = o.memory?.[0];
   if (!path && o.policy) path = readPromptContract(resolveCheckpointDir(o.policy))?.memory?.find((m) => existsSync(m) && readMemory(m).dbId === dbId);
   if (!path) throw new AgroError('usage', `ask --correct: no memory of ${dbId} to store it in; give --memory FILE (agro memory build makes one)`);
@@ -91,11 +92,12 @@ async function run(question: string, o: AskCliOptions): Promise<void> {
     for (const m of o.memory) readMemory(m, schema);
   }
   const session = openSession(o);
+  const dbId = databaseId(o.db);
   await withPolicyAndExecutor(o, 1, { size: 1, allowPrivilegedRole: o.allowPrivilegedRole }, async (policy, pool) => {
     const prompt = promptFromCli(policy.promptContract, o);
-    const env = new SqlEnvironment(pool, { ...prompt, ...(o.mode === 'direct' ? { maxTurns: 1 } : {}) }, envDepsFromCli(o, basename(o.db).replace(/\.(sqlite3?|db)$/i, '')));
+    const env = new SqlEnvironment(pool, { ...prompt, ...(o.mode === 'direct' ? { maxTurns: 1 } : {}) }, envDepsFromCli(o, dbId));
     const dbPath = resolve(o.db);
-    const task: SqlTask = { id: 'ask', dbId: basename(dbPath).replace(/\.sqlite3?$|\.db$/i, ''), dbPath, question, ...(o.evidence ? { evidence: o.evidence } : {}), goldSql: '', previous: session.previous };
+    const task: SqlTask = { id: 'ask', dbId, dbPath, question, ...(o.evidence ? { evidence: o.evidence } : {}), goldSql: '', previous: session.previous };
     const write = (s: string): void => printOut(s);
     const tokens = turnTokens(policy.promptContract, o.maxTurnTokens);
     if (tokens.warning) printWarning(tokens.warning);

@@ -7,7 +7,7 @@
  * answer, `:new` starts a new conversation, `:quit` (or Ctrl-D) ends it.
  */
 import { createInterface } from 'node:readline';
-import { basename, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { answerMemories, askWithAnswerPath, RESULT_TIMEOUT_MS } from '../../answer/ask.ts';
 import { SEARCH_SAMPLES } from '../../answer/answer.ts';
@@ -28,6 +28,7 @@ import { numberArg } from '../options.ts';
 import { addPolicyOptions, withPolicyAndExecutor, type PolicyCliOptions } from '../policy-options.ts';
 import { addPromptOptions, envDepsFromCli, printWarning, promptFromCli, type PromptCliOptions } from '../prompt-options.ts';
 import { printOut } from '../print.ts';
+import { databaseId } from '../../sql/db-id.ts';
 
 interface ChatCliOptions extends PolicyCliOptions, PromptCliOptions {
   db: string;
@@ -46,7 +47,7 @@ async function run(o: ChatCliOptions): Promise<void> {
   assertReadableDatabase(o.db);
   let history: PreviousTurn[] = [];
   const dbPath = resolve(o.db);
-  const dbId = basename(dbPath).replace(/\.sqlite3?$|\.db$/i, '');
+  const dbId = databaseId(dbPath);
   await withPolicyAndExecutor(o, 1, { size: 1 }, async (policy, pool) => {
     const env = new SqlEnvironment(pool, promptFromCli(policy.promptContract, o), envDepsFromCli(o, dbId));
     // The answer path, as agro ask's: the policy's memory and --memory's (a follow-up's candidates come from the policy alone).

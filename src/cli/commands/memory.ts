@@ -11,7 +11,7 @@
  * The memory lives in a SQLite store (src/memory/store.ts): each correction is one transaction, so several
  * processes may add at once.
  */
-import { basename, dirname, extname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { AgroError } from '../../errors.ts';
@@ -19,7 +19,6 @@ import { catalogFromFactoryOutput, factoryOutputOf } from '../../data/catalog.ts
 import { readDataset } from '../../data/read-dataset.ts';
 import { createExecutor, introspectDatabase } from '../../sql/executor.ts';
 import { isPostgresUrl, redactUrl } from '../../sql/postgres.ts';
-import { pgDbId } from '../../sql/pg-introspect.ts';
 import { readJsonl } from '../../util/fs.ts';
 import { buildMemory, storeCorrection } from '../../memory/build.ts';
 import { MEMORY_STORE, memorySourceSchema, pairsOfDataset, sinceTime, type MemoryPair } from '../../memory/entry.ts';
@@ -32,8 +31,8 @@ import { stageBars } from '../progress.ts';
 import { documentationOf } from '../../prompt/sources.ts';
 import { MEMORY_RECIPE } from '../../factory/memory-recipe.ts';
 import { DEFAULT_GROW_MINUTES, growMemory, type GrowStop } from '../../pipeline/grow.ts';
+import { databaseId } from '../../sql/db-id.ts';
 
-const dbIdOf = (db: string): string => (isPostgresUrl(db) ? pgDbId(db) : basename(db, extname(db)));
 
 async function build(o: { data: string; db?: string; out?: string }): Promise<void> {
   const factory = factoryOutputOf(o.data);
@@ -47,7 +46,7 @@ async function build(o: { data: string; db?: string; out?: string }): Promise<vo
   const exec = createExecutor({ size: 2 });
   try {
     const schema = await introspectDatabase(db);
-    const memory = await buildMemory(readDataset(data).items[0]?.dbId ?? dbIdOf(db), schema, pairs, exec, db);
+    const memory = await buildMemory(readDataset(data).items[0]?.dbId ?? databaseId(db), schema, pairs, exec, db);
     writeMemory(out, memory);
     const questions = memory.entries.reduce((a, e) => a + e.questions.length, 0);
     printOut(`wrote ${out}: ${memory.entries.length} queries asked ${questions} ways, of ${isPostgresUrl(db) ? redactUrl(db) : db}\n`);
@@ -134,7 +133,7 @@ const GROW_STOPS: Record<GrowStop, string> = {
 async function grow(o: { db: string; memory: string; minutes?: number; rounds?: number; pairs?: number; batch?: number; docs?: string; json?: boolean }): Promise<void> {
   const quiet = Boolean(o.json) || !process.stderr.isTTY;
   const r = await growMemory(
-    { db: o.db, memory: o.memory, create: dbIdOf(o.db), ...(o.minutes !== undefined ? { minutes: o.minutes } : {}), ...(o.rounds !== undefined ? { rounds: o.rounds } : {}), ...(o.pairs !== undefined ? { pairs: o.pairs } : {}), ...(o.batch !== undefined ? { batch: o.batch } : {}), docs: await documentationOf(o.db, o.docs) },
+    { db: o.db, memory: o.memory, create: databaseId(o.db), ...(o.minutes !== undefined ? { minutes: o.minutes } : {}), ...(o.rounds !== undefined ? { rounds: o.rounds } : {}), ...(o.pairs !== undefined ? { pairs: o.pairs } : {}), ...(o.batch !== undefined ? { batch: o.batch } : {}), docs: await documentationOf(o.db, o.docs) },
     {
       progress: stageBars(!quiet),
       log: (line) => printErr(`agro: ${line}\n`),

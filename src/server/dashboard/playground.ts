@@ -27,6 +27,7 @@ import { Answerer } from '../../answer/resources.ts';
 import type { CheckedAnswer, PersonCorrection, PlaygroundEvent, PolicyInfo, StoredCorrection } from './api-types.ts';
 import { CHART_ROWS, toChartedTable, toResultTable } from './results.ts';
 import type { FolderScan } from './scan.ts';
+import { databaseId } from '../../sql/db-id.ts';
 
 export interface PlaygroundBackend {
   policies(): Promise<PolicyInfo[]>;
@@ -107,7 +108,6 @@ export function defaultPolicy(policies: readonly PolicyInfo[]): string | undefin
 }
 
 /** The id a database's memory names it by (its file name without the extension, as the factory's db_id). */
-const dbIdOf = (dbPath: string): string => basename(dbPath).replace(/\.sqlite3?$|\.db$/i, '');
 
 /** Where the Playground starts a memory for a database that has none (inside the dashboard folder). */
 export const CORRECTIONS_DIR = 'memory';
@@ -243,7 +243,7 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
       try {
         const entry = find(policyId);
         const { env, maxTurnTokens } = envFor(entry);
-        const dbId = dbIdOf(dbPath);
+        const dbId = databaseId(dbPath);
         const task: SqlTask = { id: 'playground', dbId, dbPath, question, goldSql: '', ...(previous?.length ? { previous } : {}) };
         // A server's schema, docs and values are read (once) before the prompt is made.
         await env.prepare(dbPath);
@@ -289,7 +289,7 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
     },
     async correct(policyId, dbPath, question, sql) {
       const answerer = answererFor(find(policyId));
-      const dbId = dbIdOf(dbPath);
+      const dbId = databaseId(dbPath);
       const start = o.dir ? join(o.dir, CORRECTIONS_DIR, `${dbId}.db`) : undefined;
       const stored = await answerer.correct(dbPath, dbId, question, sql, start);
       const rel = o.dir ? relative(o.dir, stored.path) : '';
@@ -297,11 +297,11 @@ export function policyBackend(o: PolicyBackendOptions): PlaygroundBackend {
     },
     corrections(policyId, dbPath) {
       return answererFor(find(policyId))
-        .corrections(dbIdOf(dbPath))
+        .corrections(databaseId(dbPath))
         .map((e) => ({ id: e.id, questions: e.questions, sql: e.sql, at: e.at ?? null, rows: e.rows ?? null }));
     },
     removeCorrection(policyId, dbPath, id) {
-      return answererFor(find(policyId)).removeCorrection(dbIdOf(dbPath), id);
+      return answererFor(find(policyId)).removeCorrection(databaseId(dbPath), id);
     },
     async prompt(policyId, dbPath, question = '') {
       const { env } = envFor(find(policyId));
