@@ -36,7 +36,7 @@ export function hasJudge(dir: string): boolean {
 }
 
 /** What a pretraining run says of the judge it made (config.json's report, and the card). */
-export type JudgeReport = TrainReport & { databases: { train: number; validation: number }; memoryPairs: number; made: string; command: string };
+export type JudgeReport = TrainReport & { databases: { train: number; validation: number }; memoryPairs: number; memoryVariants?: number; made: string; command: string };
 
 function readConfig(dir: string): z.infer<typeof judgeConfigFileSchema> {
   const path = join(dir, JUDGE_CONFIG);
@@ -75,7 +75,7 @@ export function judgeCard(r: JudgeReport): string {
     '## Data',
     '',
     `- ${r.databases.train + r.databases.validation} Spider training databases with candidate lists; ${r.databases.validation} held out whole (by a hash of their names) to choose the epoch, fit the temperature and give the figures below; ${r.databases.train} trained on (${r.trainLists} lists).`,
-    `- Each database: a memory of ${r.memoryPairs} factory pairs (as \`agro synth\` builds), then questions asked through the answer path with no policy: its human gold SQL worded by the factory (factory/gold.ts) and factory pairs held out of the memory. Each candidate labelled by execution against the gold, as Spider's evaluator compares results.`,
+    `- Each database: a memory of ${r.memoryPairs} factory pairs (as \`agro synth\` builds them${r.memoryVariants === undefined ? '' : r.memoryVariants === 0 ? ', without the check on variant databases' : `, checked on ${r.memoryVariants} variant databases`}), then questions asked through the answer path with no policy: its human gold SQL worded by the factory (factory/gold.ts) and factory pairs held out of the memory. Each candidate labelled by execution against the gold, as Spider's evaluator compares results.`,
     '',
     '## Figures (held-out databases)',
     '',

@@ -1,6 +1,7 @@
 /**
  * The judge's pretraining data: for one database, the answer path's own candidate lists, labelled by execution.
- * The database's memory is what `agro synth` builds for it (the factory alone, no question of anyone's); the
+ * The database's memory is what `agro synth` builds for it less the variant check (JUDGE_MEMORY_VARIANTS; the
+ * factory alone, no question of anyone's); the
  * questions are the database's human gold SQL worded by the factory (factory/gold.ts: people's SQL, the factory's
  * words, never a human question) and factory pairs held out of that memory. Each question goes through the
  * answer path as a person's would (memory neighbours, edits, question-time synthesis); each candidate is labelled
@@ -16,6 +17,7 @@ import { MEMORY_STORE, pairsOfDataset } from '../memory/entry.ts';
 import { writeMemory } from '../memory/store.ts';
 import { goldPairs, readGoldSql, type GoldSql } from '../factory/gold.ts';
 import { runFactory } from '../factory/pipeline.ts';
+import { MEMORY_RECIPE } from '../factory/memory-recipe.ts';
 import { createExecutor, introspectDatabase } from '../sql/executor.ts';
 import { Judge } from '../sql/judge.ts';
 import type { SqlExecutor } from '../sql/types.ts';
@@ -35,6 +37,14 @@ export interface JudgeDataOptions {
   factoryQuestions: number;
   seed: number;
 }
+
+/**
+ * The pretraining memories skip the memory recipe's variant databases (MEMORY_RECIPE.variants): checking every pair
+ * on two more copies of each of 136 databases would double collection, and the shipped judge was made without
+ * them, so its reproducing command must be too. Its memories therefore keep a few pairs the answer path's would
+ * drop (those a variant rejects); phrasings and size are the recipe's.
+ */
+export const JUDGE_MEMORY_VARIANTS = 0;
 
 /** The correctness judge of predict and eval, as Spider's official evaluator compares results. */
 const EXECUTION_JUDGE = new Judge({ mode: 'spider' });
@@ -61,7 +71,7 @@ async function label(executor: SqlExecutor, db: string, goldSql: string, candida
 export async function judgeListsOf(db: { dbId: string; path: string }, gold: readonly GoldSql[], o: JudgeDataOptions): Promise<LabelledList[]> {
   const rng = new Rng(o.seed);
   const out = join(o.work, 'factory');
-  const factory = await runFactory({ db: db.path, out, n: o.memoryPairs, seed: o.seed, variants: 0, phrasings: 2 }, { executor: o.executor });
+  const factory = await runFactory({ db: db.path, out, n: o.memoryPairs, seed: o.seed, variants: JUDGE_MEMORY_VARIANTS, phrasings: MEMORY_RECIPE.phrasings }, { executor: o.executor });
   const rows = factory.rows.filter((r) => !r.previous?.length);
   const held = new Set(rng.shuffle(rows.map((_, i) => i)).slice(0, Math.min(o.factoryQuestions, Math.floor(rows.length / 10))));
   const schema = await introspectDatabase(db.path);

@@ -9,7 +9,8 @@ import { AgroError } from '../errors.ts';
 import type { LabelledList } from '../judge/types.ts';
 import { trainJudge, type TrainReport } from '../judge/train.ts';
 import { writeJudge } from '../judge/checkpoint.ts';
-import { collectJudgeLists, isValidationDb } from './judge-data.ts';
+import { collectJudgeLists, isValidationDb, JUDGE_MEMORY_VARIANTS } from './judge-data.ts';
+import { MEMORY_RECIPE } from '../factory/memory-recipe.ts';
 
 export const judgePretrainSchema = z.strictObject({
   /** A Spider-layout folder: database/<db>/<db>.sqlite and gold.jsonl (db_id, query). */
@@ -17,7 +18,7 @@ export const judgePretrainSchema = z.strictObject({
   work: z.string().min(1),
   out: z.string().min(1),
   /** The memory each database gets: the quickstart's size. */
-  memoryPairs: z.number().int().positive().default(2400),
+  memoryPairs: z.number().int().positive().default(MEMORY_RECIPE.pairs),
   goldQuestions: z.number().int().min(0).default(40),
   factoryQuestions: z.number().int().min(0).default(20),
   /** Share of the databases (whole) held out to calibrate and report on. */
@@ -39,6 +40,6 @@ export async function runJudgePretrain(input: z.input<typeof judgePretrainSchema
   if (train.length === 0 || val.length === 0) throw new AgroError('invalid_input', `too few databases to train and hold out (${byDb.size})`);
   const { model, report } = trainJudge(train, val, { seed: cfg.seed, log });
   const dbs = (lists: readonly LabelledList[]): number => new Set(lists.map((l) => l.dbId)).size;
-  writeJudge(cfg.out, model, { ...report, databases: { train: dbs(train), validation: dbs(val) }, memoryPairs: cfg.memoryPairs, made: new Date().toISOString().slice(0, 10), command });
+  writeJudge(cfg.out, model, { ...report, databases: { train: dbs(train), validation: dbs(val) }, memoryPairs: cfg.memoryPairs, memoryVariants: JUDGE_MEMORY_VARIANTS, made: new Date().toISOString().slice(0, 10), command });
   return report;
 }

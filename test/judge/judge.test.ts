@@ -7,7 +7,7 @@ import { AgroError } from '../../src/errors.ts';
 import { FEATURE_DIM, listFeatures, sqlAtoms } from '../../src/judge/features.ts';
 import { groupProbabilities, JudgeModel } from '../../src/judge/model.ts';
 import { chooseGroup, evaluate, trainJudge } from '../../src/judge/train.ts';
-import { readJudge, writeJudge, type JudgeReport } from '../../src/judge/checkpoint.ts';
+import { judgeCard, readJudge, readJudgeReport, writeJudge, type JudgeReport } from '../../src/judge/checkpoint.ts';
 import { builtinJudgeDir, candidateJudge, loadJudge } from '../../src/judge/load.ts';
 import type { JudgeCandidate, LabelledList } from '../../src/judge/types.ts';
 import { Rng } from '../../src/util/rng.ts';
@@ -166,4 +166,10 @@ test('answer path: a query that leaves out a number or value the question names 
   } finally {
     await pool.close();
   }
+});
+
+test("the shipped judge's card is the one its config's report writes (what it was made from, its figures)", () => {
+  const dir = builtinJudgeDir();
+  assert.equal(readFileSync(join(dir, 'README.md'), 'utf8'), judgeCard(readJudgeReport(dir) as JudgeReport));
+  assert.match(readFileSync(join(dir, 'README.md'), 'utf8'), /without the check on variant databases/);
 });
