@@ -6,8 +6,9 @@
 //          The same race (without kills) on one JSON file rewritten per correction, as agro did before.
 //   scale  a memory of --pairs pairs: --corrections corrections stored one by one, each timed from the call to
 //          the answer path's index holding it (store, then the reader applies the store's changes), against
-//          rewriting the whole memory.json once; the store's size and this process's peak RSS.
-import { spawn } from 'node:child_process';
+//          rewriting the whole memory.json once; the store's size and this process's peak RSS; then the store read
+//          and indexed by a fresh process, three times: its time, CPU and peak RSS.
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -21,6 +22,7 @@ import type { MemoryEntry } from '../src/memory/entry.ts';
 
 const DB = 'data/databases/music_store/music_store.sqlite';
 const WORKER = new URL('./_memory_worker.ts', import.meta.url).pathname;
+const LOADER = new URL('./_memory_load.ts', import.meta.url).pathname;
 const quantile = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 
 async function race(mode: 'store' | 'json', path: string, procs: number, each: number, kill: number): Promise<{ acked: string[]; killed: number; seconds: number }> {
@@ -144,5 +146,10 @@ export async function run(args: string[]): Promise<void> {
   console.log(row(['store+use', quantile(ms, 0.5).toFixed(1), Math.max(...ms).toFixed(1)]));
   console.log(row(['store only', quantile(storeOnly, 0.5).toFixed(1), Math.max(...storeOnly).toFixed(1)]));
   console.log(row(['json rewrite', rewriteMs.toFixed(1), '(once, reference)']));
-  console.log(`store built in ${writeStoreMs.toFixed(0)} ms (${(statSync(bigPath).size / 2 ** 20).toFixed(1)} MiB; memory.json ${(statSync(jsonBig).size / 2 ** 20).toFixed(1)} MiB); read + indexed in ${loadMs.toFixed(0)} ms; peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`);
+  console.log(`store built in ${writeStoreMs.toFixed(0)} ms (${(statSync(bigPath).size / 2 ** 20).toFixed(1)} MiB; memory.json ${(statSync(jsonBig).size / 2 ** 20).toFixed(1)} MiB); read + indexed in ${loadMs.toFixed(0)} ms; peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB (this process: the race, the store's writing, the JSON)`);
+  // What a reader alone costs (#57: the 40k index under 200 MB and loaded in under 2 s): a fresh process reads it.
+  for (let i = 0; i < 3; i++) {
+    const r = JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', LOADER, bigPath], { encoding: 'utf8' }).trim().split('\n').pop()!) as { ms: number; cpuMs: number; baseRssMiB: number; peakRssMiB: number };
+    console.log(`a reader alone, run ${i + 1}: read + indexed in ${r.ms.toFixed(0)} ms (${r.cpuMs.toFixed(0)} CPU-ms), peak RSS ${r.peakRssMiB.toFixed(0)} MiB (${r.baseRssMiB.toFixed(0)} MiB before the store: node, tsx, agro's modules)`);
+  }
 }

@@ -4,7 +4,7 @@
  * removed) instead of building it again, so a correction is used at once also with a memory of 40k pairs.
  */
 import { memoryOrder, type MemoryEntry, type MemoryFile } from '../memory/entry.ts';
-import { Idf, type Vec } from './text.ts';
+import { cueWords, Idf } from './text.ts';
 
 export interface Recall {
   entry: MemoryEntry;
@@ -23,7 +23,8 @@ const REBUILD_MIN = 50;
 
 export class MemoryIndex {
   idf = new Idf();
-  private vecs: Array<{ entry: MemoryEntry; question: string; vec: Vec }> = [];
+  /** Per slot (one stored question), its pair and the question; its vector lives only in the postings. */
+  private slots: Array<{ entry: MemoryEntry; question: string }> = [];
   /** Per stem, the slots whose vector has it and its weight there: nearest() sums these instead of comparing whole vectors. */
   private postings = new Map<string, { ids: number[]; ws: number[] }>();
   /** Vector slots of pairs removed since the last build. */
@@ -39,23 +40,25 @@ export class MemoryIndex {
 
   private build(entries: readonly MemoryEntry[]): void {
     this.idf = new Idf();
-    this.vecs = [];
+    this.slots = [];
     this.postings = new Map();
     this.dead = new Set();
     this.slotsOf = new Map();
     this.entries = [...entries];
     this.sorted = false;
     this.drift = 0;
-    for (const e of entries) for (const q of e.questions) this.idf.add(q);
-    for (const e of entries) this.insert(e);
+    // Each question read once (cueWords) for both its IDF count and, once every count is in, its vector.
+    const read = entries.map((e) => e.questions.map(cueWords));
+    for (const qs of read) for (const w of qs) this.idf.addWords(w);
+    entries.forEach((e, i) => this.insert(e, read[i]));
   }
 
-  private insert(e: MemoryEntry): void {
+  private insert(e: MemoryEntry, read: readonly string[][] = e.questions.map(cueWords)): void {
     const slots: number[] = [];
-    for (const q of e.questions) {
-      const id = this.vecs.length;
-      const vec = this.idf.vector(q);
-      this.vecs.push({ entry: e, question: q, vec });
+    for (const [j, q] of e.questions.entries()) {
+      const id = this.slots.length;
+      const vec = this.idf.vectorOfWords(read[j]);
+      this.slots.push({ entry: e, question: q });
       slots.push(id);
       for (const [s, w] of vec) {
         const p = this.postings.get(s);
@@ -83,7 +86,7 @@ export class MemoryIndex {
     const gone = new Set(removed);
     const entries = this.entries.filter((e) => e.id === undefined || !gone.has(e.id));
     this.drift += added.length + removed.length;
-    if (this.drift > Math.max(REBUILD_MIN, REBUILD_SHARE * this.vecs.length)) {
+    if (this.drift > Math.max(REBUILD_MIN, REBUILD_SHARE * this.slots.length)) {
       this.build([...entries, ...added]);
       return;
     }
@@ -101,9 +104,9 @@ export class MemoryIndex {
     // The cosine of unit vectors summed term by term over the postings: a common stem ("of") lists most slots, and
     // comparing each of them whole cost ~100 ms at 40k pairs. Slots are visited in the order they are first reached,
     // as before, so an entry's ties keep the same closest question.
-    const dots = new Float64Array(this.vecs.length);
+    const dots = new Float64Array(this.slots.length);
     // Marked apart from the sums: a sum still 0 after a term (were a weight ever 0) would list its slot twice.
-    const seen = new Uint8Array(this.vecs.length);
+    const seen = new Uint8Array(this.slots.length);
     const reached: number[] = [];
     for (const [s, qw] of qv) {
       const p = this.postings.get(s);
@@ -120,7 +123,7 @@ export class MemoryIndex {
     const best = new Map<MemoryEntry, Recall>();
     for (const id of reached) {
       if (this.dead.has(id)) continue;
-      const v = this.vecs[id];
+      const v = this.slots[id];
       const score = dots[id];
       const cur = best.get(v.entry);
       if (!cur || score > cur.score) best.set(v.entry, { entry: v.entry, score, question: v.question });

@@ -64,9 +64,18 @@ const content = (t: string): boolean => !!t && !CUES.has(t) && !FRAME_WORDS.has(
  * is one word to the factory and often two to a person.
  */
 export function stems(text: string, known?: (stem: string) => boolean): string[] {
+  return stemsOfWords(cueWords(text), known);
+}
+
+/** A text's tokens with each cue phrase read as its one cue token: what stems() stems. */
+export function cueWords(text: string): string[] {
   let f = ` ${tokens(text).join(' ')} `;
   for (const [re, cue] of CUE_PHRASES) f = f.replace(re, cue);
-  const words = f.split(' ');
+  return f.split(' ');
+}
+
+/** stems() of a text already read by cueWords(): a text read twice (its IDF, then its vector) is read once. */
+export function stemsOfWords(words: readonly string[], known?: (stem: string) => boolean): string[] {
   const out: string[] = [];
   for (let i = 0; i < words.length; i++) {
     const t = words[i];
@@ -98,8 +107,13 @@ export class Idf {
   private docs = 0;
 
   add(text: string): void {
+    this.addWords(cueWords(text));
+  }
+
+  /** add() of a text read by cueWords(). */
+  addWords(words: readonly string[]): void {
     this.docs++;
-    for (const s of new Set(stems(text))) this.df.set(s, (this.df.get(s) ?? 0) + 1);
+    for (const s of new Set(stemsOfWords(words))) this.df.set(s, (this.df.get(s) ?? 0) + 1);
   }
 
   /** Smoothed IDF, capped; a stem no stored question has weighs most (it may be a value or a new word). */
@@ -109,8 +123,13 @@ export class Idf {
 
   /** The unit TF-IDF vector of a text (its compounds read as the stored phrasings write them). */
   vector(text: string): Vec {
+    return this.vectorOfWords(cueWords(text));
+  }
+
+  /** vector() of a text read by cueWords(). */
+  vectorOfWords(words: readonly string[]): Vec {
     const v: Vec = new Map();
-    for (const s of stems(text, (x) => this.df.has(x))) v.set(s, (v.get(s) ?? 0) + 1);
+    for (const s of stemsOfWords(words, (x) => this.df.has(x))) v.set(s, (v.get(s) ?? 0) + 1);
     let norm = 0;
     for (const [s, tf] of v) {
       const w = (1 + Math.log(tf)) * this.weight(s);

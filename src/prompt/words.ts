@@ -69,9 +69,19 @@ export function tokens(text: string): string[] {
  * stems apart ("pressurised" and "pressurized" both give "pressur").
  */
 export function stem(token: string): string {
-  const t = token.length >= 7 ? token.replace(/is(e|ed|es|ing|ation|ations|er|ers)$/, 'iz$1') : token;
-  return stemmer(t);
+  let s = STEMS.get(token);
+  if (s === undefined) {
+    const t = token.length >= 7 ? token.replace(/is(e|ed|es|ing|ation|ations|er|ers)$/, 'iz$1') : token;
+    s = stemmer(t);
+    // A vocabulary is small beside the texts read (a 40k-pair memory's 80k questions share a few thousand words):
+    // stemming was a third of indexing one. Bounded, so an endless stream of new words cannot grow it without end.
+    if (STEMS.size >= STEM_CACHE_MAX) STEMS.clear();
+    STEMS.set(token, s);
+  }
+  return s;
 }
+const STEMS = new Map<string, string>();
+const STEM_CACHE_MAX = 100_000;
 
 /**
  * English function words and question frames that carry no table, column or value: never a match on their own
