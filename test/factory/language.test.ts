@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { comparative, gradableOf, superlative } from '../../src/factory/language/adjectives.ts';
+import { birthGradable, comparative, gradableOf, superlative } from '../../src/factory/language/adjectives.ts';
 import { buildLexicon, spokenColumn, spokenForms, withData } from '../../src/factory/language/names.ts';
 import { makeParseEnv, parseQuestion } from '../../src/factory/language/general-parse.ts';
 import { realizeQuestion } from '../../src/factory/language/realize.ts';
@@ -113,6 +113,54 @@ test('each people form parses back to its query: frames, an adjective comparison
   assert.match(all, /^(Find|Return|Give me) the number of /m, all);
   assert.match(all, /^How high is the reactor named 'Unit 3'\?$/m, all);
   assert.match(all, /^How high is the reactor with country /m, all);
+});
+
+test('a birth date ranks by age: "the oldest" is the earliest birth, said and read back, never "older than" a number nor "how young"', () => {
+  assert.equal(birthGradable('people', 'birth_date', 'birth date')?.less, 'old');
+  assert.equal(birthGradable('singer', 'Birth_Year', 'birth year')?.more, 'young');
+  assert.ok(birthGradable('people', 'dob', 'dob'));
+  assert.equal(birthGradable('people', 'birth_place', 'birth place'), null, 'a place of birth ranks nothing');
+  assert.equal(birthGradable('orders', 'order_date', 'order date'), null);
+  const dir = tmpDir();
+  const path = join(dir, 'staff.sqlite');
+  const db = new Database(path);
+  db.exec('CREATE TABLE employees (id INTEGER PRIMARY KEY, first_name TEXT, birth_date TEXT, birth_year INTEGER, city TEXT)');
+  const ins = db.prepare('INSERT INTO employees VALUES (?, ?, ?, ?, ?)');
+  for (let i = 1; i <= 30; i++) ins.run(i, `Name${i}`, `19${50 + i}-0${1 + (i % 9)}-1${i % 10}`, 1950 + i, ['Lyon', 'Graz'][i % 2]);
+  db.close();
+  const schema = introspectSchema(path);
+  const lex = withData(buildLexicon(schema), new Map([['employees\u0000city', ['Lyon', 'Graz']]]), ['employees\u0000birth_date']);
+  // Two birth columns in one table say the same adjective: neither is ranked by it (which one would "oldest" mean?).
+  assert.equal(lex.gradable.get('employees\u0000birth_date'), undefined);
+  const one = introspectSchema(path);
+  one.tables[0].columns = one.tables[0].columns.filter((c) => c.name !== 'birth_year');
+  const lex1 = withData(buildLexicon(one), new Map([['employees\u0000city', ['Lyon', 'Graz']]]), ['employees\u0000birth_date']);
+  const env = makeParseEnv(one, buildSchemaGraph(one), lex1);
+  const c = (n: string) => col('T1', 'employees', n);
+  const said = new Set<string>();
+  for (const dir2 of ['ASC', 'DESC'] as const) {
+    const top = emptySelect('employees');
+    top.columns = [c('first_name')];
+    top.where = [{ kind: 'null', expr: c('birth_date'), negated: true }];
+    top.orderBy = [{ expr: c('birth_date'), dir: dir2 }, { expr: c('id'), dir: 'ASC' }];
+    top.limit = 1;
+    const cmp = emptySelect('employees');
+    cmp.columns = [{ kind: 'agg', fn: 'COUNT', arg: { kind: 'star' }, distinct: false }];
+    cmp.where = [{ kind: 'cmp', left: c('birth_date'), op: '>', right: lit('1970-01-01') }];
+    for (const q of [top, cmp]) {
+      for (const style of QUESTION_STYLES) {
+        for (let v = 0; v < 6; v++) {
+          const text = realizeQuestion(q, style, v, lex1, true, true);
+          said.add(text);
+          assert.equal(canon(parseQuestion(text, env) as SelectAst), canon(q), text);
+        }
+      }
+    }
+  }
+  const all = [...said].join('\n');
+  assert.match(all, /the oldest employee\b/, all);
+  assert.match(all, /the youngest employee\b/, all);
+  assert.doesNotMatch(all, /older than|younger than|How (old|young) is/, all);
 });
 
 /** The people forms of every kept pair of a factory run, in every style and variant, parse back to the same answers on the original and every variant database. */

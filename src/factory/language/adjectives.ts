@@ -15,6 +15,23 @@ export interface Gradable {
   less: string;
   /** The unit the column counts in, said after a number ("milliseconds"), or null. */
   unit: string | null;
+  /**
+   * Said only of a ranking ("the oldest employee"), never of a comparison with a number or as "how <more> is":
+   * a birth date is not an age, so "older than 1950" and "how young is" would misname it.
+   */
+  rankOnly?: boolean;
+}
+
+/**
+ * A birth date or year ranks people by age, the other way round: the latest birth is the youngest person. People
+ * say "the oldest employee", not "the employee with the earliest birth date". Read from the column's own words: a
+ * birth and a date, day or year ("birth date", "date of birth", "birth year", "birthday", "dob").
+ */
+export function birthGradable(table: string, column: string, ownWords: string): Gradable | null {
+  const w = ` ${ownWords.toLowerCase()} `;
+  const birth = / (birth|born|birthday|birthdate|dob) /.test(w) || /birth/.test(column.toLowerCase());
+  const when = / (date|day|year|birthday|birthdate|dob|born) /.test(w) || /(date|day|year|dob)$/i.test(column);
+  return birth && when ? { table, column, more: 'young', less: 'old', unit: null, rankOnly: true } : null;
 }
 
 /**

@@ -153,7 +153,7 @@ class Cursor {
     const save = this.i;
     if (!this.eat('are ')) return null;
     for (const x of this.env.gradables) {
-      if (x.g.table !== base || !this.eat(`${x.comparative} than `)) continue;
+      if (x.g.table !== base || x.g.rankOnly || !this.eat(`${x.comparative} than `)) continue;
       const v = this.value();
       if (typeof v !== 'number') throw new IntentParseError('a comparison with text');
       if (x.g.unit) this.eat(` ${x.g.unit}`);
@@ -377,7 +377,7 @@ const PARSERS: ReadonlyArray<[RegExp, IntentParser]> = [
     // "How long is the track named 'X'?" / "How expensive is the track with composer 'X'?"
     const save = c.i;
     for (const x of c.env.gradables) {
-      if (x.dir !== 'DESC' || !c.eat(`${x.g.more} is the `)) continue;
+      if (x.dir !== 'DESC' || x.g.rankOnly || !c.eat(`${x.g.more} is the `)) continue;
       let t: string | null = null;
       try {
         t = c.singularTable();

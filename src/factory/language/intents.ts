@@ -219,7 +219,7 @@ function natClause(q: SelectAst, say: Say, lex: Lexicon, people = false): { text
 export function comparison(c: Cond, base: string, lex: Lexicon): string | null {
   if (c.kind !== 'cmp' || c.left.kind !== 'col' || c.left.table !== base || (c.op !== '>' && c.op !== '<') || c.right.kind !== 'lit' || typeof c.right.value !== 'number') return null;
   const g = lex.gradable.get(colKey(c.left.table, c.left.column));
-  return g ? `${comparative(c.op === '>' ? g.more : g.less)} than ${c.right.value}${g.unit ? ` ${g.unit}` : ''}` : null;
+  return g && !g.rankOnly ? `${comparative(c.op === '>' ? g.more : g.less)} than ${c.right.value}${g.unit ? ` ${g.unit}` : ''}` : null;
 }
 
 /** The superlative a ranking by c says, where c is gradable: "most expensive" (DESC), "shortest" (ASC). */
@@ -422,7 +422,7 @@ function realizeSelectIntent(q: SelectAst, lex: Lexicon, style: QuestionStyle, v
   if (people && !grouped && !ranked && !q.distinct && !q.joins.length && q.columns.length === 1 && plainCol(q.columns[0]) && q.where.length === 1) {
     const g = lex.gradable.get(colKey(q.from.table, q.columns[0].column));
     const w = q.where[0];
-    if (g && q.columns[0].table === q.from.table && w.kind === 'cmp' && w.op === '=' && w.left.kind === 'col' && w.left.table === q.from.table && w.right.kind === 'lit' && typeof w.right.value === 'string') {
+    if (g && !g.rankOnly && q.columns[0].table === q.from.table && w.kind === 'cmp' && w.op === '=' && w.left.kind === 'col' && w.left.table === q.from.table && w.right.kind === 'lit' && typeof w.right.value === 'string') {
       const T = tableNoun(lex, q.from.table, variant, false, people);
       const role = NAMING_ROLES.find((r) => intentEnv(lex).naming.get(`${q.from.table}\u0000${r}`) === (w.left as ColRef).column);
       if (role && variant % 2 === 0) return `How ${g.more} is the ${T} ${role} ${quote(w.right.value)}?`;

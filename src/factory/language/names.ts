@@ -6,7 +6,7 @@ import pluralize from 'pluralize';
 import type { DbDocs } from '../../prompt/docs-types.ts';
 import type { DbSchema } from '../../sql/types.ts';
 import { words } from '../../prompt/words.ts';
-import { gradableOf, type Gradable } from './adjectives.ts';
+import { birthGradable, gradableOf, type Gradable } from './adjectives.ts';
 import { COMPOUNDS, SYNONYMS } from './wordnet-lexicon.ts';
 import { otherNames } from './morphology.ts';
 
@@ -233,12 +233,14 @@ export function nameLike(description: string | undefined): string | undefined {
   return d && /^\p{L}[\p{L} ]*$/u.test(d) && d.split(' ').length <= 4 ? d : undefined;
 }
 
-/** Numeric columns said with an adjective (adjectives.ts), where the adjective names one column of its table. */
+/** Numeric columns said with an adjective (adjectives.ts), and birth dates by age, where the adjective names one column of its table. */
 function gradables(schema: DbSchema): Map<string, Gradable> {
   const out = new Map<string, Gradable>();
   for (const t of schema.tables) {
     const keys = new Set([...t.primaryKey, ...t.foreignKeys.flatMap((f) => f.fromColumns)]);
-    const found = t.columns.filter((c) => c.affinity !== 'TEXT' && !keys.has(c.name)).flatMap((c) => gradableOf(t.name, c.name, ownWords(t.name, c.name)) ?? []);
+    const found = t.columns
+      .filter((c) => !keys.has(c.name))
+      .flatMap((c) => birthGradable(t.name, c.name, ownWords(t.name, c.name)) ?? (c.affinity !== 'TEXT' ? gradableOf(t.name, c.name, ownWords(t.name, c.name)) : null) ?? []);
     for (const g of found) if (found.filter((o) => o.more === g.more || o.less === g.less).length === 1) out.set(colKey(t.name, g.column), g);
   }
   return out;
