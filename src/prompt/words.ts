@@ -63,6 +63,10 @@ export function tokens(text: string): string[] {
   return f ? f.split(' ') : [];
 }
 
+/** stem()'s memo: a vocabulary is small beside the texts read (a 40k-pair memory's 80k questions share a few thousand words). */
+const STEMS = new Map<string, string>();
+const STEM_CACHE_MAX = 100_000;
+
 /**
  * Porter stem of a folded token (the `stemmer` package: Porter 1980, small, no dependencies; `natural` has the
  * same algorithm in a far larger package). British -ise spellings are read as -ize first, which Porter alone
@@ -73,15 +77,12 @@ export function stem(token: string): string {
   if (s === undefined) {
     const t = token.length >= 7 ? token.replace(/is(e|ed|es|ing|ation|ations|er|ers)$/, 'iz$1') : token;
     s = stemmer(t);
-    // A vocabulary is small beside the texts read (a 40k-pair memory's 80k questions share a few thousand words):
-    // stemming was a third of indexing one. Bounded, so an endless stream of new words cannot grow it without end.
+    // Bounded, so an endless stream of new words cannot grow it without end.
     if (STEMS.size >= STEM_CACHE_MAX) STEMS.clear();
     STEMS.set(token, s);
   }
   return s;
 }
-const STEMS = new Map<string, string>();
-const STEM_CACHE_MAX = 100_000;
 
 /**
  * English function words and question frames that carry no table, column or value: never a match on their own
