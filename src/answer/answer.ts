@@ -13,7 +13,7 @@ import { resultSignature } from '../memory/entry.ts';
 import type { MemoryIndex } from './memory.ts';
 import { confidenceOf, isDegenerate, JUDGE_LOW_CONFIDENCE, LOW_CONFIDENCE, literalFeatures, negates, score, RANK_WEIGHTS, type CandidateSource, type Features, type RankWeights } from './rank.ts';
 import type { Reader } from './reading.ts';
-import type { QuestionSynth } from './synth.ts';
+import { intentWeights, type QuestionSynth } from './synth.ts';
 import { asksNegation, cosine, covered, Idf } from './text.ts';
 import { countsAnotherThing } from './intent.ts';
 import { returnsAnotherThing, type ReturnedNames } from './returned.ts';
@@ -33,6 +33,8 @@ export const answerConfigSchema = z.strictObject({
   flips: z.number().int().min(0).max(50).default(5),
   /** Queries drawn by question-time synthesis over the tables the question is about (0: none). */
   synth: z.number().int().min(0).max(500).default(SYNTH_DRAFTS),
+  /** Draw them more often from the templates the question's words ask for (synth.ts intentWeights). */
+  steer: z.boolean().default(true),
   /** Per candidate query. */
   execTimeoutMs: z.number().int().positive().default(5000),
   /** Rows kept per candidate result (a candidate cut there still answers; its signature is of what was kept). */
@@ -184,7 +186,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   if (res.synth && cfg.synth > 0) {
     // A drafted query's literals come from a random row: only its edits to the question's values, and the drafts
     // with no literal at all, are candidates.
-    for (const sql of await res.synth(question, cfg.synth)) {
+    for (const sql of await res.synth(question, cfg.synth, cfg.steer ? intentWeights(question) : {})) {
       if (!hasLiterals(sql)) add(sql, 'synth', []);
       edited(sql, []);
       moved(sql);

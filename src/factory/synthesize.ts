@@ -536,7 +536,7 @@ const TEMPLATES: Record<string, Builder> = {
 export const TEMPLATE_NAMES = Object.keys(TEMPLATES);
 
 /** Relative frequency of each template, following the shapes of human questions on Spider's train databases. */
-const WEIGHTS: Record<string, number> = {
+export const TEMPLATE_WEIGHTS: Readonly<Record<string, number>> = {
   projection: 12,
   count: 4,
   aggregate: 4,
@@ -711,7 +711,7 @@ interface Draft {
 export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, weights: Record<string, number> = {}, shapes?: Readonly<Record<string, number>>): Promise<SynthPair[]> {
   const unknown = Object.keys(weights).filter((t) => !TEMPLATES[t]);
   if (unknown.length) throw new AgroError('usage', `unknown synthesis template ${unknown.join(', ')} (have: ${TEMPLATE_NAMES.join(', ')})`);
-  const w = { ...WEIGHTS, ...weights };
+  const w = { ...TEMPLATE_WEIGHTS, ...weights };
   const names = TEMPLATE_NAMES.filter((t) => w[t] > 0);
   if (!names.length) throw new AgroError('usage', 'every synthesis template has weight 0');
   env = { ...env, rowCache: new Map(), rowSeed: ctx.rng.int(2 ** 32) };
@@ -773,7 +773,10 @@ export async function synthesize(ctx: StageContext, env: SynthEnv, n: number, we
     const launched = Array.from({ length: k }, () => draft(drawTemplate(ctx.rng, names, w), ctx.rng.int(2 ** 32)));
     for (const d of launched) {
       i++;
+      // Drafts of a window past the n-th still run (their probes query the executor): settled here, so none
+      // outlives the call nor rejects unheard once its executor is closed (question-time synthesis closes early).
       if (out.length < n) await admit(await d, () => true, false);
+      else await d.then(() => {}, () => {});
     }
   }
   if (shapes) {

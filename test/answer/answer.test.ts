@@ -18,7 +18,8 @@ import { tokenize } from '../../src/sql/lexer.ts';
 import { answerQuestion } from '../../src/answer/answer.ts';
 import { confidenceOf, literalFeatures } from '../../src/answer/rank.ts';
 import { databaseLanguageOf, makeReader } from '../../src/answer/reading.ts';
-import { makeQuestionSynth } from '../../src/answer/synth.ts';
+import { intentWeights, makeQuestionSynth } from '../../src/answer/synth.ts';
+import { TEMPLATE_WEIGHTS } from '../../src/factory/synthesize.ts';
 import type { SqlExecutor } from '../../src/sql/types.ts';
 
 const DB = 'data/databases/music_store/music_store.sqlite';
@@ -190,6 +191,27 @@ test('answer: a candidate that runs away is cut by the timeout and the others st
   const b = await answerQuestion('anything', many, { executor: slow, dbPath: DB }, { execTimeoutMs: 100, budgetMs: 300 });
   assert.ok(Date.now() - t1 < 1500, 'the budget stops starting candidates');
   assert.ok(calls < 10 && b.tried === calls, `ran ${calls} of 50 within the budget`);
+});
+
+test("question-time synthesis is steered by the question's words: a superlative draws more ranked rows, an average more aggregates", async () => {
+  assert.deepEqual(intentWeights('List the names of all genres.'), {}, 'no cue: the factory\'s own mix');
+  const top = intentWeights('Which is the longest track?');
+  assert.ok(top.topK > TEMPLATE_WEIGHTS.topK && top.groupTop > TEMPLATE_WEIGHTS.groupTop && top.projection === undefined);
+  assert.ok(intentWeights('What is the average price of a track?').aggregate > TEMPLATE_WEIGHTS.aggregate);
+  const pool = new SqlPool({ size: 1 });
+  try {
+    const schema = introspectSchema(DB);
+    const index = buildValueIndex(DB);
+    const lang = await databaseLanguageOf(schema, pool);
+    const synth = makeQuestionSynth(schema, pool, DB, lang.graph, lang.profiles, index);
+    const q = 'Which track is the longest?';
+    const ranked = (xs: string[]) => xs.filter((s) => /ORDER BY/i.test(s) && /LIMIT/i.test(s)).length;
+    const plain = await synth(q, 40);
+    const steered = await synth(q, 40, intentWeights(q));
+    assert.ok(ranked(steered) > ranked(plain), `ranked drafts: ${ranked(plain)} of ${plain.length} plain, ${ranked(steered)} of ${steered.length} steered`);
+  } finally {
+    await pool.close();
+  }
 });
 
 test('question-time synthesis: queries drawn over the tables the question is about, deterministic for a question; its drafts edited to the question', async () => {
