@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agro, assertOneLine, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
 import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
+import { agroBatch } from '../support/cli-batch.ts';
 
 const tmp = tempDir();
 after(() => tmp.cleanup());
@@ -25,8 +26,9 @@ test('a numeric flag given a word is one line in the words of every numeric flag
     [['eval', '--data', DEV, '--gold', '--workers', 'abc'], /^agro: eval: --workers must be an integer from 1 to 64, got "abc"\n$/],
     [['synth-search', '--db', MUSIC, '--out', join(tmp.dir, 'ss'), '--n', '1.5'], /^agro: synth-search: --n must be an integer from 1 to \d+, got "1.5"\n$/],
   ];
-  for (const [args, re] of cases) {
-    const r = agro(args);
+  const runs = agroBatch(cases.map(([args]) => args));
+  for (const [i, [, re]] of cases.entries()) {
+    const r = runs[i];
     assertOneLine(r, 2, re);
     assert.doesNotMatch(r.stderr, /Invalid input|expected number|NaN/);
   }
