@@ -69,7 +69,7 @@ test('synth, sft and train print the next command; train warns when no step saw 
   assert.ok(s.stdout.includes(`next: agro sft --data ${data} --init base --out ${data}-sft\nsee it: agro dashboard ${join(tmp.dir, 'runs')}\n`), s.stdout);
   // sft from a run folder (its newest checkpoint), as train --init and ask --policy take it.
   const sftOut = join(tmp.dir, 'runs', 'music-sft');
-  const f = agro(['sft', '--data', data, '--init', join(tmp.dir, 'run'), '--out', sftOut, '--steps', '1', '--backend', 'cpu']);
+  const f = agro(['sft', '--data', data, '--init', join(tmp.dir, 'run'), '--out', sftOut, '--steps', '1', '--backend', 'wasm']);
   assert.equal(f.status, 0, f.stderr);
   assert.ok(f.stdout.includes(`next: agro train --data ${data} --init ${sftOut} --out ${sftOut}-grpo`), f.stdout);
   const out = join(tmp.dir, 'runs', 'music-grpo');
