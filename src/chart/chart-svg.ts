@@ -4,8 +4,7 @@
  * with this one function, so a chart looks the same everywhere. The choice of chart is chart.ts's.
  * Why Vega-Lite: docs/dashboard.md#answers-as-charts.
  */
-import { parse, View } from 'vega';
-import { compile, type TopLevelSpec } from 'vega-lite';
+import type { TopLevelSpec } from 'vega-lite';
 import { chartFor, type ChartCell, type ChartChoice, type ChartInput } from './chart.ts';
 
 export interface RenderedChart {
@@ -48,8 +47,13 @@ export function chartSpec(choice: ChartChoice, result: ChartInput): TopLevelSpec
   return { ...base, width: WIDTH, height: HEIGHT, data, mark, encoding: { x, y } } as TopLevelSpec;
 }
 
-/** SVG of a Vega-Lite spec (Vega's renderer 'none': the scenegraph is built without a DOM, then serialized). */
+/**
+ * SVG of a Vega-Lite spec (Vega's renderer 'none': the scenegraph is built without a DOM, then serialized).
+ * Vega and Vega-Lite are imported on the first chart drawn: together they take a second or more to load, which
+ * every `agro ask`, `serve` and `dashboard` start would pay for otherwise.
+ */
 export async function specToSvg(spec: TopLevelSpec): Promise<string> {
+  const [{ parse, View }, { compile }] = await Promise.all([import('vega'), import('vega-lite')]);
   const view = new View(parse(compile(spec).spec), { renderer: 'none' });
   try {
     return await view.toSVG();

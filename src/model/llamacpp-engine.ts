@@ -12,7 +12,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel as NativeModel, Token } from 'node-llama-cpp';
 import { AgroError } from '../errors.ts';
 import { checkSequences, type Sample, type SampleOptions } from './generate.ts';
@@ -24,9 +23,12 @@ import { checkSampleRequest, logSoftmaxAt, RowSampler, type CheckedSampleOptions
 
 let llamaPromise: Promise<Llama> | null = null;
 
-/** The native addon, loaded once; never builds or downloads anything. */
+/**
+ * The native addon, loaded once; never builds or downloads anything. node-llama-cpp is imported here, not at
+ * the top: it takes over a second to load, and most commands that reach this module never run a GGUF.
+ */
 export function nativeLlama(): Promise<Llama> {
-  llamaPromise ??= getLlama({ gpu: false, build: 'never', skipDownload: true, progressLogs: false, logLevel: LlamaLogLevel.error }).catch((err: unknown) => {
+  llamaPromise ??= import('node-llama-cpp').then(({ getLlama, LlamaLogLevel }) => getLlama({ gpu: false, build: 'never', skipDownload: true, progressLogs: false, logLevel: LlamaLogLevel.error })).catch((err: unknown) => {
     llamaPromise = null;
     throw new AgroError('internal', `llama.cpp: the node-llama-cpp prebuilt CPU binary did not load: ${err instanceof Error ? err.message : String(err)}`);
   });

@@ -7,11 +7,23 @@
  * EXCEPT in this dialect, NULLS LAST, ...): set operations are split at top level and parsed part
  * by part; anything still unparsed falls back to a token-level analysis, flagged `parsed: false`.
  */
-import pkg from 'node-sql-parser';
+import { createRequire } from 'node:module';
+import type { Parser as SqlParser } from 'node-sql-parser';
 import { quoteIdent, quoteString, SQL_KEYWORDS as KEYWORDS, tokenize } from './lexer.ts';
 
-const { Parser } = pkg;
-const parser = new Parser();
+/**
+ * The parser, made on the first query parsed: node-sql-parser takes about a second to load, and many commands
+ * import this module (through the factory, the judge, the data splits) without parsing anything (a usage error,
+ * `--help`, `agro memory list`). It is CommonJS, so a require() loads it synchronously where it is first needed.
+ */
+let parserInstance: SqlParser | undefined;
+function sqlParser(): SqlParser {
+  if (!parserInstance) {
+    const { Parser } = createRequire(import.meta.url)('node-sql-parser') as typeof import('node-sql-parser');
+    parserInstance = new Parser();
+  }
+  return parserInstance;
+}
 
 /** Keywords that are also functions when a parenthesis follows: `replace(x, 'a', 'b')`, `cast(x AS int)`. */
 const FUNCTION_KEYWORDS = new Set(['cast', 'replace']);
@@ -125,7 +137,7 @@ function parseSelect(sql: string): Node | null {
   const text = sql.trim().replace(/;\s*$/, '');
   const tryOne = (s: string): Node | null => {
     try {
-      const ast = parser.astify(s, { database: 'sqlite' });
+      const ast = sqlParser().astify(s, { database: 'sqlite' });
       const one = Array.isArray(ast) ? (ast.length === 1 ? ast[0] : null) : ast;
       return isNode(one) && one.type === 'select' ? (one as unknown as Node) : null;
     } catch {

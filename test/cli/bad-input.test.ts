@@ -1,5 +1,6 @@
-// Issue #35, the CLI's bad input: each case runs the real CLI (`node bin/agro.js ...`) and holds the
-// contract of test/adversarial/support.ts (one `agro:` line, the documented exit code).
+// Issue #35, the CLI's bad input: each case runs the real CLI (`node bin/agro.js ...`, or its main() with the
+// cases of a table in one process: test/support/cli-batch.ts) and holds the contract of test/adversarial/support.ts
+// (one `agro:` line, the documented exit code).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -8,6 +9,7 @@ import { join } from 'node:path';
 import { agro, assertOneLine, DB_ROOT, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
 import Database from 'better-sqlite3';
 import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
+import { agroBatch } from '../support/cli-batch.ts';
 
 const tmp = tempDir();
 after(() => tmp.cleanup());
@@ -27,14 +29,14 @@ test('a device, a FIFO or a directory as a dataset is refused at once (exit 4) b
   const out = join(tmp.dir, 'out');
   for (const input of ['/dev/zero', fifo]) {
     // Before: /dev/zero was read until memory ran out; a FIFO without a writer hung.
-    const runs = [
-      agro(['sft', '--data', input, '--out', out], { timeoutMs: 20_000 }),
-      agro(['eval', '--gold', '--data', input], { timeoutMs: 20_000 }),
-      agro(['export', '--format', 'trl', '--data', input, '--db-root', DB_ROOT, '--out', out], { timeoutMs: 20_000 }),
-      agro(['train', '--data', input, '--out', out, '--init', join(tmp.dir, 'no-checkpoint')], { timeoutMs: 20_000 }),
-      agro(['train', '--data', DEV, '--out', out, '--config', input], { timeoutMs: 20_000 }),
-      agro(['predict', '--policy', ck, '--data', input, '--out', out], { timeoutMs: 20_000 }),
-    ];
+    const runs = agroBatch([
+      ['sft', '--data', input, '--out', out],
+      ['eval', '--gold', '--data', input],
+      ['export', '--format', 'trl', '--data', input, '--db-root', DB_ROOT, '--out', out],
+      ['train', '--data', input, '--out', out, '--init', join(tmp.dir, 'no-checkpoint')],
+      ['train', '--data', DEV, '--out', out, '--config', input],
+      ['predict', '--policy', ck, '--data', input, '--out', out],
+    ], { timeoutMs: 60_000 });
     for (const r of runs) assertOneLine(r, 4, /path is not a regular file \(a device, FIFO or socket\)/);
   }
   assertOneLine(agro(['eval', '--gold', '--data', tmp.dir]), 4, /data path is a directory, not a file/);
@@ -45,10 +47,11 @@ test('a memory file that is no store or memory.json, a device, a FIFO or a direc
   execFileSync('mkfifo', [fifo]);
   const notJson = join(tmp.dir, 'memory.yaml');
   writeFileSync(notJson, 'kind: agro-memory\nentries:\n  - oops\n');
-  assertOneLine(agro(['memory', 'show', '--memory', notJson]), 4, /memory store .*memory\.yaml is neither a memory store nor a memory file agro wrote/);
+  const [yaml, zero, pipe, dir] = agroBatch([notJson, '/dev/zero', fifo, tmp.dir].map((m) => ['memory', 'show', '--memory', m]), { timeoutMs: 60_000 });
+  assertOneLine(yaml, 4, /memory store .*memory\.yaml is neither a memory store nor a memory file agro wrote/);
   // Before: /dev/zero was read until memory ran out; a FIFO without a writer hung.
-  for (const input of ['/dev/zero', fifo]) assertOneLine(agro(['memory', 'show', '--memory', input], { timeoutMs: 20_000 }), 4, /memory store .* is not a regular file \(a device, FIFO or socket\)/);
-  assertOneLine(agro(['memory', 'show', '--memory', tmp.dir]), 4, /memory store .* is a directory, not a file/);
+  for (const r of [zero, pipe]) assertOneLine(r, 4, /memory store .* is not a regular file \(a device, FIFO or socket\)/);
+  assertOneLine(dir, 4, /memory store .* is a directory, not a file/);
 });
 
 test('an input file past MAX_INPUT_BYTES is refused (exit 4), the bound named, not read to its end', () => {
@@ -65,11 +68,11 @@ test('a device or a FIFO as --docs is refused at once (exit 4) by synth, quickst
   execFileSync('mkfifo', [fifo]);
   for (const input of ['/dev/zero', fifo]) {
     // Before: /dev/zero was read until memory ran out (1.6 GB after 20 s); a FIFO without a writer hung.
-    const runs = [
-      agro(['synth', '--db', MUSIC, '--docs', input, '--out', join(tmp.dir, 'docs-synth')], { timeoutMs: 20_000 }),
-      agro(['quickstart', '--db', MUSIC, '--docs', input, '--out', join(tmp.dir, 'docs-qs')], { timeoutMs: 20_000 }),
-      agro(['ask', 'How many artists?', '--policy', ck, '--db', MUSIC, '--docs', input, '--max-turns', '1'], { timeoutMs: 20_000 }),
-    ];
+    const runs = agroBatch([
+      ['synth', '--db', MUSIC, '--docs', input, '--out', join(tmp.dir, 'docs-synth')],
+      ['quickstart', '--db', MUSIC, '--docs', input, '--out', join(tmp.dir, 'docs-qs')],
+      ['ask', 'How many artists?', '--policy', ck, '--db', MUSIC, '--docs', input, '--max-turns', '1'],
+    ], { timeoutMs: 60_000 });
     for (const r of runs) assertOneLine(r, 4, /documentation path is not a regular file \(a device, FIFO or socket\)/);
   }
 });
@@ -133,10 +136,16 @@ test('an unreadable (truncated) database is exit 4 wherever the CLI opens one: a
   writeFileSync(join(root, 'music_store', 'music_store.sqlite'), readFileSync(truncated));
   const data = join(tmp.dir, 'music.json');
   writeFileSync(data, JSON.stringify([{ db_id: 'music_store', question: 'q', SQL: 'SELECT 1' }]));
-  assertOneLine(agro(['eval', '--gold', '--data', data, '--db-root', root]), 4, /not a readable SQLite database/);
-  assertOneLine(agro(['predict', '--policy', ck, '--data', data, '--db-root', root, '--out', join(tmp.dir, 'pred')]), 4, /not a readable SQLite database/);
-  assertOneLine(agro(['schema', '--db', truncated]), 4, /not a readable SQLite database/);
-  assertOneLine(agro(['sql', '--db', truncated, 'SELECT 1']), 4, /malformed/);
+  const [ev, pred, schema, sql] = agroBatch([
+    ['eval', '--gold', '--data', data, '--db-root', root],
+    ['predict', '--policy', ck, '--data', data, '--db-root', root, '--out', join(tmp.dir, 'pred')],
+    ['schema', '--db', truncated],
+    ['sql', '--db', truncated, 'SELECT 1'],
+  ]);
+  assertOneLine(ev, 4, /not a readable SQLite database/);
+  assertOneLine(pred, 4, /not a readable SQLite database/);
+  assertOneLine(schema, 4, /not a readable SQLite database/);
+  assertOneLine(sql, 4, /malformed/);
 });
 
 test('schema --db <0-byte file> is exit 4 (a database without tables is invalid input), not empty output', () => {

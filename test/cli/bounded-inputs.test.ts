@@ -18,6 +18,7 @@ import { MAX_SQL_CHARS } from '../../src/sql/guard.ts';
 import { agro as agroRun, BIN, DB_ROOT, MUSIC, ROOT, tempDir } from '../adversarial/support.ts';
 import { MAX_QUESTION_CHARS, schemaFingerprint } from '../../src/memory/entry.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
+import { agroBatchAsync } from '../support/cli-batch.ts';
 
 const OTHER = join(DB_ROOT, 'retail', 'retail.sqlite');
 const introspectSchemaFingerprint = (db: string): string => schemaFingerprint(introspectSchema(db));
@@ -152,13 +153,19 @@ async function pool<T, R>(items: readonly T[], width: number, fn: (x: T, i: numb
 }
 
 test('each bad input on ask, ask --correct and agro memory is one agro: line, its exit code, and nothing written', { timeout: 240_000 }, async () => {
-  const runs = await pool(CASES, Math.max(2, availableParallelism()), async (c, i) => {
+  const made = CASES.map((c, i) => {
     const dir = join(tmp.dir, `case-${i}`);
     const memory = make(dir, c.input);
-    const args = c.args(memory, dir);
-    const before = snapshot(dir);
-    const r = await agro(args, c.lastArg ? { lastArg: c.lastArg } : {});
-    return { c, r, changed: JSON.stringify(snapshot(dir)) === JSON.stringify(before) ? undefined : { before, after: snapshot(dir) } };
+    return { c, dir, args: c.args(memory, dir), before: snapshot(dir) };
+  });
+  // Argv bytes that are not UTF-8 need a process of their own (the shell passes them); the others run through
+  // main() in one process (test/support/cli-batch.ts).
+  const own = made.filter((m) => m.c.lastArg);
+  const batched = made.filter((m) => !m.c.lastArg);
+  const [ownRuns, batchRuns] = await Promise.all([pool(own, Math.max(2, availableParallelism()), (m) => agro(m.args, { lastArg: m.c.lastArg })), agroBatchAsync(batched.map((m) => m.args), { timeoutMs: 180_000 })]);
+  const runs = [...own.map((m, i) => ({ m, r: ownRuns[i] })), ...batched.map((m, i) => ({ m, r: batchRuns[i] }))].map(({ m, r }) => {
+    const changed = JSON.stringify(snapshot(m.dir)) === JSON.stringify(m.before) ? undefined : { before: m.before, after: snapshot(m.dir) };
+    return { c: m.c, r, changed };
   });
   const wrong: string[] = [];
   for (const { c, r, changed } of runs) {

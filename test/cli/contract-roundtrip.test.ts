@@ -26,7 +26,7 @@ writeFileSync(rows, [
 
 test('agro sft and then agro train: each checkpoint carries the whole contract and predict resolves the same prompt and tokens per turn', { timeout: 300_000 }, async () => {
   const sft = join(dir, 'sft');
-  const s = agro('sft', '--data', rows, '--out', sft, '--preset', 'tiny', '--vocab-size', '400', '--steps', '1', '--batch-size', '4', '--schema-chars', '300', '--max-turns', '3', '--backend', 'cpu', '--json');
+  const s = agro('sft', '--data', rows, '--out', sft, '--preset', 'tiny', '--vocab-size', '400', '--steps', '1', '--batch-size', '4', '--schema-chars', '300', '--max-turns', '3', '--backend', 'wasm', '--json');
   assert.equal(s.status, 0, s.stderr);
   const sftCk = (JSON.parse(s.stdout) as { checkpoint: string }).checkpoint;
   const written = writtenResolution(sftCk);
@@ -41,7 +41,7 @@ test('agro sft and then agro train: each checkpoint carries the whole contract a
   const cfg = join(dir, 'train.json');
   writeFileSync(cfg, JSON.stringify({ maxTurnTokens: 48, maxResponseTokens: 160 }));
   const train = join(dir, 'train');
-  const t = agro('train', '--data', rows, '--init', sftCk, '--out', train, '--config', cfg, '--algo', 'dr_grpo', '--steps', '1', '--group-size', '2', '--prompts', '1', '--backend', 'cpu', '--json');
+  const t = agro('train', '--data', rows, '--init', sftCk, '--out', train, '--config', cfg, '--algo', 'dr_grpo', '--steps', '1', '--group-size', '2', '--prompts', '1', '--backend', 'wasm', '--json');
   assert.equal(t.status, 0, t.stderr);
   const rlCk = listCheckpoints(train).at(-1)!.dir;
   const rlWritten = writtenResolution(rlCk);

@@ -5,14 +5,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agroChild } from '../support/agro-child.ts';
+import { agroBatchAsync } from '../support/cli-batch.ts';
 import { startFakeOpenAI } from '../support/fake-openai.ts';
 import { LOW_CONFIDENCE } from '../../src/answer/rank.ts';
 
 const DB = 'data/databases/music_store/music_store.sqlite';
 const OTHER = 'data/databases/retail/retail.sqlite';
-
-const agro = agroChild;
 
 test('agro ask --correct stores a pair that runs (and nothing that does not); the next question in other words gets it; agro memory build/show', { timeout: 180_000 }, async () => {
   const tmp = mkdtempSync(join(tmpdir(), 'agro-corrections-'));
@@ -23,41 +21,50 @@ test('agro ask --correct stores a pair that runs (and nothing that does not); th
     { db_id: 'music_store', question: 'How many genres are there?', SQL: 'SELECT COUNT(*) FROM genres' },
   ]));
   const memory = join(tmp, 'memory.db');
-  const built = await agro(['memory', 'build', '--data', data, '--db', DB, '--out', memory]);
+  const right = 'SELECT name FROM genres ORDER BY name';
+  // Three processes, the runs of each in order through main() (test/support/cli-batch.ts): the store's bytes are read
+  // between the first and the second, the fake policy serves the third.
+  const [built, ok] = await agroBatchAsync([
+    ['memory', 'build', '--data', data, '--db', DB, '--out', memory],
+    ['ask', '--db', DB, '--memory', memory, '--correct', right, 'Which music styles does the store sell?'],
+  ]);
   assert.equal(built.status, 0, built.stderr);
   assert.match(built.stdout, /3 queries asked 3 ways/);
-  const right = 'SELECT name FROM genres ORDER BY name';
-  const ok = await agro(['ask', '--db', DB, '--memory', memory, '--correct', right, 'Which music styles does the store sell?']);
   assert.equal(ok.status, 0, ok.stderr);
   assert.match(ok.stdout, /stored your answer/);
   const before = readFileSync(memory, 'utf8');
-  const refused = await agro(['ask', '--db', DB, '--memory', memory, '--correct', 'DELETE FROM genres', 'Remove the genres']);
+  const [refused, broken, shown] = await agroBatchAsync([
+    ['ask', '--db', DB, '--memory', memory, '--correct', 'DELETE FROM genres', 'Remove the genres'],
+    ['ask', '--db', DB, '--memory', memory, '--correct', 'SELECT no_such FROM genres', 'Something'],
+    ['memory', 'show', '--memory', memory, '--question', 'what styles of music are sold'],
+  ]);
   assert.equal(refused.status, 5, refused.stdout + refused.stderr);
-  const broken = await agro(['ask', '--db', DB, '--memory', memory, '--correct', 'SELECT no_such FROM genres', 'Something']);
   assert.equal(broken.status, 6, broken.stdout + broken.stderr);
   assert.equal(broken.stderr.trim().split('\n').length, 1, 'one line');
   assert.equal(readFileSync(memory, 'utf8'), before, 'nothing written by a correction that does not run');
-  const shown = await agro(['memory', 'show', '--memory', memory, '--question', 'what styles of music are sold']);
   assert.match(shown.stdout, /4 queries \(1 from people\)/);
   assert.match(shown.stdout.split('\n')[1], /Which music styles/);
 
   // A policy that answers wrong: the stored correction answers the same question asked in other words.
   const fake = await startFakeOpenAI(() => ({ kind: 'reply', content: '<think>x</think><answer>SELECT COUNT(*) FROM artists</answer>' }));
   try {
-    const asked = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', DB, '--mode', 'direct', '--memory', memory, '--search-samples', '0', '--json', 'what styles of music does the store sell']);
+    const policy = ['--llm-url', fake.baseUrl, '--llm-model', 'fake'];
+    const [asked, text, other] = await agroBatchAsync([
+      ['ask', ...policy, '--db', DB, '--mode', 'direct', '--memory', memory, '--search-samples', '0', '--json', 'what styles of music does the store sell'],
+      ['ask', ...policy, '--db', DB, '--mode', 'direct', '--memory', memory, '--search-samples', '0', 'what styles of music does the store sell'],
+      ['ask', ...policy, '--db', OTHER, '--memory', memory, 'How many orders?'],
+    ]);
     assert.equal(asked.status, 0, asked.stderr);
     const out = JSON.parse(asked.stdout) as { answer: { sql: string; reading: string; confidence: number; lowConfidence: boolean; suggestions: string[]; candidates: { sources: string[] }[] } };
     assert.equal(out.answer.sql, right);
     // Suggested next: the memory's other question about genres (not the albums' or the customers').
     assert.deepEqual(out.answer.suggestions, ['How many genres are there?']);
     assert.equal(out.answer.lowConfidence, out.answer.confidence < LOW_CONFIDENCE);
-    const text = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', DB, '--mode', 'direct', '--memory', memory, '--search-samples', '0', 'what styles of music does the store sell']);
     assert.match(text.stdout, /I read this as: .*music styles/);
     assert.match(text.stdout, /you might also ask:\n {2}How many genres are there\?\n/);
     assert.deepEqual(out.answer.candidates[0].sources, ['memory', 'person']);
     assert.match(out.answer.reading, /music styles/);
     // Another database's memory is refused with one line and exit 4.
-    const other = await agro(['ask', '--llm-url', fake.baseUrl, '--llm-model', 'fake', '--db', OTHER, '--memory', memory, 'How many orders?']);
     assert.equal(other.status, 4, other.stdout + other.stderr);
     assert.match(other.stderr, /another schema/);
   } finally {

@@ -38,10 +38,10 @@ test('export --data <factory output>/dataset.jsonl finds the manifest beside it 
 });
 
 test('sft and train take a factory output dataset.jsonl (or its folder) without --db-root', { timeout: 300_000 }, () => {
-  const sft = agro(['sft', '--data', dataset, '--out', join(tmp.dir, 'sft'), '--preset', 'tiny', '--vocab-size', '400', '--backend', 'cpu', '--steps', '1', '--json']);
+  const sft = agro(['sft', '--data', dataset, '--out', join(tmp.dir, 'sft'), '--preset', 'tiny', '--vocab-size', '400', '--backend', 'wasm', '--steps', '1', '--json']);
   assert.equal(sft.status, 0, sft.stderr);
   assert.equal((JSON.parse(sft.stdout) as { samples: number }).samples, 12);
-  const sftDir = agro(['sft', '--data', out, '--out', join(tmp.dir, 'sft2'), '--preset', 'tiny', '--vocab-size', '400', '--backend', 'cpu', '--steps', '1', '--json']);
+  const sftDir = agro(['sft', '--data', out, '--out', join(tmp.dir, 'sft2'), '--preset', 'tiny', '--vocab-size', '400', '--backend', 'wasm', '--steps', '1', '--json']);
   assert.equal(sftDir.status, 0, sftDir.stderr);
   const train = agro(['train', '--data', dataset, '--init', ck, '--out', join(tmp.dir, 'train'), '--algo', 'dr_grpo', '--steps', '1', '--group-size', '2', '--prompts', '1', '--schema-chars', '300', '--json']);
   assert.equal(train.status, 0, train.stderr);

@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agro, assertOneLine, DEV, MUSIC, tempDir } from '../adversarial/support.ts';
 import { saveTinyCheckpoint } from '../support/tiny-checkpoint.ts';
+import { agroBatch } from '../support/cli-batch.ts';
 
 const tmp = tempDir();
 after(() => tmp.cleanup());
@@ -25,8 +26,9 @@ test('a numeric flag given a word is one line in the words of every numeric flag
     [['eval', '--data', DEV, '--gold', '--workers', 'abc'], /^agro: eval: --workers must be an integer from 1 to 64, got "abc"\n$/],
     [['synth-search', '--db', MUSIC, '--out', join(tmp.dir, 'ss'), '--n', '1.5'], /^agro: synth-search: --n must be an integer from 1 to \d+, got "1.5"\n$/],
   ];
-  for (const [args, re] of cases) {
-    const r = agro(args);
+  const runs = agroBatch(cases.map(([args]) => args));
+  for (const [i, [, re]] of cases.entries()) {
+    const r = runs[i];
     assertOneLine(r, 2, re);
     assert.doesNotMatch(r.stderr, /Invalid input|expected number|NaN/);
   }
@@ -67,7 +69,7 @@ test('synth, sft and train print the next command; train warns when no step saw 
   assert.ok(s.stdout.includes(`next: agro sft --data ${data} --init base --out ${data}-sft\nsee it: agro dashboard ${join(tmp.dir, 'runs')}\n`), s.stdout);
   // sft from a run folder (its newest checkpoint), as train --init and ask --policy take it.
   const sftOut = join(tmp.dir, 'runs', 'music-sft');
-  const f = agro(['sft', '--data', data, '--init', join(tmp.dir, 'run'), '--out', sftOut, '--steps', '1', '--backend', 'cpu']);
+  const f = agro(['sft', '--data', data, '--init', join(tmp.dir, 'run'), '--out', sftOut, '--steps', '1', '--backend', 'wasm']);
   assert.equal(f.status, 0, f.stderr);
   assert.ok(f.stdout.includes(`next: agro train --data ${data} --init ${sftOut} --out ${sftOut}-grpo`), f.stdout);
   const out = join(tmp.dir, 'runs', 'music-grpo');

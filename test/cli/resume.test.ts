@@ -20,7 +20,7 @@ before(async () => {
   writeFileSync(rows, lines.join('\n') + '\n');
 });
 
-const sft = (out: string, ...extra: string[]) => agro(['sft', '--data', rows, '--out', out, '--preset', 'tiny', '--vocab-size', '300', '--backend', 'cpu', '--json', ...extra]);
+const sft = (out: string, ...extra: string[]) => agro(['sft', '--data', rows, '--out', out, '--preset', 'tiny', '--vocab-size', '300', '--backend', 'wasm', '--json', ...extra]);
 
 test('sft: stale checkpoint temp folders are removed on resume; --resume with another --lr is refused with what changed; --allow-changes records it', { timeout: 120_000 }, () => {
   const out = join(tmp.dir, 'sft');
@@ -86,7 +86,7 @@ test('train: stale temp folders removed; --resume with another --lr refused (exi
 
 test('pretrain: a rerun after a checkpoint swap cut by a kill resumes from the whole checkpoint, put back, and leaves no temp folder', { timeout: 300_000 }, () => {
   const out = join(tmp.dir, 'pretrain');
-  const args = ['pretrain', '--dbs', DB_ROOT, '--out', out, '--pairs', '10', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '1000', '--steps', '2', '--batch-size', '2', '--checkpoint-every', '1', '--eval-every', '1', '--schema-chars', '200', '--backend', 'cpu'];
+  const args = ['pretrain', '--dbs', DB_ROOT, '--out', out, '--pairs', '10', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '1000', '--steps', '2', '--batch-size', '2', '--checkpoint-every', '1', '--eval-every', '1', '--schema-chars', '200', '--backend', 'wasm'];
   const first = agro(args, { timeoutMs: 240_000 });
   assert.equal(first.status, 0, first.stderr);
   const cks = join(out, 'sft', 'checkpoints');

@@ -83,10 +83,10 @@ describe('sft, train and export on PostgreSQL', { skip: PG.skip }, () => {
   test('agro sft on a factory output made on a server (the password from PGPASSWORD)', { timeout: 300_000 }, async () => {
     const before = await statements();
     // The manifest holds no password: without one the server refuses the role.
-    const refused = agro(['sft', '--data', factory, '--out', join(tmp.dir, 'sft-refused'), '--preset', 'tiny', '--vocab-size', '300', '--steps', '2', '--backend', 'cpu', '--json'], { PGPASSWORD: 'wrong' });
+    const refused = agro(['sft', '--data', factory, '--out', join(tmp.dir, 'sft-refused'), '--preset', 'tiny', '--vocab-size', '300', '--steps', '2', '--backend', 'wasm', '--json'], { PGPASSWORD: 'wrong' });
     assert.notEqual(refused.status, 0);
     assert.ok(!refused.stderr.includes(PASSWORD));
-    const r = agro(['sft', '--data', factory, '--out', sftOut, '--preset', 'tiny', '--vocab-size', '300', '--steps', '2', '--schema-chars', '300', '--value-hints', '0', '--backend', 'cpu', '--json'], { PGPASSWORD: PASSWORD });
+    const r = agro(['sft', '--data', factory, '--out', sftOut, '--preset', 'tiny', '--vocab-size', '300', '--steps', '2', '--schema-chars', '300', '--value-hints', '0', '--backend', 'wasm', '--json'], { PGPASSWORD: PASSWORD });
     assert.equal(r.status, 0, r.stderr);
     assert.equal((JSON.parse(r.stdout) as { samples: number }).samples, 6);
     assert.ok((await statements()) > before, 'sft read the schema on the server');

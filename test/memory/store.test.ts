@@ -14,6 +14,7 @@ import { schemaFingerprint } from '../../src/memory/entry.ts';
 import { openMemory, readMemory } from '../../src/memory/legacy.ts';
 import { MemoryStore, writeMemory } from '../../src/memory/store.ts';
 import { agroChild as agro } from '../support/agro-child.ts';
+import { agroBatchAsync } from '../support/cli-batch.ts';
 
 const DB = 'data/databases/music_store/music_store.sqlite';
 const OTHER = 'data/databases/retail/retail.sqlite';
@@ -30,17 +31,14 @@ test('8 processes adding corrections to one store at once: every acknowledged co
   writeMemory(path, await buildMemory('music_store', introspectSchema(DB), PAIRS));
   const PROCS = 8;
   const EACH = 3;
-  // Each process adds its corrections one after another, all processes at once: the writes interleave.
+  // Each process adds its corrections one after another (agro memory add's main() in one process per writer,
+  // test/support/cli-batch.ts: each add opens the store, writes, closes), all processes at once: the writes interleave.
   const runs = await Promise.all(
     Array.from({ length: PROCS }, async (_, p) => {
-      const acks: string[] = [];
-      for (let i = 0; i < EACH; i++) {
-        const q = `race question ${p}-${i}`;
-        const r = await agro(['memory', 'add', '--memory', path, '--db', DB, '--question', q, '--sql', `SELECT ${p * 100 + i} AS n FROM customers LIMIT 1`]);
-        assert.equal(r.status, 0, r.stderr);
-        acks.push(q);
-      }
-      return acks;
+      const qs = Array.from({ length: EACH }, (_, i) => `race question ${p}-${i}`);
+      const rs = await agroBatchAsync(qs.map((q, i) => ['memory', 'add', '--memory', path, '--db', DB, '--question', q, '--sql', `SELECT ${p * 100 + i} AS n FROM customers LIMIT 1`]), { timeoutMs: 180_000 });
+      for (const r of rs) assert.equal(r.status, 0, r.stderr);
+      return qs;
     }),
   );
   const store = MemoryStore.open(path);
@@ -176,34 +174,45 @@ test('a memory.json of an earlier agro is converted to a store beside it, once, 
 test('agro memory list / remove / export: who taught what and when, undone by id', async () => {
   const path = join(tmp, 'prov.db');
   writeMemory(path, await buildMemory('music_store', introspectSchema(DB), PAIRS));
-  const add = await agro(['memory', 'add', '--memory', path, '--db', DB, '--question', 'Which music styles are sold?', '--sql', 'SELECT name FROM genres']);
+  // Two processes (test/support/cli-batch.ts), the runs in order in each: what the second does needs the id the first printed.
+  const m = ['--memory', path];
+  const [add, people, future, yesterday, robot, all, exported, csv] = await agroBatchAsync([
+    ['memory', 'add', ...m, '--db', DB, '--question', 'Which music styles are sold?', '--sql', 'SELECT name FROM genres'],
+    ['memory', 'list', ...m, '--source', 'person'],
+    ['memory', 'list', ...m, '--since', '2999-01-01'],
+    ['memory', 'list', ...m, '--since', 'yesterday'],
+    ['memory', 'list', ...m, '--source', 'robot'],
+    ['memory', 'list', ...m, '--removed'],
+    ['memory', 'export', ...m, '--format', 'jsonl'],
+    ['memory', 'export', ...m, '--format', 'csv'],
+  ]);
   assert.equal(add.status, 0, add.stderr);
   const id = Number(/as pair (\d+)/.exec(add.stdout)![1]);
-  const people = await agro(['memory', 'list', '--memory', path, '--source', 'person']);
   assert.equal(people.status, 0, people.stderr);
   const lines = people.stdout.trim().split('\n');
   assert.equal(lines.length, 1);
   assert.match(lines[0], new RegExp(`^ *${id} {2}person {3}20\\d\\d-\\S*Z {2}"Which music styles are sold\\?" {2}SELECT name FROM genres$`));
-  const future = await agro(['memory', 'list', '--memory', path, '--since', '2999-01-01']);
   assert.equal(future.stdout, '');
-  assert.equal((await agro(['memory', 'list', '--memory', path, '--since', 'yesterday'])).status, 2);
-  assert.equal((await agro(['memory', 'list', '--memory', path, '--source', 'robot'])).status, 2);
+  assert.equal(yesterday.status, 2);
+  assert.equal(robot.status, 2);
   // The person's pair replaced the factory's of the same SQL: listed with --removed as replaced.
-  const all = await agro(['memory', 'list', '--memory', path, '--removed']);
   assert.match(all.stdout, new RegExp(`factory {2}- +"List the names of all genres\\." {2}SELECT name FROM genres {2}\\(replaced by ${id}\\)`));
-  const exported = await agro(['memory', 'export', '--memory', path, '--format', 'jsonl']);
   const rows = exported.stdout.trim().split('\n').map((l) => JSON.parse(l) as { id: number; db_id: string; source: string; questions: string[] });
   assert.equal(rows.length, 2);
   assert.ok(rows.every((r) => r.db_id === 'music_store'));
   assert.deepEqual(rows.find((r) => r.id === id)!.questions, ['Which music styles are sold?', 'List the names of all genres.']);
-  assert.equal((await agro(['memory', 'export', '--memory', path, '--format', 'csv'])).status, 2);
-  const removed = await agro(['memory', 'remove', '--memory', path, String(id)]);
+  assert.equal(csv.status, 2);
+  const [removed, listed, again, abc] = await agroBatchAsync([
+    ['memory', 'remove', ...m, String(id)],
+    ['memory', 'list', ...m, '--source', 'person'],
+    ['memory', 'remove', ...m, String(id)],
+    ['memory', 'remove', ...m, 'abc'],
+  ]);
   assert.equal(removed.status, 0, removed.stderr);
-  assert.equal((await agro(['memory', 'list', '--memory', path, '--source', 'person'])).stdout, '');
-  const again = await agro(['memory', 'remove', '--memory', path, String(id)]);
+  assert.equal(listed.stdout, '');
   assert.equal(again.status, 3);
   assert.match(again.stderr, /no live pair/);
-  assert.equal((await agro(['memory', 'remove', '--memory', path, 'abc'])).status, 2);
+  assert.equal(abc.status, 2);
   assert.ok(existsSync(path));
 });
 

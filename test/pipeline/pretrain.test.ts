@@ -24,7 +24,7 @@ test('held-out databases are chosen by seed, the same on every call, never all o
 
 test('agro pretrain: the factory on every database, one tokenizer, SFT with the grounded prompt contract; a rerun resumes bit for bit; a second stage starts from its model', { timeout: 900_000 }, async () => {
   const out = join(mkdtempSync(join(tmpdir(), 'agro-pretrain-')), 'run');
-  const args = [BIN, 'pretrain', '--dbs', 'data/databases', '--out', out, '--pairs', '30', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '500', '--steps', '4', '--batch-size', '4', '--checkpoint-every', '2', '--eval-every', '2', '--backend', 'cpu', '--json'];
+  const args = [BIN, 'pretrain', '--dbs', 'data/databases', '--out', out, '--pairs', '30', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '500', '--steps', '4', '--batch-size', '4', '--checkpoint-every', '2', '--eval-every', '2', '--backend', 'wasm', '--json'];
   const first = spawnSync(process.execPath, args, { encoding: 'utf8' });
   assert.equal(first.status, 0, first.stderr);
   const report = JSON.parse(first.stdout) as PretrainReport;
@@ -75,7 +75,7 @@ test('agro pretrain: the factory on every database, one tokenizer, SFT with the 
   // training episode has respelled names. The factory's output is reused (copied), as a rerun reuses it.
   const out2 = join(out, '..', 'stage2');
   cpSync(join(out, 'synth'), join(out2, 'synth'), { recursive: true });
-  const r2 = spawnSync(process.execPath, [BIN, 'pretrain', '--dbs', 'data/databases', '--out', out2, '--pairs', '30', '--held-out-dbs', '1', '--init', report.model!, '--respell', '1', '--steps', '2', '--batch-size', '4', '--eval-every', '0', '--backend', 'cpu', '--json'], { encoding: 'utf8' });
+  const r2 = spawnSync(process.execPath, [BIN, 'pretrain', '--dbs', 'data/databases', '--out', out2, '--pairs', '30', '--held-out-dbs', '1', '--init', report.model!, '--respell', '1', '--steps', '2', '--batch-size', '4', '--eval-every', '0', '--backend', 'wasm', '--json'], { encoding: 'utf8' });
   assert.equal(r2.status, 0, r2.stderr);
   const rep2 = JSON.parse(r2.stdout) as PretrainReport;
   assert.equal(rep2.episodes?.respelled, rep2.episodes?.train);
@@ -104,7 +104,7 @@ test('agro pretrain --gold: human gold SQL asked in the factory words gives extr
   const goldFile = join(root, 'gold.jsonl');
   writeFileSync(goldFile, gold.map(([db_id, query]) => JSON.stringify({ db_id, query })).join('\n') + '\n');
   const out = join(root, 'run');
-  const args = [BIN, 'pretrain', '--dbs', dbs, '--out', out, '--gold', goldFile, '--pairs', '10', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '400', '--steps', '2', '--batch-size', '2', '--checkpoint-every', '1', '--eval-every', '1', '--backend', 'cpu', '--json'];
+  const args = [BIN, 'pretrain', '--dbs', dbs, '--out', out, '--gold', goldFile, '--pairs', '10', '--held-out-dbs', '1', '--preset', 'tiny', '--vocab-size', '400', '--steps', '2', '--batch-size', '2', '--checkpoint-every', '1', '--eval-every', '1', '--backend', 'wasm', '--json'];
   const first = spawnSync(process.execPath, args, { encoding: 'utf8' });
   assert.equal(first.status, 0, first.stderr);
   const report = JSON.parse(first.stdout) as PretrainReport;

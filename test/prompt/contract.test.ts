@@ -70,7 +70,7 @@ test('agro sft writes the contract it trained with; a run from --init inherits i
   const data = join(dir, 'd.jsonl');
   const rows = Array.from({ length: 8 }, (_, i) => JSON.stringify({ db_id: 'music_store', question: `How many rows are in table ${i % 2 ? 'genres' : 'artists'}?`, SQL: `SELECT count(*) FROM ${i % 2 ? 'genres' : 'artists'}` }));
   writeFileSync(data, rows.join('\n') + '\n');
-  const base = ['bin/agro.js', 'sft', '--data', data, '--preset', 'tiny', '--vocab-size', '400', '--backend', 'cpu', '--batch-size', '4', '--steps', '1', '--json'];
+  const base = ['bin/agro.js', 'sft', '--data', data, '--preset', 'tiny', '--vocab-size', '400', '--backend', 'wasm', '--batch-size', '4', '--steps', '1', '--json'];
   const a = spawnSync(process.execPath, [...base, '--out', join(dir, 'a'), '--schema-chars', '700'], { encoding: 'utf8' });
   assert.equal(a.status, 0, a.stderr);
   const ckA = join(dir, 'a', 'checkpoints', 'step-1');

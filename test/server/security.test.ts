@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { makeEnvFixture } from '../support/env-server.ts';
 import { raw, startCli, type RawRequest, type StartedCli } from '../support/raw-http.ts';
 import { dashboardRoutes, jsonBody, serveRoutes } from '../support/server-routes.ts';
+import { agroBatch } from '../support/cli-batch.ts';
 
 const fx = makeEnvFixture();
 const tmp = mkdtempSync(join(tmpdir(), 'agro-sec-'));
@@ -161,21 +162,23 @@ test('body limits: a huge body is refused with 413 before it is read, on both se
 });
 
 test('token: required off loopback; the printed link sets a SameSite=Strict HttpOnly cookie and redirects to the clean URL', async () => {
-  const { spawnSync } = await import('node:child_process');
-  const bin = new URL('../../bin/agro.js', import.meta.url).pathname;
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.AGRO_TOKEN;
-  const off = spawnSync(process.execPath, [bin, 'dashboard', runs, '--no-open', '--host', '0.0.0.0', '--port', '0'], { encoding: 'utf8', env, timeout: 20_000 });
-  assert.equal(off.status, 2, off.stderr);
-  assert.match(off.stderr, /^agro: binding to 0\.0\.0\.0 needs a token/);
-  for (const [cmd, flag, value, re] of [
+  const refusals = [
     ['dashboard', '--cors', 'not-an-origin', /^agro: --cors: not an origin/],
     ['dashboard', '--allowed-host', 'bad host', /^agro: --allowed-host: not a host name/],
     ['serve', '--cors', 'http://x.example/path', /^agro: --cors: not an origin/],
     ['serve', '--token', 'short', /^agro: --token: at least 8 characters/],
-  ] as const) {
-    const args = cmd === 'serve' ? ['serve', '--db-root', fx.dbRoot] : ['dashboard', runs, '--no-open'];
-    const r = spawnSync(process.execPath, [bin, ...args, '--port', '0', flag, value], { encoding: 'utf8', env, timeout: 20_000 });
+  ] as const;
+  // The usage errors in one process (test/support/cli-batch.ts): each stops before the server listens.
+  const [off, ...refused] = agroBatch([
+    ['dashboard', runs, '--no-open', '--host', '0.0.0.0', '--port', '0'],
+    ...refusals.map(([cmd, flag, value]) => [...(cmd === 'serve' ? ['serve', '--db-root', fx.dbRoot] : ['dashboard', runs, '--no-open']), '--port', '0', flag, value]),
+  ], { env, timeoutMs: 60_000 });
+  assert.equal(off.status, 2, off.stderr);
+  assert.match(off.stderr, /^agro: binding to 0\.0\.0\.0 needs a token/);
+  for (const [i, [cmd, flag, value, re]] of refusals.entries()) {
+    const r = refused[i];
     assert.equal(r.status, 2, `${cmd} ${flag} ${value}: ${r.stderr}`);
     assert.match(r.stderr, re);
   }

@@ -283,7 +283,7 @@ test('agro sft trains from scratch, refuses to clobber a run, and resumes with -
   for (let i = 0; i < 12; i++) rows.push(JSON.stringify({ messages: [{ role: 'user', content: `count rows of t${i % 3}` }, { role: 'assistant', content: `<think></think>\n<answer>SELECT count(*) FROM t${i % 3}</answer>` }] }));
   writeFileSync(data, rows.join('\n') + '\n');
   const out = join(dir, 'run');
-  const args = ['bin/agro.js', 'sft', '--data', data, '--out', out, '--preset', 'tiny', '--vocab-size', '320', '--backend', 'cpu', '--batch-size', '4', '--checkpoint-every', '1', '--json'];
+  const args = ['bin/agro.js', 'sft', '--data', data, '--out', out, '--preset', 'tiny', '--vocab-size', '320', '--backend', 'wasm', '--batch-size', '4', '--checkpoint-every', '1', '--json'];
   // An impossible configuration is refused on one line before any work: no output folder appears.
   const refused = spawnSync(process.execPath, [...args, '--steps', '2', '--patience', '2', '--eval-every', '0'], { encoding: 'utf8' });
   assert.equal(refused.status, 4, refused.stderr);
