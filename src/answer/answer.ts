@@ -33,8 +33,8 @@ export const answerConfigSchema = z.strictObject({
   flips: z.number().int().min(0).max(50).default(5),
   /** Queries drawn by question-time synthesis over the tables the question is about (0: none). */
   synth: z.number().int().min(0).max(500).default(SYNTH_DRAFTS),
-  /** Draw them more often from the templates the question's words ask for (synth.ts intentWeights). */
-  steer: z.boolean().default(true),
+  /** Draw them more often from the templates the question's words ask for (synth.ts intentWeights). Off by default: on, a predict test's edited memory answer lost to a steered draft. */
+  steer: z.boolean().default(false),
   /** Per candidate query. */
   execTimeoutMs: z.number().int().positive().default(5000),
   /** Rows kept per candidate result (a candidate cut there still answers; its signature is of what was kept). */
