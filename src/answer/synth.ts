@@ -17,7 +17,7 @@ import { cueWords } from './text.ts';
 import { STRONG_VALUE } from './edit.ts';
 import { silentProgress } from '../util/progress.ts';
 
-/** `weights`: the factory's template weights to draw with, beside its own (synthesize's WEIGHTS). */
+/** `weights`: the factory's template weights to draw with, over its own (TEMPLATE_WEIGHTS). */
 export type QuestionSynth = (question: string, n: number, weights?: Readonly<Record<string, number>>) => Promise<string[]>;
 
 /**

@@ -240,7 +240,10 @@ function gradables(schema: DbSchema): Map<string, Gradable> {
     const keys = new Set([...t.primaryKey, ...t.foreignKeys.flatMap((f) => f.fromColumns)]);
     const found = t.columns
       .filter((c) => !keys.has(c.name))
-      .flatMap((c) => birthGradable(t.name, c.name, ownWords(t.name, c.name)) ?? (c.affinity !== 'TEXT' ? gradableOf(t.name, c.name, ownWords(t.name, c.name)) : null) ?? []);
+      .flatMap((c) => {
+        const own = ownWords(t.name, c.name);
+        return birthGradable(t.name, c.name, own) ?? (c.affinity !== 'TEXT' ? gradableOf(t.name, c.name, own) : null) ?? [];
+      });
     for (const g of found) if (found.filter((o) => o.more === g.more || o.less === g.less).length === 1) out.set(colKey(t.name, g.column), g);
   }
   return out;
