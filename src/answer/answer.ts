@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import type { SqlExecutor } from '../sql/types.ts';
+import { swapColumns, type SwapNames } from './swap.ts';
 import { flipOrder, hasLiterals, moveFilters, regroundQuery, type ColumnRange, type NamedValue } from './edit.ts';
 import { resultSignature } from '../memory/entry.ts';
 import type { MemoryIndex } from './memory.ts';
@@ -67,6 +68,8 @@ export interface AnswerResources {
   counted?: ReadonlyMap<string, string>;
   /** The schema's tables and columns as a question asks for them (returned.ts): a query returning another thing is held low. */
   returned?: ReturnedNames;
+  /** Each table's columns by their words (swap.ts): a column the question names swapped in for one it does not. */
+  swaps?: SwapNames;
 }
 
 /** What a judge reads of a candidate. */
@@ -163,12 +166,25 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
     d.sources.add(source);
     for (const r of readings) if (!d.readings.includes(r)) d.readings.push(r);
   };
-  const edited = (sql: string, readings: string[]): void => {
+  // A column the question names in place of a sibling it does not (swap.ts): the reader words the result.
+  const swapped = (sql: string): void => {
+    if (cfg.edits && res.swaps) for (const e of swapColumns(sql, question, res.swaps)) add(e.sql, 'edit', [], e.changes);
+  };
+  /**
+   * `grounded`: the query is a remembered one or the policy's, made for a question like this one. A draft is a random
+   * shape: swapping the question's columns into it makes a query that reads like the question and answers another
+   * (it beat the policy's right answer in test/pipeline/predict), so its columns are left as drafted.
+   */
+  const edited = (sql: string, readings: string[], grounded = true): void => {
     if (!cfg.edits) return;
     const e = regroundQuery(sql, question, values, res.ranges);
-    if (!e) return;
+    if (!e) {
+      if (grounded) swapped(sql);
+      return;
+    }
     const stored = readings.map((q) => substitute(q, e.changes)).filter((q): q is string => q !== null);
     add(e.sql, 'edit', stored, e.changes);
+    if (grounded) swapped(e.sql);
   };
   // A filter moved to a value the question names has no stored wording: the reader words it.
   const moved = (sql: string): void => {
@@ -188,7 +204,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
     // with no literal at all, are candidates.
     for (const sql of await res.synth(question, cfg.synth, cfg.steer ? intentWeights(question) : {})) {
       if (!hasLiterals(sql)) add(sql, 'synth', []);
-      edited(sql, []);
+      edited(sql, [], false);
       moved(sql);
     }
   }

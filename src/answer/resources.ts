@@ -17,6 +17,7 @@ import type { ColumnRange } from './edit.ts';
 import { answerQuestion, type Answer, type AnswerConfig, type AnswerResources, type CandidateJudge, type PolicyAnswer } from './answer.ts';
 import { countedNames } from './intent.ts';
 import { returnedNames } from './returned.ts';
+import { swapNames } from './swap.ts';
 import { storeCorrection } from '../memory/build.ts';
 import { openMemory } from '../memory/legacy.ts';
 import type { MemoryStore, StoredEntry } from '../memory/store.ts';
@@ -95,7 +96,7 @@ export class Answerer {
         const [index, language] = await Promise.all([databaseValueIndex(db), databaseLanguageOf(schema, this.executor, docs)]);
         const reader = await makeReader(schema, this.executor, docs, undefined, language);
         const synth = makeQuestionSynth(schema, this.executor, db, language.graph, language.profiles, index);
-        return { schema, res: { executor: this.executor, dbPath: db, values: (q: string) => index.lookup(q, { limit: 10 }), reader, synth, ranges: columnRanges(schema), counted: countedNames(schema.tables.map((t) => t.name)), returned: returnedNames(schema) } };
+        return { schema, res: { executor: this.executor, dbPath: db, values: (q: string) => index.lookup(q, { limit: 10 }), reader, synth, ranges: columnRanges(schema), counted: countedNames(schema.tables.map((t) => t.name)), returned: returnedNames(schema), swaps: swapNames(schema) } };
       })();
       this.open.set(db, r);
     }
