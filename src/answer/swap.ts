@@ -3,7 +3,7 @@
  * question's shape and filters but returns, groups or orders by a sibling column ("the rooms with at least 2
  * faculties named Michael" recalled for "the building with ..."). A column the query uses there that the question
  * does not name is replaced, everywhere in those clauses, by a column of the same table, of the same kind (number
- * or text), that the question names and the query does not already return, group or order by. Filters and join conditions are left alone: the
+ * or text), that the question names and the query does not already use outside its joins. Filters and join conditions are left alone: the
  * value edits (edit.ts) carry those over, and a key swapped in a join breaks the query's meaning.
  */
 import type { DbSchema } from '../sql/types.ts';
@@ -48,6 +48,8 @@ interface Ref {
   table: string;
   column: SwapColumn;
   swappable: boolean;
+  /** In a join condition: a key joined on may still be what is asked for. */
+  joined: boolean;
 }
 
 function references(toks: readonly Token[], names: SwapNames): Ref[] {
@@ -76,7 +78,7 @@ function references(toks: readonly Token[], names: SwapNames): Ref[] {
     }
     const column = table === undefined ? undefined : names.get(table)?.find((c) => c.name.toLowerCase() === name);
     if (!table || !column) continue;
-    out.push({ at: i, qualifier: qualified ? i - 2 : -1, table, column, swappable: SWAPPABLE.has(clause) });
+    out.push({ at: i, qualifier: qualified ? i - 2 : -1, table, column, swappable: SWAPPABLE.has(clause), joined: clause === 'on' });
   }
   return out;
 }
@@ -90,8 +92,9 @@ export function swapColumns(sql: string, question: string, names: SwapNames): Ed
   const refs = references(toks, names);
   if (refs.length === 0) return [];
   const asked = new Set(words(question).split(' ').filter(Boolean).map((w) => stem(w)));
-  // A key joined on may still be what is asked for: only the swappable clauses' columns count as used.
-  const used = new Set(refs.filter((r) => r.swappable).map((r) => `${r.table}.${r.column.name.toLowerCase()}`));
+  // A column the query filters on is the filter's (returning it gives back the threshold's own column); a key
+  // joined on may still be what is asked for.
+  const used = new Set(refs.filter((r) => !r.joined).map((r) => `${r.table}.${r.column.name.toLowerCase()}`));
   const out: Edit[] = [];
   const done = new Set<string>();
   for (const r of refs) {

@@ -21,11 +21,12 @@ test('a column the question does not name is swapped for one of its table it nam
   );
 });
 
-test('no swap where the question names the column, in a filter or a join, across kinds, or to a column already returned', () => {
+test('no swap where the question names the column, in a filter or a join, across kinds, or to a column the query already returns or filters on', () => {
   assert.deepEqual(sqls('SELECT city, COUNT(*) FROM customers GROUP BY city', 'How many customers are there in each city?'), [], 'the named column stays');
   assert.deepEqual(sqls("SELECT email FROM customers WHERE country = 'Brazil'", 'Which emails belong to customers of the city Brazil?'), [], 'a filter is the value edits\' to carry over');
   assert.deepEqual(sqls('SELECT support_rep_id FROM customers', 'What are the cities of customers?'), [], 'a number is not swapped for a text');
   assert.deepEqual(sqls('SELECT city, country FROM customers', 'List the city of each customer'), [], 'the named column is returned already');
+  assert.deepEqual(sqls("SELECT company FROM customers WHERE city = 'Oslo'", 'What is the city of the customers in Oslo?'), [], 'the named column is the filter\'s');
   assert.deepEqual(sqls('SELECT COUNT(*) FROM customers', 'How many cities?'), []);
 });
 
