@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { jsonCopy } from '../src/util/json-copy.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,4 +41,23 @@ test('displayPath: relative inside the working directory, absolute outside it', 
   assert.equal(displayPath(join(tmpdir(), 'agro-run')), join(tmpdir(), 'agro-run'));
   assert.equal(displayPath(join(process.cwd(), '..x', 'run')), join('..x', 'run'), 'a folder named ..x is inside');
   assert.equal(displayPath(join(process.cwd(), '..', 'elsewhere')), join(process.cwd(), '..', 'elsewhere').replace(/\/[^/]+\/\.\./, ''));
+});
+
+test('jsonCopy gives what a JSON round trip gives, as a copy that shares nothing', () => {
+  const cases: unknown[] = [
+    { kind: 'select', a: [1, -0, NaN, Infinity, undefined, () => 1, 'x'], b: { c: undefined, d: null, e: false, 2: 'two', 1: 'one' }, f: Symbol('s') },
+    [[{ x: [] }], {}, '', 0.1 + 0.2],
+    { when: new Date(0), inner: { toJSON: () => 'json' }, set: new Set([1]) },
+    'text',
+    7,
+    null,
+  ];
+  for (const v of cases) assert.deepStrictEqual(jsonCopy(v), JSON.parse(JSON.stringify(v)));
+  assert.equal(jsonCopy(undefined), undefined);
+  assert.equal(Object.is(jsonCopy(-0), 0), true);
+  const src = { a: { b: [1, { c: 2 }] } };
+  const out = jsonCopy(src);
+  (out.a.b[1] as { c: number }).c = 3;
+  assert.equal((src.a.b[1] as { c: number }).c, 2);
+  assert.throws(() => jsonCopy({ n: 1n }), TypeError);
 });
