@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import { jsonCopy } from '../src/util/json-copy.ts';
+import { fnv1a, fnv1aSeeds } from '../src/util/hash.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -60,4 +61,11 @@ test('jsonCopy gives what a JSON round trip gives, as a copy that shares nothing
   (out.a.b[1] as { c: number }).c = 3;
   assert.equal((src.a.b[1] as { c: number }).c, 2);
   assert.throws(() => jsonCopy({ n: 1n }), TypeError);
+});
+
+test('fnv1aSeeds gives fnv1a(text, seed) for seeds 1..n in one pass', () => {
+  for (const text of ['', 'a', 'how many singers', 'städte €', 'x'.repeat(300)]) {
+    const out = fnv1aSeeds(text, new Uint32Array(70));
+    out.forEach((h, i) => assert.equal(h, fnv1a(text, i + 1), `${text} seed ${i + 1}`));
+  }
 });
