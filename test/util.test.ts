@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import { jsonCopy } from '../src/util/json-copy.ts';
 import { fnv1a, fnv1aSeeds } from '../src/util/hash.ts';
+import { memoized } from '../src/util/memo.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -68,4 +69,17 @@ test('fnv1aSeeds gives fnv1a(text, seed) for seeds 1..n in one pass', () => {
     const out = fnv1aSeeds(text, new Uint32Array(70));
     out.forEach((h, i) => assert.equal(h, fnv1a(text, i + 1), `${text} seed ${i + 1}`));
   }
+});
+
+test('memoized answers each string once and starts over past its bound', () => {
+  const calls: string[] = [];
+  const f = memoized((s: string) => {
+    calls.push(s);
+    return s === 'none' ? undefined : s.toUpperCase();
+  }, 3);
+  assert.deepEqual(['a', 'b', 'a', 'none', 'none', 'b'].map(f), ['A', 'B', 'A', undefined, undefined, 'B']);
+  assert.deepEqual(calls, ['a', 'b', 'none']);
+  f('c'); // the fourth answer: the memory starts over with it
+  f('a');
+  assert.deepEqual(calls, ['a', 'b', 'none', 'c', 'a']);
 });
