@@ -19,9 +19,6 @@ import { EXEC_DEFAULTS, parseExecOptions, timedOut } from './pool.ts';
 import { makeRunner } from './run-query.mjs';
 import type { ExecOptions, ExecResult, SqlExecutor } from './types.ts';
 
-/** How many guard-passed SQL texts an executor remembers. */
-const READ_QUERIES_KEPT = 4096;
-
 /** Longest run of queries between two turns of the event loop. */
 const YIELD_MS = 20;
 
@@ -60,11 +57,6 @@ export class LocalSqlite implements SqlExecutor {
   private readonly limits: Limits;
   private lastTurn = performance.now();
   private closed = false;
-  /**
-   * SQL the guard has passed, most recent last: the factory sends each query to the original and every
-   * variant, and the guard's reading of a text does not change.
-   */
-  private readonly readQueries = new Set<string>();
   /** Queries answered here; the tests read it. */
   executed = 0;
 
@@ -93,15 +85,11 @@ export class LocalSqlite implements SqlExecutor {
       return Promise.reject(err);
     }
     if (o.cpuMs > 0 && this.limits !== 'cpu+wall') return this.fallback.execute(dbPath, sql, opts);
-    if (!this.readQueries.has(sql)) {
-      try {
-        assertSingleReadQuery(sql);
-      } catch (err) {
-        if (err instanceof AgroError) return Promise.resolve({ ok: false, error: err.kind === 'sql_error' ? 'syntax' : 'refused', message: err.message, elapsedMs: 0 });
-        throw err;
-      }
-      this.readQueries.add(sql);
-      if (this.readQueries.size > READ_QUERIES_KEPT) this.readQueries.delete(this.readQueries.values().next().value!);
+    try {
+      assertSingleReadQuery(sql);
+    } catch (err) {
+      if (err instanceof AgroError) return Promise.resolve({ ok: false, error: err.kind === 'sql_error' ? 'syntax' : 'refused', message: err.message, elapsedMs: 0 });
+      throw err;
     }
     this.executed++;
     const t0 = performance.now();
