@@ -4,7 +4,8 @@
 // phrasings, variants; each overridable) on each --db (default: the bundled music_store and retail), run by
 // this checkout's code and by the code of REV side by side, alternating, R rounds, each run in its own
 // process (bench/_factory_job.ts). REV is checked out once under .tmp/ref-REV (git worktree, gitignored),
-// with this checkout's node_modules and build/ linked in. Per run: pairs, wall seconds, CPU seconds (the job's
+// with this checkout's node_modules and build/ linked in; a rerun reuses it while it is at REV's commit and
+// checks it out again otherwise. Per run: pairs, wall seconds, CPU seconds (the job's
 // process plus its SQL processes, module loading not counted), pairs and verified candidates per CPU-second,
 // peak RSS of the job and of its SQL processes, the 1-minute load average (the machine is shared: per
 // CPU-second is the fair figure), and whether both wrote the same dataset.jsonl. Then the ratio of the
@@ -99,14 +100,34 @@ export function cachedShop(scale: number): { path: string; rows: number; built: 
 /** The commit before the speed-up of #57: the factory as it was. */
 const DEFAULT_REFERENCE = '0d91a9a';
 
-/** A checkout of `rev` under .tmp/ref-REV (made once), sharing this checkout's node_modules and native build. */
+/**
+ * A checkout of `rev` under .tmp/ref-REV, sharing this checkout's node_modules and native build. A rerun reuses
+ * it when it is still at the commit `rev` names; otherwise (a branch that moved, a half-made or deleted folder,
+ * a stale worktree entry) it is removed and checked out again, so every run measures the same code.
+ */
 function referenceTree(rev: string): string {
   const dir = resolve('.tmp', `ref-${rev.replace(/[^\w.-]/g, '_')}`);
-  if (!existsSync(join(dir, 'src'))) {
-    mkdirSync('.tmp', { recursive: true });
-    execFileSync('git', ['worktree', 'add', '--detach', dir, rev], { stdio: 'ignore' });
+  const want = execFileSync('git', ['rev-parse', '--verify', `${rev}^{commit}`], { encoding: 'utf8' }).trim();
+  let have = '';
+  try {
+    // Its own worktree's HEAD: a plain folder there would answer with the enclosing checkout's.
+    const [top, head] = existsSync(join(dir, 'src')) ? execFileSync('git', ['-C', dir, 'rev-parse', '--show-toplevel', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n') : [];
+    if (top && resolve(top) === dir) have = head;
+  } catch {
+    have = '';
   }
-  for (const link of ['node_modules', 'build']) if (!existsSync(join(dir, link)) && existsSync(link)) symlinkSync(resolve(link), join(dir, link));
+  if (have !== want) {
+    rmSync(dir, { recursive: true, force: true });
+    execFileSync('git', ['worktree', 'prune'], { stdio: 'ignore' });
+    mkdirSync('.tmp', { recursive: true });
+    execFileSync('git', ['worktree', 'add', '--force', '--detach', dir, want], { stdio: 'ignore' });
+  }
+  for (const link of ['node_modules', 'build']) {
+    const at = join(dir, link);
+    // A link left dangling (its target moved) is made again; a real folder there is the checkout's own.
+    if (!existsSync(at)) rmSync(at, { force: true });
+    if (!existsSync(at) && existsSync(link)) symlinkSync(resolve(link), at);
+  }
   return dir;
 }
 

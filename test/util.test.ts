@@ -1,4 +1,7 @@
 import { test } from 'node:test';
+import { jsonCopy } from '../src/util/json-copy.ts';
+import { fnv1a, fnv1aSeeds } from '../src/util/hash.ts';
+import { memoized } from '../src/util/memo.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,4 +43,43 @@ test('displayPath: relative inside the working directory, absolute outside it', 
   assert.equal(displayPath(join(tmpdir(), 'agro-run')), join(tmpdir(), 'agro-run'));
   assert.equal(displayPath(join(process.cwd(), '..x', 'run')), join('..x', 'run'), 'a folder named ..x is inside');
   assert.equal(displayPath(join(process.cwd(), '..', 'elsewhere')), join(process.cwd(), '..', 'elsewhere').replace(/\/[^/]+\/\.\./, ''));
+});
+
+test('jsonCopy gives what a JSON round trip gives, as a copy that shares nothing', () => {
+  const cases: unknown[] = [
+    { kind: 'select', a: [1, -0, NaN, Infinity, undefined, () => 1, 'x'], b: { c: undefined, d: null, e: false, 2: 'two', 1: 'one' }, f: Symbol('s') },
+    [[{ x: [] }], {}, '', 0.1 + 0.2],
+    { when: new Date(0), inner: { toJSON: () => 'json' }, set: new Set([1]) },
+    'text',
+    7,
+    null,
+  ];
+  for (const v of cases) assert.deepStrictEqual(jsonCopy(v), JSON.parse(JSON.stringify(v)));
+  assert.equal(jsonCopy(undefined), undefined);
+  assert.equal(Object.is(jsonCopy(-0), 0), true);
+  const src = { a: { b: [1, { c: 2 }] } };
+  const out = jsonCopy(src);
+  (out.a.b[1] as { c: number }).c = 3;
+  assert.equal((src.a.b[1] as { c: number }).c, 2);
+  assert.throws(() => jsonCopy({ n: 1n }), TypeError);
+});
+
+test('fnv1aSeeds gives fnv1a(text, seed) for seeds 1..n in one pass', () => {
+  for (const text of ['', 'a', 'how many singers', 'städte €', 'x'.repeat(300)]) {
+    const out = fnv1aSeeds(text, new Uint32Array(70));
+    out.forEach((h, i) => assert.equal(h, fnv1a(text, i + 1), `${text} seed ${i + 1}`));
+  }
+});
+
+test('memoized answers each string once and starts over past its bound', () => {
+  const calls: string[] = [];
+  const f = memoized((s: string) => {
+    calls.push(s);
+    return s === 'none' ? undefined : s.toUpperCase();
+  }, 3);
+  assert.deepEqual(['a', 'b', 'a', 'none', 'none', 'b'].map(f), ['A', 'B', 'A', undefined, undefined, 'B']);
+  assert.deepEqual(calls, ['a', 'b', 'none']);
+  f('c'); // the fourth answer: the memory starts over with it
+  f('a');
+  assert.deepEqual(calls, ['a', 'b', 'none', 'c', 'a']);
 });

@@ -10,6 +10,7 @@ import { AgroError } from '../errors.ts';
 import type { SqlValue } from '../sql/types.ts';
 import { Rng } from '../util/rng.ts';
 import { fnv1a } from '../util/hash.ts';
+import { jsonCopy } from '../util/json-copy.ts';
 import { col, emptySelect, lit, renameAlias, type AggFn, type ColRef, type Cond, type Expr, type QueryAst, type SelectAst } from './ast.ts';
 import { printQuery, printSelect } from './print.ts';
 import type { TableProfile, UsableColumn } from './profile.ts';
@@ -622,7 +623,7 @@ export function normalizeJoins(q: QueryAst, g: SchemaGraph): QueryAst | null {
       for (const v of Object.values(o)) fix(v);
     }
   };
-  const out = JSON.parse(JSON.stringify(q)) as SelectAst;
+  const out = jsonCopy(q);
   out.joins = built.joins;
   for (const part of [out.columns, out.where, out.having, out.orderBy, out.groupBy]) fix(part);
   // EXISTS subqueries reference the outer base (always T1) from inside: fix those links too.

@@ -3,6 +3,7 @@
  * it) and by schema linking (which matches a question against it). One home for both, so they read a name alike.
  */
 import { stemmer } from 'stemmer';
+import { memoized } from '../util/memo.ts';
 
 /** Common abbreviations in column and table names, spoken in full. */
 export const ABBREVIATIONS: Readonly<Record<string, string>> = {
@@ -35,8 +36,8 @@ export const ABBREVIATIONS: Readonly<Record<string, string>> = {
 };
 
 /** snake_case / camelCase / spaced identifiers -> lowercase words ("InvoiceLine_id" -> "invoice line id"), abbreviations expanded. */
-export function words(name: string): string {
-  return name
+export const words: (name: string) => string = memoized((name: string): string =>
+  name
     .replace(/([\p{Ll}\d])(\p{Lu})/gu, '$1 $2')
     .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, '$1 $2')
     .replace(/[^\p{L}\p{N}]+/gu, ' ')
@@ -44,8 +45,8 @@ export function words(name: string): string {
     .toLowerCase()
     .split(' ')
     .map((w) => ABBREVIATIONS[w] ?? w)
-    .join(' ');
-}
+    .join(' '),
+);
 
 /** Text folded for matching: accents stripped, lowercase, every run of non-letters/digits one space ("Côte-d'Ivoire" -> "cote d ivoire"). */
 export function fold(text: string): string {

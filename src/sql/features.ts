@@ -377,6 +377,16 @@ export function sqlFeaturesShared(sql: string): Readonly<SqlFeatures> {
   return f;
 }
 
+/**
+ * Gives the cache the features of `sql` where a caller knows them without parsing (the factory reads its own
+ * AST: factory/ast-features.ts); features already cached stay.
+ */
+export function primeSqlFeatures(sql: string, f: SqlFeatures): void {
+  if (cache.has(sql)) return;
+  cache.set(sql, f);
+  if (cache.size > CACHE_MAX) cache.delete(cache.keys().next().value!);
+}
+
 /** Structure features of one query, the caller's own copy. Never throws: unparseable SQL gets token-level features. */
 export function sqlFeatures(sql: string): SqlFeatures {
   return structuredClone(sqlFeaturesShared(sql));

@@ -156,3 +156,24 @@ test('a view comes with the variant and reads the variant\'s rows (what the Post
   assert.ok(Math.abs(sum(variant, viaView) - sum(variant, viaTable)) < 1e-6);
   assert.ok(Math.abs(sum(variant, viaView) - sum(path, viaView)) > 1);
 });
+
+test("a variant indexes both ends of each foreign key that no primary key covers (the factory's joins on it do not scan)", async () => {
+  const dir = tmpDir();
+  const path = makeShopDb(dir);
+  const schema = introspectSchema(path);
+  const graph = buildSchemaGraph(schema);
+  const [v] = await buildVariants(path, schema, graph, { count: 1, seed: 5, dir: join(dir, 'variants'), maxRowsPerTable: 50 });
+  const db = new Database(v, { readonly: true });
+  const indexed = new Set<string>();
+  for (const { name, tbl_name } of db.prepare("SELECT name, tbl_name FROM sqlite_master WHERE type = 'index'").all() as Array<{ name: string; tbl_name: string }>) {
+    const cols = (db.prepare(`PRAGMA index_info("${name}")`).all() as Array<{ name: string }>).map((c) => c.name);
+    indexed.add(`${tbl_name}(${cols.join(',')})`);
+  }
+  db.close();
+  assert.ok(graph.edges.length > 0);
+  for (const e of graph.edges) {
+    const t = schema.tables.find((x) => x.name === e.fromTable)!;
+    if (t.primaryKey.join(',') === e.fromColumns.join(',')) continue;
+    assert.ok(indexed.has(`${e.fromTable}(${e.fromColumns.join(',')})`), `${e.fromTable}(${e.fromColumns}) in ${[...indexed]}`);
+  }
+});

@@ -98,3 +98,11 @@ test('a first word that starts no SQLite statement is a syntax error, not a refu
     );
   }
 });
+
+test('the guard reads in full what its SELECT shortcut must not settle: semicolons and comments anywhere', () => {
+  for (const sql of ['select 1; DELETE FROM t', 'SELECT 1 /* ; */; DROP TABLE t', 'SELECT 1 --\n; UPDATE t SET a = 1']) {
+    assert.throws(() => assertSingleReadQuery(sql), (e: unknown) => e instanceof AgroError && e.kind === 'refused', sql);
+  }
+  for (const sql of ["SELECT 'a;b' FROM t", 'SELECT 1 -- note', 'select * from t;', 'SELECT 1 /* a */']) assert.equal(assertSingleReadQuery(sql), sql);
+  assert.throws(() => assertSingleReadQuery('SELECTED 1'), (e: unknown) => e instanceof AgroError && e.kind === 'sql_error');
+});

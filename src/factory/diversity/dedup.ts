@@ -4,7 +4,7 @@
  * estimated by MinHash with LSH banding, confirmed exactly). The first occurrence wins.
  */
 import { normalizeSql, sqlSkeleton } from '../../sql/features.ts';
-import { fnv1a } from '../../util/hash.ts';
+import { fnv1aSeeds } from '../../util/hash.ts';
 import { words } from './text-embed.ts';
 
 export interface DedupItem {
@@ -55,11 +55,11 @@ export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number 
 
 export function minhash(set: ReadonlySet<string>, size: number): Uint32Array {
   const sig = new Uint32Array(size).fill(0xffffffff);
+  const h = new Uint32Array(size);
   for (const s of set) {
-    for (let i = 0; i < size; i++) {
-      const h = fnv1a(s, i + 1);
-      if (h < sig[i]) sig[i] = h;
-    }
+    // h[i] = fnv1a(s, i + 1), all in one pass over s.
+    fnv1aSeeds(s, h);
+    for (let i = 0; i < size; i++) if (h[i] < sig[i]) sig[i] = h[i];
   }
   return sig;
 }

@@ -57,12 +57,22 @@ export function kCenterGreedy(vectors: readonly ArrayLike<number>[], k: number, 
   if (k <= 0) return [];
   const rng = new Rng(opts.seed ?? 0);
   const quota = groupQuotas(n, k, opts);
-  const taken = new Map<string, number>();
-  const allowed = (i: number): boolean => {
-    if (!quota) return true;
-    const g = opts.groups![i];
-    return (taken.get(g) ?? 0) < (quota[g] ?? 0);
-  };
+  // Groups as small integers: the pick loop asks whether a point's group is full n times per pick.
+  const groupOf = new Int32Array(n);
+  const room: number[] = [];
+  if (quota) {
+    const ids = new Map<string, number>();
+    for (let i = 0; i < n; i++) {
+      const g = opts.groups![i];
+      let id = ids.get(g);
+      if (id === undefined) {
+        id = ids.size;
+        ids.set(g, id);
+        room.push(quota[g] ?? 0);
+      }
+      groupOf[i] = id;
+    }
+  } else room.push(Infinity);
   const minDist = new Float64Array(n).fill(Infinity);
   const chosen: number[] = [];
   const picked = new Uint8Array(n);
@@ -71,15 +81,18 @@ export function kCenterGreedy(vectors: readonly ArrayLike<number>[], k: number, 
   // a distance is summed over the union of two vectors' entries, in index order: the terms it skips are
   // 0 - 0, and adding +0 changes no float, so every distance is the dense sum's to the last bit. A sum
   // already at the point's nearest-center distance stops early (its terms are never negative).
+  let dim = 0;
   const start = new Int32Array(n + 1);
   for (let i = 0; i < n; i++) {
     const v = vectors[i];
     let nz = 0;
     for (let t = 0; t < v.length; t++) if (v[t] !== 0) nz++;
     start[i + 1] = start[i] + nz;
+    if (v.length > dim) dim = v.length;
   }
   const at = new Int32Array(start[n]);
   const val = new Float64Array(start[n]);
+  const norm = new Float64Array(n);
   for (let i = 0; i < n; i++) {
     const v = vectors[i];
     let e = start[i];
@@ -87,20 +100,35 @@ export function kCenterGreedy(vectors: readonly ArrayLike<number>[], k: number, 
       if (v[t] === 0) continue;
       at[e] = t;
       val[e++] = v[t];
+      norm[i] += v[t] * v[t];
     }
   }
+  // Most comparisons move nothing: the new center is farther than the point's nearest one. That is known
+  // first from |x|² + |c|² - 2·x·c, a dot product over the point's entries alone against the center laid out
+  // densely; only where it comes within a margin far wider than the rounding of either sum is the exact
+  // distance summed as above, so the kept distances, and the picks, are the same to the last bit.
+  const dense = new Float64Array(dim);
   const pick = (i: number): void => {
     chosen.push(i);
     picked[i] = 1;
-    if (quota) taken.set(opts.groups![i], (taken.get(opts.groups![i]) ?? 0) + 1);
+    room[groupOf[i]]--;
     const a0 = start[i];
     const a1 = start[i + 1];
+    for (let p = a0; p < a1; p++) dense[at[p]] = val[p];
+    const ni = norm[i];
     for (let j = 0; j < n; j++) {
       if (picked[j]) continue;
+      const b0 = start[j];
       const b1 = start[j + 1];
       const best = minDist[j];
+      if (best !== Infinity) {
+        let dot = 0;
+        for (let q = b0; q < b1; q++) dot += val[q] * dense[at[q]];
+        const nj = norm[j];
+        if (ni + nj - 2 * dot > best + 1e-9 * (ni + nj)) continue;
+      }
       let p = a0;
-      let q = start[j];
+      let q = b0;
       let d = 0;
       while (d < best) {
         let x: number;
@@ -117,14 +145,15 @@ export function kCenterGreedy(vectors: readonly ArrayLike<number>[], k: number, 
       }
       if (d < best) minDist[j] = d;
     }
+    for (let p = a0; p < a1; p++) dense[at[p]] = 0;
   };
-  const firstPool = [...Array(n).keys()].filter(allowed);
+  const firstPool = [...Array(n).keys()].filter((j) => room[groupOf[j]] > 0);
   pick(firstPool[rng.int(firstPool.length)]);
   while (chosen.length < k) {
     let best = -1;
     let bestD = -1;
     for (let j = 0; j < n; j++) {
-      if (picked[j] || !allowed(j)) continue;
+      if (picked[j] || room[groupOf[j]] <= 0) continue;
       // Ties (e.g. exact duplicates of chosen points at distance 0) go to the lowest index.
       if (minDist[j] > bestD) {
         bestD = minDist[j];

@@ -11,6 +11,7 @@ import { embedHybrid } from './embed.ts';
 import { resultFingerprint } from './fingerprint.ts';
 import { selectIndices } from './select.ts';
 import { shareOf } from '../shapes.ts';
+import { primePairFeatures } from '../ast-features.ts';
 import type { SelectionMethod } from './select.ts';
 
 export interface DiversityStageOptions {
@@ -63,6 +64,8 @@ export function diversityStage(opts: DiversityStageOptions = {}): Stage<SynthPai
       );
       for (const d of dropped) ctx.reject(d.item.pair, `duplicate_${d.reason}`);
       let out = kept.map((k) => k.pair);
+      // Their structure features from their ASTs: the embedding and the run's coverage then parse none of them.
+      primePairFeatures(out, ctx.dialect);
       if (opts.size !== undefined && opts.size < out.length) {
         const keep = new Set<number>();
         const keys = opts.cover ? out.map(opts.cover) : [];

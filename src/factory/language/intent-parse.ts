@@ -10,8 +10,22 @@ import { COUNT_CLAUSE_FRAMES, COUNT_NOUN_FRAMES, DISTINCT_COUNT_FRAMES, GROUP_TO
 import type { ForeignKey } from '../../sql/types.ts';
 import { AGG_OF, HIGH_WORDS, intentEnv, isCountStar, NAMING_ROLES, NAT_OPS, roleWords, YEAR_OPS, type IntentEnv } from './intents.ts';
 
-/** Thrown when a sentence looks like an intent but does not parse. */
-export class IntentParseError extends Error {}
+/**
+ * Thrown when a sentence looks like an intent but does not parse. The parser backtracks by throwing it (the
+ * factory reads thousands of questions back), so it is made without a stack trace: capturing one was most of
+ * its cost, and it is always caught by the parser or read for its message.
+ */
+export class IntentParseError extends Error {
+  constructor(message: string) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(message);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
+  }
+}
 
 /** A cursor over one sentence; literals are ⟦n⟧ placeholders (see parseIntent). */
 class Cursor {

@@ -3,6 +3,7 @@
  * round-trip parser (question -> AST) so both sides agree on how a column is spoken.
  */
 import pluralize from 'pluralize';
+import { memoized } from '../../util/memo.ts';
 import type { DbDocs } from '../../prompt/docs-types.ts';
 import type { DbSchema } from '../../sql/types.ts';
 import { words } from '../../prompt/words.ts';
@@ -39,13 +40,10 @@ export function columnWords(table: string, column: string): string {
   return w.length > 1 && w[0].length === 1 && w[0] === initial ? w.slice(1).join(' ') : w.join(' ');
 }
 
-export function singular(w: string): string {
-  return pluralize.singular(w);
-}
+// The library's rules are all added above, at load, so a word's singular and plural never change after.
+export const singular: (w: string) => string = memoized((w: string): string => pluralize.singular(w));
 
-export function plural(w: string): string {
-  return pluralize.plural(w);
-}
+export const plural: (w: string) => string = memoized((w: string): string => pluralize.plural(w));
 
 function lastWord(f: (w: string) => string, phrase: string): string {
   const parts = phrase.split(' ');
@@ -53,13 +51,9 @@ function lastWord(f: (w: string) => string, phrase: string): string {
   return parts.join(' ');
 }
 
-export function tableSingular(table: string): string {
-  return lastWord(singular, words(table) || 'row');
-}
+export const tableSingular: (table: string) => string = memoized((table: string): string => lastWord(singular, words(table) || 'row'));
 
-export function tablePlural(table: string): string {
-  return lastWord(plural, tableSingular(table));
-}
+export const tablePlural: (table: string) => string = memoized((table: string): string => lastWord(plural, tableSingular(table)));
 
 /**
  * How a column is spoken: "<table singular> <column words>", without repeating what the table

@@ -84,6 +84,51 @@ test('k-center greedy takes the farthest point next', () => {
   assert.deepEqual(kCenterGreedy([], 3), []);
 });
 
+test('k-center picks what comparing every point with every new center by the dense distance picks (its shortcuts skip only what would not move)', () => {
+  // The plain algorithm: nearest-center distances by sqDist over every coordinate, quotas by group.
+  const plain = (vecs: number[][], k: number, seed: number, groups: string[], quota: Record<string, number>): number[] => {
+    const n = vecs.length;
+    const near = new Array<number>(n).fill(Infinity);
+    const taken: Record<string, number> = {};
+    const chosen: number[] = [];
+    const ok = (j: number) => !chosen.includes(j) && (taken[groups[j]] ?? 0) < quota[groups[j]];
+    const take = (i: number) => {
+      chosen.push(i);
+      taken[groups[i]] = (taken[groups[i]] ?? 0) + 1;
+      for (let j = 0; j < n; j++) near[j] = Math.min(near[j], sqDist(vecs[i], vecs[j]));
+    };
+    const first = vecs.map((_, j) => j).filter(ok);
+    take(first[new Rng(seed).int(first.length)]);
+    while (chosen.length < k) {
+      let best = -1;
+      for (let j = 0; j < n; j++) if (ok(j) && (best < 0 || near[j] > near[best])) best = j;
+      if (best < 0) break;
+      take(best);
+    }
+    return chosen;
+  };
+  const rng = new Rng(7);
+  // Sparse, nearly equidistant unit vectors (as the hybrid embedding's), some repeated exactly, some near copies.
+  const vecs: number[][] = [];
+  for (let i = 0; i < 300; i++) {
+    if (i % 17 === 5) {
+      vecs.push([...vecs[i - 3]]);
+      continue;
+    }
+    const v = new Array<number>(64).fill(0);
+    for (let t = 0; t < 6; t++) v[rng.int(64)] = rng.next();
+    if (i % 11 === 3) for (let t = 0; t < 64; t++) v[t] = vecs[i - 1][t] + (t === i % 64 ? 1e-7 : 0);
+    const norm = Math.hypot(...v) || 1;
+    vecs.push(v.map((x) => x / norm));
+  }
+  const groups = vecs.map((_, i) => ['a', 'b', 'c'][i % 3]);
+  const mix = { a: 0.6, b: 0.3, c: 0.1 };
+  for (const k of [1, 40, 200, 300]) {
+    const quota = quotasFor(k, mix, { a: 100, b: 100, c: 100 });
+    assert.deepEqual(kCenterGreedy(vecs, k, { seed: k, groups, mix }), plain(vecs, k, k, groups, quota), `k ${k}`);
+  }
+});
+
 test('k-center honors per-difficulty quotas', () => {
   const pool = skewedPool(200, 3);
   const vecs = embedHybrid(pool.map((p) => ({ sqls: [p.sql], text: p.question })));
