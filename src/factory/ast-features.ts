@@ -9,12 +9,12 @@
  * parses as before.
  */
 import type { SqlDialect } from '../sql/dialect.ts';
-import { primeSqlFeatures, type SqlFeatures, type SpiderHardness } from '../sql/features.ts';
+import { primeSqlFeatures, zeroCounts, type SqlFeatures, type SpiderHardness } from '../sql/features.ts';
 import { sqlName } from '../sql/lexer.ts';
 import type { Cond, Expr, QueryAst, SelectAst } from './ast.ts';
 import { printQuery } from './print.ts';
 
-type Counts = Omit<SqlFeatures, 'parsed' | 'hardness' | 'tables' | 'functions'>;
+type Counts = ReturnType<typeof zeroCounts>;
 
 class Unsure extends Error {}
 
@@ -232,26 +232,7 @@ function hardness(q: SelectAst, setop: boolean): SpiderHardness {
 export function astSqlFeatures(q: QueryAst, d: SqlDialect = 'sqlite'): SqlFeatures | null {
   if (d !== 'sqlite') return null;
   const acc: Acc = {
-    f: {
-      clauses: { where: false, groupBy: false, having: false, orderBy: false, limit: false, distinct: false },
-      joins: 0,
-      aggregates: {},
-      nestingDepth: 0,
-      subqueries: 0,
-      setOps: [],
-      caseCount: 0,
-      arithmetic: 0,
-      conditions: 0,
-      ors: 0,
-      likes: 0,
-      nots: 0,
-      ins: 0,
-      betweens: 0,
-      exists: 0,
-      nullChecks: 0,
-      selectColumns: 0,
-      window: false,
-    },
+    f: zeroCounts(),
     tables: new Set(),
     functions: new Set(),
   };

@@ -203,29 +203,33 @@ interface Acc {
   cteNames: Set<string>;
 }
 
+/** A query's counts before any of it is read: the one home of the features' zero (factory/ast-features reads the same). */
+export function zeroCounts(): Omit<SqlFeatures, 'parsed' | 'hardness' | 'tables' | 'functions'> {
+  return {
+    clauses: { where: false, groupBy: false, having: false, orderBy: false, limit: false, distinct: false },
+    joins: 0,
+    aggregates: {},
+    nestingDepth: 0,
+    subqueries: 0,
+    setOps: [],
+    caseCount: 0,
+    arithmetic: 0,
+    conditions: 0,
+    ors: 0,
+    likes: 0,
+    nots: 0,
+    ins: 0,
+    betweens: 0,
+    exists: 0,
+    nullChecks: 0,
+    selectColumns: 0,
+    window: false,
+  };
+}
+
 function newAcc(): Acc {
   return {
-    f: {
-      clauses: { where: false, groupBy: false, having: false, orderBy: false, limit: false, distinct: false },
-      joins: 0,
-      aggregates: {},
-      functions: [],
-      nestingDepth: 0,
-      subqueries: 0,
-      setOps: [],
-      caseCount: 0,
-      arithmetic: 0,
-      conditions: 0,
-      ors: 0,
-      likes: 0,
-      nots: 0,
-      ins: 0,
-      betweens: 0,
-      exists: 0,
-      nullChecks: 0,
-      selectColumns: 0,
-      window: false,
-    },
+    f: { ...zeroCounts(), functions: [] },
     tables: new Set(),
     functions: new Set(),
     cteNames: new Set(),
