@@ -78,9 +78,7 @@ function references(toks: readonly Token[], names: SwapNames): Ref[] {
     }
     const column = table === undefined ? undefined : names.get(table)?.find((c) => c.name.toLowerCase() === name);
     if (!table || !column) continue;
-    // Only the outer query's: a subquery's column is tied to the outer filter it answers (`x = (SELECT MAX(x) …)`),
-    // and swapping it alone breaks the pair.
-    out.push({ at: i, qualifier: qualified ? i - 2 : -1, table, column, swappable: SWAPPABLE.has(clause) && t.depth === 0, joined: clause === 'on' });
+    out.push({ at: i, qualifier: qualified ? i - 2 : -1, table, column, swappable: SWAPPABLE.has(clause), joined: clause === 'on' });
   }
   return out;
 }

@@ -28,7 +28,6 @@ test('no swap where the question names the column, in a filter or a join, across
   assert.deepEqual(sqls('SELECT city, country FROM customers', 'List the city of each customer'), [], 'the named column is returned already');
   assert.deepEqual(sqls("SELECT company FROM customers WHERE city = 'Oslo'", 'What is the city of the customers in Oslo?'), [], 'the named column is the filter\'s');
   assert.deepEqual(sqls('SELECT COUNT(*) FROM customers', 'How many cities?'), []);
-  assert.deepEqual(sqls('SELECT email FROM customers WHERE support_rep_id = (SELECT MAX(support_rep_id) FROM customers)', 'What is the email of the customer with the highest customer id?'), [], 'a subquery\'s column answers the outer filter');
 });
 
 const pool = new SqlPool({ size: 1 });
