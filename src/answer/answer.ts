@@ -168,7 +168,7 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   };
   // A column the question names in place of a sibling it does not (swap.ts): the reader words the result.
   const swapped = (sql: string): void => {
-    if (cfg.edits && res.swaps) for (const e of swapColumns(sql, question, res.swaps)) add(e.sql, 'edit', [], e.changes);
+    if (res.swaps) for (const e of swapColumns(sql, question, res.swaps)) add(e.sql, 'edit', [], e.changes);
   };
   /**
    * `grounded`: the query is a remembered one or the policy's, made for a question like this one. A draft is a random
@@ -178,13 +178,11 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   const edited = (sql: string, readings: string[], grounded = true): void => {
     if (!cfg.edits) return;
     const e = regroundQuery(sql, question, values, res.ranges);
-    if (!e) {
-      if (grounded) swapped(sql);
-      return;
+    if (e) {
+      const stored = readings.map((q) => substitute(q, e.changes)).filter((q): q is string => q !== null);
+      add(e.sql, 'edit', stored, e.changes);
     }
-    const stored = readings.map((q) => substitute(q, e.changes)).filter((q): q is string => q !== null);
-    add(e.sql, 'edit', stored, e.changes);
-    if (grounded) swapped(e.sql);
+    if (grounded) swapped(e?.sql ?? sql);
   };
   // A filter moved to a value the question names has no stored wording: the reader words it.
   const moved = (sql: string): void => {

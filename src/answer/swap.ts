@@ -1,10 +1,11 @@
 /**
- * An edit that carries a query's columns over to the question: a remembered or drafted query often has the
+ * An edit that carries a query's columns over to the question: a remembered query (or the policy's) often has the
  * question's shape and filters but returns, groups or orders by a sibling column ("the rooms with at least 2
  * faculties named Michael" recalled for "the building with ..."). A column the query uses there that the question
  * does not name is replaced, everywhere in those clauses, by a column of the same table, of the same kind (number
- * or text), that the question names and the query does not already use outside its joins. Filters and join conditions are left alone: the
- * value edits (edit.ts) carry those over, and a key swapped in a join breaks the query's meaning.
+ * or text), that the question names and the query does not already use outside its joins. Filters and join
+ * conditions are left alone: the value edits (edit.ts) carry those over, and a key swapped in a join breaks the
+ * query's meaning. Which queries are swapped is answer.ts's to say (not drafts).
  */
 import type { DbSchema } from '../sql/types.ts';
 import { isKeyword, sqlName, tokenize, type Token } from '../sql/lexer.ts';
