@@ -193,34 +193,35 @@ test('answer: a candidate that runs away is cut by the timeout and the others st
   assert.ok(calls < 10 && b.tried === calls, `ran ${calls} of 50 within the budget`);
 });
 
+/** The bundled database's question-time synthesis and what it is made of, over a pool closed afterwards. */
+async function withQuestionSynth(fn: (q: { pool: SqlPool; schema: ReturnType<typeof introspectSchema>; index: ReturnType<typeof buildValueIndex>; lang: Awaited<ReturnType<typeof databaseLanguageOf>>; synth: ReturnType<typeof makeQuestionSynth> }) => Promise<void>): Promise<void> {
+  const pool = new SqlPool({ size: 1 });
+  try {
+    const schema = introspectSchema(DB);
+    const index = buildValueIndex(DB);
+    const lang = await databaseLanguageOf(schema, pool);
+    await fn({ pool, schema, index, lang, synth: makeQuestionSynth(schema, pool, DB, lang.graph, lang.profiles, index) });
+  } finally {
+    await pool.close();
+  }
+}
+
 test("question-time synthesis is steered by the question's words: a superlative draws more ranked rows, an average more aggregates", async () => {
   assert.deepEqual(intentWeights('List the names of all genres.'), {}, 'no cue: the factory\'s own mix');
   const top = intentWeights('Which is the longest track?');
   assert.ok(top.topK > TEMPLATE_WEIGHTS.topK && top.groupTop > TEMPLATE_WEIGHTS.groupTop && top.projection === undefined);
   assert.ok(intentWeights('What is the average price of a track?').aggregate > TEMPLATE_WEIGHTS.aggregate);
-  const pool = new SqlPool({ size: 1 });
-  try {
-    const schema = introspectSchema(DB);
-    const index = buildValueIndex(DB);
-    const lang = await databaseLanguageOf(schema, pool);
-    const synth = makeQuestionSynth(schema, pool, DB, lang.graph, lang.profiles, index);
+  await withQuestionSynth(async ({ synth }) => {
     const q = 'Which track is the longest?';
     const ranked = (xs: string[]) => xs.filter((s) => /ORDER BY/i.test(s) && /LIMIT/i.test(s)).length;
     const plain = await synth(q, 40);
     const steered = await synth(q, 40, intentWeights(q));
     assert.ok(ranked(steered) > ranked(plain), `ranked drafts: ${ranked(plain)} of ${plain.length} plain, ${ranked(steered)} of ${steered.length} steered`);
-  } finally {
-    await pool.close();
-  }
+  });
 });
 
 test('question-time synthesis: queries drawn over the tables the question is about, deterministic for a question; its drafts edited to the question', async () => {
-  const pool = new SqlPool({ size: 1 });
-  try {
-    const schema = introspectSchema(DB);
-    const index = buildValueIndex(DB);
-    const lang = await databaseLanguageOf(schema, pool);
-    const synth = makeQuestionSynth(schema, pool, DB, lang.graph, lang.profiles, index);
+  await withQuestionSynth(async ({ pool, schema, index, lang, synth }) => {
     const q = 'Which customers live in Germany?';
     const a = await synth(q, 30);
     assert.ok(a.length >= 10, `drafted ${a.length}`);
@@ -232,7 +233,5 @@ test('question-time synthesis: queries drawn over the tables the question is abo
     assert.ok(withSynth.candidates.every((c) => !c.sources.includes('synth') || !hasLiterals(c.sql)), "no draft with a random row's literal as it was");
     const without = await answerQuestion(q, [], res, { synth: 0 });
     assert.equal(without.candidates.length, 0, 'no policy, no memory, no synthesis: nothing to answer with');
-  } finally {
-    await pool.close();
-  }
+  });
 });
