@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import type { SqlExecutor } from '../sql/types.ts';
 import { swapColumns, type SwapNames } from './swap.ts';
+import { widenQuery } from './widen.ts';
 import { flipOrder, hasLiterals, moveFilters, regroundQuery, type ColumnRange, type NamedValue } from './edit.ts';
 import { resultSignature } from '../memory/entry.ts';
 import type { MemoryIndex } from './memory.ts';
@@ -68,7 +69,7 @@ export interface AnswerResources {
   counted?: ReadonlyMap<string, string>;
   /** The schema's tables and columns as a question asks for them (returned.ts): a query returning another thing is held low. */
   returned?: ReturnedNames;
-  /** Each table's columns by their words (swap.ts): a column the question names swapped in for one it does not. */
+  /** Each table's columns by their words (swap.ts): a column the question names swapped in for one it does not, or added (widen.ts). */
   swaps?: SwapNames;
 }
 
@@ -169,6 +170,8 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
   // A column the question names in place of a sibling it does not (swap.ts): the reader words the result.
   const swapped = (sql: string): void => {
     if (res.swaps) for (const e of swapColumns(sql, question, res.swaps)) add(e.sql, 'edit', [], e.changes);
+    // What the question asks for besides what the query returns (widen.ts): the reader words it too.
+    if (res.swaps) for (const e of widenQuery(sql, question, res.swaps)) add(e.sql, 'edit', [], e.changes);
   };
   /**
    * `grounded`: the query is a remembered one or the policy's, made for a question like this one. A draft is a random

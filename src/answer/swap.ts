@@ -13,7 +13,7 @@ import { stem, words } from '../prompt/words.ts';
 import { columnWords } from '../factory/language/names.ts';
 import { tableAliases, type Edit } from './edit.ts';
 
-interface SwapColumn {
+export interface SwapColumn {
   name: string;
   stems: ReadonlySet<string>;
   numeric: boolean;
@@ -85,7 +85,7 @@ function references(toks: readonly Token[], names: SwapNames): Ref[] {
 }
 
 /** Every stem of a column's words is among the question's. */
-const namedBy = (c: SwapColumn, asked: ReadonlySet<string>): boolean => c.stems.size > 0 && [...c.stems].every((s) => asked.has(s));
+export const namedBy = (c: SwapColumn, asked: ReadonlySet<string>): boolean => c.stems.size > 0 && [...c.stems].every((s) => asked.has(s));
 
 /** The query with one column the question does not name replaced by one it does, per swap; [] when none fits. */
 export function swapColumns(sql: string, question: string, names: SwapNames): Edit[] {
