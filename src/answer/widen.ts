@@ -1,13 +1,15 @@
 /**
- * An edit that returns what the question asks for and the query leaves out. People ask for several things at once
- * ("the name, the class and the rank of each captain", "the lowest, the average and the highest distance"), and the
- * memory's queries mostly return one: on the judge's pretraining lists a third of the questions no candidate
- * answered were of this kind (docs/answering.md#candidates). Two edits, each one more query to run:
+ * Edits that make a query return what the question asks for: what it leaves out, and not what it adds. People ask
+ * for several things at once ("the name, the class and the rank of each captain", "the lowest, the average and the
+ * highest distance"), and the memory's queries mostly return one: on the judge's pretraining lists a third of the
+ * questions no candidate answered were of this kind (docs/answering.md#candidates). Three edits, each one more
+ * query to run:
  * - columns: each column of a table the query reads at its top level that the question names (every word of it,
  *   as swap.ts reads names), that no other such table's column also matches, and that the query does not use
  *   outside its joins (a column it filters or orders on is the filter's, as in swap.ts) is added to what it returns;
  * - aggregates: a query returning one MIN, MAX, AVG or SUM of an expression returns, instead, each of those the
- *   question asks for, in the question's order ("the lowest ... and the highest": MIN(x), MAX(x)).
+ *   question asks for, in the question's order ("the lowest ... and the highest": MIN(x), MAX(x));
+ * - and the other way: the columns it returns that the question does not name are dropped, when one it names stays.
  * Grouped queries and set operations are left alone (a bare column beside a group is SQLite's arbitrary row); so
  * is a query returning an aggregate without a group, where a column added would be one arbitrary row's. Which
  * queries are widened is answer.ts's to say (not drafts, as for swaps).
@@ -15,7 +17,7 @@
 import { sqlName, tokenize, type Token } from '../sql/lexer.ts';
 import { stem, tokens, words } from '../prompt/words.ts';
 import { tableAliases, type Edit } from './edit.ts';
-import { namedBy, type SwapNames } from './swap.ts';
+import { namedBy, type SwapColumn, type SwapNames } from './swap.ts';
 import { cueWords } from './text.ts';
 
 /** Columns added per query at most. */
@@ -101,11 +103,40 @@ function addAggregates(sql: string, toks: readonly Token[], list: NonNullable<Re
   return { sql: `${sql.slice(0, toks[a].start)}${items.join(', ')}${sql.slice(toks[b - 1].end)}`, changes: [{ from: `${fn}(${arg})`, to: items.join(', ') }] };
 }
 
+/** The one column an item of the SELECT list is, as `table.column` (lower-cased) of an outer table, or null when it is more. */
+function itemColumn(toks: readonly Token[], [a, b]: [number, number], tables: ReadonlyMap<string, string>, names: SwapNames): { table: string; column: SwapColumn } | null {
+  const name = toks[b - 1];
+  const bare = b - a === 1;
+  if ((!bare && !(b - a === 3 && toks[a + 1].text === '.')) || (name.kind !== 'word' && name.kind !== 'qid')) return null;
+  const byAlias = new Map([...tables].map(([t, al]) => [al.toLowerCase(), t]));
+  const owners = bare ? [...tables.keys()] : [byAlias.get(toks[a].text.toLowerCase())].filter((x): x is string => !!x);
+  const found = owners.flatMap((table) => (names.get(table) ?? []).filter((c) => c.name.toLowerCase() === name.text.toLowerCase()).map((column) => ({ table, column })));
+  return found.length === 1 ? found[0] : null;
+}
+
+/**
+ * The query without the columns it returns that the question does not name, when one it names stays: a remembered
+ * query returns what its own question asked ("the open years and locations of shops"), and a person asking for
+ * the locations alone gets a table with another column, which Spider's evaluator and a reader both count wrong.
+ */
+function dropColumns(sql: string, toks: readonly Token[], list: NonNullable<ReturnType<typeof selectList>>, asked: ReadonlySet<string>, names: SwapNames): Edit | null {
+  if (list.items.length < 2) return null;
+  const tables = outerTables(toks);
+  const cols = list.items.map((it) => itemColumn(toks, it, tables, names));
+  const keep = list.items.filter((_, i) => cols[i] === null || namedBy(cols[i]!.column, asked));
+  if (keep.length === list.items.length || !cols.some((c, i) => c && namedBy(c.column, asked) && keep.includes(list.items[i]))) return null;
+  const text = keep.map(([a, b]) => sql.slice(toks[a].start, toks[b - 1].end)).join(', ');
+  const first = list.items[0][0];
+  const last = list.items[list.items.length - 1][1] - 1;
+  const dropped = list.items.filter((it) => !keep.includes(it)).map(([a, b]) => sql.slice(toks[a].start, toks[b - 1].end));
+  return { sql: `${sql.slice(0, toks[first].start)}${text}${sql.slice(toks[last].end)}`, changes: dropped.map((d) => ({ from: d, to: '' })) }; // to '': dropped
+}
+
 /** The query returning, besides what it returns, what the question names and it leaves out; [] when nothing fits. */
 export function widenQuery(sql: string, question: string, names: SwapNames): Edit[] {
   const toks = tokenize(sql);
   const list = selectList(toks);
   if (!list) return [];
   const asked = new Set(words(question).split(' ').filter(Boolean).map((w) => stem(w)));
-  return [addColumns(sql, toks, list, asked, names), addAggregates(sql, toks, list, question)].filter((e): e is Edit => e !== null);
+  return [addColumns(sql, toks, list, asked, names), addAggregates(sql, toks, list, question), dropColumns(sql, toks, list, asked, names)].filter((e): e is Edit => e !== null);
 }

@@ -30,6 +30,13 @@ test('each aggregate the question asks of the one aggregated expression, in the 
   assert.deepEqual(sqls('SELECT MAX(total) - MIN(total) FROM invoices', 'the lowest and highest totals'), [], 'not one aggregate');
 });
 
+test('the columns returned that the question does not name are dropped when one it names stays', () => {
+  assert.deepEqual(sqls("SELECT country, city FROM customers WHERE first_name = 'Ann'", 'the cities of customers named Ann'), ["SELECT city FROM customers WHERE first_name = 'Ann'"]);
+  assert.deepEqual(sqls('SELECT T1.title, T2.name FROM albums AS T1 JOIN artists AS T2 ON T1.artist_id = T2.artist_id', 'the album titles'), ['SELECT T1.title FROM albums AS T1 JOIN artists AS T2 ON T1.artist_id = T2.artist_id']);
+  assert.deepEqual(sqls('SELECT first_name, last_name FROM employees ORDER BY birth_date LIMIT 1', 'Who is the oldest employee?'), [], 'none named: none dropped');
+  assert.deepEqual(sqls('SELECT city FROM customers', 'Which places do customers live in?'), [], 'one column: nothing to drop');
+});
+
 test('nothing is added that the question does not name alone, that the query filters on, beside an aggregate, a group or a set operation', () => {
   assert.deepEqual(sqls('SELECT T1.first_name FROM customers AS T1 JOIN employees AS T2 ON T1.support_rep_id = T2.employee_id', 'List the first name and the city of customers with their support rep'), [], 'both tables have a city');
   assert.deepEqual(sqls("SELECT first_name FROM customers WHERE country = 'Brazil'", 'The first names of customers whose country is Brazil'), [], 'the filter\'s column');
