@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { SqlExecutor } from '../sql/types.ts';
 import { swapColumns, type SwapNames } from './swap.ts';
 import { widenQuery } from './widen.ts';
+import { compareAsAsked } from './compare.ts';
 import { flipOrder, hasLiterals, moveFilters, regroundQuery, type ColumnRange, type NamedValue } from './edit.ts';
 import { resultSignature } from '../memory/entry.ts';
 import type { MemoryIndex } from './memory.ts';
@@ -185,6 +186,9 @@ export async function answerQuestion(question: string, policy: readonly PolicyAn
       const stored = readings.map((q) => substitute(q, e.changes)).filter((q): q is string => q !== null);
       add(e.sql, 'edit', stored, e.changes);
     }
+    // The question's comparison for a number it names (compare.ts), on the query as regrounded (its number carried over).
+    const c = compareAsAsked(e?.sql ?? sql, question);
+    if (c) add(c.sql, 'edit', [], [...(e?.changes ?? []), ...c.changes]);
     if (grounded) swapped(e?.sql ?? sql);
   };
   // A filter moved to a value the question names has no stored wording: the reader words it.

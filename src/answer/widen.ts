@@ -2,8 +2,8 @@
  * Edits that make a query return what the question asks for: what it leaves out, and not what it adds. People ask
  * for several things at once ("the name, the class and the rank of each captain", "the lowest, the average and the
  * highest distance"), and the memory's queries mostly return one: on the judge's pretraining lists a third of the
- * questions no candidate answered were of this kind (docs/answering.md#candidates). Three edits, each one more
- * query to run:
+ * questions no candidate answered were of this kind (docs/answering.md#candidates). Three edits (and the first
+ * and third at once), each one more query to run:
  * - columns: each column of a table the query reads at its top level that the question names (every word of it,
  *   as swap.ts reads names), that no other such table's column also matches, and that the query does not use
  *   outside its joins (a column it filters or orders on is the filter's, as in swap.ts) is added to what it returns;
@@ -138,5 +138,12 @@ export function widenQuery(sql: string, question: string, names: SwapNames): Edi
   const list = selectList(toks);
   if (!list) return [];
   const asked = new Set(words(question).split(' ').filter(Boolean).map((w) => stem(w)));
-  return [addColumns(sql, toks, list, asked, names), addAggregates(sql, toks, list, question), dropColumns(sql, toks, list, asked, names)].filter((e): e is Edit => e !== null);
+  const added = addColumns(sql, toks, list, asked, names);
+  // Both at once: the query returns what the question names and nothing else ("the incident summaries" remembered
+  // for "the dates the incidents start and end").
+  const addedToks = added ? tokenize(added.sql) : [];
+  const addedList = added ? selectList(addedToks) : null;
+  const both = added && addedList ? dropColumns(added.sql, addedToks, addedList, asked, names) : null;
+  const whole = both && added ? { sql: both.sql, changes: [...added.changes, ...both.changes] } : null;
+  return [added, addAggregates(sql, toks, list, question), dropColumns(sql, toks, list, asked, names), whole].filter((e): e is Edit => e !== null);
 }

@@ -35,6 +35,11 @@ test('the columns returned that the question does not name are dropped when one 
   assert.deepEqual(sqls('SELECT T1.title, T2.name FROM albums AS T1 JOIN artists AS T2 ON T1.artist_id = T2.artist_id', 'the album titles'), ['SELECT T1.title FROM albums AS T1 JOIN artists AS T2 ON T1.artist_id = T2.artist_id']);
   assert.deepEqual(sqls('SELECT first_name, last_name FROM employees ORDER BY birth_date LIMIT 1', 'Who is the oldest employee?'), [], 'none named: none dropped');
   assert.deepEqual(sqls('SELECT city FROM customers', 'Which places do customers live in?'), [], 'one column: nothing to drop');
+  assert.deepEqual(sqls('SELECT company, first_name FROM customers', 'the first names and emails of customers'), [
+    'SELECT company, first_name, email FROM customers',
+    'SELECT first_name FROM customers',
+    'SELECT first_name, email FROM customers',
+  ], 'added, dropped, and both at once');
 });
 
 test('nothing is added that the question does not name alone, that the query filters on, beside an aggregate, a group or a set operation', () => {
