@@ -15,7 +15,7 @@
  */
 import type { Cond, Expr, QueryAst, SelectAst } from '../ast.ts';
 import { columnPhrase, spokenColumn, tablePlural, tableSingular, type Lexicon } from './names.ts';
-import { realizeIntent } from './intents.ts';
+import { AGG_OF, realizeIntent } from './intents.ts';
 import { printLiteral } from '../print.ts';
 import { datePart, likeOp, nameIn, type SqlDialect } from '../../sql/dialect.ts';
 import type { QuestionStyle } from '../../data/dataset-row.ts';
@@ -31,7 +31,8 @@ export const CMP_WORDS: Record<string, string> = {
   '>=': 'is at least',
   '<=': 'is at most',
 };
-export const AGG_WORDS: Record<string, string> = { SUM: 'total', AVG: 'average', MAX: 'highest', MIN: 'lowest' };
+/** The aggregates' words: the intents' own (one home), as this realizer and its parser index them. */
+export const AGG_WORDS: Readonly<Record<string, string>> = { ...AGG_OF } as Record<string, string>;
 export const SET_WORDS: Record<string, string> = { UNION: ', together with ', INTERSECT: ', that are also among ', EXCEPT: ', excluding ' };
 
 function litText(v: string | number | null, asNumber = false): string {
