@@ -5,8 +5,9 @@
  * questions no candidate answered were of this kind (docs/answering.md#candidates). Three edits (and the first
  * and third at once), each one more query to run:
  * - columns: each column of a table the query reads at its top level that the question names (every word of it,
- *   as swap.ts reads names), that no other such table's column also matches, and that the query does not use
- *   outside its joins (a column it filters or orders on is the filter's, as in swap.ts) is added to what it returns;
+ *   as swap.ts reads names), that no other such table's column also matches, and that the query does not use (a
+ *   column it filters or orders on is the filter's, as in swap.ts; a key it joins on is the joined table's) is added
+ *   to what it returns;
  * - aggregates: a query returning one MIN, MAX, AVG or SUM of an expression returns, instead, each of those the
  *   question asks for, in the question's order ("the lowest ... and the highest": MIN(x), MAX(x));
  * - and the other way: the columns it returns that the question does not name are dropped, when one it names stays.
@@ -54,15 +55,12 @@ function outerTables(toks: readonly Token[]): Map<string, string> {
 }
 
 /** Lower-cased `table.column` of every column the query names, by its qualifier or, bare, by the one outer table that has it. */
-function usedColumns(toks: readonly Token[], tables: ReadonlyMap<string, string>, names: SwapNames, skipJoins: boolean): Set<string> {
+function usedColumns(toks: readonly Token[], tables: ReadonlyMap<string, string>, names: SwapNames): Set<string> {
   const byAlias = new Map([...tables].map(([t, a]) => [a.toLowerCase(), t]));
   const out = new Set<string>();
-  let clause = '';
   for (let i = 0; i < toks.length; i++) {
     const t = toks[i];
-    if (t.kind === 'word' && /^(select|from|join|on|where|group|order|having|limit)$/i.test(t.text)) clause = t.text.toLowerCase();
     if ((t.kind !== 'word' && t.kind !== 'qid') || toks[i + 1]?.text === '.' || toks[i + 1]?.text === '(') continue;
-    if (skipJoins && clause === 'on') continue;
     const name = t.text.toLowerCase();
     const owners = toks[i - 1]?.text === '.' ? [byAlias.get(toks[i - 2]?.text.toLowerCase() ?? '')].filter((x): x is string => !!x) : [...tables.keys()];
     for (const o of owners) if (names.get(o)?.some((c) => c.name.toLowerCase() === name)) out.add(`${o}.${name}`);
@@ -73,7 +71,8 @@ function usedColumns(toks: readonly Token[], tables: ReadonlyMap<string, string>
 function addColumns(sql: string, toks: readonly Token[], list: NonNullable<ReturnType<typeof selectList>>, asked: ReadonlySet<string>, names: SwapNames): Edit | null {
   for (const [a, b] of list.items) for (let i = a; i < b; i++) if (isAggregateAt(toks, i)) return null;
   const tables = outerTables(toks);
-  const used = usedColumns(toks, tables, names, true);
+  // A key the query joins on is the joined table's to answer for ("the channel" of a cartoon joined to its channel).
+  const used = usedColumns(toks, tables, names);
   const named = [...tables].flatMap(([table, alias]) => (names.get(table) ?? []).filter((c) => namedBy(c, asked) && !used.has(`${table}.${c.name.toLowerCase()}`)).map((c) => ({ table, alias, column: c })));
   // A name two tables' columns share ("name" of a singer and of a song) says nothing about which is asked.
   const key = (c: { stems: ReadonlySet<string> }): string => [...c.stems].sort().join(' ');

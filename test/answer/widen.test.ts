@@ -45,6 +45,7 @@ test('the columns returned that the question does not name are dropped when one 
 test('nothing is added that the question does not name alone, that the query filters on, beside an aggregate, a group or a set operation', () => {
   assert.deepEqual(sqls('SELECT T1.first_name FROM customers AS T1 JOIN employees AS T2 ON T1.support_rep_id = T2.employee_id', 'List the first name and the city of customers with their support rep'), [], 'both tables have a city');
   assert.deepEqual(sqls("SELECT first_name FROM customers WHERE country = 'Brazil'", 'The first names of customers whose country is Brazil'), [], 'the filter\'s column');
+  assert.ok(!sqls('SELECT T1.email FROM customers AS T1 JOIN employees AS T2 ON T1.support_rep_id = T2.employee_id', 'the emails of customers with their support rep id').some((s) => s.includes('T1.support_rep_id FROM')), 'a key joined on is the joined table\'s');
   assert.deepEqual(sqls('SELECT COUNT(*) FROM customers', 'How many customers, and their cities?'), [], 'a column beside an aggregate would be one arbitrary row\'s');
   assert.deepEqual(sqls('SELECT country, COUNT(*) FROM customers GROUP BY country', 'the country and city of customers'), []);
   assert.deepEqual(sqls('SELECT city FROM customers UNION SELECT city FROM employees', 'the cities and countries'), []);
