@@ -9,6 +9,7 @@
 import { tokenize } from '../sql/lexer.ts';
 import type { Edit } from './edit.ts';
 import { cueWords } from './text.ts';
+import { memoized } from '../util/memo.ts';
 
 const CUE_OPERATOR: Readonly<Record<string, string>> = { qgt: '>', qlt: '<', qge: '>=', qle: '<=' };
 /** Operators an edit replaces: `!=` and `<>` say "other than", which no number phrase above says. */
@@ -22,8 +23,13 @@ const orMore = (next: readonly string[]): string | undefined => {
   return cue && !next.slice(0, next.indexOf(cue)).some((w) => CUE_OPERATOR[w] || /^\d/.test(w)) ? CUE_OPERATOR[cue] : undefined;
 };
 
-/** Each number the question names after (or before) a comparison phrase, with that phrase's operator. */
-export function askedComparisons(question: string): Map<number, string> {
+/**
+ * Each number the question names after (or before) a comparison phrase, with that phrase's operator. Read once per
+ * question: the answer path asks it of every candidate query.
+ */
+export const askedComparisons: (question: string) => ReadonlyMap<number, string> = memoized(readComparisons, 64);
+
+function readComparisons(question: string): Map<number, string> {
   const out = new Map<number, string>();
   for (const m of question.matchAll(/-?\d+(?:,\d{3})*(?:\.\d+)?/g)) {
     const at = m.index ?? 0;

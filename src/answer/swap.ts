@@ -12,6 +12,7 @@ import { isKeyword, sqlName, tokenize, type Token } from '../sql/lexer.ts';
 import { stem, words } from '../prompt/words.ts';
 import { columnWords } from '../factory/language/names.ts';
 import { tableAliases, type Edit } from './edit.ts';
+import { memoized } from '../util/memo.ts';
 
 export interface SwapColumn {
   name: string;
@@ -84,6 +85,12 @@ function references(toks: readonly Token[], names: SwapNames): Ref[] {
   return out;
 }
 
+/**
+ * The stems of a question's words, as names are read here: read once per question, not once per candidate query
+ * (swaps and widen.ts ask it of every remembered query).
+ */
+export const askedStems: (question: string) => ReadonlySet<string> = memoized((question: string) => new Set(words(question).split(' ').filter(Boolean).map((w) => stem(w))), 64);
+
 /** Every stem of a column's words is among the question's. */
 export const namedBy = (c: SwapColumn, asked: ReadonlySet<string>): boolean => c.stems.size > 0 && [...c.stems].every((s) => asked.has(s));
 
@@ -92,7 +99,7 @@ export function swapColumns(sql: string, question: string, names: SwapNames): Ed
   const toks = tokenize(sql);
   const refs = references(toks, names);
   if (refs.length === 0) return [];
-  const asked = new Set(words(question).split(' ').filter(Boolean).map((w) => stem(w)));
+  const asked = askedStems(question);
   // A column the query filters on is the filter's (returning it gives back the threshold's own column); a key
   // joined on may still be what is asked for.
   const used = new Set(refs.filter((r) => !r.joined).map((r) => `${r.table}.${r.column.name.toLowerCase()}`));

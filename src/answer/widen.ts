@@ -18,7 +18,7 @@
 import { sqlName, tokenize, type Token } from '../sql/lexer.ts';
 import { stem, tokens, words } from '../prompt/words.ts';
 import { tableAliases, type Edit } from './edit.ts';
-import { namedBy, type SwapColumn, type SwapNames } from './swap.ts';
+import { askedStems, namedBy, type SwapColumn, type SwapNames } from './swap.ts';
 import { cueWords } from './text.ts';
 
 /** Columns added per query at most. */
@@ -28,8 +28,8 @@ const AGGREGATES = new Set(['min', 'max', 'avg', 'sum', 'count']);
 /** The question's aggregate cues (text.ts) and what each asks a column for. */
 const CUE_AGGREGATE: Readonly<Record<string, string>> = { qlow: 'MIN', qhigh: 'MAX', qavg: 'AVG', qsum: 'SUM' };
 
-/** The top-level query's SELECT list, as token ranges between its commas, and where its FROM is; null when it is not a plain SELECT. */
-function selectList(toks: readonly Token[]): { items: Array<[number, number]>; from: number; distinct: boolean } | null {
+/** The top-level query's SELECT list, as token ranges between its commas; null when it is not a plain SELECT. */
+function selectList(toks: readonly Token[]): { items: Array<[number, number]>; distinct: boolean } | null {
   const top = (i: number, re: RegExp): boolean => toks[i].depth === 0 && toks[i].kind === 'word' && re.test(toks[i].text);
   if (toks.length === 0 || !top(0, /^select$/i)) return null;
   for (let i = 0; i < toks.length; i++) if (top(i, /^(group|union|except|intersect)$/i)) return null;
@@ -44,7 +44,7 @@ function selectList(toks: readonly Token[]): { items: Array<[number, number]>; f
       start = i + 1;
     }
   }
-  return items.length ? { items, from, distinct } : null;
+  return items.length ? { items, distinct } : null;
 }
 
 const isAggregateAt = (toks: readonly Token[], i: number): boolean => toks[i].kind === 'word' && AGGREGATES.has(toks[i].text.toLowerCase()) && toks[i + 1]?.text === '(';
@@ -136,13 +136,16 @@ export function widenQuery(sql: string, question: string, names: SwapNames): Edi
   const toks = tokenize(sql);
   const list = selectList(toks);
   if (!list) return [];
-  const asked = new Set(words(question).split(' ').filter(Boolean).map((w) => stem(w)));
+  const asked = askedStems(question);
   const added = addColumns(sql, toks, list, asked, names);
-  // Both at once: the query returns what the question names and nothing else ("the incident summaries" remembered
-  // for "the dates the incidents start and end").
-  const addedToks = added ? tokenize(added.sql) : [];
-  const addedList = added ? selectList(addedToks) : null;
-  const both = added && addedList ? dropColumns(added.sql, addedToks, addedList, asked, names) : null;
-  const whole = both && added ? { sql: both.sql, changes: [...added.changes, ...both.changes] } : null;
-  return [added, addAggregates(sql, toks, list, question), dropColumns(sql, toks, list, asked, names), whole].filter((e): e is Edit => e !== null);
+  const out = [added, addAggregates(sql, toks, list, question), dropColumns(sql, toks, list, asked, names)];
+  if (added) {
+    // Both at once: the query returns what the question names and nothing else ("the incident summaries" remembered
+    // for "the dates the incidents start and end").
+    const addedToks = tokenize(added.sql);
+    const addedList = selectList(addedToks);
+    const both = addedList && dropColumns(added.sql, addedToks, addedList, asked, names);
+    if (both) out.push({ sql: both.sql, changes: [...added.changes, ...both.changes] });
+  }
+  return out.filter((e): e is Edit => e !== null);
 }
